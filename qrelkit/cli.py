@@ -1,0 +1,192 @@
+"""The `qrelkit` command line. Thin: parse arguments, call one function, print."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from qrelkit.errors import QrelkitError
+from qrelkit.io import OnDuplicate, list_run_files
+
+app = typer.Typer(
+    help="Make relevance judgments with models, and audit them against human qrels.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+load_app = typer.Typer(
+    help="Load topics, documents, runs or qrels into the database (idempotent; --replace for changed files).",
+    no_args_is_help=True,
+)
+app.add_typer(load_app, name="load")
+
+out = Console()
+err = Console(stderr=True)
+
+DbOption = Annotated[
+    Path,
+    typer.Option("--db", envvar="QRELKIT_DB", help="The DuckDB database file (env QRELKIT_DB)."),
+]
+DEFAULT_DB = Path("qrelkit.duckdb")
+ReplaceOption = Annotated[
+    bool, typer.Option("--replace", help="Replace what an earlier load of the same name put in the database.")
+]
+DuplicateOption = Annotated[
+    OnDuplicate,
+    typer.Option(
+        "--on-duplicate",
+        help="A repeated (qid, docid) in one file: error (default), or keep the first, last or max.",
+    ),
+]
+
+
+def _report_load(result) -> None:
+    verb = {"loaded": "loaded", "replaced": "replaced", "unchanged": "already loaded, unchanged:"}[result.status]
+    out.print(f"{verb} {result.kind} {result.name!r}" + (f" ({result.rows} rows)" if result.rows else ""))
+
+
+@load_app.command("topics")
+def load_topics(
+    file: Annotated[Path, typer.Argument(help="Topics: TSV `qid<TAB>text`, or JSONL with `qid`, `text` and any fields.")],
+    db: DbOption = DEFAULT_DB,
+    name: Annotated[Optional[str], typer.Option(help="Name of this load (default: file name).")] = None,
+    replace: ReplaceOption = False,
+) -> None:
+    """Load topics."""
+    from qrelkit.storage import Store
+
+    with Store(db) as store:
+        _report_load(store.load_topics(file, name=name, replace=replace))
+
+
+@load_app.command("docs")
+def load_docs(
+    file: Annotated[Path, typer.Argument(help="JSONL documents: `docid` with `text`, or `image` (a relative path).")],
+    db: DbOption = DEFAULT_DB,
+    image_root: Annotated[
+        Optional[Path], typer.Option(help="Folder that image paths are relative to (default: the file's folder).")
+    ] = None,
+    name: Annotated[Optional[str], typer.Option(help="Name of this load (default: file name).")] = None,
+    replace: ReplaceOption = False,
+) -> None:
+    """Load documents (text passages or images)."""
+    from qrelkit.storage import Store
+
+    with Store(db) as store:
+        _report_load(store.load_documents(file, name=name, image_root=image_root, replace=replace))
+
+
+@load_app.command("runs")
+def load_runs(
+    paths: Annotated[list[Path], typer.Argument(help="TREC run files, or folders of them. A run's name is its file name without extension.")],
+    db: DbOption = DEFAULT_DB,
+    group: Annotated[Optional[str], typer.Option(help="Group these runs belong to (for bias and NRG priors).")] = None,
+    replace: ReplaceOption = False,
+    on_duplicate: DuplicateOption = OnDuplicate.error,
+) -> None:
+    """Load TREC runs (`qid Q0 docid rank score tag`)."""
+    from qrelkit.storage import Store
+
+    with Store(db) as store:
+        for path in list_run_files(list(paths)):
+            _report_load(store.load_run(path, group=group, replace=replace, on_duplicate=on_duplicate))
+
+
+@load_app.command("qrels")
+def load_qrels(
+    file: Annotated[Path, typer.Argument(help="TREC qrels (`qid iter docid grade`).")],
+    db: DbOption = DEFAULT_DB,
+    name: Annotated[Optional[str], typer.Option(help="Name of the qrels set (default: file name).")] = None,
+    replace: ReplaceOption = False,
+    on_duplicate: DuplicateOption = OnDuplicate.error,
+) -> None:
+    """Load human (or any) qrels as a named qrels set."""
+    from qrelkit.storage import Store
+
+    with Store(db) as store:
+        _report_load(store.load_qrels(file, name=name, replace=replace, on_duplicate=on_duplicate))
+
+
+@app.command()
+def show(db: DbOption = DEFAULT_DB) -> None:
+    """Show what the database holds."""
+    from qrelkit.storage import Store
+
+    with Store(db, read_only=True) as store:
+        table = Table(title=str(db))
+        for column in ("what", "count", "detail"):
+            table.add_column(column, justify="right" if column == "count" else "left")
+        for what, count, detail in store.summary():
+            table.add_row(what, str(count), detail)
+        out.print(table)
+
+
+@app.command()
+def evaluate(
+    qrels: Annotated[str, typer.Option(help="A TREC qrels file, or the name of a qrels set in --db.")],
+    runs: Annotated[
+        Optional[list[str]],
+        typer.Option(help="Run files or folders (every file inside), or run names in --db; repeatable. Default: all runs in --db."),
+    ] = None,
+    measure: Annotated[
+        Optional[list[str]],
+        typer.Option(help="An ir_measures measure, e.g. nDCG@10, 'AP(rel=2)', 'RR(rel=2)'; repeatable. Default nDCG@10."),
+    ] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", envvar="QRELKIT_DB", help="Database for names.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: measures, queries, runs → measure → mean.")] = False,
+    per_query: Annotated[bool, typer.Option("--per-query", help="Also print each query's value.")] = False,
+    on_duplicate: DuplicateOption = OnDuplicate.error,
+) -> None:
+    """Score runs under qrels with ir_measures.
+
+    Means run over the queries of the qrels; a run that misses one scores 0 on it.
+    Run scores are read as float32 and ties broken by docid descending, as trec_eval does.
+    """
+    from qrelkit.evaluate import evaluate_runs
+    from qrelkit.sources import resolve_qrels, resolve_runs
+
+    measures = measure or ["nDCG@10"]
+    evaluation = evaluate_runs(
+        resolve_qrels(qrels, db, on_duplicate=on_duplicate),
+        resolve_runs(runs or [], db, on_duplicate=on_duplicate),
+        measures,
+    )
+    if as_json:
+        payload: dict = {"measures": measures, "queries": len(evaluation.queries), "runs": evaluation.means()}
+        if per_query:
+            payload["per_query"] = {
+                run: {m: dict(zip(evaluation.queries, evaluation.values[run][m].tolist())) for m in measures}
+                for run in evaluation.runs
+            }
+        print(json.dumps(payload, indent=1))
+        return
+    table = Table(title=f"mean over {len(evaluation.queries)} queries of the qrels")
+    table.add_column("run")
+    for m in measures:
+        table.add_column(m, justify="right")
+    for run, values in evaluation.means().items():
+        table.add_row(run, *(f"{values[m]:.4f}" for m in measures))
+    out.print(table)
+    if per_query:
+        for run in evaluation.runs:
+            for i, qid in enumerate(evaluation.queries):
+                print("\t".join([run, qid] + [f"{evaluation.values[run][m][i]:.4f}" for m in measures]))
+
+
+def main() -> None:
+    try:
+        app()
+    except QrelkitError as exc:
+        err.print(Text("error: ", style="bold red") + Text(str(exc)), soft_wrap=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

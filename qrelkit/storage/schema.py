@@ -1,0 +1,52 @@
+"""The DuckDB schema and its forward migrations.
+
+Each migration is applied once, in order, inside a transaction, and bumps
+``meta.schema_version``; a database written by a newer qrelkit is refused, not guessed at.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[list[str]] = [
+    # 1: the collection, runs, qrels, judging and embeddings.
+    [
+        """CREATE TABLE loads (
+            kind TEXT NOT NULL, name TEXT NOT NULL, path TEXT, file_hash TEXT NOT NULL,
+            n_rows BIGINT NOT NULL, loaded_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            PRIMARY KEY (kind, name))""",
+        """CREATE TABLE topics (
+            qid TEXT PRIMARY KEY, text TEXT NOT NULL, fields JSON, source TEXT NOT NULL)""",
+        """CREATE TABLE documents (
+            docid TEXT PRIMARY KEY, text TEXT, image_path TEXT, image_root TEXT,
+            content_hash TEXT NOT NULL, fields JSON, source TEXT NOT NULL)""",
+        """CREATE TABLE runs (
+            name TEXT PRIMARY KEY, run_group TEXT, tag TEXT, path TEXT, file_hash TEXT NOT NULL,
+            n_entries BIGINT NOT NULL, loaded_at TIMESTAMP NOT NULL DEFAULT current_timestamp)""",
+        """CREATE TABLE run_entries (
+            run TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL, rank INTEGER NOT NULL,
+            score DOUBLE NOT NULL, PRIMARY KEY (run, qid, docid))""",
+        """CREATE TABLE qrels_sets (
+            name TEXT PRIMARY KEY, origin TEXT NOT NULL, judge_run_id TEXT, grading JSON,
+            path TEXT, file_hash TEXT, created_at TIMESTAMP NOT NULL DEFAULT current_timestamp)""",
+        """CREATE TABLE qrels (
+            qrels_set TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL, grade INTEGER NOT NULL,
+            iteration TEXT NOT NULL DEFAULT '0', PRIMARY KEY (qrels_set, qid, docid))""",
+        """CREATE TABLE judge_runs (
+            judge_run_id TEXT PRIMARY KEY, judge TEXT NOT NULL, config JSON NOT NULL,
+            template_id TEXT, template_hash TEXT, template JSON, model_id TEXT,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp)""",
+        """CREATE TABLE judgments (
+            judge_run_id TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('ok', 'parse_error', 'model_error', 'input_error')),
+            score DOUBLE, score_expected DOUBLE, raw_output TEXT, error TEXT,
+            tokens_in INTEGER, tokens_out INTEGER, latency_ms DOUBLE, cost DOUBLE,
+            attempts INTEGER NOT NULL DEFAULT 1, model_id TEXT, system_fingerprint TEXT,
+            judged_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            PRIMARY KEY (judge_run_id, qid, docid))""",
+        """CREATE TABLE embeddings (
+            embedder_id TEXT NOT NULL, item_kind TEXT NOT NULL, item_id TEXT NOT NULL,
+            content_hash TEXT NOT NULL, vector FLOAT[] NOT NULL,
+            PRIMARY KEY (embedder_id, item_kind, item_id, content_hash))""",
+    ],
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
