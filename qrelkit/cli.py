@@ -180,6 +180,132 @@ def evaluate(
                 print("\t".join([run, qid] + [f"{evaluation.values[run][m][i]:.4f}" for m in measures]))
 
 
+prompts_app = typer.Typer(help="Prompt templates: list the built-ins, render one exactly as a model sees it.", no_args_is_help=True)
+app.add_typer(prompts_app, name="prompts")
+export_app = typer.Typer(help="Write what the database holds as files (TREC qrels).", no_args_is_help=True)
+app.add_typer(export_app, name="export")
+
+
+@prompts_app.command("list")
+def prompts_list() -> None:
+    """List the built-in templates (ids usable as `template:` in a job)."""
+    from qrelkit.prompts import builtin_templates
+
+    table = Table()
+    for column in ("id", "modality", "scores", "description"):
+        table.add_column(column)
+    for t in builtin_templates():
+        table.add_row(t.id, t.modality, f"{t.score_range[0]:g}-{t.score_range[1]:g}", t.description)
+    out.print(table)
+
+
+@prompts_app.command("show")
+def prompts_show(
+    template: Annotated[str, typer.Argument(help="A template YAML file or built-in id.")],
+    topic: Annotated[Optional[str], typer.Option(help="qid of a topic in --db to render with.")] = None,
+    doc: Annotated[Optional[str], typer.Option(help="docid of a document in --db to render with.")] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Render a template for one (topic, document) pair exactly as a model would see it.
+
+    Without --topic/--doc, prints the template's parts and identity.
+    """
+    from qrelkit.jobs.actions import render_pair
+    from qrelkit.prompts import load_template
+
+    if topic is None and doc is None:
+        t = load_template(template)
+        out.print(f"id {t.id} version {t.version} sha256 {t.content_hash}", highlight=False)
+        print(t.model_dump_json(indent=1))
+        return
+    if topic is None or doc is None:
+        raise QrelkitError("give both --topic QID and --doc DOCID (or neither)")
+    print(render_pair(template, db, topic, doc))
+
+
+@app.command("judges")
+def judges_list(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False) -> None:
+    """List the registered judges and their options (entry-point group `qrelkit.judges`)."""
+    from qrelkit.judges import describe_judges
+
+    judges = describe_judges()
+    if as_json:
+        print(json.dumps(judges, indent=1, default=str))
+        return
+    for judge in judges:
+        table = Table(title=f"{judge['name']}: {judge['summary']}", title_justify="left")
+        for column in ("option", "type", "default", "description"):
+            table.add_column(column)
+        for option in judge["options"]:
+            table.add_row(option["name"], option["type"], repr(option["default"]), option["description"])
+        out.print(table)
+
+
+@app.command()
+def judge(
+    job: Annotated[Path, typer.Argument(help="Job YAML: database, collection, pool, judge, template, grading.")],
+    limit: Annotated[Optional[int], typer.Option(help="Judge at most N of the pending pairs.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count: pairs in the pool, done, failed, to judge.")] = False,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Judge failed pairs (parse/model/input errors) again.")] = False,
+    grade: Annotated[bool, typer.Option("--grade/--no-grade", help="Grade into qrels when the job has `grading`.")] = True,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+) -> None:
+    """Run a judging job. Resumable: running it again judges only what is missing.
+
+    Judgments are committed every few seconds; Ctrl-C stops cleanly after writing what was judged.
+    """
+    from qrelkit.jobs import load_job, run_job
+    from qrelkit.jobs.actions import finish_job
+
+    spec = load_job(job)
+    report = run_job(spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, console=err, progress=not quiet)
+    finish_job(spec, report, dry_run=dry_run, grade=grade, console=out)
+    if report.interrupted:
+        raise typer.Exit(130)
+
+
+@app.command("grade")
+def grade_cmd(
+    judge_run: Annotated[str, typer.Option("--judge-run", help="Judge run id (or a unique prefix).")],
+    db: DbOption = DEFAULT_DB,
+    quantiles: Annotated[str, typer.Option(help="Cut points as quantiles of the scores.")] = "0.5,0.75",
+    thresholds: Annotated[Optional[str], typer.Option(help="Fixed cut points instead of quantiles, e.g. 0.3,0.5.")] = None,
+    labels: Annotated[str, typer.Option(help="Grades for the intervals between cut points.")] = "0,1,2",
+    per_topic: Annotated[bool, typer.Option("--per-topic", help="Quantiles within each topic instead of over all scores.")] = False,
+    score: Annotated[str, typer.Option(help="score, or score_expected (llamacpp's probability-weighted grade).")] = "score",
+    name: Annotated[Optional[str], typer.Option(help="Name of the qrels set (default graded-<judge run>).")] = None,
+) -> None:
+    """Grade a judge run's scores into qrels (seed 003: <q50 → 0, q50–q75 → 1, ≥q75 → 2)."""
+    from qrelkit.jobs.actions import grade_and_describe
+
+    out.print(grade_and_describe(db, judge_run, quantiles=quantiles, thresholds=thresholds, labels=labels,
+                                 per_topic=per_topic, score=score, name=name), highlight=False)  # fmt: skip
+
+
+@export_app.command("qrels")
+def export_qrels(
+    output: Annotated[Path, typer.Argument(help="Where to write TREC qrels.")],
+    judge_run: Annotated[Optional[str], typer.Option("--judge-run", help="Export the newest qrels graded from this judge run.")] = None,
+    name: Annotated[Optional[str], typer.Option(help="Or: the qrels set with this name.")] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Write a qrels set (graded from a judge run, or loaded) as a TREC qrels file."""
+    from qrelkit.jobs.actions import export_qrels_file
+
+    qrels = export_qrels_file(db, output, judge_run_id=judge_run, name=name)
+    out.print(f"wrote {len(qrels)} judgments of {qrels.name!r} to {output}")
+
+
+@app.command()
+def demo(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the demo's database and qrels.")] = Path("demo-out"),
+) -> None:
+    """Judge the bundled toy collection with MiniLM, grade, and compare system rankings with the human qrels."""
+    from qrelkit.jobs.demo import run_demo
+
+    run_demo(out_dir, console=out)
+
+
 def main() -> None:
     try:
         app()

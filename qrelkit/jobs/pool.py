@@ -1,0 +1,42 @@
+"""Which (qid, docid) pairs a job judges: top-k of runs, an explicit pairs file, or a qrels set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qrelkit.errors import LineProblem
+from qrelkit.io.lines import iter_lines, raise_if_problems
+from qrelkit.storage import Store
+
+
+def depth_pool(store: Store, depth: int, run_names: list[str] | None = None) -> list[tuple[str, str]]:
+    """Union of every run's top-``depth`` per query, in trec_eval order (score desc, docid desc)."""
+    pairs: set[tuple[str, str]] = set()
+    for run in store.runs(run_names):
+        for qid, docids in run.ranking().items():
+            pairs.update((qid, docid) for docid in docids[:depth])
+    return sorted(pairs)
+
+
+def qrels_pool(store: Store, name: str) -> list[tuple[str, str]]:
+    return sorted((q.qid, q.docid) for q in store.qrels(name).entries)
+
+
+def pairs_file_pool(path: str | Path) -> list[tuple[str, str]]:
+    """A file of `qid docid` lines (extra columns, as in a qrels or run file, are ignored)."""
+    problems: list[LineProblem] = []
+    pairs: set[tuple[str, str]] = set()
+    for number, text in iter_lines(path, problems):
+        cols = text.split()
+        if len(cols) == 2:
+            pairs.add((cols[0], cols[1]))
+        elif len(cols) == 4:  # qrels: qid iter docid grade
+            pairs.add((cols[0], cols[2]))
+        elif len(cols) == 6:  # run: qid Q0 docid rank score tag
+            pairs.add((cols[0], cols[2]))
+        else:
+            problems.append(
+                LineProblem(str(path), number, f"expected `qid docid` (or a qrels/run line), found {len(cols)} columns")
+            )
+    raise_if_problems(problems)
+    return sorted(pairs)

@@ -1,0 +1,117 @@
+"""What every judge is: a pure function from a batch of pairs to judgments.
+
+A judge never writes to the database; the job runner does. Shared resources a judge may
+use (an embedding cache) are handed to it in a `JudgeContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from qrelkit.io import Document, Topic
+from qrelkit.prompts import PromptTemplate
+
+Status = Literal["ok", "parse_error", "model_error", "input_error"]
+
+
+@dataclass(frozen=True)
+class Pair:
+    topic: Topic
+    document: Document
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.topic.qid, self.document.docid)
+
+
+@dataclass
+class Judgment:
+    qid: str
+    docid: str
+    status: Status
+    score: float | None = None
+    score_expected: float | None = None
+    raw_output: str | None = None
+    error: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    latency_ms: float | None = None
+    cost: float | None = None
+    attempts: int = 1
+    model_id: str | None = None
+    system_fingerprint: str | None = None
+
+    def __post_init__(self) -> None:
+        # A failure never carries a score, so it can never be mistaken for a 0.
+        if self.status != "ok":
+            self.score = None
+            self.score_expected = None
+
+    @classmethod
+    def failed(cls, pair: Pair, status: Status, error: str, **extra: Any) -> "Judgment":
+        return cls(pair.topic.qid, pair.document.docid, status, error=error, **extra)
+
+
+class JudgeConfig(BaseModel):
+    """Base for judge options: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+
+class EmbeddingCache(Protocol):
+    """Handed to judges by the runner: vectors by (embedder, item kind, item id, text)."""
+
+    def vectors(self, embedder: Any, item_kind: str, items: Mapping[str, str]) -> dict[str, np.ndarray]: ...
+
+
+@dataclass
+class JudgeContext:
+    embedding_cache: EmbeddingCache | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Judge(Protocol):
+    name: ClassVar[str]
+    Config: ClassVar[type[JudgeConfig]]
+    needs_template: ClassVar[bool]
+
+    @property
+    def model_id(self) -> str: ...
+
+    def judge(self, batch: Sequence[Pair]) -> list[Judgment]: ...
+
+    def close(self) -> None: ...
+
+
+class BaseJudge:
+    """Convenience base: holds config, template and context; `close` does nothing."""
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type[JudgeConfig]] = JudgeConfig
+    needs_template: ClassVar[bool] = True
+
+    def __init__(self, config: JudgeConfig, template: PromptTemplate | None, context: JudgeContext | None = None):
+        self.config = config
+        self.template = template
+        self.context = context or JudgeContext()
+
+    @classmethod
+    def model_id_for(cls, config: JudgeConfig) -> str:
+        """The model this configuration runs, known without loading it (part of the run's identity)."""
+        return cls.name
+
+    @property
+    def model_id(self) -> str:
+        return self.model_id_for(self.config)
+
+    def judge(self, batch: Sequence[Pair]) -> list[Judgment]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,86 @@
+"""`embedding`: the cosine between topic and document embeddings of a bi-encoder
+(default all-MiniLM-L6-v2; int8 ONNX backend or PyTorch via sentence-transformers).
+
+Every distinct text is embedded once per job: `prepare` embeds all pending topics and
+documents up front through the runner's cache (keyed by embedder, item and content hash),
+so judging is a dot product per pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from qrelkit.judges.base import BaseJudge, JudgeConfig, Judgment, Pair
+
+
+class EmbeddingConfig(JudgeConfig):
+    model: str = Field("minilm", description="`minilm` (all-MiniLM-L6-v2 from the wheels) or a sentence-transformers path / hub id.")
+    backend: Literal["onnx", "torch"] = Field("onnx", description="onnx: int8 ONNX via onnxruntime (no torch); torch: sentence-transformers.")
+    batch_size: int = Field(64, ge=1, description="Texts per encoder batch.")
+    device: str = Field("cpu", description="torch device for the torch backend.")
+    topic_text: Literal["query", "context"] = Field(
+        "query", description="Embed the topic's query, or the template's rendered context (needs a template)."
+    )
+
+
+class EmbeddingJudge(BaseJudge):
+    """Cosine similarity of bi-encoder embeddings (score in [-1, 1])."""
+
+    name = "embedding"
+    Config = EmbeddingConfig
+    needs_template = False
+
+    @classmethod
+    def model_id_for(cls, config: EmbeddingConfig) -> str:  # type: ignore[override]
+        base = "all-MiniLM-L6-v2" if config.model == "minilm" else config.model
+        return f"{base}/{'onnx-int8' if config.backend == 'onnx' and config.model == 'minilm' else config.backend}"
+
+    def __init__(self, config, template, context=None):
+        super().__init__(config, template, context)
+        from qrelkit.embed import load_text_embedder
+
+        self.embedder = load_text_embedder(
+            config.model, config.backend, batch_size=config.batch_size, device=config.device, progress=True
+        )
+        self.topic_vectors: dict[str, np.ndarray] = {}
+        self.document_vectors: dict[str, np.ndarray] = {}
+
+    def _topic_text(self, pair: Pair) -> str:
+        if self.config.topic_text == "context" and self.template is not None:
+            return self.template.render_context(pair.topic)
+        return pair.topic.text
+
+    def _vectors(self, kind: str, items: dict[str, str]) -> dict[str, np.ndarray]:
+        cache = self.context.embedding_cache
+        if cache is not None:
+            return cache.vectors(self.embedder, kind, items)
+        ids = list(items)
+        return dict(zip(ids, self.embedder.encode([items[i] for i in ids])))
+
+    def prepare(self, pairs: Sequence[Pair]) -> None:
+        topics = {p.topic.qid: self._topic_text(p) for p in pairs if p.topic.qid not in self.topic_vectors}
+        documents = {
+            p.document.docid: p.document.text
+            for p in pairs
+            if p.document.text is not None and p.document.docid not in self.document_vectors
+        }
+        if topics:
+            self.topic_vectors.update(self._vectors("topic", topics))
+        if documents:
+            self.document_vectors.update(self._vectors("document", documents))
+
+    def judge(self, batch: Sequence[Pair]) -> list[Judgment]:
+        self.prepare(batch)  # no-op for pairs prepared up front
+        out = []
+        for pair in batch:
+            qid, docid = pair.key
+            if pair.document.text is None:
+                out.append(Judgment.failed(pair, "input_error", f"document {docid!r} has no text (an image?)"))
+                continue
+            cosine = float(np.dot(self.topic_vectors[qid], self.document_vectors[docid]))
+            out.append(Judgment(qid, docid, "ok", score=cosine, raw_output=f"{cosine:.6f}", model_id=self.model_id))
+        return out

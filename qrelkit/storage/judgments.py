@@ -1,0 +1,121 @@
+"""Judge runs and their judgments in the store. Only the job runner calls the writers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from qrelkit.errors import StoreError
+from qrelkit.storage.store import Store
+
+JUDGMENT_COLUMNS = [
+    "judge_run_id", "qid", "docid", "status", "score", "score_expected", "raw_output", "error",
+    "tokens_in", "tokens_out", "latency_ms", "cost", "attempts", "model_id", "system_fingerprint",
+]  # fmt: skip
+_TYPES = {
+    "score": pa.float64(), "score_expected": pa.float64(), "tokens_in": pa.int32(), "tokens_out": pa.int32(),
+    "latency_ms": pa.float64(), "cost": pa.float64(), "attempts": pa.int32(),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class JudgeRunInfo:
+    judge_run_id: str
+    judge: str
+    config: dict[str, Any]
+    template_id: str | None
+    template_hash: str | None
+    template: dict[str, Any] | None
+    model_id: str | None
+
+
+def ensure_judge_run(store: Store, info: JudgeRunInfo) -> bool:
+    """Record the judge run if new; True when it was created."""
+    exists = store.con.execute("SELECT 1 FROM judge_runs WHERE judge_run_id = ?", [info.judge_run_id]).fetchone()
+    if exists:
+        return False
+    with store.transaction() as con:
+        con.execute(
+            "INSERT INTO judge_runs (judge_run_id, judge, config, template_id, template_hash, template, model_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                info.judge_run_id, info.judge, json.dumps(info.config, sort_keys=True), info.template_id,
+                info.template_hash, json.dumps(info.template) if info.template else None, info.model_id,
+            ],
+        )  # fmt: skip
+    return True
+
+
+def judge_run(store: Store, judge_run_id: str) -> JudgeRunInfo:
+    """A judge run by id or unique id prefix."""
+    rows = store.con.execute(
+        "SELECT judge_run_id, judge, config, template_id, template_hash, template, model_id FROM judge_runs "
+        "WHERE judge_run_id LIKE ? || '%'",
+        [judge_run_id],
+    ).fetchall()
+    if len(rows) != 1:
+        known = [r[0] for r in store.con.execute("SELECT judge_run_id FROM judge_runs ORDER BY created_at").fetchall()]
+        what = "no" if not rows else "more than one"
+        raise StoreError(f"{what} judge run matches {judge_run_id!r} (judge runs: {', '.join(known) or 'none'})")
+    rid, judge, config, template_id, template_hash, template, model_id = rows[0]
+    return JudgeRunInfo(
+        rid, judge, json.loads(config), template_id, template_hash, json.loads(template) if template else None, model_id
+    )
+
+
+def judgment_states(store: Store, judge_run_id: str) -> dict[tuple[str, str], tuple[str, int]]:
+    """(qid, docid) -> (status, attempts) of every judgment recorded for the judge run."""
+    rows = store.con.execute(
+        "SELECT qid, docid, status, attempts FROM judgments WHERE judge_run_id = ?", [judge_run_id]
+    ).fetchall()
+    return {(q, d): (s, a) for q, d, s, a in rows}
+
+
+def write_judgments(store: Store, judge_run_id: str, judgments: list[Any]) -> None:
+    """Insert or replace a batch of judgments in one transaction (Arrow bulk path)."""
+    if not judgments:
+        return
+    records = [asdict(j) for j in judgments]
+    columns = {"judge_run_id": pa.array([judge_run_id] * len(records), pa.string())}
+    for name in JUDGMENT_COLUMNS[1:]:
+        columns[name] = pa.array([r[name] for r in records], _TYPES.get(name, pa.string()))
+    table = pa.table(columns)
+    with store.transaction() as con:
+        con.register("incoming_judgments", table)
+        try:
+            cols = ", ".join(JUDGMENT_COLUMNS)
+            # A retried pair replaces its earlier (failed) judgment: one row per (run, qid, docid).
+            con.execute(f"INSERT OR REPLACE INTO judgments ({cols}) SELECT {cols} FROM incoming_judgments")
+        finally:
+            con.unregister("incoming_judgments")
+
+
+def ok_scores(store: Store, judge_run_id: str, column: str = "score") -> list[tuple[str, str, float]]:
+    """(qid, docid, score) of the `ok` judgments with a score in ``column``."""
+    if column not in ("score", "score_expected"):
+        raise StoreError(f"unknown score column {column!r}")
+    return store.con.execute(
+        f"SELECT qid, docid, {column} FROM judgments WHERE judge_run_id = ? AND status = 'ok' "
+        f"AND {column} IS NOT NULL ORDER BY qid, docid",
+        [judge_run_id],
+    ).fetchall()
+
+
+def status_counts(store: Store, judge_run_id: str) -> dict[str, int]:
+    return dict(
+        store.con.execute(
+            "SELECT status, count(*) FROM judgments WHERE judge_run_id = ? GROUP BY status ORDER BY status",
+            [judge_run_id],
+        ).fetchall()
+    )
+
+
+def graded_qrels_name(store: Store, judge_run_id: str) -> str | None:
+    """The newest qrels set graded from this judge run."""
+    row = store.con.execute(
+        "SELECT name FROM qrels_sets WHERE judge_run_id = ? ORDER BY created_at DESC LIMIT 1", [judge_run_id]
+    ).fetchone()
+    return row[0] if row else None

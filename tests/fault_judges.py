@@ -1,0 +1,49 @@
+"""Judges for fault injection in runner tests, loaded by `module:Class` (no packaging needed).
+
+They compute a real, checkable score (word overlap), and fail on demand the way real
+backends do: a raise for one pair, a parse failure, an interrupt mid-job.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from qrelkit.judges import BaseJudge, JudgeConfig, Judgment
+from qrelkit.prompts import parse_score
+
+
+class OverlapConfig(JudgeConfig):
+    fail_docids: list[str] = Field(default_factory=list)
+    interrupt_after: int | None = None
+    unparseable_docids: list[str] = Field(default_factory=list)
+
+
+def overlap(query: str, text: str) -> float:
+    words = set(query.lower().split())
+    return len(words & set(text.lower().split())) / max(len(words), 1)
+
+
+class OverlapJudge(BaseJudge):
+    """Word overlap between query and document."""
+
+    name = "overlap"
+    Config = OverlapConfig
+    needs_template = False
+    calls: ClassVar[list[tuple[str, str]]] = []
+
+    def judge(self, batch):
+        out = []
+        for pair in batch:
+            if self.config.interrupt_after is not None and len(OverlapJudge.calls) >= self.config.interrupt_after:
+                raise KeyboardInterrupt
+            OverlapJudge.calls.append(pair.key)
+            if pair.document.docid in self.config.fail_docids:
+                raise RuntimeError(f"backend crashed on {pair.document.docid}")
+            if pair.document.docid in self.config.unparseable_docids and self.template is not None:
+                parsed = parse_score("I cannot decide.", self.template)
+                out.append(Judgment(*pair.key, "parse_error", raw_output="I cannot decide.", error=parsed.error))
+                continue
+            out.append(Judgment(*pair.key, "ok", score=overlap(pair.topic.text, pair.document.text or "")))
+        return out
