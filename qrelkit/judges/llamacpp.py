@@ -46,6 +46,11 @@ class LlamaCppConfig(JudgeConfig):
     answer_prefix: str = Field("Relevance: ", description="Forced start of the answer; grades are read right after it.")
     score: Literal["parsed", "expected"] = Field("parsed", description="Which score is the judgment's score.")
     seed: int = Field(0, description="Seed (decoding is greedy, so it only matters for the backend).")
+    reuse_prefix: bool = Field(
+        False,
+        description="Reuse the KV cache of the shared instructions (about 2.5x faster on CPU), but scores then "
+        "depend slightly on the previous pair, because quantized kernels round differently per batch shape.",
+    )
 
 
 class LlamaCppJudge(BaseJudge):
@@ -110,16 +115,16 @@ class LlamaCppJudge(BaseJudge):
         prompt = self.formatter(messages=rendered.chat_messages()).prompt + self.config.answer_prefix
         return self.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
 
-    def _eval_from_common_prefix(self, tokens: list[int]) -> np.ndarray:
-        """Evaluate reusing the KV cache of the previous prompt's shared prefix (the
-        instructions), and return the logits at the last position."""
-        cached = self.llm.input_ids[: self.llm.n_tokens]
+    def _eval_prompt(self, tokens: list[int]) -> np.ndarray:
+        """Evaluate the prompt and return the logits at its last position. By default from an
+        empty cache, so a pair's score never depends on which pair came before it."""
         common = 0
-        for a, b in zip(cached, tokens):
-            if a != b:
-                break
-            common += 1
-        common = min(common, len(tokens) - 1)  # always evaluate at least one token
+        if self.config.reuse_prefix:
+            for a, b in zip(self.llm.input_ids[: self.llm.n_tokens], tokens):
+                if a != b:
+                    break
+                common += 1
+            common = min(common, len(tokens) - 1)  # always evaluate at least one token
         self.llm.n_tokens = common
         self.llm.eval(tokens[common:])
         return self._last_logits()
@@ -146,7 +151,7 @@ class LlamaCppJudge(BaseJudge):
                 pair, "input_error", f"prompt of {len(tokens)} tokens does not fit n_ctx {self.config.n_ctx}",
                 tokens_in=len(tokens),
             )  # fmt: skip
-        logits = self._eval_from_common_prefix(tokens)
+        logits = self._eval_prompt(tokens)
         expected = self._expected(logits)
         generated: list[int] = []
         eos = self.llm.token_eos()
