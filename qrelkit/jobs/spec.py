@@ -89,14 +89,14 @@ class JobSpec(_Strict):
 
     def resolve_paths(self, base: Path) -> "JobSpec":
         def fix(path: Path | None) -> Path | None:
-            return None if path is None or path.is_absolute() else base / path
+            return path if path is None or path.is_absolute() else base / path
 
         data = self.model_copy(deep=True)
-        data.database = fix(data.database) or data.database
+        data.database = base / data.database
         c = data.collection
         c.topics, c.documents, c.image_root = fix(c.topics), fix(c.documents), fix(c.image_root)
-        c.runs = [fix(p) or p for p in c.runs]
-        c.qrels = {name: fix(p) or p for name, p in c.qrels.items()}
+        c.runs = [base / p for p in c.runs]
+        c.qrels = {name: base / p for name, p in c.qrels.items()}
         data.pool.pairs = fix(data.pool.pairs)
         if data.template and not Path(data.template).is_absolute() and (base / data.template).is_file():
             data.template = str(base / data.template)
