@@ -91,6 +91,9 @@ def finish_job(spec: JobSpec, report: JobReport, *, dry_run: bool, grade: bool, 
         highlight=False,
     )
     if dry_run:
+        if report.estimate:
+            console.print("estimate for the pairs to judge: " + ", ".join(f"{k} {v}" for k, v in report.estimate.items()),
+                          highlight=False)  # fmt: skip
         return
     if report.judged:
         statuses = ", ".join(f"{s} {n}" for s, n in sorted(report.statuses.items()))

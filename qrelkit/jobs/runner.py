@@ -23,7 +23,7 @@ from qrelkit.errors import QrelkitError
 
 from qrelkit.jobs.pool import depth_pool, pairs_file_pool, qrels_pool
 from qrelkit.jobs.spec import JobError, JobSpec
-from qrelkit.judges import JudgeContext, Judgment, Pair, create_judge, judge_class, make_config
+from qrelkit.judges import FatalJudgeError, JudgeContext, Judgment, Pair, create_judge, judge_class, make_config
 from qrelkit.prompts import PromptTemplate, TemplateError, load_template
 from qrelkit.storage import Store
 from qrelkit.storage.judgments import JudgeRunInfo, ensure_judge_run, judgment_states, write_judgments
@@ -40,6 +40,7 @@ class JobReport:
     statuses: dict[str, int] = field(default_factory=dict)
     interrupted: bool = False
     seconds: float = 0.0
+    estimate: dict[str, Any] | None = None  # a judge's cost estimate for the pending pairs (dry run)
 
 
 def judge_run_id_for(judge: str, config: dict[str, Any], template: PromptTemplate | None, model_id: str) -> str:
@@ -117,7 +118,7 @@ def _judge_safely(judge: Any, batch: Sequence[Pair]) -> list[Judgment]:
     """A batch that raises is judged again pair by pair, so one bad pair fails alone."""
     try:
         results = judge.judge(batch)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, FatalJudgeError):
         raise
     except Exception as exc:  # the backend failed; record it on the pair(s) and go on
         if len(batch) == 1:
@@ -163,6 +164,11 @@ def run_job(
         if limit is not None:
             todo = todo[:limit]
         report = JobReport(run_id, len(pairs), done_ok, failed, len(todo))
+        if dry_run and todo and hasattr(cls, "estimate"):
+            # e.g. tokens and cost of an API judge, computed from rendered prompts without a request
+            report.estimate = cls.estimate(
+                config, template, [Pair(topics[q], documents[d]) for q, d in todo if q in topics and d in documents]
+            )
         if dry_run or not todo:
             return report
 
@@ -212,7 +218,7 @@ def run_job(
                 for start in range(0, len(valid), spec.batch_size):
                     batch = valid[start : start + spec.batch_size]
                     for judgment in _judge_safely(judge, batch):
-                        judgment.attempts = states.get((judgment.qid, judgment.docid), ("", 0))[1] + 1
+                        judgment.attempts += states.get((judgment.qid, judgment.docid), ("", 0))[1]
                         pending.append(judgment)
                     done = start + len(batch)
                     elapsed = time.perf_counter() - started
@@ -224,6 +230,9 @@ def run_job(
         except KeyboardInterrupt:
             flush()
             report.interrupted = True
+        except FatalJudgeError:
+            flush()
+            raise
         finally:
             judge.close()
             report.seconds = time.perf_counter() - started

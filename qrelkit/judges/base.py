@@ -42,7 +42,7 @@ class Judgment:
     tokens_out: int | None = None
     latency_ms: float | None = None
     cost: float | None = None
-    attempts: int = 1
+    attempts: int = 1  # tries this call made (HTTP retries count); the runner adds earlier calls'
     model_id: str | None = None
     system_fingerprint: str | None = None
 

@@ -19,6 +19,11 @@ class JudgeError(QrelkitError):
     pass
 
 
+class FatalJudgeError(JudgeError):
+    """Raised by a judge when going on is pointless (a rejected API key, a missing model):
+    the runner saves what was judged and stops, instead of failing every remaining pair."""
+
+
 def _entry_points() -> dict[str, Any]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
