@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -56,7 +56,7 @@ def _report_load(result) -> None:
 def load_topics(
     file: Annotated[Path, typer.Argument(help="Topics: TSV `qid<TAB>text`, or JSONL with `qid`, `text` and any fields.")],
     db: DbOption = DEFAULT_DB,
-    name: Annotated[Optional[str], typer.Option(help="Name of this load (default: file name).")] = None,
+    name: Annotated[str | None, typer.Option(help="Name of this load (default: file name).")] = None,
     replace: ReplaceOption = False,
 ) -> None:
     """Load topics."""
@@ -71,9 +71,9 @@ def load_docs(
     file: Annotated[Path, typer.Argument(help="JSONL documents: `docid` with `text`, or `image` (a relative path).")],
     db: DbOption = DEFAULT_DB,
     image_root: Annotated[
-        Optional[Path], typer.Option(help="Folder that image paths are relative to (default: the file's folder).")
+        Path | None, typer.Option(help="Folder that image paths are relative to (default: the file's folder).")
     ] = None,
-    name: Annotated[Optional[str], typer.Option(help="Name of this load (default: file name).")] = None,
+    name: Annotated[str | None, typer.Option(help="Name of this load (default: file name).")] = None,
     replace: ReplaceOption = False,
 ) -> None:
     """Load documents (text passages or images)."""
@@ -87,7 +87,7 @@ def load_docs(
 def load_runs(
     paths: Annotated[list[Path], typer.Argument(help="TREC run files, or folders of them. A run's name is its file name without extension.")],
     db: DbOption = DEFAULT_DB,
-    group: Annotated[Optional[str], typer.Option(help="Group these runs belong to (for bias and NRG priors).")] = None,
+    group: Annotated[str | None, typer.Option(help="Group these runs belong to (for bias and NRG priors).")] = None,
     replace: ReplaceOption = False,
     on_duplicate: DuplicateOption = OnDuplicate.error,
 ) -> None:
@@ -103,7 +103,7 @@ def load_runs(
 def load_qrels(
     file: Annotated[Path, typer.Argument(help="TREC qrels (`qid iter docid grade`).")],
     db: DbOption = DEFAULT_DB,
-    name: Annotated[Optional[str], typer.Option(help="Name of the qrels set (default: file name).")] = None,
+    name: Annotated[str | None, typer.Option(help="Name of the qrels set (default: file name).")] = None,
     replace: ReplaceOption = False,
     on_duplicate: DuplicateOption = OnDuplicate.error,
 ) -> None:
@@ -132,14 +132,14 @@ def show(db: DbOption = DEFAULT_DB) -> None:
 def evaluate(
     qrels: Annotated[str, typer.Option(help="A TREC qrels file, or the name of a qrels set in --db.")],
     runs: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option(help="Run files or folders (every file inside), or run names in --db; repeatable. Default: all runs in --db."),
     ] = None,
     measure: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option(help="An ir_measures measure, e.g. nDCG@10, 'AP(rel=2)', 'RR(rel=2)'; repeatable. Default nDCG@10."),
     ] = None,
-    db: Annotated[Optional[Path], typer.Option("--db", envvar="QRELKIT_DB", help="Database for names.")] = None,
+    db: Annotated[Path | None, typer.Option("--db", envvar="QRELKIT_DB", help="Database for names.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: measures, queries, runs → measure → mean.")] = False,
     per_query: Annotated[bool, typer.Option("--per-query", help="Also print each query's value.")] = False,
     on_duplicate: DuplicateOption = OnDuplicate.error,
@@ -202,8 +202,8 @@ def prompts_list() -> None:
 @prompts_app.command("show")
 def prompts_show(
     template: Annotated[str, typer.Argument(help="A template YAML file or built-in id.")],
-    topic: Annotated[Optional[str], typer.Option(help="qid of a topic in --db to render with.")] = None,
-    doc: Annotated[Optional[str], typer.Option(help="docid of a document in --db to render with.")] = None,
+    topic: Annotated[str | None, typer.Option(help="qid of a topic in --db to render with.")] = None,
+    doc: Annotated[str | None, typer.Option(help="docid of a document in --db to render with.")] = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Render a template for one (topic, document) pair exactly as a model would see it.
@@ -244,7 +244,7 @@ def judges_list(as_json: Annotated[bool, typer.Option("--json", help="Print as J
 @app.command()
 def judge(
     job: Annotated[Path, typer.Argument(help="Job YAML: database, collection, pool, judge, template, grading.")],
-    limit: Annotated[Optional[int], typer.Option(help="Judge at most N of the pending pairs.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Judge at most N of the pending pairs.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count: pairs in the pool, done, failed, to judge.")] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Judge failed pairs (parse/model/input errors) again.")] = False,
     grade: Annotated[bool, typer.Option("--grade/--no-grade", help="Grade into qrels when the job has `grading`.")] = True,
@@ -269,11 +269,11 @@ def grade_cmd(
     judge_run: Annotated[str, typer.Option("--judge-run", help="Judge run id (or a unique prefix).")],
     db: DbOption = DEFAULT_DB,
     quantiles: Annotated[str, typer.Option(help="Cut points as quantiles of the scores.")] = "0.5,0.75",
-    thresholds: Annotated[Optional[str], typer.Option(help="Fixed cut points instead of quantiles, e.g. 0.3,0.5.")] = None,
+    thresholds: Annotated[str | None, typer.Option(help="Fixed cut points instead of quantiles, e.g. 0.3,0.5.")] = None,
     labels: Annotated[str, typer.Option(help="Grades for the intervals between cut points.")] = "0,1,2",
     per_topic: Annotated[bool, typer.Option("--per-topic", help="Quantiles within each topic instead of over all scores.")] = False,
     score: Annotated[str, typer.Option(help="score, or score_expected (llamacpp's probability-weighted grade).")] = "score",
-    name: Annotated[Optional[str], typer.Option(help="Name of the qrels set (default graded-<judge run>).")] = None,
+    name: Annotated[str | None, typer.Option(help="Name of the qrels set (default graded-<judge run>).")] = None,
 ) -> None:
     """Grade a judge run's scores into qrels (seed 003: <q50 → 0, q50–q75 → 1, ≥q75 → 2)."""
     from qrelkit.jobs.actions import grade_and_describe
@@ -285,8 +285,8 @@ def grade_cmd(
 @export_app.command("qrels")
 def export_qrels(
     output: Annotated[Path, typer.Argument(help="Where to write TREC qrels.")],
-    judge_run: Annotated[Optional[str], typer.Option("--judge-run", help="Export the newest qrels graded from this judge run.")] = None,
-    name: Annotated[Optional[str], typer.Option(help="Or: the qrels set with this name.")] = None,
+    judge_run: Annotated[str | None, typer.Option("--judge-run", help="Export the newest qrels graded from this judge run.")] = None,
+    name: Annotated[str | None, typer.Option(help="Or: the qrels set with this name.")] = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Write a qrels set (graded from a judge run, or loaded) as a TREC qrels file."""

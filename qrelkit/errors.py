@@ -34,7 +34,7 @@ class InputFormatError(QrelkitError):
         super().__init__("\n".join(shown))
 
     @classmethod
-    def single(cls, path: str | Path, line: int, message: str) -> "InputFormatError":
+    def single(cls, path: str | Path, line: int, message: str) -> InputFormatError:
         return cls([LineProblem(str(path), line, message)])
 
 

@@ -20,7 +20,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from qrelkit.errors import QrelkitError
-
 from qrelkit.jobs.pool import depth_pool, pairs_file_pool, qrels_pool
 from qrelkit.jobs.spec import JobError, JobSpec
 from qrelkit.judges import FatalJudgeError, JudgeContext, Judgment, Pair, create_judge, judge_class, make_config

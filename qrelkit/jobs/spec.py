@@ -39,7 +39,7 @@ class PoolSpec(_Strict):
     qrels: str | None = None
 
     @model_validator(mode="after")
-    def _one_source(self) -> "PoolSpec":
+    def _one_source(self) -> PoolSpec:
         chosen = [name for name in ("depth", "pairs", "qrels") if getattr(self, name) is not None]
         if len(chosen) != 1:
             raise ValueError("set exactly one of `depth` (with optional `runs`), `pairs` or `qrels`")
@@ -63,7 +63,7 @@ class GradingSpec(_Strict):
     name: str | None = Field(None, description="Name of the qrels set (default: graded-<judge run id>).")
 
     @model_validator(mode="after")
-    def _consistent(self) -> "GradingSpec":
+    def _consistent(self) -> GradingSpec:
         cuts = self.thresholds if self.method == "thresholds" else self.quantiles
         if self.method == "thresholds" and not self.thresholds:
             raise ValueError("method `thresholds` needs `thresholds`")
@@ -87,7 +87,7 @@ class JobSpec(_Strict):
     flush_seconds: float = Field(2.0, gt=0, description="Write judgments at least this often.")
     source: Path | None = Field(None, exclude=True)
 
-    def resolve_paths(self, base: Path) -> "JobSpec":
+    def resolve_paths(self, base: Path) -> JobSpec:
         def fix(path: Path | None) -> Path | None:
             return path if path is None or path.is_absolute() else base / path
 

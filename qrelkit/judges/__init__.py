@@ -1,7 +1,15 @@
 """The judge protocol and registry; one module per backend. Judges never write to the database."""
 
 from qrelkit.judges.base import BaseJudge, Judge, JudgeConfig, JudgeContext, Judgment, Pair
-from qrelkit.judges.registry import FatalJudgeError, JudgeError, create_judge, describe_judges, judge_class, judge_names, make_config
+from qrelkit.judges.registry import (
+    FatalJudgeError,
+    JudgeError,
+    create_judge,
+    describe_judges,
+    judge_class,
+    judge_names,
+    make_config,
+)
 
 __all__ = [
     "BaseJudge",

@@ -53,7 +53,7 @@ class Judgment:
             self.score_expected = None
 
     @classmethod
-    def failed(cls, pair: Pair, status: Status, error: str, **extra: Any) -> "Judgment":
+    def failed(cls, pair: Pair, status: Status, error: str, **extra: Any) -> Judgment:
         return cls(pair.topic.qid, pair.document.docid, status, error=error, **extra)
 
 

@@ -99,7 +99,7 @@ class PromptTemplate(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _known_placeholders(self) -> "PromptTemplate":
+    def _known_placeholders(self) -> PromptTemplate:
         topic_names = TOPIC_PLACEHOLDERS | set(self.topic_fields)
         allowed = {
             "system": topic_names | SCORE_PLACEHOLDERS,
@@ -161,7 +161,7 @@ class PromptTemplate(BaseModel):
         """The text input alone (what a model with a short context, such as CLIP, sees)."""
         return self.context.format_map(topic.record()).strip()
 
-    def render(self, topic: Topic, document: Document) -> "RenderedPrompt":
+    def render(self, topic: Topic, document: Document) -> RenderedPrompt:
         values = {**topic.record(), "min_score": _num(self.score_range[0]), "max_score": _num(self.score_range[1])}
         if self.modality == "text" and document.text is None:
             raise TemplateError(f"template {self.id!r} is for text, but document {document.docid!r} is an image")

@@ -80,7 +80,7 @@ class Store:
     def close(self) -> None:
         self.con.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -330,12 +330,13 @@ class Store:
 
     def documents(self, docids: list[str] | None = None) -> dict[str, Document]:
         query = "SELECT docid, text, image_path, image_root, fields FROM documents"
-        rows = self.con.execute(query).fetchall()
-        wanted = set(docids) if docids is not None else None
+        if docids is None:
+            rows = self.con.execute(query).fetchall()
+        else:
+            rows = self.con.execute(query + " WHERE list_contains(?, docid)", [list(docids)]).fetchall()
         return {
             docid: Document(docid, text, image, root, json.loads(fields) if fields else {})
             for docid, text, image, root, fields in rows
-            if wanted is None or docid in wanted
         }
 
     def run_names(self) -> list[str]:
@@ -384,12 +385,12 @@ class Store:
             "GROUP BY s.name, s.origin ORDER BY s.name"
         ).fetchall():
             lines.append((f"qrels {name}", n, origin))
-        for run_id, judge, statuses in self.con.execute(
-            "SELECT r.judge_run_id, r.judge, string_agg(j.status || '=' || j.n, ' ' ORDER BY j.status) "
+        for run_id, judge, template, total, statuses in self.con.execute(
+            "SELECT r.judge_run_id, r.judge, coalesce(r.template_id, '-'), coalesce(sum(j.n), 0), "
+            "string_agg(j.status || '=' || j.n, ' ' ORDER BY j.status) "
             "FROM judge_runs r LEFT JOIN (SELECT judge_run_id, status, count(*) AS n FROM judgments "
             "GROUP BY ALL) j USING (judge_run_id) GROUP BY ALL ORDER BY 1"
         ).fetchall():
-            total = count(f"SELECT count(*) FROM judgments WHERE judge_run_id = '{run_id}'")
-            lines.append((f"judge run {run_id} ({judge})", total, statuses or ""))
+            lines.append((f"judge run {run_id} ({judge}, template {template})", int(total), statuses or ""))
         lines.append(("embeddings", count("SELECT count(*) FROM embeddings"), ""))
         return lines
