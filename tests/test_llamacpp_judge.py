@@ -108,3 +108,4 @@ def test_a_llamacpp_job_stores_raw_output_tokens_and_both_scores(tmp_path):
     for status, score, expected, raw, tokens_in, tokens_out, latency, row_model, attempts in rows:
         assert raw.startswith("Relevance: ") and tokens_in > 100 and 1 <= tokens_out <= 4 and latency > 0
         assert (status == "ok") == (score is not None) and attempts == 1 and row_model == model_id
+        assert status != "ok" or 0.0 <= expected <= 3.0
