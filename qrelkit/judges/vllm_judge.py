@@ -1,0 +1,154 @@
+"""`vllm`: LLaVA (and other vLLM vision or text models) in-process, for batch jobs on a GPU.
+
+Thin on purpose: building requests and reading outputs are plain functions, tested without
+vLLM; the adapter only creates one `vllm.LLM` (prefix caching on, `limit_mm_per_prompt`) and
+submits all pairs of a batch in one `LLM.chat` call so vLLM batches them. Without vLLM or a
+GPU the judge stops at start and names the server route instead:
+
+    vllm serve llava-hf/llava-1.5-7b-hf --chat-template-content-format openai
+    # job: judge: {name: openai, options: {model: llava-hf/llava-1.5-7b-hf, base_url: http://HOST:8000/v1}}
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from qrelkit.judges.base import BaseJudge, JudgeConfig, Judgment, Pair
+from qrelkit.judges.registry import JudgeError
+from qrelkit.prompts import ImagePart, PromptTemplate, TemplateError, TextPart, parse_score
+
+SERVER_ROUTE = (
+    "run the model behind vLLM's OpenAI-compatible server instead (`vllm serve MODEL`) and use the `openai` "
+    "judge with `base_url: http://HOST:8000/v1` (see configs/atomic-llava-vllm.yaml)"
+)
+
+
+class VLLMConfig(JudgeConfig):
+    model: str = Field("llava-hf/llava-1.5-7b-hf", description="Hugging Face id or local folder of a vLLM-supported model.")
+    max_model_len: int = Field(4096, ge=256, description="Context length vLLM reserves per sequence.")
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    tensor_parallel_size: int = Field(1, ge=1)
+    dtype: str = Field("auto", description="auto, float16 or bfloat16.")
+    images_per_prompt: int = Field(1, ge=0, description="limit_mm_per_prompt for images.")
+    max_tokens: int = Field(32, ge=1)
+    temperature: float = Field(0.0, ge=0, description="0 = greedy (deterministic).")
+    seed: int = 0
+    logprobs: int | None = Field(20, ge=1, description="Top logprobs per token, for the expected grade (None: off).")
+    score: Literal["parsed", "expected"] = "parsed"
+
+
+def image_data_url(path: str | Path) -> str:
+    """An image file as a base64 data URL (what OpenAI-style chat messages carry)."""
+    path = Path(path)
+    mime = mimetypes.guess_type(path.name)[0] or "image/png"
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def build_conversation(pair: Pair, template: PromptTemplate) -> list[dict[str, Any]]:
+    """OpenAI-format messages for one pair; vLLM applies the model's own chat template to them."""
+    rendered = template.render(pair.topic, pair.document)
+    content: list[dict[str, Any]] = []
+    for part in rendered.parts:
+        if isinstance(part, TextPart):
+            content.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            if not Path(part.path).is_file():
+                raise TemplateError(f"image {part.path} of document {pair.document.docid!r} not found")
+            content.append({"type": "image_url", "image_url": {"url": image_data_url(part.path)}})
+    messages: list[dict[str, Any]] = [{"role": "system", "content": rendered.system}] if rendered.system else []
+    return messages + [{"role": "user", "content": content}]
+
+
+def expected_grade(first_token_logprobs: list[dict[str, float]] | None, grade_tokens: list[str]) -> float | None:
+    """Σ g·p(g)/Σ p(g) at the first position where a grade token is among the top logprobs.
+    Each element maps decoded token text to its logprob."""
+    for candidates in first_token_logprobs or []:
+        weights = {t.strip(): np.exp(lp) for t, lp in candidates.items() if t.strip() in grade_tokens}
+        if weights:
+            total = sum(weights.values())
+            return float(sum(float(t) * w for t, w in weights.items()) / total)
+    return None
+
+
+def read_output(pair: Pair, output: Any, template: PromptTemplate, config: VLLMConfig, model_id: str, latency_ms: float) -> Judgment:
+    """One vLLM RequestOutput (text, token ids, logprobs) as a judgment."""
+    completion = output.outputs[0]
+    raw = completion.text
+    positions = [
+        {entry.decoded_token: entry.logprob for entry in step.values() if entry.decoded_token is not None}
+        for step in (completion.logprobs or [])
+    ]
+    expected = expected_grade(positions, template.grade_token_list) if config.logprobs else None
+    common = dict(
+        raw_output=raw, tokens_in=len(output.prompt_token_ids or []), tokens_out=len(completion.token_ids),
+        model_id=model_id, latency_ms=latency_ms,
+    )  # fmt: skip
+    qid, docid = pair.key
+    if config.score == "expected":
+        if expected is None:
+            return Judgment(qid, docid, "parse_error", error="no grade token among the top logprobs", **common)
+        return Judgment(qid, docid, "ok", score=expected, score_expected=expected, **common)
+    parsed = parse_score(raw, template)
+    if not parsed.ok:
+        return Judgment(qid, docid, "parse_error", error=parsed.error, **common)
+    return Judgment(qid, docid, "ok", score=parsed.score, score_expected=expected, **common)
+
+
+class VLLMJudge(BaseJudge):
+    """A vision-language (or text) model in-process through vLLM; needs a CUDA GPU."""
+
+    name = "vllm"
+    Config = VLLMConfig
+    needs_template = True
+
+    @classmethod
+    def model_id_for(cls, config: VLLMConfig) -> str:  # type: ignore[override]
+        return config.model
+
+    def __init__(self, config, template, context=None):
+        super().__init__(config, template, context)
+        try:
+            import vllm
+        except ImportError:
+            raise JudgeError(f"judge 'vllm' needs the vllm package (CUDA only): pip install 'qrelkit[vllm]'; or {SERVER_ROUTE}") from None
+        try:
+            import torch
+
+            has_gpu = torch.cuda.is_available()
+        except ImportError:
+            has_gpu = False
+        if not has_gpu:
+            raise JudgeError(f"judge 'vllm' needs a CUDA GPU and none is visible; {SERVER_ROUTE}")
+        self.llm = vllm.LLM(
+            model=config.model, max_model_len=config.max_model_len, gpu_memory_utilization=config.gpu_memory_utilization,
+            tensor_parallel_size=config.tensor_parallel_size, dtype=config.dtype, seed=config.seed,
+            enable_prefix_caching=True, limit_mm_per_prompt={"image": config.images_per_prompt},
+        )  # fmt: skip
+        self.sampling = vllm.SamplingParams(
+            temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed, logprobs=config.logprobs
+        )
+
+    def judge(self, batch: Sequence[Pair]) -> list[Judgment]:
+        results: dict[int, Judgment] = {}
+        conversations, positions = [], []
+        for i, pair in enumerate(batch):
+            try:
+                conversations.append(build_conversation(pair, self.template))
+                positions.append(i)
+            except (TemplateError, OSError) as exc:
+                results[i] = Judgment.failed(pair, "input_error", str(exc))
+        if conversations:
+            started = time.perf_counter()
+            outputs = self.llm.chat(conversations, self.sampling, use_tqdm=False)  # one call: vLLM batches them
+            latency = (time.perf_counter() - started) * 1000 / len(conversations)
+            for i, output in zip(positions, outputs):
+                results[i] = read_output(batch[i], output, self.template, self.config, self.model_id, latency)
+        return [results[i] for i in range(len(batch))]

@@ -1,0 +1,84 @@
+"""The vLLM adapter without vLLM: request building, output reading, and a clear failure at start."""
+
+from __future__ import annotations
+
+import base64
+import math
+from types import SimpleNamespace
+
+import pytest
+from PIL import Image
+
+from qrelkit.io import Document, Topic
+from qrelkit.judges import JudgeError, Pair, create_judge
+from qrelkit.judges.vllm_judge import VLLMConfig, build_conversation, expected_grade, read_output
+from qrelkit.prompts import TemplateError, load_template
+
+ATOMIC = load_template("atomic-image-suggestion")
+GRADED = load_template("trec-dl-graded")
+TOPIC = Topic("q1", "Eiffel Tower", {"page_title": "Eiffel Tower", "section_title": "History", "section_context": "Built in 1889."})
+
+
+@pytest.fixture
+def image_pair(tmp_path):
+    Image.new("RGB", (8, 6), (200, 30, 30)).save(tmp_path / "tower.png")
+    return Pair(TOPIC, Document("img1", image="tower.png", image_root=str(tmp_path))), tmp_path / "tower.png"
+
+
+def test_image_requests_follow_the_chat_completions_content_part_shape(image_pair):
+    pair, path = image_pair
+    messages = build_conversation(pair, ATOMIC)
+    assert [m["role"] for m in messages] == ["user"]
+    parts = messages[0]["content"]
+    assert [p["type"] for p in parts] == ["text", "image_url", "text"]
+    assert parts[0]["text"].startswith("Think carefully") and "Built in 1889." in parts[0]["text"]
+    url = parts[1]["image_url"]["url"]
+    assert url.startswith("data:image/png;base64,")
+    assert base64.b64decode(url.split(",", 1)[1]) == path.read_bytes()
+    assert parts[2]["text"].startswith("Output Instruction:")
+
+
+def test_a_missing_image_is_an_input_error(tmp_path):
+    pair = Pair(TOPIC, Document("img2", image="gone.png", image_root=str(tmp_path)))
+    with pytest.raises(TemplateError, match="image .*gone.png of document 'img2' not found"):
+        build_conversation(pair, ATOMIC)
+
+
+def vllm_output(text, token_ids, logprobs=None, prompt_len=50):
+    """The fields of vllm.RequestOutput / CompletionOutput / Logprob that the adapter reads."""
+    steps = [
+        {tid: SimpleNamespace(logprob=lp, rank=rank, decoded_token=tok) for rank, (tid, tok, lp) in enumerate(step, 1)}
+        for step in (logprobs or [])
+    ]
+    completion = SimpleNamespace(text=text, token_ids=token_ids, logprobs=steps or None)
+    return SimpleNamespace(outputs=[completion], prompt_token_ids=list(range(prompt_len)))
+
+
+def test_reading_an_output_parses_the_grade_and_the_expectation():
+    pair = Pair(Topic("q", "goldfish"), Document("d", "Goldfish grow."))
+    steps = [
+        [(10, "Relevance", -0.01)],
+        [(11, ":", -0.01)],
+        [(12, " 2", math.log(0.6)), (13, " 3", math.log(0.3)), (14, " 1", math.log(0.1))],
+    ]
+    judgment = read_output(pair, vllm_output("Relevance: 2", [10, 11, 12], steps), GRADED, VLLMConfig(), "llava", 12.0)
+    assert judgment.status == "ok" and judgment.score == 2.0
+    assert judgment.score_expected == pytest.approx(0.6 * 2 + 0.3 * 3 + 0.1 * 1)
+    assert (judgment.tokens_in, judgment.tokens_out, judgment.model_id) == (50, 3, "llava")
+
+
+def test_an_unparseable_output_is_a_parse_error_with_its_text():
+    pair = Pair(Topic("q", "goldfish"), Document("d", "Goldfish grow."))
+    judgment = read_output(pair, vllm_output("I am not sure.", [1, 2, 3]), GRADED, VLLMConfig(logprobs=None), "m", 1.0)
+    assert judgment.status == "parse_error" and judgment.score is None and judgment.raw_output == "I am not sure."
+
+
+def test_expected_grade_ignores_non_grade_tokens_and_renormalises():
+    positions = [{"Rel": -0.1}, {"3": math.log(0.2), "x": math.log(0.5), "0": math.log(0.2)}]
+    assert expected_grade(positions, ["0", "1", "2", "3"]) == pytest.approx(1.5)
+    assert expected_grade([{"a": 0.0}], ["0", "1"]) is None
+
+
+def test_without_vllm_or_a_gpu_the_judge_names_the_server_route():
+    with pytest.raises(JudgeError, match="vllm serve"):
+        create_judge("vllm", {}, ATOMIC)
