@@ -1,0 +1,185 @@
+"""How two qrels rank the same systems: Kendall τ-b, Spearman ρ, Pearson r and τ_AP, with
+95% confidence intervals from bootstrapping topics.
+
+The statistics are vectorised over rows (one row = one ordering of the same systems), so all
+bootstrap resamples are scored in one call. A resample is a vector of topic weights
+(multinomial counts / number of topics); the systems' means under it are one matrix product
+with the runs × topics matrix of ``Evaluation.matrix``: ir_measures runs once, never per
+resample, and the model and reference orderings of a resample use the same topics.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.stats import rankdata
+
+from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.metrics import Evaluation
+
+STATISTICS = ("kendall_tau", "spearman_rho", "pearson_r", "tau_ap")
+
+
+def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    # A correlation with a constant ordering is undefined: NaN, as scipy says, without a warning.
+    defined = denominator > 0
+    return np.where(defined, numerator / np.where(defined, denominator, 1.0), np.nan)
+
+
+def _pair_rows(x, y) -> tuple[np.ndarray, np.ndarray]:
+    x, y = np.atleast_2d(np.asarray(x, np.float64)), np.atleast_2d(np.asarray(y, np.float64))
+    if x.shape != y.shape:
+        raise ValueError(f"orderings differ in shape: {x.shape} vs {y.shape}")
+    return x, y
+
+
+def kendall_tau_b_rows(x, y) -> np.ndarray:
+    """τ-b of each row pair: Σ sign(Δx)·sign(Δy) / √(pairs untied in x · pairs untied in y)."""
+    x, y = _pair_rows(x, y)
+    first, second = np.triu_indices(x.shape[1], k=1)
+    sign_x = np.sign(x[:, first] - x[:, second])
+    sign_y = np.sign(y[:, first] - y[:, second])
+    numerator = (sign_x * sign_y).sum(axis=1)
+    return _safe_divide(numerator, np.sqrt(np.abs(sign_x).sum(axis=1) * np.abs(sign_y).sum(axis=1)))
+
+
+def pearson_r_rows(x, y) -> np.ndarray:
+    x, y = _pair_rows(x, y)
+    x = x - x.mean(axis=1, keepdims=True)
+    y = y - y.mean(axis=1, keepdims=True)
+    denominator = np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+    # Round-off can push |r| a hair past 1; scipy clips too.
+    return np.clip(_safe_divide((x * y).sum(axis=1), denominator), -1.0, 1.0)
+
+
+def spearman_rho_rows(x, y) -> np.ndarray:
+    """Pearson r of the ranks, ties sharing their average rank (scipy's spearmanr)."""
+    x, y = _pair_rows(x, y)
+    return pearson_r_rows(rankdata(x, axis=1), rankdata(y, axis=1))
+
+
+def tau_ap_rows(reference, estimate) -> np.ndarray:
+    """AP correlation τ_AP (Yilmaz, Aslam & Robertson, SIGIR 2008) of ``estimate`` against the
+    ``reference`` ordering taken as the truth (higher value = better system).
+
+    τ_AP = 2/(N−1) · Σ_{i=2..N} C(i)/(i−1) − 1, where i runs over the estimate's ranking from the
+    top and C(i) counts the systems above position i that the reference also puts above it.
+    A swap near the top costs more than one near the bottom. The paper assumes no ties: here a
+    pair tied in the reference counts as half correct, and ties in the estimate keep the input
+    order of the systems (stable sort), so the result is deterministic.
+    """
+    reference, estimate = _pair_rows(reference, estimate)
+    n_systems = reference.shape[1]
+    if n_systems < 2:
+        return np.full(len(reference), np.nan)
+    order = np.argsort(-estimate, axis=1, kind="stable")
+    position = np.empty_like(order)
+    np.put_along_axis(position, order, np.arange(n_systems)[None, :].repeat(len(order), axis=0), axis=1)
+    above = position[:, :, None] < position[:, None, :]  # [b, i, j]: i is above j in the estimate
+    diff = reference[:, :, None] - reference[:, None, :]
+    correct = (diff > 0) + 0.5 * (diff == 0)
+    correct_above = (above * correct).sum(axis=1)  # C for each system j
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(position > 0, correct_above / np.maximum(position, 1), 0.0)
+    return 2.0 / (n_systems - 1) * terms.sum(axis=1) - 1.0
+
+
+def kendall_tau_b(x, y) -> float:
+    return float(kendall_tau_b_rows(x, y)[0])
+
+
+def spearman_rho(x, y) -> float:
+    return float(spearman_rho_rows(x, y)[0])
+
+
+def pearson_r(x, y) -> float:
+    return float(pearson_r_rows(x, y)[0])
+
+
+def tau_ap(reference, estimate) -> float:
+    return float(tau_ap_rows(reference, estimate)[0])
+
+
+def topic_weights(n_topics: int, samples: int, seed: int | None = 0) -> np.ndarray:
+    """samples × n_topics: each row a bootstrap resample of topics drawn with replacement,
+    as multiplicities / n_topics (so a row times a per-topic vector is the resample's mean)."""
+    if n_topics < 1:
+        raise QrelkitError("bootstrap needs at least one topic")
+    if samples < 0:
+        raise QrelkitError(f"bootstrap samples must be >= 0, got {samples}")
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n_topics, np.full(n_topics, 1.0 / n_topics), size=samples) / n_topics
+
+
+def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval, ignoring resamples where the statistic is undefined."""
+    values = np.asarray(values, np.float64)
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return (math.nan, math.nan)
+    tail = (1.0 - level) / 2.0 * 100.0
+    low, high = np.percentile(values, [tail, 100.0 - tail])
+    return (float(low), float(high))
+
+
+@dataclass(frozen=True)
+class SystemCorrelation:
+    """How the model qrels order the systems against the reference qrels, for one measure."""
+
+    measure: str
+    runs: int
+    topics: int
+    kendall_tau: float
+    spearman_rho: float
+    pearson_r: float
+    tau_ap: float  # the reference ordering is the truth
+    samples: int  # bootstrap resamples behind the intervals
+    ci95: dict[str, tuple[float, float]] = field(default_factory=dict)
+    undefined: int = 0  # resamples where τ was undefined (an ordering all tied), left out of the CI
+
+
+def _statistics(model_means: np.ndarray, reference_means: np.ndarray) -> dict[str, np.ndarray]:
+    return {
+        "kendall_tau": kendall_tau_b_rows(reference_means, model_means),
+        "spearman_rho": spearman_rho_rows(reference_means, model_means),
+        "pearson_r": pearson_r_rows(reference_means, model_means),
+        "tau_ap": tau_ap_rows(reference_means, model_means),
+    }
+
+
+def check_aligned(model: Evaluation, reference: Evaluation) -> None:
+    if model.runs != reference.runs or model.queries != reference.queries:
+        raise QrelkitError("model and reference evaluations must cover the same runs and queries, in the same order")
+
+
+def correlate_systems(
+    model: Evaluation, reference: Evaluation, *, samples: int = 1000, seed: int | None = 0,
+    weights: np.ndarray | None = None,
+) -> dict[str, SystemCorrelation]:  # fmt: skip
+    """Per measure: the four correlations between the systems' mean scores under the model and
+    under the reference qrels (means over the shared queries), with bootstrap 95% intervals.
+
+    ``weights`` (from :func:`topic_weights`) overrides ``samples``/``seed`` so that other
+    analyses can share the same resamples.
+    """
+    check_aligned(model, reference)
+    if len(model.runs) < 2:
+        raise QrelkitError(f"system correlations need at least 2 runs, got {len(model.runs)}")
+    if weights is None:
+        weights = topic_weights(len(model.queries), samples, seed)
+    uniform = np.full((1, len(model.queries)), 1.0 / len(model.queries))
+    out = {}
+    for measure in model.measures:
+        model_matrix, reference_matrix = model.matrix(measure), reference.matrix(measure)
+        point = _statistics(uniform @ model_matrix.T, uniform @ reference_matrix.T)
+        resampled = _statistics(weights @ model_matrix.T, weights @ reference_matrix.T)
+        out[measure] = SystemCorrelation(
+            measure=measure, runs=len(model.runs), topics=len(model.queries),
+            **{name: float(point[name][0]) for name in STATISTICS},
+            samples=len(weights),
+            ci95={name: percentile_interval(resampled[name]) for name in STATISTICS} if len(weights) else {},
+            undefined=int(np.isnan(resampled["kendall_tau"]).sum()),
+        )  # fmt: skip
+    return out

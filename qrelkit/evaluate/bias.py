@@ -1,0 +1,191 @@
+"""Evaluation bias toward a group of runs (seed 003, Table 3), under model and reference qrels.
+
+Relative Δ = 2·(M_g − M_o)/(M_g + M_o)·100, where M_g and M_o are the measure averaged over the
+systems in the group and over the others (each system's value itself a mean over topics).
+Positive Δ favours the group. A bias the model qrels introduce shows as a Δ under the model
+qrels larger than under the reference qrels; bootstrap intervals over topics say whether the
+gap is larger than topic sampling alone would produce.
+
+Groups are named three ways: explicit lists (API), regular expressions searched in run names
+(`--group NAME=REGEX`), or a groups file: a TSV with a `run` column and any number of grouping
+columns, each distinct value of the chosen column being one group (`--groups FILE --group-by COLUMN`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from qrelkit.errors import InputFormatError, LineProblem, QrelkitError
+from qrelkit.evaluate.agreement import check_aligned, percentile_interval, topic_weights
+from qrelkit.evaluate.metrics import Evaluation
+from qrelkit.io.lines import iter_lines
+
+
+def check_groups(groups: dict[str, list[str]], runs: list[str], how: dict[str, str] | None = None) -> dict[str, list[str]]:
+    """Keep each group's members among ``runs`` (in run order); a group must leave runs on both sides."""
+    known = set(runs)
+    out = {}
+    for name, members in groups.items():
+        source = f" ({how[name]})" if how and name in how else ""
+        unknown = sorted(set(members) - known)
+        if unknown and not how:
+            raise QrelkitError(f"group {name!r} names runs that are not evaluated: {', '.join(unknown[:5])}")
+        inside = [run for run in runs if run in set(members)]
+        if not inside:
+            raise QrelkitError(f"group {name!r}{source} matches none of the {len(runs)} runs")
+        if len(inside) == len(runs):
+            raise QrelkitError(f"group {name!r}{source} holds all {len(runs)} runs; Relative Δ needs runs outside it")
+        out[name] = inside
+    return out
+
+
+def groups_from_patterns(specs: list[str], runs: list[str]) -> dict[str, list[str]]:
+    """`NAME=REGEX` items: the runs whose name the regex matches anywhere (re.search)."""
+    groups, how = {}, {}
+    for spec in specs:
+        name, equals, pattern = spec.partition("=")
+        if not equals or not name.strip() or not pattern:
+            raise QrelkitError(f"--group {spec!r}: expected NAME=REGEX, e.g. neural='bert|BERT'")
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise QrelkitError(f"--group {spec!r}: invalid regular expression ({exc})") from None
+        if name.strip() in groups:
+            raise QrelkitError(f"--group {spec!r}: group {name.strip()!r} is given twice")
+        groups[name.strip()] = [run for run in runs if compiled.search(run)]
+        how[name.strip()] = f"regex {pattern!r}"
+    return check_groups(groups, runs, how)
+
+
+def read_groups_file(path: str | Path) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """Columns (after `run`) and run -> column -> value of a groups TSV.
+
+    A first line whose first field is `run` is a header naming the columns; without one the
+    grouping columns are named by number (`2`, `3`, ...). Tabs separate fields; a file without
+    tabs may use any whitespace. Lines starting with `#` are comments.
+    """
+    path = Path(path)
+    problems: list[LineProblem] = []
+    columns: list[str] | None = None
+    rows: dict[str, dict[str, str]] = {}
+    first_seen: dict[str, int] = {}
+    for number, line in iter_lines(path, problems):
+        if line.lstrip().startswith("#"):
+            continue
+        fields = [f.strip() for f in line.split("\t")] if "\t" in line else line.split()
+        if columns is None:
+            if fields[0].lower() == "run":
+                columns = fields[1:]
+                if not columns or len(set(columns)) != len(columns) or not all(columns):
+                    problems.append(LineProblem(str(path), number, "header needs `run` and distinct grouping column names"))
+                    break
+                continue
+            columns = [str(i) for i in range(2, len(fields) + 1)]
+            if not columns:
+                problems.append(LineProblem(str(path), number, "expected `run<TAB>group...`, found one column"))
+                break
+        if len(fields) != len(columns) + 1:
+            problems.append(LineProblem(str(path), number, f"expected {len(columns) + 1} columns (run, {', '.join(columns)}), found {len(fields)}"))  # noqa: E501
+            continue
+        if fields[0] in first_seen:
+            problems.append(LineProblem(str(path), number, f"run {fields[0]!r} again (first on line {first_seen[fields[0]]})"))
+            continue
+        first_seen[fields[0]] = number
+        rows[fields[0]] = dict(zip(columns, fields[1:]))
+    if problems:
+        raise InputFormatError(problems)
+    if not rows or columns is None:
+        raise InputFormatError.single(path, 0, "no runs found (empty file?)")
+    return columns, rows
+
+
+def groups_from_file(path: str | Path, column: str | None, runs: list[str]) -> dict[str, list[str]]:
+    """One group per distinct value of ``column`` (optional when the file has one grouping column)."""
+    columns, rows = read_groups_file(path)
+    if column is None:
+        if len(columns) != 1:
+            raise QrelkitError(f"{path} has grouping columns {', '.join(columns)}: choose one with --group-by")
+        column = columns[0]
+    if column not in columns:
+        raise QrelkitError(f"{path} has no column {column!r} (columns: {', '.join(columns)})")
+    missing = [run for run in runs if run not in rows]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise QrelkitError(f"{path} has no line for run(s) {shown}; every evaluated run needs a group")
+    values = sorted({rows[run][column] for run in runs})
+    groups = {value: [run for run in runs if rows[run][column] == value] for value in values}
+    return check_groups(groups, runs, {value: f"{column} = {value!r} in {path}" for value in values})
+
+
+def relative_delta(group_mean, other_mean):
+    """2·(M_g − M_o)/(M_g + M_o)·100, NaN when both means are 0."""
+    group_mean, other_mean = np.asarray(group_mean, np.float64), np.asarray(other_mean, np.float64)
+    total = group_mean + other_mean
+    with np.errstate(divide="ignore", invalid="ignore"):
+        delta = np.where(total != 0, 200.0 * (group_mean - other_mean) / np.where(total != 0, total, 1.0), np.nan)
+    return float(delta) if delta.ndim == 0 else delta
+
+
+@dataclass(frozen=True)
+class GroupBias:
+    group: str
+    measure: str
+    group_runs: list[str]
+    other_runs: int
+    model: float  # Relative Δ under the model qrels
+    reference: float  # Relative Δ under the reference qrels
+    model_means: tuple[float, float]  # (M_g, M_o) under the model qrels
+    reference_means: tuple[float, float]
+    model_ci95: tuple[float, float] | None = None
+    reference_ci95: tuple[float, float] | None = None
+    # model − reference: the bias the model qrels add; its interval pairs both sides on each resample
+    difference_ci95: tuple[float, float] | None = None
+
+    @property
+    def difference(self) -> float:
+        return self.model - self.reference
+
+
+def _delta(system_means: np.ndarray, inside: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of system means -> (Δ, M_g, M_o) per row."""
+    group_mean = system_means[:, inside].mean(axis=1)
+    other_mean = system_means[:, ~inside].mean(axis=1)
+    return relative_delta(group_mean, other_mean), group_mean, other_mean
+
+
+def group_bias(
+    model: Evaluation, reference: Evaluation, groups: dict[str, list[str]], *, samples: int = 1000,
+    seed: int | None = 0, weights: np.ndarray | None = None,
+) -> dict[str, dict[str, GroupBias]]:  # fmt: skip
+    """group -> measure -> Relative Δ under both qrels, with bootstrap intervals over topics."""
+    check_aligned(model, reference)
+    groups = check_groups(groups, model.runs)
+    if weights is None:
+        weights = topic_weights(len(model.queries), samples, seed)
+    uniform = np.full((1, len(model.queries)), 1.0 / len(model.queries))
+    out: dict[str, dict[str, GroupBias]] = {}
+    for name, members in groups.items():
+        inside = np.isin(np.array(model.runs), members)
+        out[name] = {}
+        for measure in model.measures:
+            results, resampled = {}, {}
+            for side, evaluation in (("model", model), ("reference", reference)):
+                matrix = evaluation.matrix(measure)
+                delta, group_mean, other_mean = _delta(uniform @ matrix.T, inside)
+                resampled[side] = _delta(weights @ matrix.T, inside)[0] if len(weights) else None
+                results[side] = (
+                    float(delta[0]), (float(group_mean[0]), float(other_mean[0])),
+                    percentile_interval(resampled[side]) if len(weights) else None,
+                )  # fmt: skip
+            out[name][measure] = GroupBias(
+                group=name, measure=measure, group_runs=members, other_runs=int((~inside).sum()),
+                model=results["model"][0], reference=results["reference"][0],
+                model_means=results["model"][1], reference_means=results["reference"][1],
+                model_ci95=results["model"][2], reference_ci95=results["reference"][2],
+                difference_ci95=percentile_interval(resampled["model"] - resampled["reference"]) if len(weights) else None,
+            )  # fmt: skip
+    return out

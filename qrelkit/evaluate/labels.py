@@ -1,0 +1,207 @@
+"""Label agreement on the (qid, docid) pairs two qrels both judge: Cohen's κ (unweighted,
+linear, quadratic), Krippendorff's α, the confusion matrix, and grade mappings between scales.
+
+Grades are integers. Weighted κ weighs a disagreement by the grade difference (|i−j| or
+(i−j)²): the confusion matrix spans every grade from the lowest to the highest seen on either
+side, so an unused grade in the middle still counts as a step (scikit-learn's
+``cohen_kappa_score`` agrees when given ``labels=range(lowest, highest + 1)``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from qrelkit.errors import QrelkitError
+
+Grades = dict[str, dict[str, int]]  # qid -> docid -> grade
+
+
+def parse_grade_map(spec: str, option: str = "--map") -> dict[int, int]:
+    """`3:2,2:2,1:1,0:0` -> {3: 2, 2: 2, 1: 1, 0: 0}; a bad item is named in the error."""
+    mapping: dict[int, int] = {}
+    for item in (part.strip() for part in spec.split(",")):
+        source, colon, target = item.partition(":")
+        try:
+            if not colon:
+                raise ValueError
+            grade, onto = int(source), int(target)
+        except ValueError:
+            raise QrelkitError(f"{option} {spec!r}: {item!r} is not `grade:grade` (e.g. 3:2,2:2,1:1,0:0)") from None
+        if grade in mapping and mapping[grade] != onto:
+            raise QrelkitError(f"{option} {spec!r}: grade {grade} is mapped twice ({mapping[grade]} and {onto})")
+        mapping[grade] = onto
+    return mapping
+
+
+def map_grades(grades: Grades, mapping: dict[int, int] | None, side: str, option: str = "--map") -> Grades:
+    """Apply a grade mapping; a grade the mapping does not cover is an error, never a guess."""
+    if mapping is None:
+        return grades
+    spec = ",".join(f"{k}:{v}" for k, v in mapping.items())
+    out: Grades = {}
+    for qid, docs in grades.items():
+        for docid, grade in docs.items():
+            if grade not in mapping:
+                raise QrelkitError(
+                    f"{option} {spec}: grade {grade} of the {side} qrels (qid {qid}, docid {docid}) is not mapped; "
+                    f"add {grade}:<grade>"
+                )
+            out.setdefault(qid, {})[docid] = mapping[grade]
+    return out
+
+
+@dataclass(frozen=True)
+class JudgedPairs:
+    """The pairs both sides judge, sorted by (qid, docid), with each side's grade."""
+
+    qids: list[str]
+    docids: list[str]
+    reference: np.ndarray
+    model: np.ndarray
+    reference_total: int  # pairs the reference judges
+    model_total: int  # pairs the model judges
+
+
+def shared_pairs(model: Grades, reference: Grades) -> JudgedPairs:
+    keys = sorted((qid, docid) for qid, docs in reference.items() for docid in docs if docid in model.get(qid, {}))
+    return JudgedPairs(
+        qids=[q for q, _ in keys],
+        docids=[d for _, d in keys],
+        reference=np.array([reference[q][d] for q, d in keys], dtype=np.int64),
+        model=np.array([model[q][d] for q, d in keys], dtype=np.int64),
+        reference_total=sum(len(docs) for docs in reference.values()),
+        model_total=sum(len(docs) for docs in model.values()),
+    )
+
+
+def grade_range(*grade_arrays: np.ndarray) -> list[int]:
+    values = np.concatenate([np.asarray(a, np.int64).ravel() for a in grade_arrays])
+    if values.size == 0:
+        return []
+    return list(range(int(values.min()), int(values.max()) + 1))
+
+
+def confusion_matrix(reference, model, labels: list[int] | None = None) -> np.ndarray:
+    """Counts: rows are reference grades, columns model grades, both in ``labels`` order."""
+    reference, model = np.asarray(reference, np.int64), np.asarray(model, np.int64)
+    labels = labels if labels is not None else grade_range(reference, model)
+    index = {label: i for i, label in enumerate(labels)}
+    counts = np.zeros((len(labels), len(labels)), dtype=np.int64)
+    rows = np.array([index[g] for g in reference.tolist()], dtype=np.int64)
+    cols = np.array([index[g] for g in model.tolist()], dtype=np.int64)
+    np.add.at(counts, (rows, cols), 1)
+    return counts
+
+
+def cohen_kappa(reference, model, weights: str | None = None) -> float:
+    """Cohen's κ = 1 − Σ w·observed / Σ w·expected; ``weights`` None, 'linear' or 'quadratic'."""
+    counts = confusion_matrix(reference, model).astype(np.float64)
+    if counts.sum() == 0:
+        return math.nan
+    steps = np.arange(len(counts))
+    distance = np.abs(steps[:, None] - steps[None, :]).astype(np.float64)
+    if weights is None:
+        weight = (distance > 0).astype(np.float64)
+    elif weights == "linear":
+        weight = distance
+    elif weights == "quadratic":
+        weight = distance**2
+    else:
+        raise ValueError(f"weights must be None, 'linear' or 'quadratic', not {weights!r}")
+    expected = np.outer(counts.sum(axis=1), counts.sum(axis=0)) / counts.sum()
+    disagreement_expected = float((weight * expected).sum())
+    if disagreement_expected == 0:
+        return math.nan  # both sides used one and the same grade: agreement beyond chance is undefined
+    return 1.0 - float((weight * counts).sum()) / disagreement_expected
+
+
+def krippendorff_alpha(reliability_data, level: str = "ordinal") -> float:
+    """Krippendorff's α for coders × units data (NaN = missing), from the coincidence matrix.
+
+    α = 1 − (n−1) · Σ o_ck δ²_ck / Σ n_c n_k δ²_ck. Ordinal δ²_ck = (Σ_{g=c..k} n_g − (n_c+n_k)/2)²
+    over the sorted values, which makes it depend on how often each grade is used, not on
+    the grade numbers; interval δ² = (c−k)²; nominal δ² = [c≠k].
+    """
+    data = np.asarray(reliability_data, dtype=np.float64)
+    values = np.unique(data[~np.isnan(data)])
+    if len(values) < 2:
+        return math.nan  # one value or none: nothing to disagree about
+    per_unit = np.stack([(data == v).sum(axis=0) for v in values], axis=1).astype(np.float64)  # units × values
+    pairable = per_unit.sum(axis=1)
+    per_unit, pairable = per_unit[pairable >= 2], pairable[pairable >= 2]
+    if per_unit.size == 0:
+        return math.nan
+    # o_ck = Σ_u n_uc (n_uk − [c=k]) / (m_u − 1): pairs of values from different coders of a unit.
+    scaled = per_unit / (pairable - 1)[:, None]
+    coincidence = scaled.T @ per_unit - np.diag(scaled.sum(axis=0))
+    totals = coincidence.sum(axis=1)
+    n = totals.sum()
+    if level == "nominal":
+        delta = (values[:, None] != values[None, :]).astype(np.float64)
+    elif level == "interval":
+        delta = (values[:, None] - values[None, :]) ** 2
+    elif level == "ordinal":
+        cumulative = np.concatenate([[0.0], np.cumsum(totals)])
+        low = np.minimum.outer(np.arange(len(values)), np.arange(len(values)))
+        high = np.maximum.outer(np.arange(len(values)), np.arange(len(values)))
+        between = cumulative[high + 1] - cumulative[low]  # Σ n_g for g from c to k, inclusive
+        delta = (between - (totals[:, None] + totals[None, :]) / 2.0) ** 2
+    else:
+        raise ValueError(f"level must be 'nominal', 'ordinal' or 'interval', not {level!r}")
+    expected = float((np.outer(totals, totals) * delta).sum())
+    if expected == 0:
+        return math.nan
+    return float(1.0 - (n - 1.0) * float((coincidence * delta).sum()) / expected)
+
+
+@dataclass(frozen=True)
+class LabelAgreement:
+    reference_pairs: int
+    model_pairs: int
+    shared_pairs: int
+    labels: list[int]
+    confusion: np.ndarray  # rows reference, columns model
+    exact_agreement: float  # fraction of shared pairs with the same grade
+    cohen_kappa: float
+    cohen_kappa_linear: float
+    cohen_kappa_quadratic: float
+    krippendorff_alpha_ordinal: float
+    binarize_at: int | None = None
+    cohen_kappa_binary: float | None = None  # both sides as grade >= binarize_at
+
+
+def label_agreement(
+    model: Grades, reference: Grades, *, reference_map: dict[int, int] | None = None,
+    model_map: dict[int, int] | None = None, binarize_at: int | None = None,
+) -> LabelAgreement:  # fmt: skip
+    """Agreement of the model's grades with the reference's on the pairs both judge.
+
+    The maps apply first (``reference_map`` to the reference, ``model_map`` to the model);
+    ``binarize_at`` then adds κ on both sides cut at grade >= level.
+    """
+    pairs = shared_pairs(
+        map_grades(model, model_map, "model", "--map-model"), map_grades(reference, reference_map, "reference")
+    )
+    if len(pairs.qids) == 0:
+        raise QrelkitError(
+            f"the model qrels ({pairs.model_total} pairs) and the reference qrels ({pairs.reference_total} pairs) "
+            "share no (qid, docid) pair: are they for the same topics and collection?"
+        )
+    labels = grade_range(pairs.reference, pairs.model)
+    return LabelAgreement(
+        reference_pairs=pairs.reference_total,
+        model_pairs=pairs.model_total,
+        shared_pairs=len(pairs.qids),
+        labels=labels,
+        confusion=confusion_matrix(pairs.reference, pairs.model, labels),
+        exact_agreement=float((pairs.reference == pairs.model).mean()),
+        cohen_kappa=cohen_kappa(pairs.reference, pairs.model),
+        cohen_kappa_linear=cohen_kappa(pairs.reference, pairs.model, "linear"),
+        cohen_kappa_quadratic=cohen_kappa(pairs.reference, pairs.model, "quadratic"),
+        krippendorff_alpha_ordinal=krippendorff_alpha(np.vstack([pairs.reference, pairs.model]), "ordinal"),
+        binarize_at=binarize_at,
+        cohen_kappa_binary=None if binarize_at is None else cohen_kappa(pairs.reference >= binarize_at, pairs.model >= binarize_at),
+    )
