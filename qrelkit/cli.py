@@ -306,6 +306,171 @@ def demo(
     run_demo(out_dir, console=out)
 
 
+@app.command("nrg")
+def nrg_cmd(
+    qrels: Annotated[str, typer.Option(help="A TREC qrels file, or the name of a qrels set in --db.")],
+    runs: Annotated[
+        list[str] | None, typer.Option(help="Run files or folders (every file inside); a run is named by its file name without extension.")
+    ] = None,
+    more_runs: Annotated[list[str] | None, typer.Argument(help="More run files or folders (so `--runs a.run b.run` works).")] = None,
+    model: Annotated[str, typer.Option(help="Browsing model: ndcg, rr (seen = 1/i), precision (seen = 1 to K), rbp:P.")] = "ndcg",
+    depth: Annotated[str, typer.Option(help="Cut-off K for the run and its priors, or 'full' (the reference code's choice).")] = "10",
+    gain: Annotated[str, typer.Option(help="linear (the grade), exp (2^g - 1), or binary:LEVEL.")] = "linear",
+    prior: Annotated[str, typer.Option(help="all-others | order:FILE | best-per-group:FILE[:COLUMN] | runs:A,B")] = "all-others",
+    order: Annotated[str, typer.Option(help="Ranking order: trec_eval (score desc, docid desc) or file (as listed).")] = "trec_eval",
+    compare: Annotated[bool, typer.Option("--compare", help="Also unique contributions, rareness-based P@K and TaSC.")] = False,
+    plot: Annotated[Path | None, typer.Option(help="Write the NRG vs metric plot (PNG/PDF/SVG) here.")] = None,
+    groups: Annotated[str | None, typer.Option(help="FILE[:COLUMN] of run groups to mark in the plot.")] = None,
+    db: Annotated[Path | None, typer.Option("--db", envvar="QRELKIT_DB", help="Database for names.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help='Print JSON: {"runs": {run: {"nrg": x, "base": x}}, ...}.')] = False,
+    per_query: Annotated[bool, typer.Option("--per-query", help="Also print each query's values.")] = False,
+    on_duplicate: DuplicateOption = OnDuplicate.error,
+) -> None:
+    """Normalized Residual Gain (seed 004): what each run adds over its prior runs.
+
+    Means run over the queries of the qrels; a run that misses one scores 0 on it.
+    """
+    from qrelkit.evaluate.nrg_compare import comparison_measures
+    from qrelkit.evaluate.nrg_priors import groups_from_spec, nrg_from_spec
+    from qrelkit.sources import resolve_qrels, resolve_runs
+
+    qrels_data = resolve_qrels(qrels, db, on_duplicate=on_duplicate)
+    run_list = resolve_runs((runs or []) + (more_runs or []), db, on_duplicate=on_duplicate)
+    result, prior_groups = nrg_from_spec(qrels_data, run_list, prior, model=model, depth=depth, gain=gain, order=order)
+    means = result.means()
+    extra = {m.measure: m.means() for m in comparison_measures(qrels_data, run_list, result)} if compare else {}
+    if groups:
+        prior_groups = groups_from_spec(groups, result.runs)
+    if plot:
+        from qrelkit.evaluate.nrg_plot import plot_nrg
+
+        plot_nrg(result, plot, prior_groups, title=f"prior set: {prior.partition(':')[0]}")
+        err.print(f"wrote {plot}")
+    if as_json:
+        payload: dict = {"measure": result.config.label, "base": result.config.base_label, "prior": prior,
+                         "queries": len(result.queries), "runs": means, "priors": result.priors}  # fmt: skip
+        for name, values in extra.items():
+            for run, value in values.items():
+                payload["runs"][run][name] = value
+        if per_query:
+            payload["per_query"] = result.per_query()
+        print(json.dumps(payload, indent=1))
+        return
+    table = Table(title=f"{result.config.label}, prior {prior}: mean over {len(result.queries)} queries of the qrels")
+    for column in ["run"] + (["group"] if prior_groups else []) + [result.config.base_label, "NRG", "priors"] + list(extra):
+        table.add_column(column, justify="left" if column in ("run", "group") else "right")
+    for run in sorted(result.runs, key=lambda r: -means[r]["base"]):
+        cells = [run] + ([prior_groups[run]] if prior_groups else [])
+        cells += [f"{means[run]['base']:.4f}", f"{means[run]['nrg']:.4f}", str(len(result.priors[run]))]
+        table.add_row(*cells, *(f"{extra[m][run]:.4f}" for m in extra))
+    out.print(table)
+    if per_query:
+        for i, run in enumerate(result.runs):
+            for j, qid in enumerate(result.queries):
+                print(f"{run}\t{qid}\t{result.base[i, j]:.4f}\t{result.nrg[i, j]:.4f}")
+
+
+AuditReference = Annotated[str, typer.Option("--reference", help="Reference (human) qrels: a TREC qrels file, or a qrels set in --db.")]
+AuditQrels = Annotated[str | None, typer.Option("--qrels", help="Model qrels: a TREC qrels file, or a qrels set in --db.")]
+AuditJudgeRun = Annotated[
+    str | None, typer.Option("--judge-run", help="Or: the newest graded qrels of this judge run in --db (id or unique prefix).")
+]
+AuditRuns = Annotated[
+    list[str] | None,
+    typer.Option("--runs", help="Run files or folders, or run names in --db; repeatable. Default: all runs in --db."),
+]
+AuditMeasures = Annotated[
+    list[str] | None, typer.Option("--measure", help="An ir_measures measure; repeatable. Default: nDCG@10 and 'AP(rel=2)'.")
+]
+AuditGroup = Annotated[
+    list[str] | None, typer.Option("--group", help="A group for Relative Δ: NAME=REGEX searched in run names; repeatable.")
+]
+AuditGroupsFile = Annotated[
+    Path | None, typer.Option("--groups", help="Groups TSV: a `run` column and grouping columns (header optional).")
+]
+AuditGroupBy = Annotated[str | None, typer.Option("--group-by", help="The --groups column whose values are the groups.")]
+AuditMap = Annotated[
+    str | None, typer.Option("--map", help="Map reference grades for label agreement, e.g. 3:2,2:2,1:1,0:0.")
+]
+AuditModelMap = Annotated[str | None, typer.Option("--map-model", help="Map model grades for label agreement.")]
+AuditBinarize = Annotated[
+    int | None, typer.Option("--binarize", help="Also report κ with both sides cut at grade >= LEVEL (after maps).")
+]
+AuditBootstrap = Annotated[int, typer.Option("--bootstrap", help="Topic resamples for the 95% intervals (0: none).")]
+AuditSeed = Annotated[int, typer.Option("--seed", help="Seed of the topic resamples.")]
+AuditDb = Annotated[Path | None, typer.Option("--db", envvar="QRELKIT_DB", help="Database for names and judge runs.")]
+
+
+@app.command("agree")
+def agree_cmd(
+    reference: AuditReference,
+    qrels: AuditQrels = None,
+    judge_run: AuditJudgeRun = None,
+    runs: AuditRuns = None,
+    measure: AuditMeasures = None,
+    group: AuditGroup = None,
+    groups: AuditGroupsFile = None,
+    group_by: AuditGroupBy = None,
+    grade_map: AuditMap = None,
+    model_map: AuditModelMap = None,
+    binarize: AuditBinarize = None,
+    bootstrap: AuditBootstrap = 1000,
+    seed: AuditSeed = 0,
+    db: AuditDb = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: pairs, labels, systems, bias.")] = False,
+    on_duplicate: DuplicateOption = OnDuplicate.error,
+) -> None:
+    """Audit model qrels against reference qrels: Cohen's κ and Krippendorff's α on the shared pairs,
+    Kendall τ / Spearman ρ / Pearson r / τ_AP between the system rankings, Relative Δ toward groups,
+    with bootstrap 95% intervals over topics.
+    """
+    from qrelkit.evaluate.audit import agree, audit_to_dict
+    from qrelkit.evaluate.report import audit_tables
+
+    result = agree(
+        qrels=qrels, reference=reference, runs=runs or [], db=db, judge_run=judge_run, measures=measure,
+        group_patterns=group, groups_file=groups, group_by=group_by, reference_map=grade_map, model_map=model_map,
+        binarize_at=binarize, samples=bootstrap, seed=seed, on_duplicate=on_duplicate,
+    )  # fmt: skip
+    if as_json:
+        print(json.dumps(audit_to_dict(result), indent=1))
+        return
+    for table in audit_tables(result):
+        out.print(table)
+
+
+@app.command("report")
+def report_cmd(
+    reference: AuditReference,
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.html and its figures (PNG and SVG).")],
+    judge_run: AuditJudgeRun = None,
+    qrels: AuditQrels = None,
+    runs: AuditRuns = None,
+    measure: AuditMeasures = None,
+    group: AuditGroup = None,
+    groups: AuditGroupsFile = None,
+    group_by: AuditGroupBy = None,
+    grade_map: AuditMap = None,
+    model_map: AuditModelMap = None,
+    binarize: AuditBinarize = None,
+    bootstrap: AuditBootstrap = 1000,
+    seed: AuditSeed = 0,
+    db: AuditDb = None,
+    on_duplicate: DuplicateOption = OnDuplicate.error,
+) -> None:
+    """Write an HTML audit of a judge run (or of model qrels from a file): the judge's configuration,
+    template, failures, tokens and cost; the agreement and bias tables; and the three figures.
+    """
+    from qrelkit.evaluate.report import build_report
+
+    page = build_report(
+        out=out_dir, judge_run=judge_run, db=db, qrels=qrels, reference=reference, runs=runs or [], measures=measure,
+        group_patterns=group, groups_file=groups, group_by=group_by, reference_map=grade_map, model_map=model_map,
+        binarize_at=binarize, samples=bootstrap, seed=seed, on_duplicate=on_duplicate,
+    )  # fmt: skip
+    out.print(f"wrote {page}", highlight=False)
+
+
 def main() -> None:
     try:
         app()

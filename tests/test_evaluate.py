@@ -84,3 +84,16 @@ def test_unknown_measure_is_a_clear_error(tmp_path):
 
     with pytest.raises(QrelkitError, match="unknown measure 'nDGC@10'"):
         evaluate_runs(read_qrels(tmp_path / "q.txt"), [read_run(tmp_path / "r.run")], ["nDGC@10"])
+
+
+def test_measures_differing_only_in_parameters_do_not_mix(tmp_path):
+    """nDCG@10 beside nDCG(gains=...)@10: each keeps its own value (ir_measures 0.4 can mix
+    them up inside one evaluator)."""
+    (tmp_path / "q.txt").write_text("q1 0 a 1\nq1 0 b 3\n")
+    (tmp_path / "r.run").write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\n")
+    qrels, run = read_qrels(tmp_path / "q.txt"), read_run(tmp_path / "r.run")
+    both = evaluate_runs(qrels, [run], ["nDCG@10", "nDCG(gains={0:0,1:1,3:7})@10"])
+    linear = (1 + 3 / math.log2(3)) / (3 + 1 / math.log2(3))
+    exponential = (1 + 7 / math.log2(3)) / (7 + 1 / math.log2(3))
+    assert both.mean("r", "nDCG@10") == pytest.approx(linear)
+    assert both.mean("r", "nDCG(gains={0:0,1:1,3:7})@10") == pytest.approx(exponential)

@@ -56,14 +56,18 @@ def evaluate_runs(qrels: Qrels | dict[str, dict[str, int]], runs: Sequence[Run],
     parsed = parse_measures(measures)
     queries = sorted(grades)
     position = {qid: i for i, qid in enumerate(queries)}
-    evaluator = ir_measures.evaluator([m for _, m in parsed], grades)
-    names_by_measure = {m: name for name, m in parsed}
+    # One evaluator per measure: ir_measures 0.4 can mix up measures of one family that differ
+    # only in parameters (nDCG@10 next to nDCG(gains=...)@10) when they share an evaluator.
+    evaluators = [(name, ir_measures.evaluator([measure], grades)) for name, measure in parsed]
     values: dict[str, dict[str, np.ndarray]] = {}
     for run in runs:
-        per_measure = {name: np.zeros(len(queries)) for name, _ in parsed}
         scores = {qid: docs for qid, docs in run.scores.items() if qid in position}
-        for metric in evaluator.iter_calc(scores):
-            if metric.query_id in position:
-                per_measure[names_by_measure[metric.measure]][position[metric.query_id]] = metric.value
+        per_measure = {}
+        for name, evaluator in evaluators:
+            vector = np.zeros(len(queries))
+            for metric in evaluator.iter_calc(scores):
+                if metric.query_id in position:
+                    vector[position[metric.query_id]] = metric.value
+            per_measure[name] = vector
         values[run.name] = per_measure
     return Evaluation([name for name, _ in parsed], queries, [run.name for run in runs], values)
