@@ -88,10 +88,10 @@ class StoreEmbeddingCache:
     def __init__(self, store: Store):
         self.store = store
 
-    def vectors(self, embedder: Any, item_kind: str, items: dict[str, str]):
+    def vectors(self, embedder: Any, item_kind: str, items: dict[str, str], content_hashes: dict[str, str] | None = None):
         from qrelkit.embed import embed_with_cache
 
-        return embed_with_cache(self.store, embedder, item_kind, items)
+        return embed_with_cache(self.store, embedder, item_kind, items, content_hashes=content_hashes)
 
 
 @contextmanager

@@ -66,7 +66,9 @@ class JudgeConfig(BaseModel):
 class EmbeddingCache(Protocol):
     """Handed to judges by the runner: vectors by (embedder, item kind, item id, text)."""
 
-    def vectors(self, embedder: Any, item_kind: str, items: Mapping[str, str]) -> dict[str, np.ndarray]: ...
+    def vectors(
+        self, embedder: Any, item_kind: str, items: Mapping[str, str], content_hashes: Mapping[str, str] | None = None
+    ) -> dict[str, np.ndarray]: ...
 
 
 @dataclass

@@ -1,0 +1,126 @@
+"""`clipscore`: CLIPScore (Hessel et al. 2021) of an image and the topic text with open_clip:
+w · max(cos(E_img, E_txt), 0), w = 2.5, both embeddings L2-normalised; the raw cosine is kept.
+
+As in seed 003, CLIP sees only the template's context part (its text encoder holds 77 tokens);
+longer texts are truncated keeping the end-of-text token and counted. Every distinct text and
+image is encoded once per job and cached in the store (an image pooled for 30 topics is encoded
+once). A missing, corrupt or oversized image is an `input_error` for its pairs; the job goes on.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from qrelkit.embed.clip import ClipImageEmbedder, ClipSource, ClipTextEmbedder, ImageLoadError, OpenClip, file_hash, load_image
+from qrelkit.judges.base import BaseJudge, JudgeConfig, Judgment, Pair
+
+CLIPSCORE_WEIGHT = 2.5
+
+
+class ClipScoreConfig(JudgeConfig):
+    model: str = Field("ViT-B-32", description="open_clip architecture name.")
+    pretrained: str | None = Field(None, description="open_clip pretrained tag, e.g. openai or laion2b_s34b_b79k.")
+    checkpoint: str | None = Field(None, description="A local checkpoint file of `model`'s weights.")
+    hf_hub: str | None = Field(None, description="A Hugging Face hub id (open_clip format), e.g. laion/CLIP-ViT-g-14-laion2B-s12B-b42K.")
+    model_config_file: str | None = Field(None, description="A JSON file registering a custom open_clip architecture.")
+    device: str = Field("auto", description="auto (CUDA when present), cpu, cuda, cuda:1 ...")
+    half: bool = Field(False, description="Half precision on a GPU.")
+    batch_size: int = Field(32, ge=1)
+    weight: float = Field(CLIPSCORE_WEIGHT, gt=0, description="w in w·max(cos, 0); 2.5 as in Hessel et al.")
+    caption_prefix: str = Field("", description='Prefix for the text, e.g. "A photo depicts" (Hessel et al.).')
+    text: Literal["context", "query"] = Field("context", description="Embed the template's context part, or the plain query.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "ClipScoreConfig":
+        if sum(x is not None for x in (self.pretrained, self.checkpoint, self.hf_hub)) > 1:
+            raise ValueError("give one of pretrained, checkpoint or hf_hub")
+        return self
+
+    def source(self) -> ClipSource:
+        return ClipSource(self.model, self.pretrained, self.checkpoint, self.hf_hub, self.model_config_file)
+
+
+class ClipScoreJudge(BaseJudge):
+    """CLIPScore = 2.5·max(cos, 0) of open_clip image and text embeddings."""
+
+    name = "clipscore"
+    Config = ClipScoreConfig
+    needs_template = False
+
+    @classmethod
+    def model_id_for(cls, config: ClipScoreConfig) -> str:  # type: ignore[override]
+        return config.source().model_id
+
+    def __init__(self, config, template, context=None):
+        super().__init__(config, template, context)
+        self.clip = OpenClip(config.source(), device=config.device, half=config.half, batch_size=config.batch_size)
+        self.text_embedder = ClipTextEmbedder(self.clip)
+        self.image_embedder = ClipImageEmbedder(self.clip)
+        self.text_vectors: dict[str, np.ndarray] = {}
+        self.image_vectors: dict[str, np.ndarray] = {}
+        self.image_errors: dict[str, str] = {}
+        self.truncated_topics: set[str] = set()
+
+    def topic_text(self, pair: Pair) -> str:
+        if self.config.text == "context" and self.template is not None:
+            text = self.template.render_context(pair.topic)
+        else:
+            text = pair.topic.text
+        return f"{self.config.caption_prefix} {text}".strip() if self.config.caption_prefix else text
+
+    def _vectors(self, embedder, kind: str, items: dict[str, str], hashes: dict[str, str] | None = None):
+        cache = self.context.embedding_cache
+        if cache is not None:
+            return cache.vectors(embedder, kind, items, content_hashes=hashes)
+        ids = list(items)
+        return dict(zip(ids, embedder.encode([items[i] for i in ids])))
+
+    def prepare(self, pairs: Sequence[Pair]) -> None:
+        texts = {p.topic.qid: self.topic_text(p) for p in pairs if p.topic.qid not in self.text_vectors}
+        for qid, text in texts.items():
+            needed = self.clip.tokens_needed(text)
+            if needed is not None and needed > self.clip.context_length:
+                self.truncated_topics.add(qid)
+        images: dict[str, str] = {}
+        for p in pairs:
+            docid = p.document.docid
+            if docid in self.image_vectors or docid in self.image_errors or docid in images:
+                continue
+            if p.document.image_path is None:
+                self.image_errors[docid] = f"document {docid!r} has no image"
+                continue
+            try:
+                load_image(p.document.image_path)  # check before encoding: one bad image must not fail the batch
+            except ImageLoadError as exc:
+                self.image_errors[docid] = str(exc)
+                continue
+            images[docid] = str(p.document.image_path)
+        if texts:
+            self.text_vectors.update(self._vectors(self.text_embedder, "clip-text", texts))
+        if images:
+            hashes = {docid: file_hash(path) for docid, path in images.items()}
+            self.image_vectors.update(self._vectors(self.image_embedder, "clip-image", images, hashes))
+        if self.truncated_topics and texts:
+            warnings.warn(
+                f"{len(self.truncated_topics)} topic text(s) exceed CLIP's {self.clip.context_length}-token context "
+                "and were truncated (seed 003: CLIP sees only the context part)",
+                stacklevel=2,
+            )
+
+    def judge(self, batch: Sequence[Pair]) -> list[Judgment]:
+        self.prepare(batch)
+        out = []
+        for pair in batch:
+            qid, docid = pair.key
+            if docid in self.image_errors:
+                out.append(Judgment.failed(pair, "input_error", self.image_errors[docid]))
+                continue
+            cosine = float(np.dot(self.text_vectors[qid], self.image_vectors[docid]))
+            score = self.config.weight * max(cosine, 0.0)
+            out.append(Judgment(qid, docid, "ok", score=score, raw_output=f"cos={cosine:.6f}", model_id=self.model_id))
+        return out
