@@ -210,8 +210,6 @@ def run_job(
         ]  # fmt: skip
         try:
             with _sigterm_as_interrupt(), Progress(*columns, console=console, disable=not progress) as bar:
-                if hasattr(judge, "prepare"):
-                    judge.prepare(valid)
                 task = bar.add_task(f"judging with {spec.judge.name}", total=len(todo), completed=len(invalid), rate="-")
                 last_flush = time.monotonic()
                 for start in range(0, len(valid), spec.batch_size):

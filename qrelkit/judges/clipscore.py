@@ -82,10 +82,10 @@ class ClipScoreJudge(BaseJudge):
 
     def prepare(self, pairs: Sequence[Pair]) -> None:
         texts = {p.topic.qid: self.topic_text(p) for p in pairs if p.topic.qid not in self.text_vectors}
-        for qid, text in texts.items():
-            needed = self.clip.tokens_needed(text)
-            if needed is not None and needed > self.clip.context_length:
-                self.truncated_topics.add(qid)
+        newly_truncated = {
+            qid for qid, text in texts.items() if (self.clip.tokens_needed(text) or 0) > self.clip.context_length
+        }
+        self.truncated_topics |= newly_truncated
         images: dict[str, str] = {}
         for p in pairs:
             docid = p.document.docid
@@ -105,9 +105,9 @@ class ClipScoreJudge(BaseJudge):
         if images:
             hashes = {docid: file_hash(path) for docid, path in images.items()}
             self.image_vectors.update(self._vectors(self.image_embedder, "clip-image", images, hashes))
-        if self.truncated_topics and texts:
+        if newly_truncated:
             warnings.warn(
-                f"{len(self.truncated_topics)} topic text(s) exceed CLIP's {self.clip.context_length}-token context "
+                f"{len(newly_truncated)} topic text(s) exceed CLIP's {self.clip.context_length}-token context "
                 "and were truncated (seed 003: CLIP sees only the context part)",
                 stacklevel=2,
             )

@@ -1,9 +1,10 @@
 """`embedding`: the cosine between topic and document embeddings of a bi-encoder
 (default all-MiniLM-L6-v2; int8 ONNX backend or PyTorch via sentence-transformers).
 
-Every distinct text is embedded once per job: `prepare` embeds all pending topics and
-documents up front through the runner's cache (keyed by embedder, item and content hash),
-so judging is a dot product per pair.
+Every distinct text is embedded once per job: each batch embeds only the texts no earlier
+batch embedded (a topic once, not once per pair), through the runner's cache keyed by
+embedder, item and content hash. Embedding batch by batch, rather than all up front, means a
+killed job loses at most one batch of work.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class EmbeddingJudge(BaseJudge):
         from qrelkit.embed import load_text_embedder
 
         self.embedder = load_text_embedder(
-            config.model, config.backend, batch_size=config.batch_size, device=config.device, progress=True
+            config.model, config.backend, batch_size=config.batch_size, device=config.device, progress=False
         )
         self.topic_vectors: dict[str, np.ndarray] = {}
         self.document_vectors: dict[str, np.ndarray] = {}
@@ -74,7 +75,7 @@ class EmbeddingJudge(BaseJudge):
             self.document_vectors.update(self._vectors("document", documents))
 
     def judge(self, batch: Sequence[Pair]) -> list[Judgment]:
-        self.prepare(batch)  # no-op for pairs prepared up front
+        self.prepare(batch)  # embeds only what earlier batches did not
         out = []
         for pair in batch:
             qid, docid = pair.key

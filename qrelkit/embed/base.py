@@ -1,0 +1,45 @@
+"""The embedder protocol shared by the judges and the Fréchet distance, and small helpers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from qrelkit.errors import QrelkitError
+
+
+@runtime_checkable
+class TextEmbedder(Protocol):
+    """Texts in, L2-normalised float32 rows out, in input order."""
+
+    embedder_id: str  # stable id for the embeddings cache
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class MissingExtraError(QrelkitError):
+    """An optional package the chosen embedder needs is not installed."""
+
+
+def missing_extra(package: str, extra: str, what: str) -> MissingExtraError:
+    return MissingExtraError(
+        f"{what} needs the package {package!r}, which is not installed; install it with: pip install 'qrelkit[{extra}]'"
+    )
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (the affinity mask, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def l2_normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, np.float32(1e-12))

