@@ -27,8 +27,8 @@ load_app = typer.Typer(
 )
 app.add_typer(load_app, name="load")
 
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 DbOption = Annotated[
     Path,
@@ -469,6 +469,54 @@ def report_cmd(
         binarize_at=binarize, samples=bootstrap, seed=seed, on_duplicate=on_duplicate,
     )  # fmt: skip
     out.print(f"wrote {page}", highlight=False)
+
+
+@app.command("fd")
+def fd_cmd(
+    qrels: Annotated[str | None, typer.Option("--qrels", help="Qrels: a TREC file, or a qrels set in --db.")] = None,
+    runs: AuditRuns = None,
+    more_runs: Annotated[list[str] | None, typer.Argument(help="More run files or folders (so `--runs a.run b.run` works).")] = None,
+    docs: Annotated[Path | None, typer.Option("--docs", help="Documents JSONL (text or image); default: the documents in --db.")] = None,
+    embedder: Annotated[
+        str, typer.Option("--embedder", help="minilm | a sentence-transformers path or hub id | open_clip:MODEL:WEIGHTS (images).")
+    ] = "minilm",
+    backend: Annotated[str, typer.Option("--backend", help="For minilm: onnx (int8, no torch) or torch.")] = "onnx",
+    k: Annotated[list[int] | None, typer.Option("--k", help="Cut-off; repeatable (paper: --k 1 --k 10). Default 10.")] = None,
+    urr: Annotated[bool, typer.Option("--urr", help="Unlabeled Retrieved Results: the first k unjudged items per query.")] = False,
+    max_rel: Annotated[int | None, typer.Option("--max-rel", help="At most M relevant items per query, highest grade first.")] = None,
+    rel_level: Annotated[int | None, typer.Option("--rel-level", help="Relevant = grade >= L (default 2 if graded, else 1).")] = None,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Query resamples for the 95% intervals (0: none).")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sparsification and the resamples.")] = 0,
+    judge_run: AuditJudgeRun = None,
+    db: AuditDb = None,
+    cache: Annotated[Path | None, typer.Option("--cache", help="Database file that caches embeddings (default: --db).")] = None,
+    image_root: Annotated[Path | None, typer.Option("--image-root", help="Folder image paths are relative to.")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write the bootstrap intervals per run (PNG/PDF/SVG).")] = None,
+    plot_metric: Annotated[Path | None, typer.Option("--plot-metric", help="Write FD vs --metric per run, with Kendall τ.")] = None,
+    metric: Annotated[str, typer.Option("--metric", help="ir_measures measure for --plot-metric (full qrels).")] = "nDCG@10",
+    as_json: Annotated[bool, typer.Option("--json", help='Print JSON: {"embedder", "d", "runs": {run: {"FD@10": x}}, "n_rel"}.')] = False,
+    on_duplicate: DuplicateOption = OnDuplicate.error,
+) -> None:
+    """Fréchet distance between the embeddings of the relevant judged items and each run's top-k
+    (seeds 000/001): lower is better. Reports n and d; FD with fewer items than dimensions is exact
+    but its covariance is rank-deficient.
+    """
+    from qrelkit.embed.fd_job import fd_table, run_fd
+    from qrelkit.evaluate.fd_runs import FDSettings
+
+    settings = FDSettings(tuple(k or [10]), urr, max_rel, rel_level, bootstrap, seed)
+    report = run_fd(
+        qrels=qrels, runs=(runs or []) + (more_runs or []), embedder=embedder, settings=settings, docs=docs, db=db,
+        judge_run=judge_run, backend=backend, cache=cache, image_root=image_root, progress=not as_json,
+        plot=plot, plot_metric=plot_metric, metric=metric, on_duplicate=on_duplicate,
+    )  # fmt: skip
+    for written in (plot, plot_metric):
+        if written is not None:
+            err.print(f"wrote {written}", highlight=False)
+    if as_json:
+        print(json.dumps(report.to_json(), indent=1))
+        return
+    out.print(fd_table(report))
 
 
 def main() -> None:

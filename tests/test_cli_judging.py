@@ -1,0 +1,88 @@
+"""The judging commands end to end on the bundled toy collection (MiniLM, int8 ONNX)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from qrelkit.cli import app
+from qrelkit.io import read_qrels
+
+pytest.importorskip("onnxruntime", reason="the ONNX backend is not installed (pip install 'qrelkit[onnx]')")
+DEMO = Path(__file__).resolve().parents[1] / "qrelkit" / "data" / "demo"
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    result = runner.invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cli")
+    job = (DEMO / "job.yaml").read_text().replace("database: demo.duckdb", f"database: {folder / 'demo.duckdb'}")
+    (DEMO / ".cli-test-job.yaml").write_text(job)
+    try:
+        dry = invoke("judge", str(DEMO / ".cli-test-job.yaml"), "--dry-run")
+        first = invoke("judge", str(DEMO / ".cli-test-job.yaml"), "--quiet")
+        again = invoke("judge", str(DEMO / ".cli-test-job.yaml"), "--quiet")
+    finally:
+        (DEMO / ".cli-test-job.yaml").unlink()
+    run_id = first.split("judge run ", 1)[1].split(":", 1)[0]
+    return {"db": str(folder / "demo.duckdb"), "folder": folder, "run_id": run_id, "dry": dry, "first": first, "again": again}
+
+
+def test_judge_dry_run_then_run_then_nothing_left(judged):
+    assert "120 pairs in the pool; before this run 0 ok, 0 failed; 120 to judge" in judged["dry"]
+    assert "judged 120 pairs" in judged["first"] and "ok 120" in judged["first"]
+    assert "graded 120 scores into qrels 'minilm'" in judged["first"]
+    assert "before this run 120 ok, 0 failed; 0 to judge" in judged["again"]
+
+
+def test_grade_with_fixed_thresholds_and_export(judged, tmp_path):
+    output = invoke("grade", "--db", judged["db"], "--judge-run", judged["run_id"][:8], "--thresholds", "0.3,0.5",
+                    "--name", "fixed")  # fmt: skip
+    assert "graded 120 scores into qrels 'fixed' (cut points 0.3, 0.5)" in output
+    invoke("export", "qrels", str(tmp_path / "fixed.qrels"), "--name", "fixed", "--db", judged["db"])
+    qrels = read_qrels(tmp_path / "fixed.qrels")
+    with __import__("qrelkit.storage", fromlist=["Store"]).Store(judged["db"], read_only=True) as store:
+        scores = dict(((q, d), s) for q, d, s in store.con.execute(
+            "SELECT qid, docid, score FROM judgments WHERE judge_run_id = ?", [judged["run_id"]]).fetchall())  # fmt: skip
+    for q in qrels.entries:
+        score = scores[(q.qid, q.docid)]
+        assert q.grade == (0 if score < 0.3 else 1 if score < 0.5 else 2)
+
+
+def test_export_a_judge_runs_newest_graded_qrels(judged, tmp_path):
+    invoke("export", "qrels", str(tmp_path / "m.qrels"), "--judge-run", judged["run_id"], "--db", judged["db"])
+    assert len(read_qrels(tmp_path / "m.qrels")) == 120
+
+
+def test_prompts_show_renders_a_stored_pair_exactly(judged):
+    output = invoke("prompts", "show", "trec-dl-graded", "--topic", "d01", "--doc", "p0102", "--db", judged["db"])
+    assert "Query: how long to boil an egg for a runny yolk" in output
+    assert "Passage: For a soft-boiled egg with a runny yolk" in output
+    assert output.index("[system]") < output.index("[user]") < output.index('"Relevance: <grade>"')
+
+
+def test_prompts_list_and_judges_list_what_is_registered():
+    assert "atomic-image-suggestion" in invoke("prompts", "list")
+    judges = {j["name"]: j for j in json.loads(invoke("judges", "--json"))}
+    assert {"embedding", "llamacpp", "clipscore", "vllm"} <= set(judges)
+    assert "backend" in [o["name"] for o in judges["embedding"]["options"]]
+
+
+def test_show_lists_the_judge_run_and_its_statuses(judged):
+    output = invoke("show", "--db", judged["db"])
+    assert f"judge run {judged['run_id']}" in output and "ok=120" in output
+
+
+def test_demo_prints_the_comparison(tmp_path):
+    output = invoke("demo", "--out", str(tmp_path / "demo"))
+    assert "Kendall τ between the two system rankings" in output
+    assert (tmp_path / "demo" / "minilm.qrels").is_file()
