@@ -18,6 +18,7 @@ class OverlapConfig(JudgeConfig):
     fail_docids: list[str] = Field(default_factory=list)
     interrupt_after: int | None = None
     unparseable_docids: list[str] = Field(default_factory=list)
+    workers: int = Field(1, json_schema_extra={"identity": False})  # operational: not part of the run's identity
 
 
 def overlap(query: str, text: str) -> float:

@@ -141,6 +141,14 @@ def test_a_changed_template_is_a_new_judge_run_and_old_judgments_stay(job, tmp_p
     assert per_run == {run_a.judge_run_id: 7, run_b.judge_run_id: 7}
 
 
+def test_operational_options_resume_the_same_run_and_scoring_options_start_a_new_one(job):
+    first = run_job(job(workers=1), limit=3, progress=False)
+    tuned = run_job(job(workers=8), progress=False)
+    assert tuned.judge_run_id == first.judge_run_id and tuned.already_ok == 3 and tuned.judged == 4
+    changed = run_job(job(workers=8, fail_docids=["d1"]), progress=False)
+    assert changed.judge_run_id != first.judge_run_id and changed.judged == 7
+
+
 def test_parse_errors_keep_the_raw_output_and_no_score(job):
     spec = job(unparseable_docids=["d4"]).model_copy(update={"template": "trec-dl-graded"})
     report = run_job(spec, progress=False)
@@ -161,7 +169,7 @@ def test_dry_run_counts_without_judging(job):
 
 def test_unknown_judge_and_option_list_the_valid_ones(job):
     spec = job(temperature=0.5)
-    with pytest.raises(JudgeError, match="option 'temperature': unknown option\nvalid options of .*: fail_docids, interrupt_after, unparseable_docids"):
+    with pytest.raises(JudgeError, match="option 'temperature': unknown option\nvalid options of .*: fail_docids, interrupt_after, unparseable_docids, workers"):
         run_job(spec, progress=False)
     spec = job().model_copy(update={"judge": job().judge.model_copy(update={"name": "gpt-5-turbo"})})
     with pytest.raises(JudgeError, match="unknown judge 'gpt-5-turbo'; available: .*embedding.*llamacpp"):

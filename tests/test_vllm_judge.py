@@ -12,7 +12,7 @@ from PIL import Image
 from qrelkit.io import Document, Topic
 from qrelkit.judges import JudgeError, Pair, create_judge
 from qrelkit.judges.vllm_judge import VLLMConfig, build_conversation, expected_grade, read_output
-from qrelkit.prompts import TemplateError, load_template
+from qrelkit.prompts import load_template
 
 ATOMIC = load_template("atomic-image-suggestion")
 GRADED = load_template("trec-dl-graded")
@@ -40,7 +40,7 @@ def test_image_requests_follow_the_chat_completions_content_part_shape(image_pai
 
 def test_a_missing_image_is_an_input_error(tmp_path):
     pair = Pair(TOPIC, Document("img2", image="gone.png", image_root=str(tmp_path)))
-    with pytest.raises(TemplateError, match="image .*gone.png of document 'img2' not found"):
+    with pytest.raises(ValueError, match="image .*gone.png cannot be read"):
         build_conversation(pair, ATOMIC)
 
 

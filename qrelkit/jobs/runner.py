@@ -53,6 +53,18 @@ def judge_run_id_for(judge: str, config: dict[str, Any], template: PromptTemplat
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def identity_options(config_class: Any, config_data: dict[str, Any]) -> dict[str, Any]:
+    """The options that can change a judgment. Fields marked `json_schema_extra={"identity": False}`
+    (concurrency, rate limits, timeouts, prices, batch sizes) are left out, so tuning them resumes
+    the same judge run instead of starting a new one."""
+
+    def counts(name: str) -> bool:
+        extra = config_class.model_fields[name].json_schema_extra
+        return not (isinstance(extra, dict) and extra.get("identity") is False)
+
+    return {name: value for name, value in config_data.items() if counts(name)}
+
+
 def load_collection(store: Store, spec: JobSpec, console: Console | None = None) -> None:
     """Load the job's files into its database (idempotent: unchanged files are skipped)."""
     from qrelkit.io import list_run_files
@@ -145,7 +157,7 @@ def run_job(
     config = make_config(spec.judge.name, spec.judge.options, source=source)
     model_id = cls.model_id_for(config)
     config_data = config.model_dump(mode="json")
-    run_id = judge_run_id_for(spec.judge.name, config_data, template, model_id)
+    run_id = judge_run_id_for(spec.judge.name, identity_options(cls.Config, config_data), template, model_id)
 
     with Store(spec.database) as store:
         load_collection(store, spec, console)

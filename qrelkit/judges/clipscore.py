@@ -30,13 +30,13 @@ class ClipScoreConfig(JudgeConfig):
     model_config_file: str | None = Field(None, description="A JSON file registering a custom open_clip architecture.")
     device: str = Field("auto", description="auto (CUDA when present), cpu, cuda, cuda:1 ...")
     half: bool = Field(False, description="Half precision on a GPU.")
-    batch_size: int = Field(32, ge=1)
+    batch_size: int = Field(32, ge=1, json_schema_extra={"identity": False})
     weight: float = Field(CLIPSCORE_WEIGHT, gt=0, description="w in w·max(cos, 0); 2.5 as in Hessel et al.")
     caption_prefix: str = Field("", description='Prefix for the text, e.g. "A photo depicts" (Hessel et al.).')
     text: Literal["context", "query"] = Field("context", description="Embed the template's context part, or the plain query.")
 
     @model_validator(mode="after")
-    def _one_source(self) -> "ClipScoreConfig":
+    def _one_source(self) -> ClipScoreConfig:
         if sum(x is not None for x in (self.pretrained, self.checkpoint, self.hf_hub)) > 1:
             raise ValueError("give one of pretrained, checkpoint or hf_hub")
         return self

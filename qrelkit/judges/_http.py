@@ -1,0 +1,191 @@
+"""HTTP plumbing for API judges, free of any model: when to retry, how long to wait, how fast to go.
+
+* `retry_after_seconds` — the server's own wait (`retry-after-ms`, or `Retry-After` as
+  seconds or an HTTP-date, RFC 9110 §10.2.3).
+* `classify_error` — retry (429, 408, 409, 5xx, timeouts, connection errors), fail the pair
+  at once (400, 413, 422, content filter, context too long, a malformed body) or stop the
+  job (401/403 key rejected, 404 no such model or endpoint, 429 `insufficient_quota`).
+* `BackoffWait` — tenacity wait: the server's Retry-After when it gives one, else exponential
+  backoff with jitter; every wait capped.
+* `RateLimiter` — requests-per-minute and tokens-per-minute token buckets (async).
+* `redact` — removes secrets from any text that may be stored or logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, Literal
+
+RETRYABLE_STATUS = {408, 409, 429}  # plus every 5xx
+FATAL_STATUS = {401: "the API key was rejected", 403: "the API key lacks permission", 404: "no such model or endpoint"}
+# Codes OpenAI puts in error bodies: quota is gone until someone pays; retrying cannot help.
+FATAL_CODES = {"insufficient_quota": "the account's quota is exhausted"}
+
+
+class MalformedResponse(ValueError):
+    """A 2xx answer that is not a chat completion (not JSON, no choices, no message)."""
+
+    def __init__(self, message: str, body: str | None = None):
+        super().__init__(message)
+        self.body = body
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None, *, now: datetime | None = None) -> float | None:
+    """Seconds the server asks us to wait, or None. `retry-after-ms` (OpenAI, Azure) wins."""
+    if not headers:
+        return None
+    lower = {k.lower(): v for k, v in headers.items()}
+    try:
+        if "retry-after-ms" in lower:
+            value = float(lower["retry-after-ms"]) / 1000
+            return value if math.isfinite(value) and value >= 0 else None
+    except ValueError:
+        pass
+    raw = lower.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+        return value if math.isfinite(value) and value >= 0 else None
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+@dataclass(frozen=True)
+class ErrorVerdict:
+    action: Literal["retry", "fail", "fatal"]
+    message: str
+    retry_after: float | None = None
+    status: int | None = None
+
+
+def _error_detail(body: Any) -> tuple[str | None, str]:
+    """(code, message) from an OpenAI-style error body {"error": {"code", "message"}} or a bare one."""
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        body = body["error"]
+    if isinstance(body, Mapping):
+        code = body.get("code") or body.get("type")
+        return (str(code) if code else None), str(body.get("message") or "")[:500]
+    return None, str(body or "")[:500]
+
+
+def classify_error(exc: BaseException) -> ErrorVerdict:
+    """What to do about an exception from one HTTP try (openai client exceptions, or ours)."""
+    import openai
+
+    if isinstance(exc, MalformedResponse):
+        return ErrorVerdict("fail", f"malformed response: {exc}")
+    if isinstance(exc, openai.APITimeoutError):
+        return ErrorVerdict("retry", "request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        return ErrorVerdict("retry", f"connection error: {type(cause).__name__ if cause else exc}")
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        code, message = _error_detail(exc.body)
+        text = f"HTTP {status}" + (f" {code}" if code else "") + (f": {message}" if message else "")
+        if code in FATAL_CODES:
+            return ErrorVerdict("fatal", f"{FATAL_CODES[code]} ({text})", status=status)
+        if status in FATAL_STATUS:
+            return ErrorVerdict("fatal", f"{FATAL_STATUS[status]} ({text})", status=status)
+        if status in RETRYABLE_STATUS or status >= 500:
+            return ErrorVerdict("retry", text, retry_after_seconds(exc.response.headers), status)
+        return ErrorVerdict("fail", text, status=status)  # 400 (bad request, content filter, context too long), 413, 422
+    if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+        return ErrorVerdict("fail", f"malformed response: {exc}")
+    return ErrorVerdict("fail", f"{type(exc).__name__}: {exc}")
+
+
+def is_retryable(exc: BaseException) -> bool:
+    return isinstance(exc, Exception) and classify_error(exc).action == "retry"
+
+
+class BackoffWait:
+    """Tenacity wait strategy: the server's Retry-After if it sent one, else
+    initial·2^(n−1) plus uniform jitter in [0, initial]; never more than `maximum`."""
+
+    def __init__(self, initial: float, maximum: float, rng: random.Random | None = None):
+        self.initial, self.maximum = initial, maximum
+        self.rng = rng or random.Random()
+
+    def __call__(self, retry_state: Any) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        after = classify_error(exc).retry_after if exc is not None else None
+        if after is not None:
+            # a little jitter on top, so requests told the same Retry-After do not return as a herd
+            return min(after + self.rng.uniform(0, min(self.initial, 1.0)), self.maximum)
+        exponential = self.initial * 2 ** (retry_state.attempt_number - 1)
+        return min(exponential + self.rng.uniform(0, self.initial), self.maximum)
+
+
+class RateLimiter:
+    """Requests and tokens per minute as two token buckets that start full and refill
+    continuously. A caller reserves its cost at once (a bucket may go negative) and sleeps until
+    the debt is repaid, so waiters are served in arrival order and each wait is bounded by the
+    demand queued ahead of it. A cost above a bucket's capacity is charged at the capacity,
+    so one large request cannot wait forever."""
+
+    def __init__(
+        self,
+        rpm: float | None,
+        tpm: float | None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ):
+        self.clock, self.sleep = clock, sleep
+        self.buckets = [[float(limit), float(limit)] for limit in (rpm, tpm) if limit]  # [capacity, level]
+        self.kinds = [kind for kind, limit in (("requests", rpm), ("tokens", tpm)) if limit]
+        self.updated = clock()
+
+    def reserve(self, tokens: float) -> float:
+        """Take one request and `tokens` from the buckets; the seconds to wait before sending."""
+        now = self.clock()
+        elapsed, self.updated = now - self.updated, now
+        wait = 0.0
+        for bucket, cost in zip(self.buckets, self._costs(tokens)):
+            capacity, level = bucket
+            level = min(capacity, level + elapsed * capacity / 60.0) - min(cost, capacity)
+            bucket[1] = level
+            if level < 0:
+                wait = max(wait, -level / (capacity / 60.0))
+        return wait
+
+    def _costs(self, tokens: float) -> Iterable[float]:
+        return [1.0 if kind == "requests" else float(tokens) for kind in self.kinds]
+
+    async def acquire(self, tokens: float = 0) -> float:
+        wait = self.reserve(tokens)
+        if wait > 0:
+            await self.sleep(wait)
+        return wait
+
+
+_KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,})")
+
+
+def redact(text: str | None, secrets: Iterable[str] = ()) -> str | None:
+    """Text with each secret, and anything shaped like an OpenAI key (servers echo masked
+    keys: "Incorrect API key provided: sk-ab***yz"), replaced by [redacted]."""
+    if text is None:
+        return None
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    return _KEY_PATTERN.sub("sk-[redacted]", text)

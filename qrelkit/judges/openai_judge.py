@@ -1,0 +1,438 @@
+"""`openai`: GPT-4V / GPT-4o and any OpenAI-compatible chat endpoint (vLLM's `vllm serve`,
+llama.cpp's server, others) through the official `openai` client.
+
+One judgment is one Chat Completions request. A batch's requests run concurrently on the
+judge's own asyncio loop, at most `concurrency` at a time and within the `rpm`/`tpm` limits;
+each is tried up to `max_tries` times (tenacity; see `_http.py` for what is retried). The
+runner's `batch_size` should be at least `concurrency` (a few times it is best), or the
+slots are never all used.
+
+The API key is read from the environment variable named by `api_key_env` when the judge is
+built. It is never part of the configuration, and any text that is stored or logged
+(errors, raw bodies) is scrubbed of it.
+
+Token estimates (for `--dry-run` and the `tpm` limiter) are approximations:
+* text: characters / 4, OpenAI's rule of thumb for English ("Tokenizer" page: one token is
+  about 4 characters);
+* images, from OpenAI's vision guide ("Calculating costs", GPT-4o / GPT-4 Turbo / GPT-4V):
+  `low` detail is 85 tokens; `high` fits the image in 2048×2048, shrinks its shortest side
+  to 768 px, and costs 85 + 170 per 512-px tile; `auto` is counted as `high` (an upper
+  bound). Only shrinking is applied, never enlarging. An image sent by URL has no known
+  size and is counted as 1024×1024 (765 tokens at high detail).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from qrelkit.judges._http import BackoffWait, MalformedResponse, RateLimiter, classify_error, is_retryable, redact
+from qrelkit.judges.base import BaseJudge, JudgeConfig, Judgment, Pair
+from qrelkit.judges.registry import FatalJudgeError, JudgeError
+from qrelkit.prompts import ImagePart, PromptTemplate, RenderedPrompt, TemplateError, TextPart, parse_score
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+LOCAL_PLACEHOLDER_KEY = "no-key-needed"  # local servers without --api-key accept any bearer token
+# How the judge runs, not what it judges: a change should resume the same judge run. The runner
+# can leave these out of the run's identity (see docs/openai-judge.md).
+OPERATIONAL = {"identity": False}
+# Formats the OpenAI API accepts; anything else Pillow reads is re-encoded as PNG.
+SENT_AS_IS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
+IMAGE_TOKENS_LOW, IMAGE_TOKENS_BASE, IMAGE_TOKENS_PER_TILE = 85, 85, 170
+UNKNOWN_IMAGE_SIZE = (1024, 1024)
+
+
+class Prices(JudgeConfig):
+    input_per_million: float = Field(ge=0, description="USD per million prompt tokens.")
+    output_per_million: float = Field(ge=0, description="USD per million completion tokens.")
+
+
+class OpenAIConfig(JudgeConfig):
+    model: str = Field("gpt-4o", description="Model name as the endpoint knows it (gpt-4o, gpt-4-vision-preview, ...).")
+    base_url: str | None = Field(None, description="An OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
+    api_key_env: str = Field("OPENAI_API_KEY", description="Name of the environment variable holding the key.",
+                             json_schema_extra=OPERATIONAL)  # fmt: skip
+    temperature: float = Field(0.0, ge=0, le=2)
+    seed: int | None = Field(0, description="Sampling seed (best effort on OpenAI; see system_fingerprint).")
+    max_tokens: int = Field(16, ge=1, description="Completion tokens per answer.")
+    detail: Literal["auto", "low", "high"] = Field("auto", description="Image detail (cost and resolution).")
+    image_urls: bool = Field(False, description="Send a document's `url` field instead of its image bytes when it has one.")
+    logprobs: bool = Field(False, description="Ask for token logprobs and store the expected grade.")
+    top_logprobs: int = Field(5, ge=1, le=20, description="Alternatives per position when logprobs is on.")
+    score: Literal["parsed", "expected"] = Field("parsed", description="parsed answer, or Σ g·p(g)/Σ p(g) (needs logprobs).")
+    concurrency: int = Field(4, ge=1, le=256, description="Requests in flight (keep batch_size >= this).",
+                             json_schema_extra=OPERATIONAL)  # fmt: skip
+    rpm: int | None = Field(None, ge=1, description="Requests-per-minute limit.", json_schema_extra=OPERATIONAL)
+    tpm: int | None = Field(None, ge=1, description="Tokens-per-minute limit (estimated prompt + max_tokens).",
+                            json_schema_extra=OPERATIONAL)  # fmt: skip
+    timeout: float = Field(60.0, gt=0, description="Seconds per HTTP try.", json_schema_extra=OPERATIONAL)
+    max_tries: int = Field(6, ge=1, description="HTTP tries per pair (first try included).", json_schema_extra=OPERATIONAL)
+    initial_backoff: float = Field(1.0, ge=0, description="First retry wait in seconds (doubles).", json_schema_extra=OPERATIONAL)
+    max_backoff: float = Field(60.0, ge=0, description="Longest wait, Retry-After included.", json_schema_extra=OPERATIONAL)
+    prices: Prices | None = Field(None, description="{input_per_million, output_per_million} in USD, for cost.",
+                                  json_schema_extra=OPERATIONAL)  # fmt: skip
+
+    @model_validator(mode="after")
+    def _expected_needs_logprobs(self) -> OpenAIConfig:
+        if self.score == "expected" and not self.logprobs:
+            raise ValueError("score: expected needs logprobs: true")
+        return self
+
+
+# -- request building ------------------------------------------------------------------------
+
+
+class ImageInputError(ValueError):
+    """A document's image cannot be sent: missing, unreadable, not an image, outside its root."""
+
+
+def _open_image(path: str | Path, root: str | Path | None) -> tuple[bytes, Any]:
+    from PIL import Image, UnidentifiedImageError
+
+    path = Path(path)
+    if root is not None and not path.resolve().is_relative_to(Path(root).resolve()):
+        raise ImageInputError(f"image {path} is outside the image root {root}")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ImageInputError(f"image {path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.verify()  # checks the structure (truncated or corrupt files) without decoding all pixels
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise ImageInputError(f"image {path} is not a readable image: {exc}") from None
+    return data, image
+
+
+def image_data_url(path: str | Path, root: str | Path | None = None) -> str:
+    """The image as a base64 data URL whose MIME type comes from its content, not its name."""
+    data, image = _open_image(path, root)
+    mime = SENT_AS_IS.get(image.format or "")
+    if mime is None:
+        from PIL import Image
+
+        buffer = io.BytesIO()
+        Image.open(io.BytesIO(data)).save(buffer, format="PNG")
+        data, mime = buffer.getvalue(), "image/png"
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def build_messages(
+    rendered: RenderedPrompt, *, detail: str = "auto", image_urls: bool = False, image_root: str | None = None
+) -> list[dict[str, Any]]:
+    """Chat messages: a text-only prompt's user content is a plain string (what every server
+    takes); one with an image is a list of `text` and `image_url` content parts."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": rendered.system}] if rendered.system else []
+    if all(isinstance(part, TextPart) for part in rendered.parts):
+        return messages + [{"role": "user", "content": "\n\n".join(part.text for part in rendered.parts)}]
+    content: list[dict[str, Any]] = []
+    for part in rendered.parts:
+        if isinstance(part, TextPart):
+            content.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            url = part.url if image_urls and part.url else image_data_url(part.path, image_root)
+            content.append({"type": "image_url", "image_url": {"url": url, "detail": detail}})
+    return messages + [{"role": "user", "content": content}]
+
+
+def build_request(config: OpenAIConfig, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    request: dict[str, Any] = {
+        "model": config.model, "messages": messages, "temperature": config.temperature, "max_tokens": config.max_tokens,
+    }  # fmt: skip
+    if config.seed is not None:
+        request["seed"] = config.seed
+    if config.logprobs:
+        request.update(logprobs=True, top_logprobs=config.top_logprobs)
+    return request
+
+
+# -- token and cost estimates ------------------------------------------------------------------
+
+
+def image_tokens(width: int, height: int, detail: str) -> int:
+    if detail == "low":
+        return IMAGE_TOKENS_LOW
+    scale = min(1.0, 2048 / max(width, height))
+    width, height = width * scale, height * scale
+    scale = min(1.0, 768 / min(width, height))
+    width, height = width * scale, height * scale
+    return IMAGE_TOKENS_BASE + IMAGE_TOKENS_PER_TILE * math.ceil(width / 512) * math.ceil(height / 512)
+
+
+def _image_size(part: ImagePart, image_urls: bool) -> tuple[int, int]:
+    if image_urls and part.url:
+        return UNKNOWN_IMAGE_SIZE
+    try:
+        from PIL import Image
+
+        with Image.open(part.path) as image:  # reads the header only
+            return image.size
+    except Exception:  # noqa: BLE001 - an estimate; the real request reports the problem
+        return UNKNOWN_IMAGE_SIZE
+
+
+def prompt_token_estimate(rendered: RenderedPrompt, detail: str = "auto", image_urls: bool = False) -> int:
+    chars = len(rendered.system or "") + sum(len(p.text) for p in rendered.parts if isinstance(p, TextPart))
+    images = [p for p in rendered.parts if isinstance(p, ImagePart)]
+    return math.ceil(chars / 4) + sum(image_tokens(*_image_size(p, image_urls), detail) for p in images)
+
+
+def cost_of(tokens_in: int | None, tokens_out: int | None, prices: Prices | None) -> float | None:
+    if prices is None or tokens_in is None or tokens_out is None:
+        return None
+    return (tokens_in * prices.input_per_million + tokens_out * prices.output_per_million) / 1e6
+
+
+# -- response reading --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str | None
+    finish_reason: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    fingerprint: str | None = None
+    # per generated token: (token, its logprob, {alternative token: logprob})
+    logprobs: list[tuple[str, float, dict[str, float]]] = field(default_factory=list)
+
+
+def read_reply(body: str) -> Reply:
+    """A Chat Completions response body; MalformedResponse when it is not one."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise MalformedResponse("the body is not JSON", body) from None
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise MalformedResponse("the body has no choices", body)
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise MalformedResponse("the first choice has no message", body)
+    text = message.get("content") if isinstance(message.get("content"), str) else None
+    if text is None and isinstance(message.get("refusal"), str):
+        text = message["refusal"]  # kept as the raw output; it will not parse
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    logprobs = choices[0].get("logprobs")
+    positions = []
+    for item in (logprobs.get("content") or []) if isinstance(logprobs, dict) else []:
+        if isinstance(item, dict) and isinstance(item.get("token"), str):
+            top = {alt["token"]: float(alt["logprob"]) for alt in item.get("top_logprobs") or [] if "token" in alt}
+            positions.append((item["token"], float(item.get("logprob", -math.inf)), top))
+    return Reply(
+        text, choices[0].get("finish_reason"), _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")),
+        data.get("system_fingerprint"), positions,
+    )  # fmt: skip
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def expected_grade(
+    positions: Sequence[tuple[str, float, dict[str, float]]], grade_tokens: Sequence[str], answer: float | None = None
+) -> float | None:
+    """Σ g·p(g) / Σ p(g) over the grade tokens among the alternatives at the grade's position:
+    the last generated token that is a grade (and equals the parsed answer, when there is one).
+    Variants of one grade ("2", " 2") add up."""
+    grades = {token.strip(): float(token) for token in grade_tokens}
+    position = None
+    for index, (token, _, _) in enumerate(positions):
+        grade = grades.get(token.strip())
+        if grade is not None and (answer is None or grade == answer):
+            position = index
+    if position is None:
+        return None
+    token, logprob, alternatives = positions[position]
+    weights: dict[str, float] = {}
+    for alternative, value in {token: logprob, **alternatives}.items():
+        if alternative.strip() in grades and math.isfinite(value):
+            weights[alternative.strip()] = weights.get(alternative.strip(), 0.0) + math.exp(value)
+    total = sum(weights.values())
+    return sum(grades[g] * w for g, w in weights.items()) / total if total > 0 else None
+
+
+# -- the judge ---------------------------------------------------------------------------------
+
+
+def api_key(config: OpenAIConfig) -> str:
+    key = os.environ.get(config.api_key_env)
+    if key:
+        return key
+    if config.base_url:
+        return LOCAL_PLACEHOLDER_KEY
+    raise JudgeError(
+        f"judge 'openai': the environment variable {config.api_key_env} is not set; export the API key there "
+        f"(or set `base_url` for a local server, or `api_key_env` to another variable)"
+    )
+
+
+class OpenAIJudge(BaseJudge):
+    """GPT-4V/GPT-4o or any OpenAI-compatible chat endpoint; retries, rate limits, cost."""
+
+    name = "openai"
+    Config = OpenAIConfig
+    needs_template = True
+
+    @classmethod
+    def model_id_for(cls, config: OpenAIConfig) -> str:  # type: ignore[override]
+        return config.model
+
+    def __init__(self, config: OpenAIConfig, template: PromptTemplate | None, context=None):
+        super().__init__(config, template, context)
+        from openai import AsyncOpenAI
+
+        self._secrets = [api_key(config)]
+        self._base_url = config.base_url or DEFAULT_BASE_URL
+        self._client = AsyncOpenAI(api_key=self._secrets[0], base_url=self._base_url, timeout=config.timeout, max_retries=0)
+        self._loop = asyncio.new_event_loop()  # the judge's own: the client's connections belong to one loop
+        self._slots = asyncio.Semaphore(config.concurrency)
+        self._limiter = RateLimiter(config.rpm, config.tpm) if (config.rpm or config.tpm) else None
+        self._wait = BackoffWait(config.initial_backoff, config.max_backoff)
+
+    def judge(self, batch: Sequence[Pair]) -> list[Judgment]:
+        task = self._loop.create_task(self._judge_batch(list(batch)))
+        try:
+            return self._loop.run_until_complete(task)
+        except BaseException:
+            self._cancel_pending()  # an interrupt or a fatal error leaves requests in flight
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: no "never retrieved" warning
+            raise
+
+    def _cancel_pending(self) -> None:
+        for _ in range(5):
+            pending = [task for task in asyncio.all_tasks(self._loop) if not task.done()]
+            if not pending:
+                return
+            for task in pending:
+                task.cancel()
+            try:
+                self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            except (KeyboardInterrupt, SystemExit):
+                pass  # a task passing on the interrupt that stopped the batch; the caller re-raises it
+
+    async def _judge_batch(self, batch: list[Pair]) -> list[Judgment]:
+        tasks = [asyncio.ensure_future(self._judge_pair(pair)) for pair in batch]
+        try:
+            return list(await asyncio.gather(*tasks))
+        finally:
+            for task in tasks:  # after a fatal error, the other requests stop too
+                task.cancel()
+
+    async def _judge_pair(self, pair: Pair) -> Judgment:
+        c = self.config
+        try:
+            rendered = self.template.render(pair.topic, pair.document)
+            messages = build_messages(rendered, detail=c.detail, image_urls=c.image_urls, image_root=pair.document.image_root)
+        except (TemplateError, ImageInputError) as exc:
+            return Judgment.failed(pair, "input_error", str(exc), model_id=self.model_id)
+        request = build_request(c, messages)
+        cost_tokens = prompt_token_estimate(rendered, c.detail, c.image_urls) + c.max_tokens
+        async with self._slots:
+            return await self._send(pair, request, cost_tokens)
+
+    async def _send(self, pair: Pair, request: dict[str, Any], cost_tokens: int) -> Judgment:
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+        c, attempts, latency_ms = self.config, 0, None
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(c.max_tries), wait=self._wait, retry=retry_if_exception(is_retryable),
+            before_sleep=lambda state: self._log_retry(pair, state), reraise=True,
+        )  # fmt: skip
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    if self._limiter is not None:
+                        await self._limiter.acquire(cost_tokens)
+                    started = time.perf_counter()
+                    response = await self._client.chat.completions.with_raw_response.create(**request)
+                    latency_ms = (time.perf_counter() - started) * 1000
+                    reply = read_reply(response.http_response.text)
+        except Exception as exc:
+            verdict = classify_error(exc)
+            message = redact(verdict.message, self._secrets)
+            if verdict.action == "fatal":
+                hint = "check `model` and `base_url`" if verdict.status == 404 else f"check the key in ${c.api_key_env}"
+                raise FatalJudgeError(f"judge 'openai' at {self._base_url}: {message}; {hint}") from None
+            body = exc.body[:2000] if isinstance(exc, MalformedResponse) and exc.body else None
+            return Judgment.failed(
+                pair, "model_error", f"{message} (after {attempts} {'try' if attempts == 1 else 'tries'})",
+                raw_output=redact(body, self._secrets), attempts=attempts, model_id=self.model_id, latency_ms=latency_ms,
+            )  # fmt: skip
+        return self._judgment(pair, reply, attempts, latency_ms)
+
+    def _judgment(self, pair: Pair, reply: Reply, attempts: int, latency_ms: float | None) -> Judgment:
+        c = self.config
+        common = dict(
+            raw_output=redact(reply.text, self._secrets), tokens_in=reply.tokens_in, tokens_out=reply.tokens_out,
+            latency_ms=latency_ms, cost=cost_of(reply.tokens_in, reply.tokens_out, c.prices), attempts=attempts,
+            model_id=self.model_id, system_fingerprint=reply.fingerprint,
+        )  # fmt: skip
+        qid, docid = pair.key
+        if reply.finish_reason == "content_filter":
+            return Judgment(qid, docid, "model_error", error="the answer was withheld by the content filter", **common)
+        parsed = parse_score(reply.text, self.template)
+        expected = (
+            expected_grade(reply.logprobs, self.template.grade_token_list, parsed.score if parsed.ok else None) if c.logprobs else None
+        )
+        if c.score == "expected":
+            if expected is not None:
+                return Judgment(qid, docid, "ok", score=expected, score_expected=expected, **common)
+            if parsed.ok:
+                return Judgment(qid, docid, "model_error", error="no grade-token logprobs in the response", **common)
+            return Judgment(qid, docid, "parse_error", error=parsed.error, **common)
+        if not parsed.ok:
+            return Judgment(qid, docid, "parse_error", error=parsed.error, **common)
+        return Judgment(qid, docid, "ok", score=parsed.score, score_expected=expected, **common)
+
+    def _log_retry(self, pair: Pair, state: Any) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        message = redact(classify_error(exc).message if exc else "?", self._secrets)
+        log.warning(
+            "openai: %s for %s/%s; try %d of %d, next in %.1fs",
+            message, *pair.key, state.attempt_number, self.config.max_tries, state.next_action.sleep if state.next_action else 0,
+        )  # fmt: skip
+
+    @classmethod
+    def estimate(cls, config: OpenAIConfig, template: PromptTemplate, pairs: Sequence[Pair]) -> dict[str, Any]:
+        """Tokens and cost of judging `pairs` once, without a request (retries not counted)."""
+        requests = tokens_in = images = 0
+        for pair in pairs:
+            try:
+                rendered = template.render(pair.topic, pair.document)
+            except TemplateError:
+                continue  # will be an input_error, costs nothing
+            requests += 1
+            images += sum(isinstance(p, ImagePart) for p in rendered.parts)
+            tokens_in += prompt_token_estimate(rendered, config.detail, config.image_urls)
+        tokens_out = requests * config.max_tokens  # an upper bound: answers stop earlier
+        cost = cost_of(tokens_in, tokens_out, config.prices)
+        return {
+            "requests": requests, "images": images, "tokens_in": tokens_in, "tokens_out_max": tokens_out,
+            "cost_usd_max": None if cost is None else round(cost, 6),
+        }  # fmt: skip
+
+    def close(self) -> None:
+        loop = getattr(self, "_loop", None)
+        if loop is None or loop.is_closed():
+            return
+        self._cancel_pending()
+        loop.run_until_complete(self._client.close())
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()

@@ -1,0 +1,157 @@
+"""A scripted OpenAI-compatible server on 127.0.0.1, for what a real server will not do on demand.
+
+Requests whose body contains a marker (a test puts "[d03]" in a document's text) take the
+next reply scripted for that marker; everything else gets a chat completion answering
+"Relevance: <grade>" with grade = the marker's last digit mod 4. Every request is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MARKER = re.compile(r"\[(d\d+)\]")
+PROMPT_TOKENS, COMPLETION_TOKENS, FINGERPRINT = 120, 4, "fp_fake_1"
+# Top logprobs at the grade position: p(g) = 0.6, p(g+1 mod 4) = 0.3, and 0.1 on a non-grade token.
+P_GRADE, P_NEXT, P_OTHER = 0.6, 0.3, 0.1
+
+
+def grade_of(marker: str) -> int:
+    return int(marker[-1]) % 4
+
+
+def expected_of(marker: str) -> float:
+    g = grade_of(marker)
+    return (g * P_GRADE + ((g + 1) % 4) * P_NEXT) / (P_GRADE + P_NEXT)
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None  # None: a completion; str: sent as it is; dict: as JSON
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds before answering: longer than the client's timeout is a hang
+    before: Callable[[], None] | None = None  # run first, e.g. send SIGTERM to the test process
+    answer: str | None = None  # the completion's text (default "Relevance: <grade>")
+    finish_reason: str = "stop"
+
+
+@dataclass
+class Request:
+    at: float
+    marker: str | None
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def completion(request: dict[str, Any], marker: str | None, reply: Reply) -> dict[str, Any]:
+    grade = grade_of(marker) if marker else 2
+    text = reply.answer if reply.answer is not None else f"Relevance: {grade}"
+    choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": reply.finish_reason}
+    if request.get("logprobs"):
+        top = [
+            {"token": str(grade), "logprob": math.log(P_GRADE)},
+            {"token": str((grade + 1) % 4), "logprob": math.log(P_NEXT)},
+            {"token": "The", "logprob": math.log(P_OTHER)},
+        ]
+        tokens = [("Relevance", -0.01), (":", -0.01), (" ", -0.02), (str(grade), math.log(P_GRADE))]
+        choice["logprobs"] = {
+            "content": [
+                {"token": t, "logprob": lp, "bytes": None, "top_logprobs": top if i == 3 else [{"token": t, "logprob": lp}]}
+                for i, (t, lp) in enumerate(tokens)
+            ]
+        }
+    return {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": request.get("model"),
+        "system_fingerprint": FINGERPRINT, "choices": [choice],
+        "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS,
+                  "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS},
+    }  # fmt: skip
+
+
+class FakeOpenAI:
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+        self.scripts: dict[str, deque[Reply]] = {}
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    def script(self, marker: str, *replies: Reply) -> None:
+        with self.lock:
+            self.scripts.setdefault(marker, deque()).extend(replies)
+
+    def requests_for(self, marker: str) -> list[Request]:
+        return [r for r in self.requests if r.marker == marker]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def _take(self, raw: bytes, headers: dict[str, str]) -> tuple[Request, Reply]:
+        body = json.loads(raw or b"{}")
+        found = MARKER.search(json.dumps(body.get("messages", [])))
+        marker = found.group(1) if found else None
+        with self.lock:
+            queue = self.scripts.get(marker or "")
+            reply = queue.popleft() if queue else Reply()
+            request = Request(time.monotonic(), marker, headers, body)
+            self.requests.append(request)
+        return request, reply
+
+    def __enter__(self) -> FakeOpenAI:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                self._send(200, json.dumps({"object": "list", "data": [{"id": "fake", "object": "model"}]}).encode(), {})
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                request, reply = fake._take(raw, {k.lower(): v for k, v in self.headers.items()})
+                if reply.before is not None:
+                    reply.before()
+                if reply.delay and fake.stopping.wait(reply.delay):
+                    return
+                if reply.body is None:
+                    payload = json.dumps(completion(request.body, request.marker, reply)).encode()
+                elif isinstance(reply.body, str):
+                    payload = reply.body.encode()
+                else:
+                    payload = json.dumps(reply.body).encode()
+                self._send(reply.status, payload, reply.headers)
+
+            def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stopping.set()
+        self.server.shutdown()
+        self.server.server_close()
