@@ -152,20 +152,12 @@ def load_inputs(
 
 def judge_run_qrels(db: str | Path | None, judge_run: str) -> tuple[Qrels, str]:
     from qrelkit.storage import Store
-    from qrelkit.storage.judgments import graded_qrels_name
-    from qrelkit.storage.judgments import judge_run as find_judge_run
+    from qrelkit.storage.judgments import graded_qrels
 
     if db is None or not Path(db).exists():
         raise QrelkitError(f"--judge-run {judge_run} needs an existing database (--db)")
     with Store(db, read_only=True) as store:
-        info = find_judge_run(store, judge_run)
-        name = graded_qrels_name(store, info.judge_run_id)
-        if name is None:
-            raise QrelkitError(
-                f"judge run {info.judge_run_id} has no graded qrels yet; grade it first: "
-                f"qrelkit grade --judge-run {info.judge_run_id} --db {db}"
-            )
-        return store.qrels(name), info.judge_run_id
+        return graded_qrels(store, judge_run)
 
 
 def resolve_groups(

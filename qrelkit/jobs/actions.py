@@ -14,7 +14,7 @@ from qrelkit.jobs.runner import JobReport
 from qrelkit.jobs.spec import JobSpec
 from qrelkit.prompts import RenderedPrompt, load_template
 from qrelkit.storage import Store
-from qrelkit.storage.judgments import graded_qrels_name, judge_run
+from qrelkit.storage.judgments import graded_qrels
 
 
 def _floats(text: str, what: str) -> list[float]:
@@ -70,15 +70,7 @@ def export_qrels_file(db: Path, output: Path, *, judge_run_id: str | None, name:
     if (judge_run_id is None) == (name is None):
         raise QrelkitError("name what to export: --judge-run ID or --name QRELS_SET")
     with Store(db, read_only=True) as store:
-        if judge_run_id is not None:
-            info = judge_run(store, judge_run_id)
-            name = graded_qrels_name(store, info.judge_run_id)
-            if name is None:
-                raise QrelkitError(
-                    f"judge run {info.judge_run_id} has no graded qrels yet: run "
-                    f"`qrelkit grade --judge-run {info.judge_run_id}` first"
-                )
-        qrels = store.qrels(name)
+        qrels = graded_qrels(store, judge_run_id)[0] if judge_run_id is not None else store.qrels(name)
     write_qrels(qrels, output)
     return qrels
 

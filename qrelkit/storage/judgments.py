@@ -119,3 +119,15 @@ def graded_qrels_name(store: Store, judge_run_id: str) -> str | None:
         "SELECT name FROM qrels_sets WHERE judge_run_id = ? ORDER BY created_at DESC LIMIT 1", [judge_run_id]
     ).fetchone()
     return row[0] if row else None
+
+
+def graded_qrels(store: Store, judge_run_id: str):
+    """The newest qrels graded from a judge run (by id or unique prefix), and the full run id."""
+    info = judge_run(store, judge_run_id)
+    name = graded_qrels_name(store, info.judge_run_id)
+    if name is None:
+        raise StoreError(
+            f"judge run {info.judge_run_id} has no graded qrels yet; grade it first: "
+            f"qrelkit grade --judge-run {info.judge_run_id} --db {store.path}"
+        )
+    return store.qrels(name), info.judge_run_id
