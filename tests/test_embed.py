@@ -170,3 +170,15 @@ def test_read_only_database_serves_cached_vectors_without_writing(tmp_path):
         out = embed_with_cache(store, embedder, "document", {"a": "x", "b": "y"})
         assert embedder.seen == ["x", "y"] and set(out) == {"a", "b"}
         assert count_embeddings(store) == 1
+
+
+def test_onnx_batches_respect_the_token_budget_and_cover_every_text(onnx_embedder):
+    from qrelkit.embed.onnx import TOKEN_BUDGET
+
+    lengths = np.array([5, 256, 12, 256, 7, 100, 3] * 20)
+    order = np.argsort(lengths, kind="stable")
+    batches = onnx_embedder._batches(lengths, order)
+    np.testing.assert_array_equal(np.concatenate(batches), order)
+    for batch in batches:
+        assert len(batch) <= onnx_embedder.batch_size
+        assert len(batch) == 1 or len(batch) * lengths[batch].max() <= TOKEN_BUDGET

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from qrelkit.embed.base import MissingExtraError, TextEmbedder, available_cores, l2_normalise
 from qrelkit.embed.cache import embed_with_cache, text_hash
+from qrelkit.embed.image import ImageEmbedder, load_image_embedder  # torch is imported only on load
 from qrelkit.errors import QrelkitError
 
 MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "minilm-l6-v2"}
@@ -56,11 +57,13 @@ def load_text_embedder(
 
 __all__ = [
     "PAPER_TEXT_MODELS",
+    "ImageEmbedder",
     "MissingExtraError",
     "TextEmbedder",
     "available_cores",
     "embed_with_cache",
     "l2_normalise",
+    "load_image_embedder",
     "load_text_embedder",
     "text_hash",
 ]

@@ -1,0 +1,168 @@
+"""`qrelkit fd`: resolve qrels, runs and documents (files or a database), embed exactly the
+documents FD@k needs (through the store's cache), then score the runs (`evaluate.fd_runs`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from qrelkit.embed.cache import embed_with_cache
+from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.fd_runs import FDReport, FDSettings, check_vectors, fd_of_runs, selected_docids
+from qrelkit.io import Document, OnDuplicate, Qrels, read_documents
+
+
+def load_embedder(name: str, backend: str = "onnx", *, batch_size: int = 64, device: str = "cpu", progress: bool = False):
+    """A text embedder name (see `load_text_embedder`), or `open_clip:MODEL[:PRETRAINED]` for images."""
+    from qrelkit.embed.image import load_image_embedder, parse_image_embedder_name
+
+    image = parse_image_embedder_name(name)
+    if image is not None:
+        return load_image_embedder(image[0], image[1], device=device)
+    from qrelkit.embed import load_text_embedder
+
+    return load_text_embedder(name, backend, batch_size=batch_size, device=device, progress=progress)
+
+
+def document_vectors(embedder, documents: Mapping[str, Document], docids: Iterable[str], store=None) -> dict[str, np.ndarray]:
+    """docid -> vector for ``docids``: text through a text embedder, images through an image one."""
+    docids = sorted(set(docids))
+    wanted = [documents[d] for d in docids]
+    if getattr(embedder, "modality", "text") == "image":
+        not_images = [d.docid for d in wanted if d.image is None]
+        if not_images:
+            raise QrelkitError(f"{len(not_images)} document(s) have no image for the image embedder, e.g. {not_images[0]!r}")
+        items = {d.docid: str(d.image_path) for d in wanted}
+        hashes = {d.docid: d.content_hash() or f"path:{d.image_path}" for d in wanted}
+        return embed_with_cache(store, embedder, "document", items, content_hashes=hashes)
+    not_texts = [d.docid for d in wanted if d.text is None]
+    if not_texts:
+        raise QrelkitError(
+            f"{len(not_texts)} document(s) are images, e.g. {not_texts[0]!r}: use an image embedder (--embedder open_clip:MODEL:WEIGHTS)"
+        )
+    return embed_with_cache(store, embedder, "document", {d.docid: d.text for d in wanted})
+
+
+def _qrels(qrels: str | None, judge_run: str | None, db: Path | None, on_duplicate) -> Qrels:
+    from qrelkit.evaluate.audit import judge_run_qrels
+    from qrelkit.sources import resolve_qrels
+
+    if (qrels is None) == (judge_run is None):
+        raise QrelkitError("give either --qrels (a file or a qrels set in --db) or --judge-run (its graded qrels)")
+    if judge_run is not None:
+        return judge_run_qrels(db, judge_run)[0]
+    return resolve_qrels(qrels, db, on_duplicate=on_duplicate)
+
+
+def _documents(docs: Path | None, db: Path | None, docids: set[str], image_root: Path | None) -> tuple[dict[str, Document], str]:
+    if docs is not None:
+        return {d.docid: d for d in read_documents(docs, image_root=image_root)}, f"documents file {docs}"
+    if db is None or not Path(db).exists():
+        raise QrelkitError("give the documents: --docs FILE (JSONL), or --db with documents loaded")
+    from qrelkit.storage import Store
+
+    with Store(db, read_only=True) as store:
+        return store.documents(sorted(docids)), f"the documents of {db}"
+
+
+def run_fd(
+    *,
+    qrels: str | None,
+    runs: list[str],
+    embedder: str,
+    settings: FDSettings,
+    docs: Path | None = None,
+    db: Path | None = None,
+    judge_run: str | None = None,
+    backend: str = "onnx",
+    cache: Path | None = None,
+    image_root: Path | None = None,
+    batch_size: int = 64,
+    progress: bool = False,
+    keep_samples: bool = False,
+    plot: Path | None = None,
+    plot_metric: Path | None = None,
+    metric: str = "nDCG@10",
+    on_duplicate: OnDuplicate | str = OnDuplicate.error,
+) -> FDReport:
+    """Everything `qrelkit fd` does before printing. ``cache`` (a database file) keeps the
+    vectors; by default the --db itself when one is given. ``plot`` writes the bootstrap
+    intervals of the first cut-off, ``plot_metric`` FD at each cut-off against ``metric``."""
+    from qrelkit.sources import resolve_runs
+
+    qrels_data = _qrels(qrels, judge_run, db, on_duplicate)
+    run_list = resolve_runs(runs, db, on_duplicate=on_duplicate)
+    needed = selected_docids(qrels_data, run_list, settings)
+    all_docids = set().union(*needed.values())
+    documents, where = _documents(docs, db, all_docids, image_root)
+    check_vectors(needed, documents, where)
+    model = load_embedder(embedder, backend, batch_size=batch_size, progress=progress)
+    cache = cache if cache is not None else db
+    if cache is not None:
+        from qrelkit.storage import Store
+
+        with Store(cache) as store:
+            vectors = document_vectors(model, documents, all_docids, store)
+    else:
+        vectors = document_vectors(model, documents, all_docids)
+    report = fd_of_runs(qrels_data, run_list, vectors, settings, embedder=model.embedder_id, keep_samples=keep_samples)
+    if plot is not None or plot_metric is not None:
+        _write_plots(report, qrels_data, run_list, plot, plot_metric, metric)
+    return report
+
+
+def _write_plots(report: FDReport, qrels: Qrels, runs, plot: Path | None, plot_metric: Path | None, metric: str) -> None:
+    from qrelkit.evaluate import evaluate_runs
+    from qrelkit.evaluate.fd_plot import plot_fd_bootstrap, plot_fd_vs_metric
+
+    if plot is not None:
+        if not report.settings.bootstrap:
+            raise QrelkitError("--plot draws the bootstrap intervals: give --bootstrap N (N > 0)")
+        plot_fd_bootstrap(report, report.labels[0], plot)
+    if plot_metric is not None:
+        means = evaluate_runs(qrels, runs, [metric]).means()
+        values = {run: means[run][metric] for run in means}
+        sparse = f", at most {report.settings.max_rel} relevant per query" if report.settings.max_rel else ""
+        panels = [(f"{label}{sparse}", report.values(label)) for label in report.labels]
+        plot_fd_vs_metric(panels, values, metric, plot_metric, y_label="FD (lower is better)")
+
+
+def fd_table(report: FDReport):
+    """A rich table: one row per run (best first by the first cut-off), FD and interval per cut-off."""
+    from rich.table import Table
+
+    s = report.settings
+    sparse = f", at most {s.max_rel} per query (seed {s.seed})" if s.max_rel else ""
+    title = (
+        f"{'/'.join(report.labels)}: {report.embedder}, d={report.d}; relevant = grade >= {report.rel_level}{sparse}: "
+        f"n_rel={report.n_rel} over {len(report.qids)} queries (covariance rank {report.rel_rank})"
+    )
+    table = Table(title=title)
+    table.add_column("run", justify="left")
+    for label in report.labels:
+        table.add_column(f"n_ret@{label.rsplit('@', 1)[1]}", justify="right")
+        table.add_column(label, justify="right")
+        if s.bootstrap:
+            table.add_column(f"{label} 95% ({s.bootstrap} resamples)", justify="right")
+    first = report.labels[0]
+    ordered = sorted(report.runs, key=lambda r: (report.runs[r][first].value is None, report.runs[r][first].value or 0.0))
+    deficient = False
+    for run in ordered:
+        cells = [run]
+        for label in report.labels:
+            fd = report.runs[run][label]
+            deficient |= bool(fd.result and fd.result.rank_deficient)
+            cells += [str(fd.n_ret), "-" if fd.value is None else f"{fd.value:.4f}"]
+            if s.bootstrap:
+                cells.append(f"[{fd.bootstrap.low:.4f}, {fd.bootstrap.high:.4f}]" if fd.bootstrap else "-")
+        table.add_row(*cells)
+    notes = ["lower is better; '-': fewer than 2 retrieved items"]
+    if deficient or report.rel_rank < report.d:
+        notes.append(
+            f"some covariances are rank-deficient (rank < d={report.d}: fewer items than dimensions, or embeddings "
+            "confined to a subspace); FD is still exact"
+        )
+    table.caption = "; ".join(notes)
+    return table

@@ -1,0 +1,79 @@
+"""FD figures: bootstrap intervals per run (seed 000, Figure 1) and FD vs a metric (Figure 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from scipy import stats
+
+from qrelkit.evaluate.fd_runs import FDReport
+
+
+def kendall_tau(fd: Mapping[str, float | None], metric: Mapping[str, float]) -> float:
+    """Kendall τ-b between FD and a metric over the runs that have both (negative = agreement)."""
+    runs = [r for r in fd if fd[r] is not None and r in metric]
+    return float(stats.kendalltau([fd[r] for r in runs], [metric[r] for r in runs]).statistic)
+
+
+def plot_fd_bootstrap(
+    report: FDReport, label: str, path: str | Path, *, order: Mapping[str, float] | None = None, x_label: str | None = None
+) -> Path:
+    """Mean and 95% interval of each run's bootstrapped FD, runs left to right by point FD
+    (or by ``order``, e.g. a metric, descending)."""
+    from matplotlib.figure import Figure
+
+    fds = {run: by_label[label] for run, by_label in report.runs.items() if by_label[label].bootstrap is not None}
+    if not fds:
+        raise ValueError(f"no bootstrap values for {label}: run with --bootstrap N")
+    runs = sorted(fds, key=lambda r: -order[r]) if order else sorted(fds, key=lambda r: fds[r].value)
+    means = [fds[r].bootstrap.mean for r in runs]
+    low = [fds[r].bootstrap.mean - fds[r].bootstrap.low for r in runs]
+    high = [fds[r].bootstrap.high - fds[r].bootstrap.mean for r in runs]
+    fig = Figure(figsize=(max(6.0, 0.28 * len(runs) + 2), 4.6), layout="constrained")
+    ax = fig.subplots()
+    ax.errorbar(range(len(runs)), means, yerr=[low, high], fmt="o", ms=4, capsize=2, color="C0")
+    ax.set_xticks(range(len(runs)), runs, rotation=75, ha="right", fontsize=7)
+    ax.set_ylabel(f"{label} (bootstrap mean, 95% interval)")
+    ax.set_xlabel(x_label or ("runs by the given order" if order else f"runs by {label}, best first"), fontsize=8)
+    some = next(iter(fds.values()))
+    ax.set_title(
+        f"{label} over {some.bootstrap.resamples} query resamples of {len(report.qids)} queries; "
+        f"{report.embedder}, d={report.d}, n_rel={report.n_rel} (lower is better)",
+        fontsize=9,
+    )
+    ax.grid(axis="y", alpha=0.3)
+    path = Path(path)
+    fig.savefig(path, dpi=150)
+    return path
+
+
+def plot_fd_vs_metric(
+    panels: Sequence[tuple[str, Mapping[str, float | None]]],
+    metric: Mapping[str, float],
+    metric_name: str,
+    path: str | Path,
+    *,
+    columns: int = 3,
+    y_label: str = "FD",
+) -> Path:
+    """One scatter per panel (title, run -> FD) against the metric, Kendall τ under each."""
+    from matplotlib.figure import Figure
+
+    columns = min(columns, len(panels))
+    rows = -(-len(panels) // columns)
+    fig = Figure(figsize=(3.6 * columns, 3.2 * rows), layout="constrained")
+    axes = fig.subplots(rows, columns, squeeze=False)
+    for ax, (title, fd) in zip(axes.flat, panels):
+        runs = [r for r in fd if fd[r] is not None and r in metric]
+        ax.scatter([metric[r] for r in runs], [fd[r] for r in runs], s=14, color="C0")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(f"{metric_name}\nKendall τ = {kendall_tau(fd, metric):.3f}", fontsize=8)
+        ax.set_ylabel(y_label, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    path = Path(path)
+    fig.savefig(path, dpi=150)
+    return path

@@ -1,0 +1,166 @@
+"""FD@k of runs (seed 000, Eq. 4): relevant judged items of the query set vs each run's retrieved
+items for the same queries, at several cut-offs, optionally URR, sparsified and bootstrapped.
+
+Works on vectors already computed (docid -> array); `qrelkit.embed.fd_job` does the embedding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.fd import (
+    CovarianceFactor,
+    FrechetResult,
+    ItemSample,
+    default_relevance_level,
+    factor_from_samples,
+    fd_label,
+    frechet_from_factors,
+    item_sample,
+    judged_items,
+    relevant_items,
+    retrieved_items,
+)
+from qrelkit.evaluate.fd_bootstrap import BootstrapSummary, bootstrap_fd, query_resamples, summarize
+from qrelkit.io import Qrels, Run
+
+
+@dataclass(frozen=True)
+class FDSettings:
+    ks: tuple[int, ...] = (10,)
+    urr: bool = False
+    max_rel: int | None = None
+    rel_level: int | None = None
+    bootstrap: int = 0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class RunFD:
+    """One run at one cut-off: the FD with its sizes, and the bootstrap over queries."""
+
+    run: str
+    label: str  # "FD@10" or "URR-FD@10"
+    result: FrechetResult | None  # None when the run has fewer than 2 items here
+    n_ret: int
+    bootstrap: BootstrapSummary | None = None
+    samples: np.ndarray | None = field(default=None, repr=False)  # the resampled values
+
+    @property
+    def value(self) -> float | None:
+        return None if self.result is None else self.result.value
+
+
+@dataclass(frozen=True)
+class FDReport:
+    """FD@k of every run; ``runs[run][label]``. The relevant side is shared by all runs."""
+
+    settings: FDSettings
+    embedder: str
+    d: int
+    qids: tuple[str, ...]
+    n_rel: int
+    rel_rank: int
+    rel_level: int
+    labels: tuple[str, ...]
+    runs: dict[str, dict[str, RunFD]]
+
+    def values(self, label: str) -> dict[str, float | None]:
+        return {run: by_label[label].value for run, by_label in self.runs.items()}
+
+    def to_json(self) -> dict:
+        """The CLI's `--json`: {"embedder", "d", "runs": {run: {"FD@10": x, "FD@10_ci95": [lo, hi], "n_ret": n}}, "n_rel"}."""
+        runs: dict[str, dict] = {}
+        for run, by_label in self.runs.items():
+            entry: dict = {}
+            for label in self.labels:
+                fd = by_label[label]
+                entry[label] = fd.value
+                if self.settings.bootstrap:
+                    entry[f"{label}_ci95"] = [fd.bootstrap.low, fd.bootstrap.high] if fd.bootstrap else None
+                    entry[f"{label}_mean"] = fd.bootstrap.mean if fd.bootstrap else None
+                entry[f"n_ret@{label.rsplit('@', 1)[1]}"] = fd.n_ret
+                entry[f"{label}_rank"] = fd.result.rank2 if fd.result else None
+            entry["n_ret"] = by_label[self.labels[0]].n_ret
+            runs[run] = entry
+        s = self.settings
+        return {
+            "embedder": self.embedder, "d": self.d, "n_rel": self.n_rel, "rel_rank": self.rel_rank,
+            "n_queries": len(self.qids), "rel_level": self.rel_level, "max_rel": s.max_rel, "urr": s.urr,
+            "ks": list(s.ks), "bootstrap": s.bootstrap, "seed": s.seed, "runs": runs,
+        }  # fmt: skip
+
+
+def _fd_against(relevant: CovarianceFactor, retrieved: ItemSample) -> FrechetResult | None:
+    """FD of a run's items against the relevant items' factor; None with fewer than 2 items."""
+    if len(retrieved) < 2:
+        return None
+    run = factor_from_samples(retrieved.vectors)
+    return FrechetResult(frechet_from_factors(relevant, run), relevant.n, run.n, run.mean.shape[0], relevant.rank, run.rank)
+
+
+def selected_docids(qrels: Qrels, runs: Sequence[Run], settings: FDSettings) -> dict[str, set[str]]:
+    """Every docid FD@k will embed: 'relevant' and one entry per run (for error messages)."""
+    relevant = relevant_items(qrels, rel_level=settings.rel_level, max_rel=settings.max_rel, seed=settings.seed)
+    skip = judged_items(qrels) if settings.urr else None
+    out = {"relevant": {d for docs in relevant.values() for d in docs}}
+    for run in runs:
+        items = retrieved_items(run, list(relevant), max(settings.ks), skip=skip)
+        out[run.name] = {d for docs in items.values() for d in docs}
+    return out
+
+
+def check_vectors(needed: Mapping[str, set[str]], vectors: Mapping[str, np.ndarray], documents: str = "the documents") -> None:
+    """A clear error naming the run (or the qrels) whose docids have no document."""
+    for owner, docids in needed.items():
+        missing = sorted(d for d in docids if d not in vectors)
+        if missing:
+            shown = ", ".join(repr(d) for d in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            what = "relevant judged items" if owner == "relevant" else f"run {owner!r}"
+            raise QrelkitError(f"{what}: {len(missing)} docid(s) not in {documents}: {shown}")
+
+
+def fd_of_runs(
+    qrels: Qrels,
+    runs: Sequence[Run],
+    vectors: Mapping[str, np.ndarray],
+    settings: FDSettings = FDSettings(),
+    *,
+    embedder: str = "",
+    keep_samples: bool = False,
+) -> FDReport:
+    """FD@k (or URR-FD@k) of each run against the relevant judged items, over the qrels' queries
+    that have a relevant item. With ``settings.bootstrap`` = N, the same N query resamples
+    (seeded) score every run, so the runs' intervals are paired.
+    """
+    if not runs:
+        raise QrelkitError("no runs to score")
+    if len({r.name for r in runs}) != len(runs):
+        raise QrelkitError("two runs share a name; rename one")
+    level = default_relevance_level(qrels) if settings.rel_level is None else settings.rel_level
+    relevant = relevant_items(qrels, rel_level=level, max_rel=settings.max_rel, seed=settings.seed)
+    qids = tuple(relevant)
+    check_vectors(selected_docids(qrels, runs, settings), vectors)
+    relevant_sample = item_sample(relevant, qids, vectors)
+    if len(relevant_sample) < 2:
+        raise QrelkitError(f"only {len(relevant_sample)} relevant item(s) in the qrels: FD needs at least 2")
+    d = relevant_sample.vectors.shape[1]
+    relevant_factor = factor_from_samples(relevant_sample.vectors)  # shared by every run and cut-off
+    skip = judged_items(qrels) if settings.urr else None
+    weights = query_resamples(len(qids), settings.bootstrap, settings.seed) if settings.bootstrap else None
+    labels = tuple(fd_label(k, settings.urr) for k in settings.ks)
+    out: dict[str, dict[str, RunFD]] = {run.name: {} for run in runs}
+    for k, label in zip(settings.ks, labels):
+        samples = [item_sample(retrieved_items(run, qids, k, skip=skip), qids, vectors) for run in runs]
+        resampled = bootstrap_fd(relevant_sample, samples, weights) if weights is not None else None
+        for j, (run, sample) in enumerate(zip(runs, samples)):
+            values = resampled[j] if resampled is not None else None
+            out[run.name][label] = RunFD(
+                run.name, label, _fd_against(relevant_factor, sample), len(sample),
+                summarize(values) if values is not None else None, values if keep_samples else None,
+            )  # fmt: skip
+    return FDReport(settings, embedder, d, qids, len(relevant_sample), relevant_factor.rank, level, labels, out)
