@@ -68,7 +68,7 @@ def main() -> None:
         naive = time.perf_counter() - start
         assert scores.shape == (len(pairs),)
 
-    print(f"machine: {platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, open_clip model {args.model}")
+    print(f"machine: {platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, model {args.model}")
     print(f"pool: {len(pairs)} pairs, {images} distinct images (each in {len(pairs) // images} topics), {topics} distinct topics")
     print("| CLIPScore on CPU | seconds | pairs/s |")
     print("|---|---:|---:|")

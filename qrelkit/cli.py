@@ -85,7 +85,9 @@ def load_docs(
 
 @load_app.command("runs")
 def load_runs(
-    paths: Annotated[list[Path], typer.Argument(help="TREC run files, or folders of them. A run's name is its file name without extension.")],
+    paths: Annotated[
+        list[Path], typer.Argument(help="TREC run files, or folders of them. A run's name is its file name without extension.")
+    ],
     db: DbOption = DEFAULT_DB,
     group: Annotated[str | None, typer.Option(help="Group these runs belong to (for bias and NRG priors).")] = None,
     replace: ReplaceOption = False,

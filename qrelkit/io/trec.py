@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +18,7 @@ from qrelkit.errors import InputFormatError, LineProblem
 from qrelkit.io.lines import iter_lines, raise_if_problems
 
 
-class OnDuplicate(str, Enum):
+class OnDuplicate(StrEnum):
     """How to resolve a repeated (qid, docid) within one file."""
 
     error = "error"

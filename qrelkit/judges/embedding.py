@@ -20,7 +20,9 @@ from qrelkit.judges.base import BaseJudge, JudgeConfig, Judgment, Pair
 
 class EmbeddingConfig(JudgeConfig):
     model: str = Field("minilm", description="`minilm` (all-MiniLM-L6-v2 from the wheels) or a sentence-transformers path / hub id.")
-    backend: Literal["onnx", "torch"] = Field("onnx", description="onnx: int8 ONNX via onnxruntime (no torch); torch: sentence-transformers.")
+    backend: Literal["onnx", "torch"] = Field(
+        "onnx", description="onnx: int8 ONNX via onnxruntime (no torch); torch: sentence-transformers."
+    )
     batch_size: int = Field(64, ge=1, description="Texts per encoder batch.", json_schema_extra={"identity": False})
     device: str = Field("cpu", description="torch device for the torch backend.")
     topic_text: Literal["query", "context"] = Field(

@@ -39,7 +39,8 @@ def placeholders(text: str) -> list[str]:
         if name is None:
             continue
         if not name.isidentifier() or spec or conversion:
-            raise ValueError(f"placeholder {{{name}{'!' + conversion if conversion else ''}{':' + spec if spec else ''}}} must be a plain name")
+            written = name + ("!" + conversion if conversion else "") + (":" + spec if spec else "")
+            raise ValueError(f"placeholder {{{written}}} must be a plain name")
         names.append(name)
     return names
 
