@@ -11,6 +11,7 @@ import yaml
 
 torch = pytest.importorskip("torch", reason="the clip extra is not installed (pip install 'qrelkit[clip]')")
 open_clip = pytest.importorskip("open_clip", reason="the clip extra is not installed (pip install 'qrelkit[clip]')")
+from conftest import tiny_open_clip  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import qrelkit.embed.clip as clip_module  # noqa: E402
@@ -20,24 +21,13 @@ from qrelkit.judges import Pair, create_judge  # noqa: E402
 from qrelkit.prompts import load_template  # noqa: E402
 from qrelkit.storage import Store  # noqa: E402
 
-TINY = {
-    "embed_dim": 32,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 64, "patch_size": 16, "head_width": 32},
-    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
-
 
 @pytest.fixture(scope="module")
 def tiny_clip(tmp_path_factory):
     folder = tmp_path_factory.mktemp("clip")
-    config = folder / "TinyClipTest.json"
-    config.write_text(json.dumps(TINY))
-    open_clip.add_model_config(config)
-    torch.manual_seed(0)
-    model = open_clip.create_model("TinyClipTest", pretrained=None)
-    checkpoint = folder / "tiny.pt"
-    torch.save(model.state_dict(), checkpoint)
-    return {"model": "TinyClipTest", "checkpoint": str(checkpoint), "model_config_file": str(config), "device": "cpu"}
+    checkpoint = tiny_open_clip(folder, "TinyClipTest", embed_dim=32)
+    return {"model": "TinyClipTest", "checkpoint": str(checkpoint), "model_config_file": str(folder / "TinyClipTest.json"),
+            "device": "cpu"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

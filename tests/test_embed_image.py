@@ -14,27 +14,16 @@ open_clip = pytest.importorskip("open_clip")
 torch = pytest.importorskip("torch")
 Image = pytest.importorskip("PIL.Image")
 
+from conftest import tiny_open_clip  # noqa: E402
+
 from qrelkit.embed import embed_with_cache  # noqa: E402
 from qrelkit.embed.image import load_image_embedder, parse_image_embedder_name  # noqa: E402
 from qrelkit.storage import Store  # noqa: E402
 
-TINY = {
-    "embed_dim": 16,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16},
-    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
-
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("clip")
-    (folder / "qrelkit-tiny-clip.json").write_text(json.dumps(TINY))
-    open_clip.add_model_config(folder / "qrelkit-tiny-clip.json")
-    torch.manual_seed(0)
-    model = open_clip.create_model("qrelkit-tiny-clip", pretrained=None)
-    checkpoint = folder / "tiny.pt"
-    torch.save(model.state_dict(), checkpoint)
-    return "qrelkit-tiny-clip", checkpoint
+    return "qrelkit-tiny-clip", tiny_open_clip(tmp_path_factory.mktemp("clip"), "qrelkit-tiny-clip", embed_dim=16)
 
 
 @pytest.fixture(scope="module")
