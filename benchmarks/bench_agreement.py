@@ -22,9 +22,10 @@ import numpy as np
 from scipy import stats
 
 from qrelkit.evaluate import evaluate_runs
-from qrelkit.evaluate.agreement import correlate_systems, topic_weights
+from qrelkit.evaluate.agreement import correlate_systems
 from qrelkit.evaluate.audit import agree
 from qrelkit.evaluate.bias import group_bias, groups_from_file
+from qrelkit.evaluate.bootstrap import resample_weights
 from qrelkit.io import Run, RunEntry, read_qrels, read_runs
 
 DL19 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
@@ -82,23 +83,38 @@ def main() -> None:
     reference_qrels, model_qrels = read_qrels(DL19 / "qrels.txt"), read_qrels(DL19 / "umbrela-gpt4o.qrels")
     runs = read_runs([DL19 / "runs"])
     reference, model = evaluate_runs(reference_qrels, runs, MEASURES), evaluate_runs(model_qrels, runs, MEASURES)
-    weights = topic_weights(len(reference.queries), args.samples, seed=0)
+    weights = resample_weights(len(reference.queries), args.samples, seed=0)
     groups = groups_from_file(DL19 / "groups.tsv", "family", reference.runs)
 
     rows = [
-        ("evaluate 37 runs under both qrels, 2 measures (once)",
-         timed(lambda: (evaluate_runs(reference_qrels, runs, MEASURES), evaluate_runs(model_qrels, runs, MEASURES)), args.repeat)),
-        (f"qrelkit bootstrap: τ-b, ρ, r, τ_AP × 2 measures, {args.samples} resamples",
-         timed(lambda: correlate_systems(model, reference, weights=weights), args.repeat)),
-        (f"qrelkit bootstrap: Relative Δ, 2 groups × 2 measures, {args.samples} resamples",
-         timed(lambda: group_bias(model, reference, groups, weights=weights), args.repeat)),
-        (f"`qrelkit agree` end to end (read files, evaluate, κ/α, {args.samples} resamples, bias)",
-         timed(lambda: agree(qrels=str(DL19 / "umbrela-gpt4o.qrels"), reference=str(DL19 / "qrels.txt"),
-                             runs=[str(DL19 / "runs")], groups_file=DL19 / "groups.tsv", group_by="family",
-                             samples=args.samples), args.repeat)),
-        (f"baseline: scipy + Python τ_AP per resample, {args.samples} resamples",
-         timed(lambda: scipy_loop(model, reference, weights), 1)),
-    ]  # fmt: skip
+        (
+            "evaluate 37 runs under both qrels, 2 measures (once)",
+            timed(lambda: (evaluate_runs(reference_qrels, runs, MEASURES), evaluate_runs(model_qrels, runs, MEASURES)), args.repeat),
+        ),
+        (
+            f"qrelkit bootstrap: τ-b, ρ, r, τ_AP × 2 measures, {args.samples} resamples",
+            timed(lambda: correlate_systems(model, reference, weights=weights), args.repeat),
+        ),
+        (
+            f"qrelkit bootstrap: Relative Δ, 2 groups × 2 measures, {args.samples} resamples",
+            timed(lambda: group_bias(model, reference, groups, weights=weights), args.repeat),
+        ),
+        (
+            f"`qrelkit agree` end to end (read files, evaluate, κ/α, {args.samples} resamples, bias)",
+            timed(
+                lambda: agree(
+                    qrels=str(DL19 / "umbrela-gpt4o.qrels"),
+                    reference=str(DL19 / "qrels.txt"),
+                    runs=[str(DL19 / "runs")],
+                    groups_file=DL19 / "groups.tsv",
+                    group_by="family",
+                    samples=args.samples,
+                ),
+                args.repeat,
+            ),
+        ),
+        (f"baseline: scipy + Python τ_AP per resample, {args.samples} resamples", timed(lambda: scipy_loop(model, reference, weights), 1)),
+    ]
     few = 10
     per_resample = timed(lambda: rerun_ir_measures(model_qrels, reference_qrels, runs, weights, few), 1) / few
     rows.append((f"baseline: re-run ir_measures per resample (extrapolated from {few})", per_resample * args.samples))

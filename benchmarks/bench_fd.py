@@ -30,6 +30,7 @@ import scipy.linalg
 from scipy import stats
 
 from qrelkit.embed import embed_with_cache, load_text_embedder
+from qrelkit.evaluate.bootstrap import resample_counts
 from qrelkit.evaluate.fd import (
     frechet_distance,
     frechet_distance_from_stats,
@@ -37,8 +38,8 @@ from qrelkit.evaluate.fd import (
     relevant_items,
     retrieved_items,
 )
-from qrelkit.evaluate.fd_bootstrap import bootstrap_fd, query_resamples
-from qrelkit.evaluate.fd_runs import FDSettings, fd_of_runs
+from qrelkit.evaluate.fd.bootstrap import bootstrap_fd
+from qrelkit.evaluate.fd.runs import FDSettings, fd_of_runs
 from qrelkit.io import Qrel, Qrels, list_run_files, read_documents, read_qrels, read_runs
 
 DL19 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
@@ -92,16 +93,20 @@ def speed(qrels, runs, vectors, resamples: int) -> None:
     best = max(runs, key=lambda r: len(r))  # any run; sizes are what matter
     ret = item_sample(retrieved_items(best, qids, 10), qids, vectors).vectors
     rng = np.random.default_rng(0)
-    synthetic = (rng.normal(size=(len(rel), 768)) @ (np.eye(768) + 0.05 * rng.normal(size=(768, 768))),
-                 rng.normal(0.05, 1.1, size=(len(ret), 768)))  # fmt: skip
+    synthetic = (
+        rng.normal(size=(len(rel), 768)) @ (np.eye(768) + 0.05 * rng.normal(size=(768, 768))),
+        rng.normal(0.05, 1.1, size=(len(ret), 768)),
+    )
     for case, (x, y) in {"DL19 FD@10, all rel. (MiniLM)": (rel, ret), "synthetic Gaussian": synthetic}.items():
         mu1, s1 = moments(x)
         mu2, s2 = moments(y)
         statistics_ = (mu1, s1, mu2, s2)
         ours_s, ours = timed(lambda st=statistics_: frechet_distance_from_stats(*st).value)
         ref_s, ref = timed(lambda st=statistics_: sqrtm_fd(*st))
-        print(f"| {case}, from (μ, Σ) | {len(x)} | {len(y)} | {x.shape[1]} | {ours_s * 1e3:.1f} | {ref_s * 1e3:.1f} | "
-              f"{ref_s / ours_s:.1f}× | {abs(ours - ref) / ours:.1e} |")  # fmt: skip
+        print(
+            f"| {case}, from (μ, Σ) | {len(x)} | {len(y)} | {x.shape[1]} | {ours_s * 1e3:.1f} | {ref_s * 1e3:.1f} | "
+            f"{ref_s / ours_s:.1f}× | {abs(ours - ref) / ours:.1e} |"
+        )
         samples_s, _ = timed(lambda x=x, y=y: frechet_distance(x, y).value)
         print(f"| {case}, from the samples (incl. μ, Σ, ranks) | {len(x)} | {len(y)} | {x.shape[1]} | {samples_s * 1e3:.1f} | | | |")
     one = relevant_items(qrels, max_rel=1)
@@ -111,13 +116,15 @@ def speed(qrels, runs, vectors, resamples: int) -> None:
     mu2, s2 = moments(y)
     ours_s, ours = timed(lambda: frechet_distance(x, y).value)
     ref_s, ref = timed(lambda: sqrtm_fd(mu1, s1, mu2, s2))
-    print(f"| DL19 FD@1, m=1: n < d (rank 42), from the samples | {len(x)} | {len(y)} | {x.shape[1]} | {ours_s * 1e3:.1f} | "
-          f"{ref_s * 1e3:.1f} | {ref_s / ours_s:.1f}× | {abs(ours - ref) / ours:.1e} |")  # fmt: skip
+    print(
+        f"| DL19 FD@1, m=1: n < d (rank 42), from the samples | {len(x)} | {len(y)} | {x.shape[1]} | {ours_s * 1e3:.1f} | "
+        f"{ref_s * 1e3:.1f} | {ref_s / ours_s:.1f}× | {abs(ours - ref) / ours:.1e} |"
+    )
 
     print(f"\n### Bootstrap over queries: {resamples} resamples × {len(runs)} runs, FD@10\n")
     print("| relevant per query | n_rel | qrelkit s | sqrtm route s (extrapolated) | speed-up |")
     print("|---|---:|---:|---:|---:|")
-    weights = query_resamples(len(qids), resamples, seed=0)
+    weights = resample_counts(len(qids), resamples, seed=0)
     for max_rel in (1, 5, 10, None):
         chosen = relevant_items(qrels, max_rel=max_rel)
         rel_sample = item_sample(chosen, qids, vectors)
@@ -175,8 +182,10 @@ def table(qrels, runs, vectors, nist, embedder_id: str, figures: Path | None) ->
     print("\n### URR (the first k unjudged retrieved items per query)\n")
     report = fd_of_runs(qrels, runs, vectors, FDSettings(ks=(1, 10), urr=True))
     with_items = [r for r, by in report.runs.items() if by["URR-FD@10"].n_ret > 0]
-    print(f"With NIST's qrels: {len(with_items)} of {len(runs)} runs have any unjudged item in the shared runs "
-          f"(they are cut to judged passages), so URR-FD is undefined there.\n")  # fmt: skip
+    print(
+        f"With NIST's qrels: {len(with_items)} of {len(runs)} runs have any unjudged item in the shared runs "
+        f"(they are cut to judged passages), so URR-FD is undefined there.\n"
+    )
     print("Simulated sparse labels (as MS MARCO dev): keep only the m sampled relevant items per query as the")
     print("qrels; URR skips those and scores the first k other retrieved items.\n")
     print("| sparse qrels (m) | FD@1 τ | URR-FD@1 τ | FD@10 τ | URR-FD@10 τ | mean n_ret URR@10 |")
@@ -188,11 +197,13 @@ def table(qrels, runs, vectors, nist, embedder_id: str, figures: Path | None) ->
         plain = fd_of_runs(sparse, runs, vectors, FDSettings(ks=(1, 10)))
         urr = fd_of_runs(sparse, runs, vectors, FDSettings(ks=(1, 10), urr=True))
         n_ret = np.mean([by["URR-FD@10"].n_ret for by in urr.runs.values()])
-        print(f"| {max_rel} | {tau(plain, 'FD@1'):.3f} | {tau(urr, 'URR-FD@1'):.3f} | {tau(plain, 'FD@10'):.3f} | "
-              f"{tau(urr, 'URR-FD@10'):.3f} | {n_ret:.0f} |")  # fmt: skip
+        print(
+            f"| {max_rel} | {tau(plain, 'FD@1'):.3f} | {tau(urr, 'URR-FD@1'):.3f} | {tau(plain, 'FD@10'):.3f} | "
+            f"{tau(urr, 'URR-FD@10'):.3f} | {n_ret:.0f} |"
+        )
 
     if figures is not None:
-        from qrelkit.evaluate.fd_plot import plot_fd_bootstrap, plot_fd_vs_metric
+        from qrelkit.report.plots.fd import plot_fd_bootstrap, plot_fd_vs_metric
 
         figures.mkdir(parents=True, exist_ok=True)
         panels.sort(key=lambda panel: (panel[0], panel[1] is None, panel[1] or 0))  # by k, then m

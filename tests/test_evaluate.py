@@ -22,9 +22,7 @@ def invoke(*args: str):
 
 
 def test_dl19_ndcg10_reproduces_nist_for_all_37_runs(dl19):
-    result = invoke(
-        "evaluate", "--qrels", str(dl19 / "qrels.txt"), "--runs", str(dl19 / "runs"), "--measure", "nDCG@10", "--json"
-    )
+    result = invoke("evaluate", "--qrels", str(dl19 / "qrels.txt"), "--runs", str(dl19 / "runs"), "--measure", "nDCG@10", "--json")
     payload = json.loads(result.stdout)
     official = json.loads((dl19 / "official-nist.json").read_text())
     assert payload["measures"] == ["nDCG@10"] and payload["queries"] == 43
@@ -47,8 +45,16 @@ def test_measure_keys_are_kept_as_written_and_missing_queries_score_zero(tmp_pat
     (tmp_path / "sys.run").write_text("q1 Q0 b 1 2.0 t\nq1 Q0 a 2 1.0 t\nq9 Q0 z 1 1.0 t\n")
     payload = json.loads(
         invoke(
-            "evaluate", "--qrels", str(tmp_path / "q.txt"), "--runs", str(tmp_path / "sys.run"),
-            "--measure", "nDCG@10", "--measure", "AP(rel=2)", "--json",
+            "evaluate",
+            "--qrels",
+            str(tmp_path / "q.txt"),
+            "--runs",
+            str(tmp_path / "sys.run"),
+            "--measure",
+            "nDCG@10",
+            "--measure",
+            "AP(rel=2)",
+            "--json",
         ).stdout
     )
     # q1: the relevant doc at rank 2 -> nDCG = (2/log2(3)) / 2; q2 absent from the run -> 0; q9 ignored.

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.bootstrap import resample_counts, summarize
 from qrelkit.evaluate.fd import (
     ItemSample,
     default_relevance_level,
@@ -22,7 +23,7 @@ from qrelkit.evaluate.fd import (
     retrieved_items,
     trace_sqrt_product,
 )
-from qrelkit.evaluate.fd_bootstrap import bootstrap_fd, query_resamples, summarize
+from qrelkit.evaluate.fd.bootstrap import bootstrap_fd
 from qrelkit.io import Qrel, Qrels, Run, RunEntry
 
 
@@ -64,8 +65,9 @@ def test_agrees_with_the_sqrtm_formula_on_well_conditioned_samples(d, extra1, ex
     ours = frechet_distance(x, y)
     assert ours.value == pytest.approx(sqrtm_fd(x, y), rel=1e-8, abs=1e-12)
     assert (ours.n1, ours.n2, ours.d, ours.rank1, ours.rank2) == (n1, n2, d, d, d) and not ours.rank_deficient
-    from_stats = frechet_distance_from_stats(x.mean(0), np.cov(x, rowvar=False).reshape(d, d), y.mean(0),
-                                             np.cov(y, rowvar=False).reshape(d, d))  # fmt: skip
+    from_stats = frechet_distance_from_stats(
+        x.mean(0), np.cov(x, rowvar=False).reshape(d, d), y.mean(0), np.cov(y, rowvar=False).reshape(d, d)
+    )
     assert from_stats.value == pytest.approx(ours.value, rel=1e-9, abs=1e-12)
 
 
@@ -157,8 +159,16 @@ def test_balanced_sparsification_takes_the_highest_grade_first_then_random():
 
 
 def test_top_k_follows_trec_eval_order_and_urr_skips_judged_items():
-    run = Run("r", (RunEntry("1", "a", 1, 1.0), RunEntry("1", "b", 2, 3.0), RunEntry("1", "c", 3, 3.0),
-                    RunEntry("1", "d", 4, 0.5), RunEntry("2", "e", 1, 1.0)))  # fmt: skip
+    run = Run(
+        "r",
+        (
+            RunEntry("1", "a", 1, 1.0),
+            RunEntry("1", "b", 2, 3.0),
+            RunEntry("1", "c", 3, 3.0),
+            RunEntry("1", "d", 4, 0.5),
+            RunEntry("2", "e", 1, 1.0),
+        ),
+    )
     assert retrieved_items(run, ["1", "2", "3"], 2) == {"1": ["c", "b"], "2": ["e"], "3": []}
     judged = judged_items(_qrels([("1", "c", 0), ("1", "a", 2)]))
     assert retrieved_items(run, ["1"], 2, skip=judged) == {"1": ["b", "d"]}
@@ -180,14 +190,15 @@ def _sample(rng, per_query, d, shift) -> ItemSample:
 
 
 @pytest.mark.parametrize(
-    "rel_per_query,d", [(1, 16), (5, 16), (5, 4)]  # relevant side small (< d), large (> d), run side > d too
+    "rel_per_query,d",
+    [(1, 16), (5, 16), (5, 4)],  # relevant side small (< d), large (> d), run side > d too
 )
 def test_bootstrap_equals_fd_of_the_explicitly_resampled_items(rel_per_query, d):
     rng = np.random.default_rng(rel_per_query * 10 + d)
     n_queries = 12
     relevant = _sample(rng, [rel_per_query] * n_queries, d, 0.0)
     runs = [_sample(rng, [k] * n_queries, d, s) for k, s in ((1, 0.3), (3, 0.6), (10, 0.1))]
-    weights = query_resamples(n_queries, 6, seed=4)
+    weights = resample_counts(n_queries, 6, seed=4)
     got = bootstrap_fd(relevant, runs, weights)
     for b, row in enumerate(weights):
         x = np.repeat(relevant.vectors, row[relevant.query_index].astype(int), axis=0)
@@ -197,9 +208,9 @@ def test_bootstrap_equals_fd_of_the_explicitly_resampled_items(rel_per_query, d)
 
 
 def test_bootstrap_resamples_are_seeded_multinomial_draws():
-    weights = query_resamples(43, 100, seed=7)
+    weights = resample_counts(43, 100, seed=7)
     assert weights.shape == (100, 43) and np.all(weights.sum(axis=1) == 43)
-    np.testing.assert_array_equal(weights, query_resamples(43, 100, seed=7))
+    np.testing.assert_array_equal(weights, resample_counts(43, 100, seed=7))
     summary = summarize(np.array([1.0, 2.0, np.nan, 3.0, 4.0]))
     assert summary.resamples == 4 and summary.mean == 2.5 and summary.low < 1.1 and summary.high > 3.9
     assert summarize(np.array([np.nan])) is None

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from qrelkit.cli import app
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.fd_runs import FDSettings, fd_of_runs
+from qrelkit.evaluate.fd.runs import FDSettings, fd_of_runs
 from qrelkit.io import Qrel, Qrels, Run, RunEntry, read_qrels
 from qrelkit.storage import Store
 from qrelkit.storage.embeddings import count_embeddings
@@ -29,8 +29,22 @@ def fd_json(*args: str) -> dict:
 
 def test_fd_json_ranks_the_good_run_first_with_intervals(tmp_path):
     cache = tmp_path / "cache.duckdb"
-    payload = fd_json("--qrels", str(DEMO / "qrels.txt"), "--runs", str(DEMO / "runs"), "--docs", str(DEMO / "passages.jsonl"),
-                      "--k", "1", "--k", "5", "--bootstrap", "100", "--cache", str(cache))  # fmt: skip
+    payload = fd_json(
+        "--qrels",
+        str(DEMO / "qrels.txt"),
+        "--runs",
+        str(DEMO / "runs"),
+        "--docs",
+        str(DEMO / "passages.jsonl"),
+        "--k",
+        "1",
+        "--k",
+        "5",
+        "--bootstrap",
+        "100",
+        "--cache",
+        str(cache),
+    )
     assert payload["embedder"] == "minilm-l6-v2/onnx-int8" and payload["d"] == 384
     qrels = read_qrels(DEMO / "qrels.txt")
     assert payload["n_rel"] == sum(1 for q in qrels.entries if q.grade >= 2) and payload["rel_level"] == 2
@@ -46,16 +60,44 @@ def test_fd_json_ranks_the_good_run_first_with_intervals(tmp_path):
     with Store(cache) as store:
         cached = count_embeddings(store, "minilm-l6-v2/onnx-int8")
     assert cached > 0
-    again = fd_json("--qrels", str(DEMO / "qrels.txt"), "--runs", str(DEMO / "runs"), "--docs", str(DEMO / "passages.jsonl"),
-                    "--k", "1", "--k", "5", "--bootstrap", "100", "--cache", str(cache))  # fmt: skip
+    again = fd_json(
+        "--qrels",
+        str(DEMO / "qrels.txt"),
+        "--runs",
+        str(DEMO / "runs"),
+        "--docs",
+        str(DEMO / "passages.jsonl"),
+        "--k",
+        "1",
+        "--k",
+        "5",
+        "--bootstrap",
+        "100",
+        "--cache",
+        str(cache),
+    )
     assert again == payload  # cached vectors, same seed: the same numbers
     with Store(cache) as store:
         assert count_embeddings(store) == cached
 
 
 def test_urr_labels_and_sparsification(tmp_path):
-    payload = fd_json("--qrels", str(DEMO / "qrels.txt"), "--runs", str(DEMO / "runs" / "good.run"), str(DEMO / "runs" / "mixed.run"),
-                      "--docs", str(DEMO / "passages.jsonl"), "--urr", "--k", "2", "--max-rel", "1", "--bootstrap", "0")  # fmt: skip
+    payload = fd_json(
+        "--qrels",
+        str(DEMO / "qrels.txt"),
+        "--runs",
+        str(DEMO / "runs" / "good.run"),
+        str(DEMO / "runs" / "mixed.run"),
+        "--docs",
+        str(DEMO / "passages.jsonl"),
+        "--urr",
+        "--k",
+        "2",
+        "--max-rel",
+        "1",
+        "--bootstrap",
+        "0",
+    )
     assert payload["n_rel"] == 12 and payload["max_rel"] == 1 and payload["urr"] is True
     entry = payload["runs"]["good"]
     assert "URR-FD@2" in entry and "FD@2" not in entry and "URR-FD@2_ci95" not in entry
@@ -79,8 +121,9 @@ def test_fd_from_a_database_and_from_a_judge_runs_qrels(tmp_path):
         for path in sorted((DEMO / "runs").iterdir()):
             store.load_run(path)
         store.load_qrels(DEMO / "qrels.txt", name="nist")
-    from_files = fd_json("--qrels", str(DEMO / "qrels.txt"), "--runs", str(DEMO / "runs"), "--docs", str(DEMO / "passages.jsonl"),
-                         "--bootstrap", "0")  # fmt: skip
+    from_files = fd_json(
+        "--qrels", str(DEMO / "qrels.txt"), "--runs", str(DEMO / "runs"), "--docs", str(DEMO / "passages.jsonl"), "--bootstrap", "0"
+    )
     from_db = fd_json("--db", str(db), "--qrels", "nist", "--bootstrap", "0")
     for run, entry in from_files["runs"].items():
         assert from_db["runs"][run]["FD@10"] == pytest.approx(entry["FD@10"], rel=1e-12)
@@ -101,9 +144,24 @@ def test_fd_from_a_database_and_from_a_judge_runs_qrels(tmp_path):
 def test_plots_are_written(tmp_path):
     result = runner.invoke(
         app,
-        ["fd", "--qrels", str(DEMO / "qrels.txt"), "--runs", str(DEMO / "runs"), "--docs", str(DEMO / "passages.jsonl"),
-         "--bootstrap", "50", "--k", "3", "--plot", str(tmp_path / "boot.png"), "--plot-metric", str(tmp_path / "vs.png")],
-    )  # fmt: skip
+        [
+            "fd",
+            "--qrels",
+            str(DEMO / "qrels.txt"),
+            "--runs",
+            str(DEMO / "runs"),
+            "--docs",
+            str(DEMO / "passages.jsonl"),
+            "--bootstrap",
+            "50",
+            "--k",
+            "3",
+            "--plot",
+            str(tmp_path / "boot.png"),
+            "--plot-metric",
+            str(tmp_path / "vs.png"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "boot.png").stat().st_size > 1000 and (tmp_path / "vs.png").stat().st_size > 1000
     assert "good" in result.stdout and "rank-deficient" in result.stdout

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from qrelkit.embed import embed_with_cache, load_text_embedder
-from qrelkit.evaluate.fd_runs import FDSettings, fd_of_runs, selected_docids
+from qrelkit.evaluate.fd.runs import FDSettings, fd_of_runs, selected_docids
 from qrelkit.io import list_run_files, read_documents, read_qrels, read_runs
 from qrelkit.storage import Store
 

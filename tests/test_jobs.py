@@ -17,9 +17,13 @@ from qrelkit.storage.judgments import judgment_states, status_counts
 
 TOPICS = "q1\tgoldfish grow big\nq2\twifi versus bluetooth\n"
 DOCS = [
-    ("d1", "goldfish grow big in ponds"), ("d2", "goldfish are orange"), ("d3", "cats sleep"),
-    ("d4", "wifi and bluetooth are radios"), ("d5", "bluetooth pairs devices"), ("d6", "the versus debate"),
-]  # fmt: skip
+    ("d1", "goldfish grow big in ponds"),
+    ("d2", "goldfish are orange"),
+    ("d3", "cats sleep"),
+    ("d4", "wifi and bluetooth are radios"),
+    ("d5", "bluetooth pairs devices"),
+    ("d6", "the versus debate"),
+]
 QRELS = "q1 0 d1 2\nq1 0 d2 1\nq1 0 d3 0\nq2 0 d4 2\nq2 0 d5 1\nq2 0 d6 0\nq2 0 d9 0\n"  # d9 is not in the collection
 
 
@@ -58,9 +62,7 @@ def test_a_job_judges_every_pair_once_and_records_missing_documents_as_input_err
     assert report.statuses == {"ok": 6, "input_error": 1}
     assert sorted(OverlapJudge.calls) == [("q1", "d1"), ("q1", "d2"), ("q1", "d3"), ("q2", "d4"), ("q2", "d5"), ("q2", "d6")]
     with Store(spec.database, read_only=True) as store:
-        row = store.con.execute(
-            "SELECT status, score, error FROM judgments WHERE docid = 'd9'"
-        ).fetchone()
+        row = store.con.execute("SELECT status, score, error FROM judgments WHERE docid = 'd9'").fetchone()
         assert row[0] == "input_error" and row[1] is None and "document 'd9' is not in the collection" in row[2]
         score = store.con.execute("SELECT score FROM judgments WHERE docid = 'd1'").fetchone()[0]
         assert score == pytest.approx(overlap("goldfish grow big", "goldfish grow big in ponds"))
@@ -84,9 +86,7 @@ def test_a_failing_pair_is_a_model_error_and_is_retried_only_when_asked(job):
     report = run_job(spec, progress=False)
     assert report.statuses == {"ok": 5, "model_error": 1, "input_error": 1}
     with Store(spec.database, read_only=True) as store:
-        status, score, error = store.con.execute(
-            "SELECT status, score, error FROM judgments WHERE docid = 'd2'"
-        ).fetchone()
+        status, score, error = store.con.execute("SELECT status, score, error FROM judgments WHERE docid = 'd2'").fetchone()
     assert (status, score) == ("model_error", None) and "backend crashed on d2" in error
     assert run_job(spec, progress=False).to_judge == 0  # failures stay failures until asked
     retried = run_job(spec, retry_failed=True, progress=False)

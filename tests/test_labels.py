@@ -30,9 +30,7 @@ from qrelkit.evaluate.labels import (
 runner = CliRunner()
 
 label_pairs = st.integers(min_value=2, max_value=60).flatmap(
-    lambda n: st.tuples(
-        st.lists(st.integers(-1, 4), min_size=n, max_size=n), st.lists(st.integers(-1, 4), min_size=n, max_size=n)
-    )
+    lambda n: st.tuples(st.lists(st.integers(-1, 4), min_size=n, max_size=n), st.lists(st.integers(-1, 4), min_size=n, max_size=n))
 )
 
 
@@ -69,10 +67,11 @@ reliability = st.integers(min_value=2, max_value=4).flatmap(
     lambda coders: st.integers(min_value=2, max_value=40).flatmap(
         lambda units: st.lists(
             st.lists(st.one_of(st.integers(0, 4).map(float), st.just(math.nan)), min_size=units, max_size=units),
-            min_size=coders, max_size=coders,
+            min_size=coders,
+            max_size=coders,
         )
     )
-)  # fmt: skip
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -144,8 +143,21 @@ def test_cli_rejects_a_bad_map_cleanly(tmp_path):
     (tmp_path / "m.qrels").write_text("q1 0 a 1\nq1 0 b 0\n")
     (tmp_path / "h.qrels").write_text("q1 0 a 1\nq1 0 b 0\n")
     (tmp_path / "r.run").write_text("q1 Q0 a 1 2.0 r\nq1 Q0 b 2 1.0 r\n")
-    result = runner.invoke(app, ["agree", "--qrels", str(tmp_path / "m.qrels"), "--reference", str(tmp_path / "h.qrels"),
-                                 "--runs", str(tmp_path / "r.run"), "--map", "1=1", "--json"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "agree",
+            "--qrels",
+            str(tmp_path / "m.qrels"),
+            "--reference",
+            str(tmp_path / "h.qrels"),
+            "--runs",
+            str(tmp_path / "r.run"),
+            "--map",
+            "1=1",
+            "--json",
+        ],
+    )
     assert result.exit_code != 0
     assert isinstance(result.exception, QrelkitError) and "'1=1' is not `grade:grade`" in str(result.exception)
 
@@ -154,11 +166,28 @@ def test_dl19_nist_grades_mapped_and_binarised(dl19):
     """NIST 0–3 onto 0–2 on both sides, then binarised at 2: same as binarising the raw grades at 2."""
     result = runner.invoke(
         app,
-        ["agree", "--qrels", str(dl19 / "umbrela-gpt4o.qrels"), "--reference", str(dl19 / "qrels.txt"),
-         "--runs", str(dl19 / "runs"), "--measure", "nDCG@10", "--bootstrap", "0", "--json",
-         "--map", "3:2,2:2,1:1,0:0", "--map-model", "3:2,2:2,1:1,0:0", "--binarize", "2"],
+        [
+            "agree",
+            "--qrels",
+            str(dl19 / "umbrela-gpt4o.qrels"),
+            "--reference",
+            str(dl19 / "qrels.txt"),
+            "--runs",
+            str(dl19 / "runs"),
+            "--measure",
+            "nDCG@10",
+            "--bootstrap",
+            "0",
+            "--json",
+            "--map",
+            "3:2,2:2,1:1,0:0",
+            "--map-model",
+            "3:2,2:2,1:1,0:0",
+            "--binarize",
+            "2",
+        ],
         catch_exceptions=False,
-    )  # fmt: skip
+    )
     payload = json.loads(result.stdout)
     assert payload["labels"]["confusion"]["labels"] == [0, 1, 2]
     assert round(payload["labels"]["cohen_kappa_binary"], 4) == 0.5244

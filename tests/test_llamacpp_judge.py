@@ -54,9 +54,7 @@ def test_expected_grade_matches_llama_cpp_logprobs(judge, pairs):
         for pair in pairs[:2]:
             ours = judge.judge([pair])[0].score_expected
             prompt = judge.formatter(messages=judge.template.render(pair.topic, pair.document).chat_messages()).prompt
-            completion = reference.create_completion(
-                prompt + "Relevance: ", max_tokens=1, temperature=0.0, logprobs=reference.n_vocab()
-            )
+            completion = reference.create_completion(prompt + "Relevance: ", max_tokens=1, temperature=0.0, logprobs=reference.n_vocab())
             top = completion["choices"][0]["logprobs"]["top_logprobs"][0]
             weights = {g: math.exp(top[str(g)]) for g in range(4) if str(g) in top}
             assert len(weights) == 4
@@ -89,12 +87,15 @@ def test_a_llamacpp_job_stores_raw_output_tokens_and_both_scores(tmp_path):
 
     job = {
         "database": str(tmp_path / "j.duckdb"),
-        "collection": {"topics": str(DEMO / "topics.tsv"), "documents": str(DEMO / "passages.jsonl"),
-                       "qrels": {"human": str(DEMO / "qrels.txt")}},
+        "collection": {
+            "topics": str(DEMO / "topics.tsv"),
+            "documents": str(DEMO / "passages.jsonl"),
+            "qrels": {"human": str(DEMO / "qrels.txt")},
+        },
         "pool": {"qrels": "human"},
         "judge": {"name": "llamacpp", "options": {"max_tokens": 4}},
         "template": "trec-dl-graded",
-    }  # fmt: skip
+    }
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
     report = run_job(load_job(tmp_path / "job.yaml"), limit=3, progress=False)
     assert report.judged == 3

@@ -15,9 +15,8 @@ from qrelkit.cli import app
 from qrelkit.errors import InputFormatError, QrelkitError
 from qrelkit.evaluate import evaluate_runs
 from qrelkit.evaluate.nrg import base_metric, nrg
-from qrelkit.evaluate.nrg_compare import rareness_precision, tasc, unique_contributions
-from qrelkit.evaluate.nrg_plot import plot_nrg
-from qrelkit.evaluate.nrg_priors import (
+from qrelkit.evaluate.nrg.compare import rareness_precision, tasc, unique_contributions
+from qrelkit.evaluate.nrg.priors import (
     all_others,
     best_per_group,
     chronological,
@@ -26,6 +25,7 @@ from qrelkit.evaluate.nrg_priors import (
     read_run_order,
 )
 from qrelkit.io import Run, RunEntry, read_qrels, read_runs
+from qrelkit.report.plots.nrg import plot_nrg
 
 runner = CliRunner()
 
@@ -33,17 +33,21 @@ runner = CliRunner()
 TABLE1 = {"R1": "ABCDEFGHIJ", "R2": "EDCBAFGHIJ", "R3": "JIHGFEDCBA"}
 TABLE1_QRELS = {"q": {d: (4 if d in "AEFJ" else 0) for d in "ABCDEFGHIJ"}}
 TABLE1_NRG = {  # (target, prior set) -> NRG@10 as printed
-    ("R1", ("R2",)): 0.7361, ("R1", ("R3",)): 0.8277, ("R1", ("R2", "R3")): 0.8417,
-    ("R2", ("R1",)): 0.7361, ("R2", ("R3",)): 0.7988, ("R2", ("R1", "R3")): 0.8316,
-    ("R3", ("R1",)): 0.8277, ("R3", ("R2",)): 0.7988, ("R3", ("R1", "R2")): 0.8681,
-}  # fmt: skip
+    ("R1", ("R2",)): 0.7361,
+    ("R1", ("R3",)): 0.8277,
+    ("R1", ("R2", "R3")): 0.8417,
+    ("R2", ("R1",)): 0.7361,
+    ("R2", ("R3",)): 0.7988,
+    ("R2", ("R1", "R3")): 0.8316,
+    ("R3", ("R1",)): 0.8277,
+    ("R3", ("R2",)): 0.7988,
+    ("R3", ("R1", "R2")): 0.8681,
+}
 
 
 def make_run(name: str, ranking: dict[str, str | list[str]]) -> Run:
     entries = [
-        RunEntry(qid, docid, rank, float(len(docs) - rank + 1))
-        for qid, docs in ranking.items()
-        for rank, docid in enumerate(docs, start=1)
+        RunEntry(qid, docid, rank, float(len(docs) - rank + 1)) for qid, docs in ranking.items() for rank, docid in enumerate(docs, start=1)
     ]
     return Run(name, tuple(entries))
 
@@ -83,16 +87,22 @@ def test_no_priors_is_the_plain_metric_on_dl19(dl19):
     for i, run in enumerate(no_priors.runs):
         assert no_priors.base[i].mean() == pytest.approx(official[run]["ndcg_cut_10"], abs=6e-5), run
     np.testing.assert_allclose(no_priors.base, reference["nDCG@10"], atol=1e-12)
-    cases = [("nDCG", dict(depth="full")), ("P(rel=2)@10", dict(model="precision", gain="binary:2")),
-             ("nDCG(gains={0:0,1:1,2:3,3:7})@10", dict(gain="exp"))]  # fmt: skip
+    cases = [
+        ("nDCG", dict(depth="full")),
+        ("P(rel=2)@10", dict(model="precision", gain="binary:2")),
+        ("nDCG(gains={0:0,1:1,2:3,3:7})@10", dict(gain="exp")),
+    ]
     for measure, options in cases:
         np.testing.assert_allclose(base_metric(qrels, runs, **options).values, reference[measure], atol=1e-12)
 
 
 def test_rr_model_is_reciprocal_rank_when_each_query_has_one_relevant_item(dl19):
     qrels, runs = read_qrels(dl19 / "qrels.txt"), read_runs([dl19 / "runs"])[:10]
-    one_relevant = {q: {d: (1 if d == min(d for d, g in docs.items() if g == 3) else 0) for d in docs}
-                    for q, docs in qrels.grades.items() if 3 in docs.values()}  # fmt: skip
+    one_relevant = {
+        q: {d: (1 if d == min(d for d, g in docs.items() if g == 3) else 0) for d in docs}
+        for q, docs in qrels.grades.items()
+        if 3 in docs.values()
+    }
     rr = evaluate_runs(one_relevant, runs, ["RR"]).matrix("RR")
     np.testing.assert_allclose(base_metric(one_relevant, runs, model="rr", depth="full", gain="binary:1").values, rr, atol=1e-12)
 
@@ -183,8 +193,12 @@ def test_best_per_group_leaves_out_the_runs_own_group():
     groups = {"a1": "A", "a2": "A", "b1": "B", "c1": "C", "c2": "C"}
     scores = {"a1": 0.3, "a2": 0.5, "b1": 0.1, "c1": 0.4, "c2": 0.4}  # c1/c2 tie: c1 by name
     assert best_per_group(groups, scores) == {
-        "a1": ["b1", "c1"], "a2": ["b1", "c1"], "b1": ["a2", "c1"], "c1": ["a2", "b1"], "c2": ["a2", "b1"],
-    }  # fmt: skip
+        "a1": ["b1", "c1"],
+        "a2": ["b1", "c1"],
+        "b1": ["a2", "c1"],
+        "c1": ["a2", "b1"],
+        "c2": ["a2", "b1"],
+    }
 
 
 def test_unique_contributions_count_relevant_items_no_prior_has_in_its_top_k(dl19):
@@ -235,9 +249,14 @@ def test_groups_file_errors(tmp_path):
 
 @pytest.mark.parametrize(
     ("options", "message"),
-    [({"model": "dcg"}, "unknown model"), ({"model": "rbp:1.5"}, "persistence"), ({"gain": "binary:x"}, "unknown gain"),
-     ({"depth": "0"}, "positive integer"), ({"model": "precision", "depth": "full"}, "needs a depth")],
-)  # fmt: skip
+    [
+        ({"model": "dcg"}, "unknown model"),
+        ({"model": "rbp:1.5"}, "persistence"),
+        ({"gain": "binary:x"}, "unknown gain"),
+        ({"depth": "0"}, "positive integer"),
+        ({"model": "precision", "depth": "full"}, "needs a depth"),
+    ],
+)
 def test_bad_options_are_clear_errors(options, message):
     with pytest.raises(QrelkitError, match=message):
         nrg(TABLE1_QRELS, TABLE1_RUNS, **options)
@@ -285,4 +304,3 @@ def test_plot_marks_groups(tmp_path):
     result = nrg(TABLE1_QRELS, TABLE1_RUNS)
     path = plot_nrg(result, tmp_path / "fig" / "nrg.png", {"R1": "A", "R2": "A", "R3": "B"})
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qrelkit.evaluate.nrg import nrg
-from qrelkit.evaluate.nrg_compare import rareness_precision, tasc, unique_contributions
+from qrelkit.evaluate.nrg.compare import rareness_precision, tasc, unique_contributions
 from qrelkit.io import Run, RunEntry
 
 DOCS = [f"d{i}" for i in range(9)]
@@ -99,8 +99,7 @@ def collections(draw):
     elif shape == "none":
         priors = {}
     else:
-        priors = {name: draw(st.lists(st.sampled_from([n for n in names if n != name]), unique=True))
-                  for name in names if len(names) > 1}  # fmt: skip
+        priors = {name: draw(st.lists(st.sampled_from([n for n in names if n != name]), unique=True)) for name in names if len(names) > 1}
     return grades, runs, priors
 
 
@@ -162,8 +161,7 @@ def test_comparison_measures_equal_their_definitions(collection, depth, level, a
 def test_adding_a_prior_never_raises_residual_gain_so_unique_counts_only_fall():
     rng = np.random.default_rng(7)
     grades = {"q": {d: int(rng.integers(0, 3)) for d in DOCS}}
-    runs = [Run(f"r{k}", tuple(RunEntry("q", d, i + 1, float(9 - i)) for i, d in enumerate(rng.permutation(DOCS)[:5])))
-            for k in range(6)]  # fmt: skip
+    runs = [Run(f"r{k}", tuple(RunEntry("q", d, i + 1, float(9 - i)) for i, d in enumerate(rng.permutation(DOCS)[:5]))) for k in range(6)]
     previous = None
     for m in range(1, 6):
         counts = unique_contributions(grades, runs, {"r0": [f"r{k}" for k in range(1, m + 1)]}, depth=5).values[0]

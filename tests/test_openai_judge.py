@@ -24,18 +24,16 @@ from PIL import Image
 from pydantic import TypeAdapter
 from rich.console import Console
 
+from qrelkit.commands.judging import finish_job
 from qrelkit.io import Document, Topic
 from qrelkit.jobs import load_job, run_job
-from qrelkit.jobs.actions import finish_job
 from qrelkit.judges import FatalJudgeError, JudgeError, create_judge, make_config
-from qrelkit.judges._http import BackoffWait, MalformedResponse, RateLimiter, classify_error, redact, retry_after_seconds
-from qrelkit.judges.openai_judge import (
-    ImageInputError,
+from qrelkit.judges.chat import ImageInputError, build_messages, image_data_url
+from qrelkit.judges.http import BackoffWait, MalformedResponse, RateLimiter, classify_error, redact, retry_after_seconds
+from qrelkit.judges.openai import (
     OpenAIJudge,
-    build_messages,
     build_request,
     expected_grade,
-    image_data_url,
     image_tokens,
     read_reply,
 )
@@ -231,9 +229,14 @@ def test_a_documents_url_is_sent_only_when_the_config_allows(images):
 def test_requests_carry_the_sampling_options():
     config = make_config("openai", {"model": "gpt-4o", "seed": 7, "max_tokens": 5, "logprobs": True, "top_logprobs": 4})
     assert build_request(config, [{"role": "user", "content": "x"}]) == {
-        "model": "gpt-4o", "messages": [{"role": "user", "content": "x"}], "temperature": 0.0, "max_tokens": 5,
-        "seed": 7, "logprobs": True, "top_logprobs": 4,
-    }  # fmt: skip
+        "model": "gpt-4o",
+        "messages": [{"role": "user", "content": "x"}],
+        "temperature": 0.0,
+        "max_tokens": 5,
+        "seed": 7,
+        "logprobs": True,
+        "top_logprobs": 4,
+    }
     bare = build_request(make_config("openai", {"seed": None}), [])
     assert "seed" not in bare and "logprobs" not in bare
 
@@ -252,13 +255,28 @@ def test_image_tokens_follow_openais_worked_examples(size, detail, tokens):
 
 def test_a_completion_gives_text_usage_fingerprint_and_logprobs():
     body = {
-        "id": "chatcmpl-1", "object": "chat.completion", "system_fingerprint": "fp_44709d6fcb",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Relevance: 2"}, "finish_reason": "stop",
-                     "logprobs": {"content": [{"token": "Relevance", "logprob": -0.1, "top_logprobs": []},
-                                              {"token": " 2", "logprob": -0.5, "top_logprobs": [
-                                                  {"token": " 2", "logprob": -0.5}, {"token": " 3", "logprob": -1.2}]}]}}],
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "system_fingerprint": "fp_44709d6fcb",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Relevance: 2"},
+                "finish_reason": "stop",
+                "logprobs": {
+                    "content": [
+                        {"token": "Relevance", "logprob": -0.1, "top_logprobs": []},
+                        {
+                            "token": " 2",
+                            "logprob": -0.5,
+                            "top_logprobs": [{"token": " 2", "logprob": -0.5}, {"token": " 3", "logprob": -1.2}],
+                        },
+                    ]
+                },
+            }
+        ],
         "usage": {"prompt_tokens": 230, "completion_tokens": 4, "total_tokens": 234},
-    }  # fmt: skip
+    }
     reply = read_reply(json.dumps(body))
     assert (reply.text, reply.finish_reason, reply.tokens_in, reply.tokens_out, reply.fingerprint) == (
         "Relevance: 2",
@@ -272,9 +290,13 @@ def test_a_completion_gives_text_usage_fingerprint_and_logprobs():
 
 @pytest.mark.parametrize(
     "body, problem",
-    [("{not json", "not JSON"), ("[]", "no choices"), ('{"choices": []}', "no choices"),
-     ('{"choices": [{"message": null}]}', "no message")],
-)  # fmt: skip
+    [
+        ("{not json", "not JSON"),
+        ("[]", "no choices"),
+        ('{"choices": []}', "no choices"),
+        ('{"choices": [{"message": null}]}', "no message"),
+    ],
+)
 def test_malformed_bodies_are_refused(body, problem):
     with pytest.raises(MalformedResponse, match=problem):
         read_reply(body)
@@ -333,13 +355,26 @@ def job(tmp_path, server, monkeypatch):
     (tmp_path / "pairs.txt").write_text("".join(f"{'q1' if int(d[1:]) <= 4 else 'q2'} {d}\n" for d in DOCS))
 
     def make(**options):
-        judge = {"model": "fake-gpt", "base_url": server.base_url, "api_key_env": "QRELKIT_FAKE_KEY", "concurrency": 2,
-                 "timeout": 2.0, "max_tries": 3, "initial_backoff": 0.01, "max_backoff": 2.0, **options}  # fmt: skip
+        judge = {
+            "model": "fake-gpt",
+            "base_url": server.base_url,
+            "api_key_env": "QRELKIT_FAKE_KEY",
+            "concurrency": 2,
+            "timeout": 2.0,
+            "max_tries": 3,
+            "initial_backoff": 0.01,
+            "max_backoff": 2.0,
+            **options,
+        }
         spec = {
-            "database": "j.duckdb", "collection": {"topics": "topics.tsv", "documents": "docs.jsonl"},
-            "pool": {"pairs": "pairs.txt"}, "judge": {"name": "openai", "options": judge},
-            "template": "trec-dl-graded", "batch_size": 2, "flush_seconds": 0.001,
-        }  # fmt: skip
+            "database": "j.duckdb",
+            "collection": {"topics": "topics.tsv", "documents": "docs.jsonl"},
+            "pool": {"pairs": "pairs.txt"},
+            "judge": {"name": "openai", "options": judge},
+            "template": "trec-dl-graded",
+            "batch_size": 2,
+            "flush_seconds": 0.001,
+        }
         (tmp_path / "job.yaml").write_text(yaml.safe_dump(spec))
         return load_job(tmp_path / "job.yaml")
 
@@ -524,26 +559,39 @@ def test_dry_run_estimates_tokens_and_cost_without_a_request(job, server):
         chars.append(len(rendered.system) + len(rendered.parts[0].text))
     tokens_in = sum(math.ceil(c / 4) for c in chars)
     assert report.estimate == {
-        "requests": 8, "images": 0, "tokens_in": tokens_in, "tokens_out_max": 64,
+        "requests": 8,
+        "images": 0,
+        "tokens_in": tokens_in,
+        "tokens_out_max": 64,
         "cost_usd_max": round((tokens_in * 2.5 + 64 * 10.0) / 1e6, 6),
-    }  # fmt: skip
+    }
     out = io.StringIO()
     finish_job(spec, report, dry_run=True, grade=False, console=Console(file=out, width=200))
     assert f"tokens_in {tokens_in}" in out.getvalue()
 
 
 def test_image_jobs_send_each_image_once_and_bad_images_fail_alone(tmp_path, server, images):
-    (tmp_path / "topics.jsonl").write_text(json.dumps({"qid": "q1", "text": "Egg", "page_title": "Egg", "section_title": "Cooking",
-                                                       "section_context": "Eggs are boiled [d01]."}) + "\n")  # fmt: skip
+    (tmp_path / "topics.jsonl").write_text(
+        json.dumps(
+            {"qid": "q1", "text": "Egg", "page_title": "Egg", "section_title": "Cooking", "section_context": "Eggs are boiled [d01]."}
+        )
+        + "\n"
+    )
     docs = [("i1", "red.png"), ("i2", "blue.png"), ("i3", "broken.jpg"), ("i4", "link.png")]
     (tmp_path / "images.jsonl").write_text("".join(json.dumps({"docid": d, "image": p}) + "\n" for d, p in docs))
     (tmp_path / "pairs.txt").write_text("".join(f"q1 {d}\n" for d, _ in docs))
     spec = {
-        "database": "img.duckdb", "collection": {"topics": "topics.jsonl", "documents": "images.jsonl", "image_root": "images"},
-        "pool": {"pairs": "pairs.txt"}, "template": "atomic-image-suggestion", "batch_size": 4, "flush_seconds": 0.001,
-        "judge": {"name": "openai", "options": {"model": "gpt-4o", "base_url": server.base_url, "detail": "high",
-                                                "api_key_env": "QRELKIT_FAKE_KEY"}},
-    }  # fmt: skip
+        "database": "img.duckdb",
+        "collection": {"topics": "topics.jsonl", "documents": "images.jsonl", "image_root": "images"},
+        "pool": {"pairs": "pairs.txt"},
+        "template": "atomic-image-suggestion",
+        "batch_size": 4,
+        "flush_seconds": 0.001,
+        "judge": {
+            "name": "openai",
+            "options": {"model": "gpt-4o", "base_url": server.base_url, "detail": "high", "api_key_env": "QRELKIT_FAKE_KEY"},
+        },
+    }
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(spec))
     loaded = load_job(tmp_path / "job.yaml")
     estimate = run_job(loaded, dry_run=True, progress=False).estimate

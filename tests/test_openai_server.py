@@ -53,9 +53,24 @@ def llama_server(tmp_path_factory):
     log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
     # one thread: the 2 cores are shared, and llama.cpp's spinning threads oversubscribe them badly
     command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", "2048", "--n_threads", "1", "--n_threads_batch", "1", "--verbose", "False",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--n_threads",
+        "1",
+        "--n_threads_batch",
+        "1",
+        "--verbose",
+        "False",
+    ]
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"
@@ -89,13 +104,21 @@ def demo_job(tmp_path, llama_server):
         "database": "real.duckdb",
         "collection": {"topics": str(DEMO / "topics.tsv"), "documents": str(DEMO / "passages.jsonl")},
         "pool": {"pairs": "pairs.txt"},
-        "judge": {"name": "openai", "options": {
-            "model": "smollm2-135m-instruct", "base_url": llama_server, "api_key_env": "QRELKIT_LLAMA_SERVER_KEY",
-            "max_tokens": 6, "concurrency": 2, "timeout": 60, "max_tries": 2,
-        }},
+        "judge": {
+            "name": "openai",
+            "options": {
+                "model": "smollm2-135m-instruct",
+                "base_url": llama_server,
+                "api_key_env": "QRELKIT_LLAMA_SERVER_KEY",
+                "max_tokens": 6,
+                "concurrency": 2,
+                "timeout": 60,
+                "max_tries": 2,
+            },
+        },
         "template": "trec-dl-graded",
         "batch_size": 6,
-    }  # fmt: skip
+    }
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(spec))
     return load_job(tmp_path / "job.yaml")
 

@@ -39,13 +39,20 @@ def add_judge_run(db: Path, human: Qrels, model_grades: dict[tuple[str, str], in
         ensure_judge_run(store, JudgeRunInfo(JUDGE_RUN_ID, "embedding", CONFIG, "trec-dl-graded", "abc", TEMPLATE, "minilm"))
         keys = sorted(scores) + failed
         statuses = ["ok"] * len(scores) + ["parse_error", "model_error"] * (len(failed) // 2) + ["input_error"] * (len(failed) % 2)
-        table = pa.table({
-            "judge_run_id": [JUDGE_RUN_ID] * len(keys), "qid": [q for q, _ in keys], "docid": [d for _, d in keys],
-            "status": statuses, "score": pa.array([scores.get(k) for k in keys], pa.float64()),
-            "error": [None if s == "ok" else f"{s} on purpose" for s in statuses],
-            "tokens_in": pa.array([100] * len(keys), pa.int32()), "tokens_out": pa.array([5] * len(keys), pa.int32()),
-            "cost": pa.array([0.001] * len(keys), pa.float64()), "latency_ms": pa.array([20.0] * len(keys), pa.float64()),
-        })  # fmt: skip
+        table = pa.table(
+            {
+                "judge_run_id": [JUDGE_RUN_ID] * len(keys),
+                "qid": [q for q, _ in keys],
+                "docid": [d for _, d in keys],
+                "status": statuses,
+                "score": pa.array([scores.get(k) for k in keys], pa.float64()),
+                "error": [None if s == "ok" else f"{s} on purpose" for s in statuses],
+                "tokens_in": pa.array([100] * len(keys), pa.int32()),
+                "tokens_out": pa.array([5] * len(keys), pa.int32()),
+                "cost": pa.array([0.001] * len(keys), pa.float64()),
+                "latency_ms": pa.array([20.0] * len(keys), pa.float64()),
+            }
+        )
         store.con.register("rows", table)
         store.con.execute(f"INSERT INTO judgments ({', '.join(table.column_names)}) SELECT * FROM rows")
         store.con.unregister("rows")
@@ -66,8 +73,10 @@ def toy(tmp_path_factory) -> Path:
         for t in range(8):
             docs = [f"d{t}_{d}" for d in range(15)]
             score = {d: human[(f"q{t}", d)] + rng.normal(0, noise) for d in docs}
-            lines += [f"q{t} Q0 {d} {i} {score[d]:.4f} {'neural' if r < 3 else 'bm'}{r}"
-                      for i, d in enumerate(sorted(docs, key=lambda d: -score[d]), 1)]  # fmt: skip
+            lines += [
+                f"q{t} Q0 {d} {i} {score[d]:.4f} {'neural' if r < 3 else 'bm'}{r}"
+                for i, d in enumerate(sorted(docs, key=lambda d: -score[d]), 1)
+            ]
         (root / "runs" / f"{'neural' if r < 3 else 'bm'}{r}.run").write_text("\n".join(lines) + "\n")
     scores = {k: g + rng.normal(0, 0.8) for k, g in human.items()}
     failed = sorted(scores)[:2]
@@ -99,8 +108,9 @@ def test_a_judge_run_without_graded_qrels_is_a_clear_error(tmp_path, toy):
     with Store(db) as store:
         ensure_judge_run(store, JudgeRunInfo("jr-ungraded", "embedding", {}, None, None, None, None))
         store.load_qrels(toy / "human.qrels", name="human")
-    result = runner.invoke(app, ["agree", "--judge-run", "jr-ungraded", "--db", str(db), "--reference", "human",
-                                 "--runs", str(toy / "runs")])  # fmt: skip
+    result = runner.invoke(
+        app, ["agree", "--judge-run", "jr-ungraded", "--db", str(db), "--reference", "human", "--runs", str(toy / "runs")]
+    )
     assert isinstance(result.exception, QrelkitError)
     assert "has no graded qrels yet" in str(result.exception) and "qrelkit grade --judge-run jr-ungraded" in str(result.exception)
     both = runner.invoke(app, ["agree", "--judge-run", "x", "--qrels", "y", "--reference", "human", "--db", str(db)])
@@ -110,8 +120,23 @@ def test_a_judge_run_without_graded_qrels_is_a_clear_error(tmp_path, toy):
 @pytest.fixture(scope="module")
 def report_dir(toy) -> Path:
     out = toy / "report"
-    invoke("report", "--judge-run", JUDGE_RUN_ID, "--db", str(toy / "toy.duckdb"), "--reference", "human",
-           "--runs", str(toy / "runs"), "--group", "neural=^neural", "--out", str(out), "--bootstrap", "50")  # fmt: skip
+    invoke(
+        "report",
+        "--judge-run",
+        JUDGE_RUN_ID,
+        "--db",
+        str(toy / "toy.duckdb"),
+        "--reference",
+        "human",
+        "--runs",
+        str(toy / "runs"),
+        "--group",
+        "neural=^neural",
+        "--out",
+        str(out),
+        "--bootstrap",
+        "50",
+    )
     return out
 
 
@@ -141,12 +166,25 @@ def test_report_renders_its_figures_in_headless_chromium(report_dir, tmp_path):
     if not CHROMIUM.exists():
         pytest.skip("needs /usr/bin/chromium (apt-get install -y chromium)")
     probe = report_dir / "probe.html"
-    script = ('<script>window.addEventListener("load", () => document.body.setAttribute("data-image-widths", '
-              '[...document.images].map(i => i.complete ? i.naturalWidth : -1).join(",")));</script></body>')  # fmt: skip
+    script = (
+        '<script>window.addEventListener("load", () => document.body.setAttribute("data-image-widths", '
+        '[...document.images].map(i => i.complete ? i.naturalWidth : -1).join(",")));</script></body>'
+    )
     probe.write_text((report_dir / "report.html").read_text().replace("</body>", script))
-    command = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000", "--dump-dom", probe.as_uri()]  # fmt: skip
+    command = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+        probe.as_uri(),
+    ]
     dom = subprocess.run(command, capture_output=True, text=True, timeout=120).stdout
     widths = re.search(r'data-image-widths="([^"]*)"', dom)
     assert widths, f"Chromium did not run the page's load handler; DOM starts {dom[:300]!r}"
@@ -156,8 +194,19 @@ def test_report_renders_its_figures_in_headless_chromium(report_dir, tmp_path):
 
 
 def test_report_from_plain_files_needs_no_database(toy, tmp_path):
-    invoke("report", "--qrels", str(toy / "model.qrels"), "--reference", str(toy / "human.qrels"),
-           "--runs", str(toy / "runs"), "--out", str(tmp_path / "r"), "--bootstrap", "0")  # fmt: skip
+    invoke(
+        "report",
+        "--qrels",
+        str(toy / "model.qrels"),
+        "--reference",
+        str(toy / "human.qrels"),
+        "--runs",
+        str(toy / "runs"),
+        "--out",
+        str(tmp_path / "r"),
+        "--bootstrap",
+        "0",
+    )
     page = (tmp_path / "r" / "report.html").read_text()
     assert "model&#x27;s grades" in page and "<h2>Judge</h2>" not in page
 
@@ -175,16 +224,42 @@ def dl19_db(dl19, tmp_path_factory) -> Path:
 
 
 def test_dl19_judge_run_audit_reproduces_the_umbrela_numbers(dl19, dl19_db):
-    payload = json.loads(invoke("agree", "--judge-run", JUDGE_RUN_ID, "--db", str(dl19_db), "--reference", "nist",
-                                "--runs", str(dl19 / "runs"), "--json", "--bootstrap", "0", "--measure", "nDCG@10"))  # fmt: skip
+    payload = json.loads(
+        invoke(
+            "agree",
+            "--judge-run",
+            JUDGE_RUN_ID,
+            "--db",
+            str(dl19_db),
+            "--reference",
+            "nist",
+            "--runs",
+            str(dl19 / "runs"),
+            "--json",
+            "--bootstrap",
+            "0",
+            "--measure",
+            "nDCG@10",
+        )
+    )
     assert round(payload["labels"]["cohen_kappa"], 4) == 0.3626
     assert round(payload["systems"]["nDCG@10"]["kendall_tau"], 4) == 0.9159
 
 
 def test_dl19_readable_table(dl19):
-    stdout = invoke("agree", "--qrels", str(dl19 / "umbrela-gpt4o.qrels"), "--reference", str(dl19 / "qrels.txt"),
-                    "--runs", str(dl19 / "runs"), "--bootstrap", "20", "--group", "bert=bert|BERT")  # fmt: skip
+    stdout = invoke(
+        "agree",
+        "--qrels",
+        str(dl19 / "umbrela-gpt4o.qrels"),
+        "--reference",
+        str(dl19 / "qrels.txt"),
+        "--runs",
+        str(dl19 / "runs"),
+        "--bootstrap",
+        "20",
+        "--group",
+        "bert=bert|BERT",
+    )
     assert re.search(r"Cohen's κ\s+│\s+0\.3626", stdout)
     assert re.search(r"Kendall τ-b\s+│\s+0\.9159 \[", stdout)
     assert "Relative Δ toward each group" in stdout and "bert" in stdout
-

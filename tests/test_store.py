@@ -119,8 +119,11 @@ def test_a_second_writer_is_told_which_process_holds_the_database(tmp_path):
     db = tmp_path / "q.duckdb"
     Store(db).close()
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         f"from qrelkit.storage import Store; s = Store({str(db)!r}); print('ready', flush=True); import time; time.sleep(30)"],
+        [
+            sys.executable,
+            "-c",
+            f"from qrelkit.storage import Store; s = Store({str(db)!r}); print('ready', flush=True); import time; time.sleep(30)",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )

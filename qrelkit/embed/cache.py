@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 
 from qrelkit.embed.base import TextEmbedder
-from qrelkit.storage.embeddings import read_embeddings, write_embeddings
-from qrelkit.storage.store import Store
+
+
+class VectorStore(Protocol):
+    """Where cached vectors live (the DuckDB store implements it); embed never writes a database itself."""
+
+    def read_embeddings(self, embedder_id: str, item_kind: str, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]: ...
+
+    def write_embeddings(self, embedder_id: str, item_kind: str, keys: Sequence[tuple[str, str]], vectors: np.ndarray) -> int: ...
 
 
 def text_hash(text: str) -> str:
@@ -18,7 +25,7 @@ def text_hash(text: str) -> str:
 
 
 def embed_with_cache(
-    store: Store | None,
+    store: VectorStore | None,
     embedder: TextEmbedder,
     item_kind: str,
     items: Mapping[str, str],
@@ -34,7 +41,7 @@ def embed_with_cache(
     """
     ids = list(items)
     hashes = {i: (content_hashes[i] if content_hashes and i in content_hashes else text_hash(items[i])) for i in ids}
-    cached = read_embeddings(store, embedder.embedder_id, item_kind, [(i, hashes[i]) for i in ids]) if store else {}
+    cached = store.read_embeddings(embedder.embedder_id, item_kind, [(i, hashes[i]) for i in ids]) if store else {}
     out = {i: cached[(i, hashes[i])] for i in ids if (i, hashes[i]) in cached}
     missing = [i for i in ids if i not in out]
     if missing:
@@ -48,6 +55,5 @@ def embed_with_cache(
         for i in missing:
             out[i] = vectors[distinct[hashes[i]]]
         if store is not None:
-            write_embeddings(store, embedder.embedder_id, item_kind, [(i, hashes[i]) for i in missing],
-                             np.stack([out[i] for i in missing]))  # fmt: skip
+            store.write_embeddings(embedder.embedder_id, item_kind, [(i, hashes[i]) for i in missing], np.stack([out[i] for i in missing]))
     return {i: out[i] for i in ids}

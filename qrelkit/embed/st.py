@@ -54,7 +54,10 @@ class SentenceTransformerEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         # sentence-transformers sorts by length internally and restores the order.
         vectors = self.model.encode(
-            texts, batch_size=self.batch_size, show_progress_bar=self.progress, convert_to_numpy=True,
+            texts,
+            batch_size=self.batch_size,
+            show_progress_bar=self.progress,
+            convert_to_numpy=True,
             normalize_embeddings=False,
-        )  # fmt: skip
+        )
         return l2_normalise(vectors)

@@ -10,13 +10,13 @@ resample, and the model and reference orderings of a resample use the same topic
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import rankdata
 
 from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.bootstrap import percentile_interval, resample_weights
 from qrelkit.evaluate.metrics import Evaluation
 
 STATISTICS = ("kendall_tau", "spearman_rho", "pearson_r", "tau_ap")
@@ -102,28 +102,6 @@ def tau_ap(reference, estimate) -> float:
     return float(tau_ap_rows(reference, estimate)[0])
 
 
-def topic_weights(n_topics: int, samples: int, seed: int | None = 0) -> np.ndarray:
-    """samples × n_topics: each row a bootstrap resample of topics drawn with replacement,
-    as multiplicities / n_topics (so a row times a per-topic vector is the resample's mean)."""
-    if n_topics < 1:
-        raise QrelkitError("bootstrap needs at least one topic")
-    if samples < 0:
-        raise QrelkitError(f"bootstrap samples must be >= 0, got {samples}")
-    rng = np.random.default_rng(seed)
-    return rng.multinomial(n_topics, np.full(n_topics, 1.0 / n_topics), size=samples) / n_topics
-
-
-def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval, ignoring resamples where the statistic is undefined."""
-    values = np.asarray(values, np.float64)
-    values = values[~np.isnan(values)]
-    if values.size == 0:
-        return (math.nan, math.nan)
-    tail = (1.0 - level) / 2.0 * 100.0
-    low, high = np.percentile(values, [tail, 100.0 - tail])
-    return (float(low), float(high))
-
-
 @dataclass(frozen=True)
 class SystemCorrelation:
     """How the model qrels order the systems against the reference qrels, for one measure."""
@@ -155,20 +133,24 @@ def check_aligned(model: Evaluation, reference: Evaluation) -> None:
 
 
 def correlate_systems(
-    model: Evaluation, reference: Evaluation, *, samples: int = 1000, seed: int | None = 0,
+    model: Evaluation,
+    reference: Evaluation,
+    *,
+    samples: int = 1000,
+    seed: int | None = 0,
     weights: np.ndarray | None = None,
-) -> dict[str, SystemCorrelation]:  # fmt: skip
+) -> dict[str, SystemCorrelation]:
     """Per measure: the four correlations between the systems' mean scores under the model and
     under the reference qrels (means over the shared queries), with bootstrap 95% intervals.
 
-    ``weights`` (from :func:`topic_weights`) overrides ``samples``/``seed`` so that other
+    ``weights`` (from :func:`qrelkit.evaluate.bootstrap.resample_weights`) overrides ``samples``/``seed`` so that other
     analyses can share the same resamples.
     """
     check_aligned(model, reference)
     if len(model.runs) < 2:
         raise QrelkitError(f"system correlations need at least 2 runs, got {len(model.runs)}")
     if weights is None:
-        weights = topic_weights(len(model.queries), samples, seed)
+        weights = resample_weights(len(model.queries), samples, seed)
     uniform = np.full((1, len(model.queries)), 1.0 / len(model.queries))
     out = {}
     for measure in model.measures:
@@ -176,10 +158,12 @@ def correlate_systems(
         point = _statistics(uniform @ model_matrix.T, uniform @ reference_matrix.T)
         resampled = _statistics(weights @ model_matrix.T, weights @ reference_matrix.T)
         out[measure] = SystemCorrelation(
-            measure=measure, runs=len(model.runs), topics=len(model.queries),
+            measure=measure,
+            runs=len(model.runs),
+            topics=len(model.queries),
             **{name: float(point[name][0]) for name in STATISTICS},
             samples=len(weights),
             ci95={name: percentile_interval(resampled[name]) for name in STATISTICS} if len(weights) else {},
             undefined=int(np.isnan(resampled["kendall_tau"]).sum()),
-        )  # fmt: skip
+        )
     return out

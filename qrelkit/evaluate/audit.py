@@ -1,6 +1,6 @@
 """One call that audits model qrels against reference qrels: label agreement, system-ranking
-correlations and group bias, with bootstrap intervals over topics. Works on plain files and
-on the database (a qrels set by name, or the graded qrels of a judge run).
+correlations and group bias, with bootstrap intervals over topics. Plain data in, plain data
+out: `qrelkit.commands.agree` resolves files, qrels sets and judge runs into it.
 
 Systems are scored on the topics both qrels judge, each side with its own grades; a grade
 map (`--map`) changes only the label agreement, never the measures.
@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.agreement import STATISTICS, SystemCorrelation, correlate_systems, topic_weights
-from qrelkit.evaluate.bias import GroupBias, check_groups, group_bias, groups_from_file, groups_from_patterns
-from qrelkit.evaluate.labels import LabelAgreement, label_agreement, parse_grade_map
+from qrelkit.evaluate.agreement import STATISTICS, SystemCorrelation, correlate_systems
+from qrelkit.evaluate.bias import GroupBias, check_groups, group_bias
+from qrelkit.evaluate.bootstrap import resample_weights
+from qrelkit.evaluate.labels import LabelAgreement, label_agreement
 from qrelkit.evaluate.metrics import Evaluation, evaluate_runs
-from qrelkit.io import OnDuplicate, Qrels, Run
+from qrelkit.io import Qrels, Run
 
 DEFAULT_MEASURES = ("nDCG@10", "AP(rel=2)")
 
@@ -43,29 +42,44 @@ class Audit:
 
 
 def audit(
-    model: Qrels, reference: Qrels, runs: list[Run], *, measures: list[str] | tuple[str, ...] = DEFAULT_MEASURES,
-    groups: dict[str, list[str]] | None = None, reference_map: dict[int, int] | None = None,
-    model_map: dict[int, int] | None = None, binarize_at: int | None = None, samples: int = 1000, seed: int | None = 0,
-) -> Audit:  # fmt: skip
+    model: Qrels,
+    reference: Qrels,
+    runs: list[Run],
+    *,
+    measures: list[str] | tuple[str, ...] = DEFAULT_MEASURES,
+    groups: dict[str, list[str]] | None = None,
+    reference_map: dict[int, int] | None = None,
+    model_map: dict[int, int] | None = None,
+    binarize_at: int | None = None,
+    samples: int = 1000,
+    seed: int | None = 0,
+) -> Audit:
     """Audit ``model`` qrels against ``reference`` qrels over ``runs``; see the module docstring."""
-    labels = label_agreement(
-        model.grades, reference.grades, reference_map=reference_map, model_map=model_map, binarize_at=binarize_at
-    )
+    labels = label_agreement(model.grades, reference.grades, reference_map=reference_map, model_map=model_map, binarize_at=binarize_at)
     topics = sorted(set(model.grades) & set(reference.grades))  # non-empty: label_agreement found shared pairs
     measures = list(dict.fromkeys(measures))
     model_evaluation = evaluate_runs({q: model.grades[q] for q in topics}, runs, measures)
     reference_evaluation = evaluate_runs({q: reference.grades[q] for q in topics}, runs, measures)
     # One set of resamples for every statistic, so intervals of τ and Δ describe the same topic draws.
-    weights = topic_weights(len(topics), samples, seed)
+    weights = resample_weights(len(topics), samples, seed)
     groups = check_groups(groups or {}, model_evaluation.runs)
     return Audit(
-        model_name=model.name, reference_name=reference.name, topics=topics, labels=labels,
+        model_name=model.name,
+        reference_name=reference.name,
+        topics=topics,
+        labels=labels,
         systems=correlate_systems(model_evaluation, reference_evaluation, weights=weights),
         bias=group_bias(model_evaluation, reference_evaluation, groups, weights=weights) if groups else {},
-        model_evaluation=model_evaluation, reference_evaluation=reference_evaluation, samples=samples, seed=seed,
-        reference_map=reference_map, model_map=model_map, groups=groups, model_grades=model.grades,
+        model_evaluation=model_evaluation,
+        reference_evaluation=reference_evaluation,
+        samples=samples,
+        seed=seed,
+        reference_map=reference_map,
+        model_map=model_map,
+        groups=groups,
+        model_grades=model.grades,
         reference_grades=reference.grades,
-    )  # fmt: skip
+    )
 
 
 def _number(value: float | None) -> float | None:
@@ -100,11 +114,15 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
     bias = {
         group: {
             measure: {
-                "model": _number(b.model), "reference": _number(b.reference),
-                "model_ci95": _interval(b.model_ci95), "reference_ci95": _interval(b.reference_ci95),
-                "difference": _number(b.difference), "difference_ci95": _interval(b.difference_ci95),
-                "group_runs": len(b.group_runs), "other_runs": b.other_runs,
-            }  # fmt: skip
+                "model": _number(b.model),
+                "reference": _number(b.reference),
+                "model_ci95": _interval(b.model_ci95),
+                "reference_ci95": _interval(b.reference_ci95),
+                "difference": _number(b.difference),
+                "difference_ci95": _interval(b.difference_ci95),
+                "group_runs": len(b.group_runs),
+                "other_runs": b.other_runs,
+            }
             for measure, b in by_measure.items()
         }
         for group, by_measure in result.bias.items()
@@ -120,75 +138,3 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
         "bootstrap": {"samples": result.samples, "seed": result.seed},
         "maps": {"reference": result.reference_map, "model": result.model_map},
     }
-
-
-@dataclass(frozen=True)
-class AuditInputs:
-    model: Qrels
-    reference: Qrels
-    runs: list[Run]
-    judge_run_id: str | None = None  # the full id when the model qrels come from a judge run
-
-
-def load_inputs(
-    *, qrels: str | None, reference: str, runs: list[str], db: str | Path | None, judge_run: str | None = None,
-    on_duplicate: OnDuplicate | str = OnDuplicate.error,
-) -> AuditInputs:  # fmt: skip
-    """Model qrels from a file, a qrels set in ``db``, or the newest graded qrels of ``judge_run``."""
-    from qrelkit.sources import resolve_qrels, resolve_runs
-
-    if (qrels is None) == (judge_run is None):
-        raise QrelkitError("give the model qrels with exactly one of --qrels FILE_OR_NAME or --judge-run ID (with --db)")
-    judge_run_id = None
-    if judge_run is not None:
-        model, judge_run_id = judge_run_qrels(db, judge_run)
-    else:
-        model = resolve_qrels(qrels, db, on_duplicate=on_duplicate)  # type: ignore[arg-type]
-    return AuditInputs(
-        model, resolve_qrels(reference, db, on_duplicate=on_duplicate), resolve_runs(runs, db, on_duplicate=on_duplicate),
-        judge_run_id,
-    )
-
-
-def judge_run_qrels(db: str | Path | None, judge_run: str) -> tuple[Qrels, str]:
-    from qrelkit.storage import Store
-    from qrelkit.storage.judgments import graded_qrels
-
-    if db is None or not Path(db).exists():
-        raise QrelkitError(f"--judge-run {judge_run} needs an existing database (--db)")
-    with Store(db, read_only=True) as store:
-        return graded_qrels(store, judge_run)
-
-
-def resolve_groups(
-    run_names: list[str], *, patterns: list[str] | None = None, groups_file: str | Path | None = None,
-    group_by: str | None = None,
-) -> dict[str, list[str]]:  # fmt: skip
-    """`--group NAME=REGEX ...` and/or `--groups FILE --group-by COLUMN` as group -> runs."""
-    if group_by is not None and groups_file is None:
-        raise QrelkitError("--group-by names a column of a --groups FILE; give the file too")
-    groups = groups_from_patterns(patterns, run_names) if patterns else {}
-    if groups_file is not None:
-        for name, members in groups_from_file(groups_file, group_by, run_names).items():
-            if name in groups:
-                raise QrelkitError(f"group {name!r} comes from both --group and {groups_file}")
-            groups[name] = members
-    return groups
-
-
-def agree(
-    *, qrels: str | None, reference: str, runs: list[str], db: str | Path | None = None, judge_run: str | None = None,
-    measures: list[str] | None = None, group_patterns: list[str] | None = None, groups_file: str | Path | None = None,
-    group_by: str | None = None, reference_map: str | None = None, model_map: str | None = None,
-    binarize_at: int | None = None, samples: int = 1000, seed: int | None = 0,
-    on_duplicate: OnDuplicate | str = OnDuplicate.error,
-) -> Audit:  # fmt: skip
-    """`qrelkit agree`: resolve what the command line names, then :func:`audit`."""
-    parsed_reference_map = parse_grade_map(reference_map, "--map") if reference_map else None
-    parsed_model_map = parse_grade_map(model_map, "--map-model") if model_map else None
-    inputs = load_inputs(qrels=qrels, reference=reference, runs=runs, db=db, judge_run=judge_run, on_duplicate=on_duplicate)
-    groups = resolve_groups([r.name for r in inputs.runs], patterns=group_patterns, groups_file=groups_file, group_by=group_by)
-    return audit(
-        inputs.model, inputs.reference, inputs.runs, measures=measures or DEFAULT_MEASURES, groups=groups,
-        reference_map=parsed_reference_map, model_map=parsed_model_map, binarize_at=binarize_at, samples=samples, seed=seed,
-    )  # fmt: skip

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from qrelkit.errors import InputFormatError, LineProblem, QrelkitError
-from qrelkit.evaluate.agreement import check_aligned, percentile_interval, topic_weights
+from qrelkit.evaluate.agreement import check_aligned
+from qrelkit.evaluate.bootstrap import percentile_interval, resample_weights
 from qrelkit.evaluate.metrics import Evaluation
 from qrelkit.io.lines import iter_lines
 
@@ -89,7 +90,9 @@ def read_groups_file(path: str | Path) -> tuple[list[str], dict[str, dict[str, s
                 problems.append(LineProblem(str(path), number, "expected `run<TAB>group...`, found one column"))
                 break
         if len(fields) != len(columns) + 1:
-            problems.append(LineProblem(str(path), number, f"expected {len(columns) + 1} columns (run, {', '.join(columns)}), found {len(fields)}"))  # noqa: E501
+            problems.append(
+                LineProblem(str(path), number, f"expected {len(columns) + 1} columns (run, {', '.join(columns)}), found {len(fields)}")
+            )  # noqa: E501
             continue
         if fields[0] in first_seen:
             problems.append(LineProblem(str(path), number, f"run {fields[0]!r} again (first on line {first_seen[fields[0]]})"))
@@ -158,14 +161,19 @@ def _delta(system_means: np.ndarray, inside: np.ndarray) -> tuple[np.ndarray, np
 
 
 def group_bias(
-    model: Evaluation, reference: Evaluation, groups: dict[str, list[str]], *, samples: int = 1000,
-    seed: int | None = 0, weights: np.ndarray | None = None,
-) -> dict[str, dict[str, GroupBias]]:  # fmt: skip
+    model: Evaluation,
+    reference: Evaluation,
+    groups: dict[str, list[str]],
+    *,
+    samples: int = 1000,
+    seed: int | None = 0,
+    weights: np.ndarray | None = None,
+) -> dict[str, dict[str, GroupBias]]:
     """group -> measure -> Relative Δ under both qrels, with bootstrap intervals over topics."""
     check_aligned(model, reference)
     groups = check_groups(groups, model.runs)
     if weights is None:
-        weights = topic_weights(len(model.queries), samples, seed)
+        weights = resample_weights(len(model.queries), samples, seed)
     uniform = np.full((1, len(model.queries)), 1.0 / len(model.queries))
     out: dict[str, dict[str, GroupBias]] = {}
     for name, members in groups.items():
@@ -178,14 +186,21 @@ def group_bias(
                 delta, group_mean, other_mean = _delta(uniform @ matrix.T, inside)
                 resampled[side] = _delta(weights @ matrix.T, inside)[0] if len(weights) else None
                 results[side] = (
-                    float(delta[0]), (float(group_mean[0]), float(other_mean[0])),
+                    float(delta[0]),
+                    (float(group_mean[0]), float(other_mean[0])),
                     percentile_interval(resampled[side]) if len(weights) else None,
-                )  # fmt: skip
+                )
             out[name][measure] = GroupBias(
-                group=name, measure=measure, group_runs=members, other_runs=int((~inside).sum()),
-                model=results["model"][0], reference=results["reference"][0],
-                model_means=results["model"][1], reference_means=results["reference"][1],
-                model_ci95=results["model"][2], reference_ci95=results["reference"][2],
+                group=name,
+                measure=measure,
+                group_runs=members,
+                other_runs=int((~inside).sum()),
+                model=results["model"][0],
+                reference=results["reference"][0],
+                model_means=results["model"][1],
+                reference_means=results["reference"][1],
+                model_ci95=results["model"][2],
+                reference_ci95=results["reference"][2],
                 difference_ci95=percentile_interval(resampled["model"] - resampled["reference"]) if len(weights) else None,
-            )  # fmt: skip
+            )
     return out

@@ -46,8 +46,7 @@ def map_grades(grades: Grades, mapping: dict[int, int] | None, side: str, option
         for docid, grade in docs.items():
             if grade not in mapping:
                 raise QrelkitError(
-                    f"{option} {spec}: grade {grade} of the {side} qrels (qid {qid}, docid {docid}) is not mapped; "
-                    f"add {grade}:<grade>"
+                    f"{option} {spec}: grade {grade} of the {side} qrels (qid {qid}, docid {docid}) is not mapped; add {grade}:<grade>"
                 )
             out.setdefault(qid, {})[docid] = mapping[grade]
     return out
@@ -174,17 +173,19 @@ class LabelAgreement:
 
 
 def label_agreement(
-    model: Grades, reference: Grades, *, reference_map: dict[int, int] | None = None,
-    model_map: dict[int, int] | None = None, binarize_at: int | None = None,
-) -> LabelAgreement:  # fmt: skip
+    model: Grades,
+    reference: Grades,
+    *,
+    reference_map: dict[int, int] | None = None,
+    model_map: dict[int, int] | None = None,
+    binarize_at: int | None = None,
+) -> LabelAgreement:
     """Agreement of the model's grades with the reference's on the pairs both judge.
 
     The maps apply first (``reference_map`` to the reference, ``model_map`` to the model);
     ``binarize_at`` then adds κ on both sides cut at grade >= level.
     """
-    pairs = shared_pairs(
-        map_grades(model, model_map, "model", "--map-model"), map_grades(reference, reference_map, "reference")
-    )
+    pairs = shared_pairs(map_grades(model, model_map, "model", "--map-model"), map_grades(reference, reference_map, "reference"))
     if len(pairs.qids) == 0:
         raise QrelkitError(
             f"the model qrels ({pairs.model_total} pairs) and the reference qrels ({pairs.reference_total} pairs) "

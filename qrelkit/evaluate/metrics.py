@@ -24,9 +24,7 @@ def parse_measures(names: Iterable[str]) -> list[tuple[str, object]]:
         try:
             parsed.append((name, ir_measures.parse_measure(name)))
         except (ValueError, NameError, SyntaxError, TypeError) as exc:
-            raise QrelkitError(
-                f"unknown measure {name!r} ({exc}); examples: nDCG@10, 'AP(rel=2)', 'RR(rel=2)', P@10, R@100"
-            ) from None
+            raise QrelkitError(f"unknown measure {name!r} ({exc}); examples: nDCG@10, 'AP(rel=2)', 'RR(rel=2)', P@10, R@100") from None
     return parsed
 
 

@@ -144,9 +144,7 @@ def read_documents(path: str | Path, *, image_root: str | Path | None = None) ->
                 continue
             target = (root / image).resolve()
             if Path(image).is_absolute() or not target.is_relative_to(resolved_root):
-                problems.append(
-                    LineProblem(str(path), number, f"image path {image!r} escapes the image root {str(root)!r}")
-                )
+                problems.append(LineProblem(str(path), number, f"image path {image!r} escapes the image root {str(root)!r}"))
                 continue
         extra = {k: v for k, v in record.items() if k not in ("docid", "doc_id", "text", "image")}
         if _check_unique(seen, docid, number, path, problems, "docid"):

@@ -58,10 +58,7 @@ class Run:
         for entry in self.entries:
             if qid is None or entry.qid == qid:
                 by_query.setdefault(entry.qid, []).append(entry)
-        return {
-            q: [e.docid for e in sorted(items, key=lambda e: (e.score, e.docid), reverse=True)]
-            for q, items in by_query.items()
-        }
+        return {q: [e.docid for e in sorted(items, key=lambda e: (e.score, e.docid), reverse=True)] for q, items in by_query.items()}
 
     @property
     def qids(self) -> list[str]:
@@ -164,16 +161,12 @@ def read_run(
         try:
             rank = int(rank_text)
         except ValueError:
-            problems.append(
-                LineProblem(str(path), number, f"rank (column 4) must be an integer, found {rank_text!r}")
-            )
+            problems.append(LineProblem(str(path), number, f"rank (column 4) must be an integer, found {rank_text!r}"))
             continue
         try:
             score = float(score_text)
         except ValueError:
-            problems.append(
-                LineProblem(str(path), number, f"score (column 5) must be a number, found {score_text!r}")
-            )
+            problems.append(LineProblem(str(path), number, f"score (column 5) must be a number, found {score_text!r}"))
             continue
         if not math.isfinite(score):
             problems.append(LineProblem(str(path), number, f"score (column 5) is not finite: {score_text!r}"))
@@ -207,19 +200,13 @@ def read_qrels(
     for number, text in iter_lines(path, problems):
         cols = text.split()
         if len(cols) != 4:
-            problems.append(
-                LineProblem(
-                    str(path), number, f"expected 4 columns `qid iter docid grade`, found {len(cols)}"
-                )
-            )
+            problems.append(LineProblem(str(path), number, f"expected 4 columns `qid iter docid grade`, found {len(cols)}"))
             continue
         qid, iteration, docid, grade_text = cols
         try:
             grade = int(grade_text)
         except ValueError:
-            problems.append(
-                LineProblem(str(path), number, f"grade (column 4) must be an integer, found {grade_text!r}")
-            )
+            problems.append(LineProblem(str(path), number, f"grade (column 4) must be an integer, found {grade_text!r}"))
             continue
         qrel = Qrel(qid, docid, grade, iteration)
         _keep(kept, (qid, docid), qrel, grade, number, policy, path, problems, "judgment")
@@ -268,8 +255,6 @@ def read_runs(paths: list[str | Path], *, on_duplicate: OnDuplicate | str = OnDu
     names: dict[str, str | None] = {}
     for run in runs:
         if run.name in names:
-            raise InputFormatError.single(
-                run.source or run.name, 0, f"run name {run.name!r} also comes from {names[run.name]}"
-            )
+            raise InputFormatError.single(run.source or run.name, 0, f"run name {run.name!r} also comes from {names[run.name]}")
         names[run.name] = run.source
     return runs

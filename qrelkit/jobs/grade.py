@@ -86,9 +86,7 @@ def grade_judge_run(
     from qrelkit.storage.judgments import judge_run, ok_scores
 
     info = judge_run(store, judge_run_id)
-    result = grade_scores(
-        ok_scores(store, info.judge_run_id, score_column), name=name or f"graded-{info.judge_run_id}", **options
-    )
+    result = grade_scores(ok_scores(store, info.judge_run_id, score_column), name=name or f"graded-{info.judge_run_id}", **options)
     description = {**result.description, "score": score_column, "judge_run_id": info.judge_run_id}
     store.save_qrels(result.qrels, judge_run_id=info.judge_run_id, grading=description)
     return GradingResult(result.qrels, result.thresholds, description)

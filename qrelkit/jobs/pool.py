@@ -35,8 +35,6 @@ def pairs_file_pool(path: str | Path) -> list[tuple[str, str]]:
         elif len(cols) == 6:  # run: qid Q0 docid rank score tag
             pairs.add((cols[0], cols[2]))
         else:
-            problems.append(
-                LineProblem(str(path), number, f"expected `qid docid` (or a qrels/run line), found {len(cols)} columns")
-            )
+            problems.append(LineProblem(str(path), number, f"expected `qid docid` (or a qrels/run line), found {len(cols)} columns"))
     raise_if_problems(problems)
     return sorted(pairs)

@@ -186,13 +186,16 @@ def run_job(
         ensure_judge_run(
             store,
             JudgeRunInfo(
-                run_id, spec.judge.name, config_data, template.id if template else None,
-                template.content_hash if template else None, template.content() if template else None, model_id,
+                run_id,
+                spec.judge.name,
+                config_data,
+                template.id if template else None,
+                template.content_hash if template else None,
+                template.content() if template else None,
+                model_id,
             ),
-        )  # fmt: skip
-        judge = create_judge(
-            spec.judge.name, spec.judge.options, template, JudgeContext(StoreEmbeddingCache(store)), source=source
         )
+        judge = create_judge(spec.judge.name, spec.judge.options, template, JudgeContext(StoreEmbeddingCache(store)), source=source)
         started = time.perf_counter()
         pending: list[Judgment] = []
 
@@ -210,16 +213,26 @@ def run_job(
             if qid not in topics or docid not in documents:
                 missing = f"topic {qid!r}" if qid not in topics else f"document {docid!r}"
                 invalid.append(
-                    Judgment(qid, docid, "input_error", error=f"{missing} is not in the collection ({spec.database})",
-                             attempts=states.get((qid, docid), ("", 0))[1] + 1)  # fmt: skip
+                    Judgment(
+                        qid,
+                        docid,
+                        "input_error",
+                        error=f"{missing} is not in the collection ({spec.database})",
+                        attempts=states.get((qid, docid), ("", 0))[1] + 1,
+                    )
                 )
             else:
                 valid.append(Pair(topics[qid], documents[docid]))
         pending.extend(invalid)
         columns = [
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]} pairs/s"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-        ]  # fmt: skip
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]} pairs/s"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+        ]
         try:
             with _sigterm_as_interrupt(), Progress(*columns, console=console, disable=not progress) as bar:
                 task = bar.add_task(f"judging with {spec.judge.name}", total=len(todo), completed=len(invalid), rate="-")
@@ -246,5 +259,3 @@ def run_job(
             judge.close()
             report.seconds = time.perf_counter() - started
     return report
-
-

@@ -117,10 +117,7 @@ def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> JobSp
     try:
         spec = JobSpec.model_validate(data)
     except ValidationError as exc:
-        lines = [
-            f"{path}: {'.'.join(str(p) for p in e['loc']) or '(job)'}: {e['msg'].removeprefix('Value error, ')}"
-            for e in exc.errors()
-        ]
+        lines = [f"{path}: {'.'.join(str(p) for p in e['loc']) or '(job)'}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
         raise JobError("\n".join(lines)) from None
     spec = spec.resolve_paths(path.resolve().parent)
     spec.source = path

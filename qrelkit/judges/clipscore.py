@@ -82,9 +82,7 @@ class ClipScoreJudge(BaseJudge):
 
     def prepare(self, pairs: Sequence[Pair]) -> None:
         texts = {p.topic.qid: self.topic_text(p) for p in pairs if p.topic.qid not in self.text_vectors}
-        newly_truncated = {
-            qid for qid, text in texts.items() if (self.clip.tokens_needed(text) or 0) > self.clip.context_length
-        }
+        newly_truncated = {qid for qid, text in texts.items() if (self.clip.tokens_needed(text) or 0) > self.clip.context_length}
         self.truncated_topics |= newly_truncated
         images: dict[str, str] = {}
         for p in pairs:

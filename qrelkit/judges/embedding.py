@@ -46,9 +46,7 @@ class EmbeddingJudge(BaseJudge):
         super().__init__(config, template, context)
         from qrelkit.embed import load_text_embedder
 
-        self.embedder = load_text_embedder(
-            config.model, config.backend, batch_size=config.batch_size, device=config.device, progress=False
-        )
+        self.embedder = load_text_embedder(config.model, config.backend, batch_size=config.batch_size, device=config.device, progress=False)
         self.topic_vectors: dict[str, np.ndarray] = {}
         self.document_vectors: dict[str, np.ndarray] = {}
 

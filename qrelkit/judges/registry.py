@@ -91,9 +91,7 @@ def describe_judges() -> list[dict[str, Any]]:
         for field_name, field in cls.Config.model_fields.items():
             annotation = getattr(field.annotation, "__name__", None) or str(field.annotation).replace("typing.", "")
             default = None if field.is_required() else field.default
-            options.append(
-                {"name": field_name, "type": annotation, "default": default, "description": field.description or ""}
-            )
+            options.append({"name": field_name, "type": annotation, "default": default, "description": field.description or ""})
         summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
         out.append({"name": name, "summary": summary, "options": options})
     return out

@@ -1,6 +1,6 @@
 """Prompt templates (YAML), rendering to messages, and parsing model output. Never calls a model."""
 
-from qrelkit.prompts.parse import ParsedScore, parse_score
+from qrelkit.prompts.parse import ParsedScore, parse_score, score_offset
 from qrelkit.prompts.template import (
     ImagePart,
     PromptTemplate,
@@ -21,4 +21,5 @@ __all__ = [
     "builtin_templates",
     "load_template",
     "parse_score",
+    "score_offset",
 ]

@@ -31,12 +31,10 @@ def parse_score(output: str | None, template: PromptTemplate) -> ParsedScore:
     """
     if output is None or not output.strip():
         return ParsedScore(None, "empty output")
-    text = _MARKUP.sub("", output)
-    pattern = re.compile(template.parser.pattern, re.IGNORECASE)
-    matches = list(pattern.finditer(text))
-    if not matches:
+    found = _last_match(output, template)
+    if found is None:
         return ParsedScore(None, f"no match for {template.parser.pattern!r}")
-    match = matches[-1]
+    match, text, _ = found
     try:
         score = float(match.group("score"))
     except (TypeError, ValueError):
@@ -49,3 +47,30 @@ def parse_score(output: str | None, template: PromptTemplate) -> ParsedScore:
     if not math.isfinite(score) or not low <= score <= high:
         return ParsedScore(None, f"score {score:g} outside the range {low:g}-{high:g}")
     return ParsedScore(score)
+
+
+def _last_match(output: str, template: PromptTemplate) -> tuple[re.Match[str], str, list[int]] | None:
+    """The parser's last match in the output with markup removed, that text, and for each of its
+    characters the offset of the same character in ``output``."""
+    kept: list[int] = []
+    position = 0
+    for markup in _MARKUP.finditer(output):
+        kept.extend(range(position, markup.start()))
+        position = markup.end()
+    kept.extend(range(position, len(output)))
+    text = "".join(output[i] for i in kept)
+    matches = list(re.compile(template.parser.pattern, re.IGNORECASE).finditer(text))
+    return (matches[-1], text, kept) if matches else None
+
+
+def score_offset(output: str | None, template: PromptTemplate) -> int | None:
+    """Where in ``output`` the score that :func:`parse_score` reads begins (None without a match):
+    how a generative judge finds the answer position of a free answer."""
+    if not output:
+        return None
+    found = _last_match(output, template)
+    if found is None:
+        return None
+    match, _, kept = found
+    start = match.start("score")
+    return kept[start] if 0 <= start < len(kept) else None

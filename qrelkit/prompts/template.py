@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from qrelkit.errors import QrelkitError
 from qrelkit.io import Document, Topic
 
-BUILTIN_DIR = Path(__file__).resolve().parents[1] / "configs" / "prompts"
+BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 TOPIC_PLACEHOLDERS = {"query", "qid"}  # always present in a topic record
 DOCUMENT_PLACEHOLDERS = {"document", "docid"}
 SCORE_PLACEHOLDERS = {"min_score", "max_score"}
@@ -115,9 +115,7 @@ class PromptTemplate(BaseModel):
                 if name not in names:
                     hint = " (list extra topic fields under `topic_fields`)" if part != "document" else ""
                     raise ValueError(
-                        f"{part}: unknown placeholder {{{name}}}; allowed here: "
-                        + ", ".join("{" + n + "}" for n in sorted(names))
-                        + hint
+                        f"{part}: unknown placeholder {{{name}}}; allowed here: " + ", ".join("{" + n + "}" for n in sorted(names)) + hint
                     )
         low, high = self.score_range
         if low >= high:

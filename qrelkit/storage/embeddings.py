@@ -22,9 +22,7 @@ def _vectors_from_list_column(column: pa.ChunkedArray | pa.Array) -> list[np.nda
     return [values[offsets[i] : offsets[i + 1]].copy() for i in range(len(column))]
 
 
-def read_embeddings(
-    store: Store, embedder_id: str, item_kind: str, keys: Sequence[tuple[str, str]]
-) -> dict[tuple[str, str], np.ndarray]:
+def read_embeddings(store: Store, embedder_id: str, item_kind: str, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
     """The cached vectors among ``keys`` = [(item_id, content_hash)], keyed the same way."""
     if not keys:
         return {}

@@ -12,13 +12,31 @@ from qrelkit.errors import StoreError
 from qrelkit.storage.store import Store
 
 JUDGMENT_COLUMNS = [
-    "judge_run_id", "qid", "docid", "status", "score", "score_expected", "raw_output", "error",
-    "tokens_in", "tokens_out", "latency_ms", "cost", "attempts", "model_id", "system_fingerprint",
-]  # fmt: skip
+    "judge_run_id",
+    "qid",
+    "docid",
+    "status",
+    "score",
+    "score_expected",
+    "raw_output",
+    "error",
+    "tokens_in",
+    "tokens_out",
+    "latency_ms",
+    "cost",
+    "attempts",
+    "model_id",
+    "system_fingerprint",
+]
 _TYPES = {
-    "score": pa.float64(), "score_expected": pa.float64(), "tokens_in": pa.int32(), "tokens_out": pa.int32(),
-    "latency_ms": pa.float64(), "cost": pa.float64(), "attempts": pa.int32(),
-}  # fmt: skip
+    "score": pa.float64(),
+    "score_expected": pa.float64(),
+    "tokens_in": pa.int32(),
+    "tokens_out": pa.int32(),
+    "latency_ms": pa.float64(),
+    "cost": pa.float64(),
+    "attempts": pa.int32(),
+}
 
 
 @dataclass(frozen=True)
@@ -42,10 +60,15 @@ def ensure_judge_run(store: Store, info: JudgeRunInfo) -> bool:
             "INSERT INTO judge_runs (judge_run_id, judge, config, template_id, template_hash, template, model_id) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                info.judge_run_id, info.judge, json.dumps(info.config, sort_keys=True), info.template_id,
-                info.template_hash, json.dumps(info.template) if info.template else None, info.model_id,
+                info.judge_run_id,
+                info.judge,
+                json.dumps(info.config, sort_keys=True),
+                info.template_id,
+                info.template_hash,
+                json.dumps(info.template) if info.template else None,
+                info.model_id,
             ],
-        )  # fmt: skip
+        )
     return True
 
 
@@ -61,16 +84,12 @@ def judge_run(store: Store, judge_run_id: str) -> JudgeRunInfo:
         what = "no" if not rows else "more than one"
         raise StoreError(f"{what} judge run matches {judge_run_id!r} (judge runs: {', '.join(known) or 'none'})")
     rid, judge, config, template_id, template_hash, template, model_id = rows[0]
-    return JudgeRunInfo(
-        rid, judge, json.loads(config), template_id, template_hash, json.loads(template) if template else None, model_id
-    )
+    return JudgeRunInfo(rid, judge, json.loads(config), template_id, template_hash, json.loads(template) if template else None, model_id)
 
 
 def judgment_states(store: Store, judge_run_id: str) -> dict[tuple[str, str], tuple[str, int]]:
     """(qid, docid) -> (status, attempts) of every judgment recorded for the judge run."""
-    rows = store.con.execute(
-        "SELECT qid, docid, status, attempts FROM judgments WHERE judge_run_id = ?", [judge_run_id]
-    ).fetchall()
+    rows = store.con.execute("SELECT qid, docid, status, attempts FROM judgments WHERE judge_run_id = ?", [judge_run_id]).fetchall()
     return {(q, d): (s, a) for q, d, s, a in rows}
 
 
@@ -98,8 +117,7 @@ def ok_scores(store: Store, judge_run_id: str, column: str = "score") -> list[tu
     if column not in ("score", "score_expected"):
         raise StoreError(f"unknown score column {column!r}")
     return store.con.execute(
-        f"SELECT qid, docid, {column} FROM judgments WHERE judge_run_id = ? AND status = 'ok' "
-        f"AND {column} IS NOT NULL ORDER BY qid, docid",
+        f"SELECT qid, docid, {column} FROM judgments WHERE judge_run_id = ? AND status = 'ok' AND {column} IS NOT NULL ORDER BY qid, docid",
         [judge_run_id],
     ).fetchall()
 
@@ -131,3 +149,33 @@ def graded_qrels(store: Store, judge_run_id: str):
             f"qrelkit grade --judge-run {info.judge_run_id} --db {store.path}"
         )
     return store.qrels(name), info.judge_run_id
+
+
+@dataclass(frozen=True)
+class JudgeRunTotals:
+    judgments: int
+    tokens_in: int
+    tokens_out: int
+    cost: float | None
+    mean_latency_ms: float | None
+
+
+def judge_run_totals(store: Store, judge_run_id: str) -> JudgeRunTotals:
+    total, tokens_in, tokens_out, cost, latency = store.con.execute(
+        "SELECT count(*), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), sum(cost), avg(latency_ms) "
+        "FROM judgments WHERE judge_run_id = ?",
+        [judge_run_id],
+    ).fetchone()
+    return JudgeRunTotals(
+        int(total), int(tokens_in), int(tokens_out), None if cost is None else float(cost), None if latency is None else float(latency)
+    )
+
+
+def failed_sample(store: Store, judge_run_id: str, *, limit: int = 10) -> list[tuple[str, str, str, str]]:
+    """(status, qid, docid, error) of the first failed judgments, by status, qid, docid."""
+    rows = store.con.execute(
+        "SELECT status, qid, docid, left(coalesce(error, ''), 300) FROM judgments WHERE judge_run_id = ? AND status <> 'ok' "
+        "ORDER BY status, qid, docid LIMIT ?",
+        [judge_run_id, limit],
+    ).fetchall()
+    return [(s, q, d, e) for s, q, d, e in rows]

@@ -98,9 +98,7 @@ class Store:
         self.con.execute("COMMIT")
 
     def schema_version(self) -> int:
-        exists = self.con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'"
-        ).fetchone()[0]
+        exists = self.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'").fetchone()[0]
         if not exists:
             return 0
         row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -122,16 +120,12 @@ class Store:
                 con.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
                 for statement in statements:
                     con.execute(statement)
-                con.execute(
-                    "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(number)]
-                )
+                con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(number)])
 
     # -- loading ---------------------------------------------------------------------------
 
     def _previous_load(self, kind: str, name: str) -> tuple[str, str] | None:
-        row = self.con.execute(
-            "SELECT file_hash, path FROM loads WHERE kind = ? AND name = ?", [kind, name]
-        ).fetchone()
+        row = self.con.execute("SELECT file_hash, path FROM loads WHERE kind = ? AND name = ?", [kind, name]).fetchone()
         return (row[0], row[1]) if row else None
 
     def _plan_load(self, kind: str, name: str, file_hash: str, path: Path, replace: bool) -> str | None:
@@ -163,14 +157,11 @@ class Store:
         finally:
             con.unregister("staging_rows")
 
-    def _refuse_foreign_keys(
-        self, con: duckdb.DuckDBPyConnection, table: str, key: str, rows: pa.Table, source: str, what: str
-    ) -> None:
+    def _refuse_foreign_keys(self, con: duckdb.DuckDBPyConnection, table: str, key: str, rows: pa.Table, source: str, what: str) -> None:
         con.register("incoming_keys", rows.select([key]))
         try:
             clash = con.execute(
-                f"SELECT t.{key}, t.source FROM {table} t JOIN incoming_keys i ON t.{key} = i.{key} "
-                "WHERE t.source <> ? LIMIT 5",
+                f"SELECT t.{key}, t.source FROM {table} t JOIN incoming_keys i ON t.{key} = i.{key} WHERE t.source <> ? LIMIT 5",
                 [source],
             ).fetchall()
         finally:
@@ -335,8 +326,7 @@ class Store:
         else:
             rows = self.con.execute(query + " WHERE list_contains(?, docid)", [list(docids)]).fetchall()
         return {
-            docid: Document(docid, text, image, root, json.loads(fields) if fields else {})
-            for docid, text, image, root, fields in rows
+            docid: Document(docid, text, image, root, json.loads(fields) if fields else {}) for docid, text, image, root, fields in rows
         }
 
     def run_names(self) -> list[str]:
@@ -366,18 +356,36 @@ class Store:
         if meta is None:
             known = ", ".join(self.qrels_names()) or "none"
             raise StoreError(f"no qrels set named {name!r} in {self.path} (qrels sets: {known})")
-        rows = self.con.execute(
-            "SELECT qid, docid, grade, iteration FROM qrels WHERE qrels_set = ? ORDER BY qid, docid", [name]
-        ).fetchall()
+        rows = self.con.execute("SELECT qid, docid, grade, iteration FROM qrels WHERE qrels_set = ? ORDER BY qid, docid", [name]).fetchall()
         return Qrels(name, tuple(Qrel(*row) for row in rows), source=meta[0])
+
+    # -- the embedding cache (qrelkit.embed.cache.VectorStore) ---------------------------------
+
+    def read_embeddings(self, embedder_id: str, item_kind: str, keys):
+        from qrelkit.storage.embeddings import read_embeddings
+
+        return read_embeddings(self, embedder_id, item_kind, keys)
+
+    def write_embeddings(self, embedder_id: str, item_kind: str, keys, vectors) -> int:
+        from qrelkit.storage.embeddings import write_embeddings
+
+        return write_embeddings(self, embedder_id, item_kind, keys, vectors)
+
+    def qrels_grading(self, name: str) -> dict | None:
+        """The grading record of a qrels set graded from a judge run (None for a loaded set)."""
+        row = self.con.execute("SELECT grading FROM qrels_sets WHERE name = ?", [name]).fetchone()
+        return json.loads(row[0]) if row and row[0] else None
 
     def summary(self) -> list[tuple[str, int, str]]:
         """(what, count, detail) lines describing what the database holds."""
         count = lambda sql: self.con.execute(sql).fetchone()[0]  # noqa: E731
         lines = [
             ("topics", count("SELECT count(*) FROM topics"), ""),
-            ("documents", count("SELECT count(*) FROM documents"),
-             f"{count('SELECT count(*) FROM documents WHERE image_path IS NOT NULL')} images"),
+            (
+                "documents",
+                count("SELECT count(*) FROM documents"),
+                f"{count('SELECT count(*) FROM documents WHERE image_path IS NOT NULL')} images",
+            ),
             ("runs", count("SELECT count(*) FROM runs"), f"{count('SELECT count(*) FROM run_entries')} entries"),
         ]
         for name, origin, n in self.con.execute(

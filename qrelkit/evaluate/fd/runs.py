@@ -1,7 +1,7 @@
 """FD@k of runs (seed 000, Eq. 4): relevant judged items of the query set vs each run's retrieved
 items for the same queries, at several cut-offs, optionally URR, sparsified and bootstrapped.
 
-Works on vectors already computed (docid -> array); `qrelkit.embed.fd_job` does the embedding.
+Works on vectors already computed (docid -> array); `qrelkit.commands.fd` does the embedding.
 """
 
 from __future__ import annotations
@@ -12,20 +12,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.fd import (
-    CovarianceFactor,
-    FrechetResult,
+from qrelkit.evaluate.bootstrap import BootstrapSummary, resample_counts, summarize
+from qrelkit.evaluate.fd.bootstrap import bootstrap_fd
+from qrelkit.evaluate.fd.distance import CovarianceFactor, FrechetResult, factor_from_samples, frechet_from_factors
+from qrelkit.evaluate.fd.items import (
     ItemSample,
     default_relevance_level,
-    factor_from_samples,
     fd_label,
-    frechet_from_factors,
     item_sample,
     judged_items,
     relevant_items,
     retrieved_items,
 )
-from qrelkit.evaluate.fd_bootstrap import BootstrapSummary, bootstrap_fd, query_resamples, summarize
 from qrelkit.io import Qrels, Run
 
 
@@ -89,10 +87,19 @@ class FDReport:
             runs[run] = entry
         s = self.settings
         return {
-            "embedder": self.embedder, "d": self.d, "n_rel": self.n_rel, "rel_rank": self.rel_rank,
-            "n_queries": len(self.qids), "rel_level": self.rel_level, "max_rel": s.max_rel, "urr": s.urr,
-            "ks": list(s.ks), "bootstrap": s.bootstrap, "seed": s.seed, "runs": runs,
-        }  # fmt: skip
+            "embedder": self.embedder,
+            "d": self.d,
+            "n_rel": self.n_rel,
+            "rel_rank": self.rel_rank,
+            "n_queries": len(self.qids),
+            "rel_level": self.rel_level,
+            "max_rel": s.max_rel,
+            "urr": s.urr,
+            "ks": list(s.ks),
+            "bootstrap": s.bootstrap,
+            "seed": s.seed,
+            "runs": runs,
+        }
 
 
 def _fd_against(relevant: CovarianceFactor, retrieved: ItemSample) -> FrechetResult | None:
@@ -151,7 +158,7 @@ def fd_of_runs(
     d = relevant_sample.vectors.shape[1]
     relevant_factor = factor_from_samples(relevant_sample.vectors)  # shared by every run and cut-off
     skip = judged_items(qrels) if settings.urr else None
-    weights = query_resamples(len(qids), settings.bootstrap, settings.seed) if settings.bootstrap else None
+    weights = resample_counts(len(qids), settings.bootstrap, settings.seed) if settings.bootstrap else None
     labels = tuple(fd_label(k, settings.urr) for k in settings.ks)
     out: dict[str, dict[str, RunFD]] = {run.name: {} for run in runs}
     for k, label in zip(settings.ks, labels):
@@ -160,7 +167,11 @@ def fd_of_runs(
         for j, (run, sample) in enumerate(zip(runs, samples)):
             values = resampled[j] if resampled is not None else None
             out[run.name][label] = RunFD(
-                run.name, label, _fd_against(relevant_factor, sample), len(sample),
-                summarize(values) if values is not None else None, values if keep_samples else None,
-            )  # fmt: skip
+                run.name,
+                label,
+                _fd_against(relevant_factor, sample),
+                len(sample),
+                summarize(values) if values is not None else None,
+                values if keep_samples else None,
+            )
     return FDReport(settings, embedder, d, qids, len(relevant_sample), relevant_factor.rank, level, labels, out)

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import Field
 
 from qrelkit.judges.base import BaseJudge, JudgeConfig, Judgment, Pair
-from qrelkit.judges.openai_judge import build_messages
+from qrelkit.judges.chat import build_messages
 from qrelkit.judges.registry import JudgeError
 from qrelkit.prompts import PromptTemplate, TemplateError, parse_score
 
@@ -71,9 +71,12 @@ def read_output(pair: Pair, output: Any, template: PromptTemplate, config: VLLMC
     ]
     expected = expected_grade(positions, template.grade_token_list) if config.logprobs else None
     common = dict(
-        raw_output=raw, tokens_in=len(output.prompt_token_ids or []), tokens_out=len(completion.token_ids),
-        model_id=model_id, latency_ms=latency_ms,
-    )  # fmt: skip
+        raw_output=raw,
+        tokens_in=len(output.prompt_token_ids or []),
+        tokens_out=len(completion.token_ids),
+        model_id=model_id,
+        latency_ms=latency_ms,
+    )
     qid, docid = pair.key
     if config.score == "expected":
         if expected is None:
@@ -111,10 +114,15 @@ class VLLMJudge(BaseJudge):
         if not has_gpu:
             raise JudgeError(f"judge 'vllm' needs a CUDA GPU and none is visible; {SERVER_ROUTE}")
         self.llm = vllm.LLM(
-            model=config.model, max_model_len=config.max_model_len, gpu_memory_utilization=config.gpu_memory_utilization,
-            tensor_parallel_size=config.tensor_parallel_size, dtype=config.dtype, seed=config.seed,
-            enable_prefix_caching=True, limit_mm_per_prompt={"image": config.images_per_prompt},
-        )  # fmt: skip
+            model=config.model,
+            max_model_len=config.max_model_len,
+            gpu_memory_utilization=config.gpu_memory_utilization,
+            tensor_parallel_size=config.tensor_parallel_size,
+            dtype=config.dtype,
+            seed=config.seed,
+            enable_prefix_caching=True,
+            limit_mm_per_prompt={"image": config.images_per_prompt},
+        )
         self.sampling = vllm.SamplingParams(
             temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed, logprobs=config.logprobs
         )

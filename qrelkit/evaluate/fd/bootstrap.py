@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from qrelkit.evaluate.fd import ItemSample, sum_sqrt_eigenvalues, trace_sqrt_product
+from qrelkit.evaluate.fd.distance import sum_sqrt_eigenvalues, trace_sqrt_product
+from qrelkit.evaluate.fd.items import ItemSample
 
 
 @dataclass(frozen=True)
@@ -52,12 +53,6 @@ class QueryStats:
             trace = (weights @ self.sq_norms - n * np.sum(mean**2, axis=1)) / (n - 1)
         trace[n < 2] = np.nan
         return n, mean, trace
-
-
-def query_resamples(n_queries: int, n_resamples: int, seed: int = 0) -> np.ndarray:
-    """(N, Q) multiplicities: each row draws Q queries with replacement."""
-    rng = np.random.default_rng(seed)
-    return rng.multinomial(n_queries, np.full(n_queries, 1.0 / n_queries), size=n_resamples).astype(np.float64)
 
 
 def _cores() -> int:
@@ -122,9 +117,14 @@ def _trace_from_rows(side: _RelevantSide, run_rows: np.ndarray) -> float:
 
 
 def _score_run(
-    sample: ItemSample, moments: tuple[np.ndarray, np.ndarray, np.ndarray], products: np.ndarray | None,
-    sides: list[tuple[int, _RelevantSide | None]], weights: np.ndarray, rel_trace: np.ndarray, out: np.ndarray,
-) -> None:  # fmt: skip
+    sample: ItemSample,
+    moments: tuple[np.ndarray, np.ndarray, np.ndarray],
+    products: np.ndarray | None,
+    sides: list[tuple[int, _RelevantSide | None]],
+    weights: np.ndarray,
+    rel_trace: np.ndarray,
+    out: np.ndarray,
+) -> None:
     n2, mean2, trace2 = moments
     for b, side in sides:
         if side is None or not n2[b] >= 2:
@@ -176,23 +176,3 @@ def bootstrap_fd(
             for job in jobs:
                 job.result()
     return out
-
-
-@dataclass(frozen=True)
-class BootstrapSummary:
-    """Mean and percentile interval of a run's resampled FDs."""
-
-    mean: float
-    low: float
-    high: float
-    resamples: int  # resamples with a defined FD
-    level: float = 0.95
-
-
-def summarize(values: np.ndarray, level: float = 0.95) -> BootstrapSummary | None:
-    finite = values[np.isfinite(values)]
-    if finite.size == 0:
-        return None
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(finite, [tail, 100 - tail])
-    return BootstrapSummary(float(finite.mean()), float(low), float(high), int(finite.size), level)

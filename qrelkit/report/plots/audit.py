@@ -36,9 +36,13 @@ def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def plot_score_cdf(
-    scores_by_grade: Mapping[str, Sequence[float] | np.ndarray], overall: Sequence[float] | np.ndarray | None,
-    stem: str | Path, *, title: str = "Judge scores by reference grade", xlabel: str = "judge score",
-) -> list[Path]:  # fmt: skip
+    scores_by_grade: Mapping[str, Sequence[float] | np.ndarray],
+    overall: Sequence[float] | np.ndarray | None,
+    stem: str | Path,
+    *,
+    title: str = "Judge scores by reference grade",
+    xlabel: str = "judge score",
+) -> list[Path]:
     """Figure 2: the empirical CDF of the judge's raw scores for each reference grade, and overall.
 
     Keys of ``scores_by_grade`` become legend labels (e.g. "grade 2"); their counts are added.
@@ -51,8 +55,15 @@ def plot_score_cdf(
             if values.size == 0:
                 continue
             x, y = _ecdf(values)
-            axes.step(x, y, where="post", color=OKABE_ITO[i % len(OKABE_ITO)],
-                      linestyle=LINE_STYLES[i % len(LINE_STYLES)], linewidth=1.8, label=f"{label} (n={values.size})")  # fmt: skip
+            axes.step(
+                x,
+                y,
+                where="post",
+                color=OKABE_ITO[i % len(OKABE_ITO)],
+                linestyle=LINE_STYLES[i % len(LINE_STYLES)],
+                linewidth=1.8,
+                label=f"{label} (n={values.size})",
+            )
         if overall is not None and len(overall):
             x, y = _ecdf(np.asarray(overall))
             axes.step(x, y, where="post", color="#000000", linewidth=2.6, alpha=0.55, label=f"all scores (n={len(x)})")
@@ -63,9 +74,13 @@ def plot_score_cdf(
 
 
 def plot_confusion(
-    confusion: np.ndarray, labels: Sequence[int], stem: str | Path, *, reference_name: str = "reference",
+    confusion: np.ndarray,
+    labels: Sequence[int],
+    stem: str | Path,
+    *,
+    reference_name: str = "reference",
     model_name: str = "model",
-) -> list[Path]:  # fmt: skip
+) -> list[Path]:
     """Figure 3: the confusion matrix as a heat map; colour is the share of each reference grade
     (row-normalised), the text gives that share and the count."""
     counts = np.asarray(confusion, dtype=np.float64)
@@ -79,22 +94,33 @@ def plot_confusion(
         for row in range(len(labels)):
             for col in range(len(labels)):
                 light = shares[row, col] < 0.6  # cividis is dark at the low end: white text there
-                axes.text(col, row, f"{shares[row, col]:.0%}\n{int(counts[row, col])}", ha="center", va="center",
-                          fontsize=9, color="white" if light else "black")  # fmt: skip
+                axes.text(
+                    col,
+                    row,
+                    f"{shares[row, col]:.0%}\n{int(counts[row, col])}",
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="white" if light else "black",
+                )
         ticks = np.arange(len(labels))
         axes.set_xticks(ticks, [str(label) for label in labels])
         axes.set_yticks(ticks, [str(label) for label in labels])
-        axes.set(xlabel=f"{model_name} grade", ylabel=f"{reference_name} grade",
-                 title="Grades on the shared pairs (row share, count)")  # fmt: skip
+        axes.set(xlabel=f"{model_name} grade", ylabel=f"{reference_name} grade", title="Grades on the shared pairs (row share, count)")
         figure.colorbar(image, ax=axes, fraction=0.046, pad=0.04, label="share of the reference grade's pairs")
         return _save(figure, Path(stem))
 
 
 def plot_system_scatter(
-    reference_means: Mapping[str, Mapping[str, float]], model_means: Mapping[str, Mapping[str, float]],
-    measures: Sequence[str], stem: str | Path, *, groups: Mapping[str, Sequence[str]] | None = None,
-    reference_name: str = "reference", model_name: str = "model",
-) -> list[Path]:  # fmt: skip
+    reference_means: Mapping[str, Mapping[str, float]],
+    model_means: Mapping[str, Mapping[str, float]],
+    measures: Sequence[str],
+    stem: str | Path,
+    *,
+    groups: Mapping[str, Sequence[str]] | None = None,
+    reference_name: str = "reference",
+    model_name: str = "model",
+) -> list[Path]:
     """Figure 1: each run's mean under the reference (x) and the model qrels (y), one panel per
     measure, the diagonal for equal scores, the runs of each group in their own colour and marker."""
     groups = dict(groups or {})
@@ -113,13 +139,29 @@ def plot_system_scatter(
             for name, colour, marker in series:
                 chosen = np.array([membership.get(run) == name for run in runs])
                 label = (name if name is not None else "other runs" if groups else "runs") + f" ({chosen.sum()})"
-                axes.scatter(x[chosen], y[chosen], color=colour, marker=marker, s=36, alpha=0.9,
-                             edgecolors="white", linewidths=0.5, label=label, zorder=3)  # fmt: skip
+                axes.scatter(
+                    x[chosen],
+                    y[chosen],
+                    color=colour,
+                    marker=marker,
+                    s=36,
+                    alpha=0.9,
+                    edgecolors="white",
+                    linewidths=0.5,
+                    label=label,
+                    zorder=3,
+                )
             low, high = float(min(x.min(), y.min())), float(max(x.max(), y.max()))
             pad = 0.05 * (high - low or 1.0)
             axes.plot([low - pad, high + pad], [low - pad, high + pad], color="#444444", linewidth=1, linestyle="--", zorder=1)
-            axes.set(xlim=(low - pad, high + pad), ylim=(low - pad, high + pad), aspect="equal",
-                     xlabel=f"{measure} under {reference_name}", ylabel=f"{measure} under {model_name}", title=measure)  # fmt: skip
+            axes.set(
+                xlim=(low - pad, high + pad),
+                ylim=(low - pad, high + pad),
+                aspect="equal",
+                xlabel=f"{measure} under {reference_name}",
+                ylabel=f"{measure} under {model_name}",
+                title=measure,
+            )
             axes.grid(alpha=0.3)
             axes.legend(loc="upper left", fontsize=9)
         figure.tight_layout()

@@ -24,8 +24,6 @@ Token estimates (for `--dry-run` and the `tpm` limiter) are approximations:
 from __future__ import annotations
 
 import asyncio
-import base64
-import io
 import json
 import logging
 import math
@@ -33,13 +31,13 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from qrelkit.judges._http import BackoffWait, MalformedResponse, RateLimiter, classify_error, is_retryable, redact
 from qrelkit.judges.base import BaseJudge, JudgeConfig, Judgment, Pair
+from qrelkit.judges.chat import ImageInputError, build_messages
+from qrelkit.judges.http import BackoffWait, MalformedResponse, RateLimiter, classify_error, is_retryable, redact
 from qrelkit.judges.registry import FatalJudgeError, JudgeError
 from qrelkit.prompts import ImagePart, PromptTemplate, RenderedPrompt, TemplateError, TextPart, parse_score
 
@@ -50,8 +48,6 @@ LOCAL_PLACEHOLDER_KEY = "no-key-needed"  # local servers without --api-key accep
 # How the judge runs, not what it judges: a change should resume the same judge run. The runner
 # can leave these out of the run's identity (see docs/openai-judge.md).
 OPERATIONAL = {"identity": False}
-# Formats the OpenAI API accepts; anything else Pillow reads is re-encoded as PNG.
-SENT_AS_IS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 IMAGE_TOKENS_LOW, IMAGE_TOKENS_BASE, IMAGE_TOKENS_PER_TILE = 85, 85, 170
 UNKNOWN_IMAGE_SIZE = (1024, 1024)
 
@@ -64,8 +60,9 @@ class Prices(JudgeConfig):
 class OpenAIConfig(JudgeConfig):
     model: str = Field("gpt-4o", description="Model name as the endpoint knows it (gpt-4o, gpt-4-vision-preview, ...).")
     base_url: str | None = Field(None, description="An OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
-    api_key_env: str = Field("OPENAI_API_KEY", description="Name of the environment variable holding the key.",
-                             json_schema_extra=OPERATIONAL)  # fmt: skip
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", description="Name of the environment variable holding the key.", json_schema_extra=OPERATIONAL
+    )
     temperature: float = Field(0.0, ge=0, le=2)
     seed: int | None = Field(0, description="Sampling seed (best effort on OpenAI; see system_fingerprint).")
     max_tokens: int = Field(16, ge=1, description="Completion tokens per answer.")
@@ -74,17 +71,18 @@ class OpenAIConfig(JudgeConfig):
     logprobs: bool = Field(False, description="Ask for token logprobs and store the expected grade.")
     top_logprobs: int = Field(5, ge=1, le=20, description="Alternatives per position when logprobs is on.")
     score: Literal["parsed", "expected"] = Field("parsed", description="parsed answer, or Σ g·p(g)/Σ p(g) (needs logprobs).")
-    concurrency: int = Field(4, ge=1, le=256, description="Requests in flight (keep batch_size >= this).",
-                             json_schema_extra=OPERATIONAL)  # fmt: skip
+    concurrency: int = Field(4, ge=1, le=256, description="Requests in flight (keep batch_size >= this).", json_schema_extra=OPERATIONAL)
     rpm: int | None = Field(None, ge=1, description="Requests-per-minute limit.", json_schema_extra=OPERATIONAL)
-    tpm: int | None = Field(None, ge=1, description="Tokens-per-minute limit (estimated prompt + max_tokens).",
-                            json_schema_extra=OPERATIONAL)  # fmt: skip
+    tpm: int | None = Field(
+        None, ge=1, description="Tokens-per-minute limit (estimated prompt + max_tokens).", json_schema_extra=OPERATIONAL
+    )
     timeout: float = Field(60.0, gt=0, description="Seconds per HTTP try.", json_schema_extra=OPERATIONAL)
     max_tries: int = Field(6, ge=1, description="HTTP tries per pair (first try included).", json_schema_extra=OPERATIONAL)
     initial_backoff: float = Field(1.0, ge=0, description="First retry wait in seconds (doubles).", json_schema_extra=OPERATIONAL)
     max_backoff: float = Field(60.0, ge=0, description="Longest wait, Retry-After included.", json_schema_extra=OPERATIONAL)
-    prices: Prices | None = Field(None, description="{input_per_million, output_per_million} in USD, for cost.",
-                                  json_schema_extra=OPERATIONAL)  # fmt: skip
+    prices: Prices | None = Field(
+        None, description="{input_per_million, output_per_million} in USD, for cost.", json_schema_extra=OPERATIONAL
+    )
 
     @model_validator(mode="after")
     def _expected_needs_logprobs(self) -> OpenAIConfig:
@@ -96,63 +94,13 @@ class OpenAIConfig(JudgeConfig):
 # -- request building ------------------------------------------------------------------------
 
 
-class ImageInputError(ValueError):
-    """A document's image cannot be sent: missing, unreadable, not an image, outside its root."""
-
-
-def _open_image(path: str | Path, root: str | Path | None) -> tuple[bytes, Any]:
-    from PIL import Image, UnidentifiedImageError
-
-    path = Path(path)
-    if root is not None and not path.resolve().is_relative_to(Path(root).resolve()):
-        raise ImageInputError(f"image {path} is outside the image root {root}")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ImageInputError(f"image {path} cannot be read: {exc.strerror or exc}") from None
-    try:
-        image = Image.open(io.BytesIO(data))
-        image.verify()  # checks the structure (truncated or corrupt files) without decoding all pixels
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        raise ImageInputError(f"image {path} is not a readable image: {exc}") from None
-    return data, image
-
-
-def image_data_url(path: str | Path, root: str | Path | None = None) -> str:
-    """The image as a base64 data URL whose MIME type comes from its content, not its name."""
-    data, image = _open_image(path, root)
-    mime = SENT_AS_IS.get(image.format or "")
-    if mime is None:
-        from PIL import Image
-
-        buffer = io.BytesIO()
-        Image.open(io.BytesIO(data)).save(buffer, format="PNG")
-        data, mime = buffer.getvalue(), "image/png"
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
-
-
-def build_messages(
-    rendered: RenderedPrompt, *, detail: str = "auto", image_urls: bool = False, image_root: str | None = None
-) -> list[dict[str, Any]]:
-    """Chat messages: a text-only prompt's user content is a plain string (what every server
-    takes); one with an image is a list of `text` and `image_url` content parts."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": rendered.system}] if rendered.system else []
-    if all(isinstance(part, TextPart) for part in rendered.parts):
-        return messages + [{"role": "user", "content": "\n\n".join(part.text for part in rendered.parts)}]
-    content: list[dict[str, Any]] = []
-    for part in rendered.parts:
-        if isinstance(part, TextPart):
-            content.append({"type": "text", "text": part.text})
-        elif isinstance(part, ImagePart):
-            url = part.url if image_urls and part.url else image_data_url(part.path, image_root)
-            content.append({"type": "image_url", "image_url": {"url": url, "detail": detail}})
-    return messages + [{"role": "user", "content": content}]
-
-
 def build_request(config: OpenAIConfig, messages: list[dict[str, Any]]) -> dict[str, Any]:
     request: dict[str, Any] = {
-        "model": config.model, "messages": messages, "temperature": config.temperature, "max_tokens": config.max_tokens,
-    }  # fmt: skip
+        "model": config.model,
+        "messages": messages,
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+    }
     if config.seed is not None:
         request["seed"] = config.seed
     if config.logprobs:
@@ -234,9 +182,13 @@ def read_reply(body: str) -> Reply:
             top = {alt["token"]: float(alt["logprob"]) for alt in item.get("top_logprobs") or [] if "token" in alt}
             positions.append((item["token"], float(item.get("logprob", -math.inf)), top))
     return Reply(
-        text, choices[0].get("finish_reason"), _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")),
-        data.get("system_fingerprint"), positions,
-    )  # fmt: skip
+        text,
+        choices[0].get("finish_reason"),
+        _int(usage.get("prompt_tokens")),
+        _int(usage.get("completion_tokens")),
+        data.get("system_fingerprint"),
+        positions,
+    )
 
 
 def _int(value: Any) -> int | None:
@@ -351,9 +303,12 @@ class OpenAIJudge(BaseJudge):
 
         c, attempts, latency_ms = self.config, 0, None
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(c.max_tries), wait=self._wait, retry=retry_if_exception(is_retryable),
-            before_sleep=lambda state: self._log_retry(pair, state), reraise=True,
-        )  # fmt: skip
+            stop=stop_after_attempt(c.max_tries),
+            wait=self._wait,
+            retry=retry_if_exception(is_retryable),
+            before_sleep=lambda state: self._log_retry(pair, state),
+            reraise=True,
+        )
         try:
             async for attempt in retrying:
                 with attempt:
@@ -372,18 +327,28 @@ class OpenAIJudge(BaseJudge):
                 raise FatalJudgeError(f"judge 'openai' at {self._base_url}: {message}; {hint}") from None
             body = exc.body[:2000] if isinstance(exc, MalformedResponse) and exc.body else None
             return Judgment.failed(
-                pair, "model_error", f"{message} (after {attempts} {'try' if attempts == 1 else 'tries'})",
-                raw_output=redact(body, self._secrets), attempts=attempts, model_id=self.model_id, latency_ms=latency_ms,
-            )  # fmt: skip
+                pair,
+                "model_error",
+                f"{message} (after {attempts} {'try' if attempts == 1 else 'tries'})",
+                raw_output=redact(body, self._secrets),
+                attempts=attempts,
+                model_id=self.model_id,
+                latency_ms=latency_ms,
+            )
         return self._judgment(pair, reply, attempts, latency_ms)
 
     def _judgment(self, pair: Pair, reply: Reply, attempts: int, latency_ms: float | None) -> Judgment:
         c = self.config
         common = dict(
-            raw_output=redact(reply.text, self._secrets), tokens_in=reply.tokens_in, tokens_out=reply.tokens_out,
-            latency_ms=latency_ms, cost=cost_of(reply.tokens_in, reply.tokens_out, c.prices), attempts=attempts,
-            model_id=self.model_id, system_fingerprint=reply.fingerprint,
-        )  # fmt: skip
+            raw_output=redact(reply.text, self._secrets),
+            tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out,
+            latency_ms=latency_ms,
+            cost=cost_of(reply.tokens_in, reply.tokens_out, c.prices),
+            attempts=attempts,
+            model_id=self.model_id,
+            system_fingerprint=reply.fingerprint,
+        )
         qid, docid = pair.key
         if reply.finish_reason == "content_filter":
             return Judgment(qid, docid, "model_error", error="the answer was withheld by the content filter", **common)
@@ -406,8 +371,12 @@ class OpenAIJudge(BaseJudge):
         message = redact(classify_error(exc).message if exc else "?", self._secrets)
         log.warning(
             "openai: %s for %s/%s; try %d of %d, next in %.1fs",
-            message, *pair.key, state.attempt_number, self.config.max_tries, state.next_action.sleep if state.next_action else 0,
-        )  # fmt: skip
+            message,
+            *pair.key,
+            state.attempt_number,
+            self.config.max_tries,
+            state.next_action.sleep if state.next_action else 0,
+        )
 
     @classmethod
     def estimate(cls, config: OpenAIConfig, template: PromptTemplate, pairs: Sequence[Pair]) -> dict[str, Any]:
@@ -424,9 +393,12 @@ class OpenAIJudge(BaseJudge):
         tokens_out = requests * config.max_tokens  # an upper bound: answers stop earlier
         cost = cost_of(tokens_in, tokens_out, config.prices)
         return {
-            "requests": requests, "images": images, "tokens_in": tokens_in, "tokens_out_max": tokens_out,
+            "requests": requests,
+            "images": images,
+            "tokens_in": tokens_in,
+            "tokens_out_max": tokens_out,
             "cost_usd_max": None if cost is None else round(cost, 6),
-        }  # fmt: skip
+        }
 
     def close(self) -> None:
         loop = getattr(self, "_loop", None)

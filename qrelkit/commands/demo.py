@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.table import Table
 from scipy.stats import kendalltau
 
+from qrelkit.commands.judging import describe_grading, export_qrels_file
 from qrelkit.evaluate import evaluate_runs
-from qrelkit.jobs.actions import describe_grading, export_qrels_file
 from qrelkit.jobs.grade import grade_judge_run
 from qrelkit.jobs.runner import run_job
 from qrelkit.jobs.spec import load_job
@@ -28,17 +28,21 @@ def run_demo(out_dir: Path, console: Console) -> dict[str, float]:
     spec = load_job(DEMO_JOB, {"database": str((out_dir / "demo.duckdb").resolve())})
     report = run_job(spec, console=console, progress=console.is_terminal)
     console.print(
-        f"judged {report.judged} of {report.pairs} pairs with MiniLM (int8 ONNX) "
-        f"[{report.already_ok} already in the database]",
+        f"judged {report.judged} of {report.pairs} pairs with MiniLM (int8 ONNX) [{report.already_ok} already in the database]",
         highlight=False,
     )
     grading = spec.grading
     assert grading is not None
     with Store(spec.database) as store:
         result = grade_judge_run(
-            store, report.judge_run_id, name=grading.name, method=grading.method, quantiles=grading.quantiles,
-            labels=grading.labels, per_topic=grading.per_topic,
-        )  # fmt: skip
+            store,
+            report.judge_run_id,
+            name=grading.name,
+            method=grading.method,
+            quantiles=grading.quantiles,
+            labels=grading.labels,
+            per_topic=grading.per_topic,
+        )
         console.print(describe_grading(result), highlight=False)
         human = store.qrels("human")
         runs = store.runs()
@@ -56,9 +60,10 @@ def run_demo(out_dir: Path, console: Console) -> dict[str, float]:
     console.print(table)
     tau = kendalltau([under_human[r][MEASURE] for r in order], [under_model[r][MEASURE] for r in order]).statistic
     agree = sum(
-        1 for q in result.qrels.entries if human.grades.get(q.qid, {}).get(q.docid) is not None
-        and (human.grades[q.qid][q.docid] >= 2) == (q.grade >= 2)
-    )  # fmt: skip
+        1
+        for q in result.qrels.entries
+        if human.grades.get(q.qid, {}).get(q.docid) is not None and (human.grades[q.qid][q.docid] >= 2) == (q.grade >= 2)
+    )
     console.print(
         f"Kendall τ between the two system rankings: {tau:.3f}; binary agreement (grade ≥ 2) on "
         f"{agree}/{len(result.qrels)} pairs. Model qrels: {qrels_file}. Database: {spec.database}. "

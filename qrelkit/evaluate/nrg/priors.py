@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from qrelkit.errors import InputFormatError, LineProblem
-from qrelkit.evaluate.nrg import NRGError
+from qrelkit.evaluate.nrg.options import NRGError
 from qrelkit.io.lines import iter_lines, raise_if_problems
 
 PRIOR_SPECS = "all-others | order:FILE | best-per-group:FILE[:COLUMN] | runs:A,B"
@@ -130,19 +130,28 @@ def prior_sets_from_spec(
 
 
 def nrg_from_spec(
-    qrels, runs, prior: str = "all-others", *, model="ndcg", depth=10, gain="linear", order="trec_eval",
+    qrels,
+    runs,
+    prior: str = "all-others",
+    *,
+    model="ndcg",
+    depth=10,
+    gain="linear",
+    order="trec_eval",
     best_by: Mapping[str, float] | None = None,
-):  # fmt: skip
+):
     """NRG with the prior sets a ``--prior`` spec names; returns (NRGResult, groups or None).
 
     For best-per-group, each group's best run is the one with the highest ``best_by`` score,
     by default the mean absolute metric of this configuration (nDCG@10 by default, as in seed
     004's Figure 2; pass nDCG@10 means explicitly to keep that choice at another depth or model).
     """
-    from qrelkit.evaluate.nrg import NRGConfig, _base, _prepare, _prior_index, _result
+    from qrelkit.evaluate.nrg.layout import prepare
+    from qrelkit.evaluate.nrg.options import NRGConfig
+    from qrelkit.evaluate.nrg.score import base_scores, build_result, prior_index
 
-    prepared = _prepare(qrels, runs, NRGConfig.parse(model, depth, gain, order))
-    base = _base(prepared)
+    prepared = prepare(qrels, runs, NRGConfig.parse(model, depth, gain, order))
+    base = base_scores(prepared)
     scores = (lambda: dict(best_by)) if best_by is not None else (lambda: dict(zip(prepared.runs, base.mean(axis=1).tolist())))
     priors, groups = prior_sets_from_spec(prior, prepared.runs, scores)
-    return _result(prepared, _prior_index(prepared.runs, priors), base), groups
+    return build_result(prepared, prior_index(prepared.runs, priors), base), groups

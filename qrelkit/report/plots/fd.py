@@ -7,7 +7,7 @@ from pathlib import Path
 
 from scipy import stats
 
-from qrelkit.evaluate.fd_runs import FDReport
+from qrelkit.evaluate.fd.runs import FDReport
 
 
 def kendall_tau(fd: Mapping[str, float | None], metric: Mapping[str, float]) -> float:

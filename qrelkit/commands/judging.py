@@ -51,18 +51,29 @@ def describe_grading(result: GradingResult) -> str:
 
 
 def grade_and_describe(
-    db: Path, judge_run_id: str, *, quantiles: str, thresholds: str | None, labels: str, per_topic: bool,
-    score: str, name: str | None,
-) -> str:  # fmt: skip
+    db: Path,
+    judge_run_id: str,
+    *,
+    quantiles: str,
+    thresholds: str | None,
+    labels: str,
+    per_topic: bool,
+    score: str,
+    name: str | None,
+) -> str:
     label_values = [int(v) for v in _floats(labels, "--labels")]
     with Store(db) as store:
         result = grade_judge_run(
-            store, judge_run_id, name=name, score_column=score,
+            store,
+            judge_run_id,
+            name=name,
+            score_column=score,
             method="thresholds" if thresholds else "quantile",
             quantiles=_floats(quantiles, "--quantiles"),
             thresholds=_floats(thresholds, "--thresholds") if thresholds else None,
-            labels=label_values, per_topic=per_topic,
-        )  # fmt: skip
+            labels=label_values,
+            per_topic=per_topic,
+        )
     return describe_grading(result)
 
 
@@ -84,8 +95,7 @@ def finish_job(spec: JobSpec, report: JobReport, *, dry_run: bool, grade: bool, 
     )
     if dry_run:
         if report.estimate:
-            console.print("estimate for the pairs to judge: " + ", ".join(f"{k} {v}" for k, v in report.estimate.items()),
-                          highlight=False)  # fmt: skip
+            console.print("estimate for the pairs to judge: " + ", ".join(f"{k} {v}" for k, v in report.estimate.items()), highlight=False)
         return
     if report.judged:
         statuses = ", ".join(f"{s} {n}" for s, n in sorted(report.statuses.items()))
@@ -98,7 +108,14 @@ def finish_job(spec: JobSpec, report: JobReport, *, dry_run: bool, grade: bool, 
         g = spec.grading
         with Store(spec.database) as store:
             result = grade_judge_run(
-                store, report.judge_run_id, name=g.name, score_column=g.score, method=g.method,
-                quantiles=g.quantiles, thresholds=g.thresholds, labels=g.labels, per_topic=g.per_topic,
-            )  # fmt: skip
+                store,
+                report.judge_run_id,
+                name=g.name,
+                score_column=g.score,
+                method=g.method,
+                quantiles=g.quantiles,
+                thresholds=g.thresholds,
+                labels=g.labels,
+                per_topic=g.per_topic,
+            )
         console.print(describe_grading(result), highlight=False)

@@ -7,6 +7,7 @@ from pathlib import Path
 from qrelkit.errors import QrelkitError
 from qrelkit.io import OnDuplicate, Qrels, Run, read_qrels, read_runs
 from qrelkit.storage import Store
+from qrelkit.storage.judgments import graded_qrels
 
 
 def resolve_qrels(ref: str, db: str | Path | None, *, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> Qrels:
@@ -19,9 +20,7 @@ def resolve_qrels(ref: str, db: str | Path | None, *, on_duplicate: OnDuplicate 
     raise QrelkitError(f"qrels {ref!r}: no such file" + ("" if db else " (and no --db to look the name up in)"))
 
 
-def resolve_runs(
-    refs: list[str], db: str | Path | None, *, on_duplicate: OnDuplicate | str = OnDuplicate.error
-) -> list[Run]:
+def resolve_runs(refs: list[str], db: str | Path | None, *, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> list[Run]:
     """Run files and directories; names of runs in ``db``; or, with no refs, every run in ``db``."""
     paths = [r for r in refs if Path(r).exists()]
     names = [r for r in refs if not Path(r).exists()]
@@ -35,3 +34,10 @@ def resolve_runs(
     if not runs:
         raise QrelkitError("no runs to evaluate")
     return runs
+
+
+def judge_run_qrels(db: str | Path | None, judge_run: str) -> tuple[Qrels, str]:
+    if db is None or not Path(db).exists():
+        raise QrelkitError(f"--judge-run {judge_run} needs an existing database (--db)")
+    with Store(db, read_only=True) as store:
+        return graded_qrels(store, judge_run)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from qrelkit.commands.sources import judge_run_qrels, resolve_qrels, resolve_runs
 from qrelkit.embed.cache import embed_with_cache
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.fd_runs import FDReport, FDSettings, check_vectors, fd_of_runs, selected_docids
+from qrelkit.evaluate.fd.runs import FDReport, FDSettings, check_vectors, fd_of_runs, selected_docids
 from qrelkit.io import Document, OnDuplicate, Qrels, read_documents
 
 
@@ -46,8 +47,6 @@ def document_vectors(embedder, documents: Mapping[str, Document], docids: Iterab
 
 
 def _qrels(qrels: str | None, judge_run: str | None, db: Path | None, on_duplicate) -> Qrels:
-    from qrelkit.evaluate.audit import judge_run_qrels
-    from qrelkit.sources import resolve_qrels
 
     if (qrels is None) == (judge_run is None):
         raise QrelkitError("give either --qrels (a file or a qrels set in --db) or --judge-run (its graded qrels)")
@@ -90,8 +89,6 @@ def run_fd(
     """Everything `qrelkit fd` does before printing. ``cache`` (a database file) keeps the
     vectors; by default the --db itself when one is given. ``plot`` writes the bootstrap
     intervals of the first cut-off, ``plot_metric`` FD at each cut-off against ``metric``."""
-    from qrelkit.sources import resolve_runs
-
     qrels_data = _qrels(qrels, judge_run, db, on_duplicate)
     run_list = resolve_runs(runs, db, on_duplicate=on_duplicate)
     needed = selected_docids(qrels_data, run_list, settings)
@@ -115,7 +112,7 @@ def run_fd(
 
 def _write_plots(report: FDReport, qrels: Qrels, runs, plot: Path | None, plot_metric: Path | None, metric: str) -> None:
     from qrelkit.evaluate import evaluate_runs
-    from qrelkit.evaluate.fd_plot import plot_fd_bootstrap, plot_fd_vs_metric
+    from qrelkit.report.plots.fd import plot_fd_bootstrap, plot_fd_vs_metric
 
     if plot is not None:
         if not report.settings.bootstrap:
@@ -127,42 +124,3 @@ def _write_plots(report: FDReport, qrels: Qrels, runs, plot: Path | None, plot_m
         sparse = f", at most {report.settings.max_rel} relevant per query" if report.settings.max_rel else ""
         panels = [(f"{label}{sparse}", report.values(label)) for label in report.labels]
         plot_fd_vs_metric(panels, values, metric, plot_metric, y_label="FD (lower is better)")
-
-
-def fd_table(report: FDReport):
-    """A rich table: one row per run (best first by the first cut-off), FD and interval per cut-off."""
-    from rich.table import Table
-
-    s = report.settings
-    sparse = f", at most {s.max_rel} per query (seed {s.seed})" if s.max_rel else ""
-    title = (
-        f"{'/'.join(report.labels)}: {report.embedder}, d={report.d}; relevant = grade >= {report.rel_level}{sparse}: "
-        f"n_rel={report.n_rel} over {len(report.qids)} queries (covariance rank {report.rel_rank})"
-    )
-    table = Table(title=title)
-    table.add_column("run", justify="left")
-    for label in report.labels:
-        table.add_column(f"n_ret@{label.rsplit('@', 1)[1]}", justify="right")
-        table.add_column(label, justify="right")
-        if s.bootstrap:
-            table.add_column(f"{label} 95% ({s.bootstrap} resamples)", justify="right")
-    first = report.labels[0]
-    ordered = sorted(report.runs, key=lambda r: (report.runs[r][first].value is None, report.runs[r][first].value or 0.0))
-    deficient = False
-    for run in ordered:
-        cells = [run]
-        for label in report.labels:
-            fd = report.runs[run][label]
-            deficient |= bool(fd.result and fd.result.rank_deficient)
-            cells += [str(fd.n_ret), "-" if fd.value is None else f"{fd.value:.4f}"]
-            if s.bootstrap:
-                cells.append(f"[{fd.bootstrap.low:.4f}, {fd.bootstrap.high:.4f}]" if fd.bootstrap else "-")
-        table.add_row(*cells)
-    notes = ["lower is better; '-': fewer than 2 retrieved items"]
-    if deficient or report.rel_rank < report.d:
-        notes.append(
-            f"some covariances are rank-deficient (rank < d={report.d}: fewer items than dimensions, or embeddings "
-            "confined to a subspace); FD is still exact"
-        )
-    table.caption = "; ".join(notes)
-    return table

@@ -12,10 +12,17 @@ MARKERS = "osD^vP*Xh<>p"
 
 
 def plot_nrg(
-    result: NRGResult, path: str | Path, groups: Mapping[str, str] | None = None, *, title: str | None = None,
-    highlight: Collection[str] = (), highlight_label: str = "", label_runs: bool = False,
-    x: Mapping[str, float] | None = None, x_label: str | None = None,
-) -> Path:  # fmt: skip
+    result: NRGResult,
+    path: str | Path,
+    groups: Mapping[str, str] | None = None,
+    *,
+    title: str | None = None,
+    highlight: Collection[str] = (),
+    highlight_label: str = "",
+    label_runs: bool = False,
+    x: Mapping[str, float] | None = None,
+    x_label: str | None = None,
+) -> Path:
     """Scatter of mean base metric (x) vs mean NRG (y) per run, coloured and shaped by group; writes ``path``.
 
     Runs in ``highlight`` (say, the traditional ones) get a black edge, explained by ``highlight_label``.
@@ -34,11 +41,15 @@ def plot_nrg(
     for group in sorted(set(groups[r] for r in result.runs), key=lambda g: (g != "BASELINE", g.lower())):
         members = [r for r in result.runs if groups[r] == group]
         ax.scatter(
-            [means[r]["base"] for r in members], [means[r]["nrg"] for r in members],
-            label=f"{group} ({len(members)})", marker=next(markers), color=next(colours),
+            [means[r]["base"] for r in members],
+            [means[r]["nrg"] for r in members],
+            label=f"{group} ({len(members)})",
+            marker=next(markers),
+            color=next(colours),
             s=[70 if r in highlight else 40 for r in members],
-            edgecolors=["black" if r in highlight else "none" for r in members], linewidths=1.0,
-        )  # fmt: skip
+            edgecolors=["black" if r in highlight else "none" for r in members],
+            linewidths=1.0,
+        )
         if label_runs:
             for r in members:
                 ax.annotate(r, (means[r]["base"], means[r]["nrg"]), fontsize=6, xytext=(3, 2), textcoords="offset points")

@@ -1,0 +1,103 @@
+"""`qrelkit agree`: resolve the model and reference qrels (files, qrels sets in the database, or
+a judge run's graded qrels), the runs and the groups, then audit (`qrelkit.evaluate.audit`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from qrelkit.commands.sources import judge_run_qrels, resolve_qrels, resolve_runs
+from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.audit import DEFAULT_MEASURES, Audit, audit
+from qrelkit.evaluate.bias import groups_from_file, groups_from_patterns
+from qrelkit.evaluate.labels import parse_grade_map
+from qrelkit.io import OnDuplicate, Qrels, Run
+
+
+@dataclass(frozen=True)
+class AuditInputs:
+    model: Qrels
+    reference: Qrels
+    runs: list[Run]
+    judge_run_id: str | None = None  # the full id when the model qrels come from a judge run
+
+
+def load_inputs(
+    *,
+    qrels: str | None,
+    reference: str,
+    runs: list[str],
+    db: str | Path | None,
+    judge_run: str | None = None,
+    on_duplicate: OnDuplicate | str = OnDuplicate.error,
+) -> AuditInputs:
+    """Model qrels from a file, a qrels set in ``db``, or the newest graded qrels of ``judge_run``."""
+    if (qrels is None) == (judge_run is None):
+        raise QrelkitError("give the model qrels with exactly one of --qrels FILE_OR_NAME or --judge-run ID (with --db)")
+    judge_run_id = None
+    if judge_run is not None:
+        model, judge_run_id = judge_run_qrels(db, judge_run)
+    else:
+        model = resolve_qrels(qrels, db, on_duplicate=on_duplicate)  # type: ignore[arg-type]
+    return AuditInputs(
+        model,
+        resolve_qrels(reference, db, on_duplicate=on_duplicate),
+        resolve_runs(runs, db, on_duplicate=on_duplicate),
+        judge_run_id,
+    )
+
+
+def resolve_groups(
+    run_names: list[str],
+    *,
+    patterns: list[str] | None = None,
+    groups_file: str | Path | None = None,
+    group_by: str | None = None,
+) -> dict[str, list[str]]:
+    """`--group NAME=REGEX ...` and/or `--groups FILE --group-by COLUMN` as group -> runs."""
+    if group_by is not None and groups_file is None:
+        raise QrelkitError("--group-by names a column of a --groups FILE; give the file too")
+    groups = groups_from_patterns(patterns, run_names) if patterns else {}
+    if groups_file is not None:
+        for name, members in groups_from_file(groups_file, group_by, run_names).items():
+            if name in groups:
+                raise QrelkitError(f"group {name!r} comes from both --group and {groups_file}")
+            groups[name] = members
+    return groups
+
+
+def agree(
+    *,
+    qrels: str | None,
+    reference: str,
+    runs: list[str],
+    db: str | Path | None = None,
+    judge_run: str | None = None,
+    measures: list[str] | None = None,
+    group_patterns: list[str] | None = None,
+    groups_file: str | Path | None = None,
+    group_by: str | None = None,
+    reference_map: str | None = None,
+    model_map: str | None = None,
+    binarize_at: int | None = None,
+    samples: int = 1000,
+    seed: int | None = 0,
+    on_duplicate: OnDuplicate | str = OnDuplicate.error,
+) -> Audit:
+    """`qrelkit agree`: resolve what the command line names, then :func:`audit`."""
+    parsed_reference_map = parse_grade_map(reference_map, "--map") if reference_map else None
+    parsed_model_map = parse_grade_map(model_map, "--map-model") if model_map else None
+    inputs = load_inputs(qrels=qrels, reference=reference, runs=runs, db=db, judge_run=judge_run, on_duplicate=on_duplicate)
+    groups = resolve_groups([r.name for r in inputs.runs], patterns=group_patterns, groups_file=groups_file, group_by=group_by)
+    return audit(
+        inputs.model,
+        inputs.reference,
+        inputs.runs,
+        measures=measures or DEFAULT_MEASURES,
+        groups=groups,
+        reference_map=parsed_reference_map,
+        model_map=parsed_model_map,
+        binarize_at=binarize_at,
+        samples=samples,
+        seed=seed,
+    )

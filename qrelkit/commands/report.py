@@ -1,0 +1,44 @@
+"""`qrelkit report`: audit as `qrelkit agree` does, summarise the judge run, write the HTML page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from qrelkit.commands.agree import agree
+from qrelkit.report.html import JudgeSummary, write_report
+from qrelkit.storage import Store, judgments
+
+
+def summarize_judge_run(db: str | Path, judge_run: str) -> JudgeSummary:
+    """What the report shows about the judge run behind the model qrels."""
+    with Store(db, read_only=True) as store:
+        info = judgments.judge_run(store, judge_run)
+        run_id = info.judge_run_id
+        totals = judgments.judge_run_totals(store, run_id)
+        qrels_set = judgments.graded_qrels_name(store, run_id)
+        return JudgeSummary(
+            judge_run_id=run_id,
+            judge=info.judge,
+            model_id=info.model_id,
+            config=info.config,
+            template_id=info.template_id,
+            template=info.template,
+            qrels_set=qrels_set,
+            grading=store.qrels_grading(qrels_set) if qrels_set is not None else None,
+            statuses=judgments.status_counts(store, run_id),
+            judgments=totals.judgments,
+            tokens_in=totals.tokens_in,
+            tokens_out=totals.tokens_out,
+            cost=totals.cost,
+            mean_latency_ms=totals.mean_latency_ms,
+            failures=judgments.failed_sample(store, run_id, limit=10),
+            scores=judgments.ok_scores(store, run_id),
+        )
+
+
+def build_report(*, out: str | Path, judge_run: str | None = None, db: str | Path | None = None, **agree_options: Any) -> Path:
+    """`qrelkit report`: audit (as :func:`qrelkit.commands.agree.agree`) and write the page."""
+    result = agree(judge_run=judge_run, db=db, **agree_options)
+    judge = summarize_judge_run(db, judge_run) if judge_run is not None and db is not None else None
+    return write_report(result, out, judge)

@@ -1,0 +1,1 @@
+"""All presentation: terminal tables, figures and the HTML report. Computes no statistics."""

@@ -1,0 +1,1 @@
+"""Figures of the audit, FD and NRG (matplotlib Figure objects, never pyplot)."""
