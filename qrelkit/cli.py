@@ -269,7 +269,7 @@ def grade_cmd(
     thresholds: Annotated[str | None, typer.Option(help="Fixed cut points instead of quantiles, e.g. 0.3,0.5.")] = None,
     labels: Annotated[str, typer.Option(help="Grades for the intervals between cut points.")] = "0,1,2",
     per_topic: Annotated[bool, typer.Option("--per-topic", help="Quantiles within each topic instead of over all scores.")] = False,
-    score: Annotated[str, typer.Option(help="score, or score_expected (llamacpp's probability-weighted grade).")] = "score",
+    score: Annotated[str, typer.Option(help="score (the judge's own), parsed, or expected (Σ g·p(g) of a generative judge).")] = "score",
     name: Annotated[str | None, typer.Option(help="Name of the qrels set (default graded-<judge run>).")] = None,
 ) -> None:
     """Grade a judge run's scores into qrels (seed 003: <q50 → 0, q50–q75 → 1, ≥q75 → 2)."""

@@ -41,7 +41,7 @@ def test_every_judgment_keeps_its_raw_answer_and_both_scores(judge, pairs):
             assert j.score in (0.0, 1.0, 2.0, 3.0)
         else:
             assert j.status == "parse_error" and j.score is None
-        assert j.status != "ok" or 0.0 <= j.score_expected <= 3.0
+        assert j.status != "ok" or 0.0 <= j.expected <= 3.0
 
 
 def test_expected_grade_matches_llama_cpp_logprobs(judge, pairs):
@@ -52,7 +52,7 @@ def test_expected_grade_matches_llama_cpp_logprobs(judge, pairs):
     reference = Llama(model_path=str(default_model_path()), n_ctx=2048, logits_all=True, verbose=False, seed=0)
     try:
         for pair in pairs[:2]:
-            ours = judge.judge([pair])[0].score_expected
+            ours = judge.judge([pair])[0].expected
             prompt = judge.formatter(messages=judge.template.render(pair.topic, pair.document).chat_messages()).prompt
             completion = reference.create_completion(prompt + "Relevance: ", max_tokens=1, temperature=0.0, logprobs=reference.n_vocab())
             top = completion["choices"][0]["logprobs"]["top_logprobs"][0]
@@ -67,7 +67,7 @@ def test_a_pairs_score_does_not_depend_on_the_pair_before_it(judge, pairs):
     forward = judge.judge(pairs)
     backward = judge.judge(list(reversed(pairs)))[::-1]
     for a, b in zip(forward, backward):
-        assert (a.raw_output, a.score_expected) == (b.raw_output, b.score_expected)
+        assert (a.raw_output, a.expected) == (b.raw_output, b.expected)
 
 
 def test_expected_mode_scores_by_probability(pairs):
@@ -76,7 +76,7 @@ def test_expected_mode_scores_by_probability(pairs):
         result = j.judge(pairs[:1])[0]
     finally:
         j.close()
-    assert result.status == "ok" and result.score == result.score_expected and 0 < result.score < 3
+    assert result.status == "ok" and result.score == result.expected and 0 < result.score < 3
 
 
 def test_a_llamacpp_job_stores_raw_output_tokens_and_both_scores(tmp_path):
@@ -101,7 +101,7 @@ def test_a_llamacpp_job_stores_raw_output_tokens_and_both_scores(tmp_path):
     assert report.judged == 3
     with Store(tmp_path / "j.duckdb", read_only=True) as store:
         rows = store.con.execute(
-            "SELECT status, score, score_expected, raw_output, tokens_in, tokens_out, latency_ms, model_id, attempts "
+            "SELECT status, score, expected, raw_output, tokens_in, tokens_out, latency_ms, model_id, attempts "
             "FROM judgments ORDER BY qid, docid"
         ).fetchall()
         template_id, model_id = store.con.execute("SELECT template_id, model_id FROM judge_runs").fetchone()

@@ -30,13 +30,9 @@ from qrelkit.jobs import load_job, run_job
 from qrelkit.judges import FatalJudgeError, JudgeError, create_judge, make_config
 from qrelkit.judges.chat import ImageInputError, build_messages, image_data_url
 from qrelkit.judges.http import BackoffWait, MalformedResponse, RateLimiter, classify_error, redact, retry_after_seconds
-from qrelkit.judges.openai import (
-    OpenAIJudge,
-    build_request,
-    expected_grade,
-    image_tokens,
-    read_reply,
-)
+from qrelkit.judges.openai import OpenAIJudge, build_request, image_tokens, read_reply
+from qrelkit.judges.openai import Reply as ChatReply
+from qrelkit.judges.scoring import answer_candidates, expected_grade
 from qrelkit.prompts import load_template
 from qrelkit.storage import Store
 
@@ -308,13 +304,25 @@ def test_expected_grade_weights_the_grade_tokens_at_the_answers_position():
         (":", -0.1, {}),
         (" 2", math.log(0.5), {" 2": math.log(0.5), "2": math.log(0.1), " 3": math.log(0.2), " maybe": math.log(0.2)}),
     ]
+
+    def expected(tokens):
+        reply = ChatReply(text="".join(token for token, _, _ in tokens), logprobs=tokens)
+        return expected_grade(answer_candidates(reply.positions(), template=TEMPLATE, forced=False), TEMPLATE.grade_token_list)
+
     # (2·(0.5+0.1) + 3·0.2) / (0.5+0.1+0.2): variants of a grade add up, other tokens are ignored
-    assert expected_grade(positions, ["0", "1", "2", "3"], 2.0) == pytest.approx((2 * 0.6 + 3 * 0.2) / 0.8)
-    assert expected_grade(positions, ["0", "1", "2", "3"], 3.0) is None  # no generated token is the answer 3
-    assert expected_grade(positions[:2], ["0", "1", "2", "3"]) is None
-    # the answer's position, not an earlier grade-looking token
-    earlier = [("1", math.log(0.9), {"1": math.log(0.9), "0": math.log(0.1)})] + positions
-    assert expected_grade(earlier, ["0", "1", "2", "3"], 2.0) == pytest.approx((2 * 0.6 + 3 * 0.2) / 0.8)
+    assert expected(positions) == pytest.approx((2 * 0.6 + 3 * 0.2) / 0.8)
+    assert expected(positions[:2]) is None  # "Relevance:" holds no grade: no answer position
+    # the answer's position (where the parser reads the score), not an earlier grade-looking token
+    earlier = [("1", math.log(0.9), {"1": math.log(0.9), "0": math.log(0.1)}), (" ", -0.1, {})] + positions
+    assert expected(earlier) == pytest.approx((2 * 0.6 + 3 * 0.2) / 0.8)
+    # reasoning first, the answer last: the last match is the answer
+    restated = [
+        ("Relevance", -0.1, {}),
+        (":", -0.1, {}),
+        (" 1", math.log(0.7), {" 1": math.log(0.7), " 0": math.log(0.3)}),
+        (". ", -0.1, {}),
+    ]
+    assert expected(restated + positions) == pytest.approx((2 * 0.6 + 3 * 0.2) / 0.8)
 
 
 # -- configuration and key ---------------------------------------------------------------------
@@ -396,7 +404,7 @@ def test_a_job_stores_scores_usage_fingerprint_cost_and_expected_grades(job, ser
     assert report.statuses == {"ok": 8}
     judged = rows(spec)
     for docid, row in judged.items():
-        assert row["score"] == grade_of(docid) and row["score_expected"] == pytest.approx(expected_of(docid))
+        assert row["score"] == grade_of(docid) and row["expected"] == pytest.approx(expected_of(docid))
         assert (row["tokens_in"], row["tokens_out"], row["system_fingerprint"], row["attempts"]) == (
             PROMPT_TOKENS,
             COMPLETION_TOKENS,

@@ -141,7 +141,7 @@ def test_a_real_llama_cpp_server_judges_demo_pairs_into_the_store(demo_job, monk
         assert row["latency_ms"] > 0 and row["cost"] is None  # no price table configured
         if row["status"] == "ok":
             assert row["score"] in (0.0, 1.0, 2.0, 3.0) and row["raw_output"].startswith("Relevance")
-            assert row["score_expected"] is None  # logprobs off (see the next test)
+            assert row["expected"] is None  # logprobs off (see the next test)
         else:
             assert row["score"] is None and "no match" in row["error"]
 
@@ -163,6 +163,6 @@ def test_logprobs_give_an_expected_grade_and_greedy_answers_repeat(demo_job, lla
         judge.close()
     assert first.status == "ok" and first.raw_output.startswith("Relevance: ")
     # Σ g·p(g)/Σ p(g) over the grade tokens among the server's top_logprobs at the grade token
-    assert 0.0 <= first.score_expected <= 3.0
+    assert 0.0 <= first.expected <= 3.0
     assert (first.raw_output, first.tokens_in, first.score) == (second.raw_output, second.tokens_in, second.score)
-    assert first.score_expected == pytest.approx(second.score_expected, abs=1e-6)
+    assert first.expected == pytest.approx(second.expected, abs=1e-6)

@@ -11,7 +11,8 @@ from PIL import Image
 
 from qrelkit.io import Document, Topic
 from qrelkit.judges import JudgeError, Pair, create_judge
-from qrelkit.judges.vllm import VLLMConfig, build_conversation, expected_grade, read_output
+from qrelkit.judges.scoring import expected_grade
+from qrelkit.judges.vllm import VLLMConfig, build_conversation, read_output
 from qrelkit.prompts import load_template
 
 ATOMIC = load_template("atomic-image-suggestion")
@@ -63,7 +64,7 @@ def test_reading_an_output_parses_the_grade_and_the_expectation():
     ]
     judgment = read_output(pair, vllm_output("Relevance: 2", [10, 11, 12], steps), GRADED, VLLMConfig(), "llava", 12.0)
     assert judgment.status == "ok" and judgment.score == 2.0
-    assert judgment.score_expected == pytest.approx(0.6 * 2 + 0.3 * 3 + 0.1 * 1)
+    assert judgment.expected == pytest.approx(0.6 * 2 + 0.3 * 3 + 0.1 * 1)
     assert (judgment.tokens_in, judgment.tokens_out, judgment.model_id) == (50, 3, "llava")
 
 
@@ -74,9 +75,9 @@ def test_an_unparseable_output_is_a_parse_error_with_its_text():
 
 
 def test_expected_grade_ignores_non_grade_tokens_and_renormalises():
-    positions = [{"Rel": -0.1}, {"3": math.log(0.2), "x": math.log(0.5), "0": math.log(0.2)}]
-    assert expected_grade(positions, ["0", "1", "2", "3"]) == pytest.approx(1.5)
-    assert expected_grade([{"a": 0.0}], ["0", "1"]) is None
+    candidates = {"3": math.log(0.2), "x": math.log(0.5), "0": math.log(0.2)}
+    assert expected_grade(candidates, ["0", "1", "2", "3"]) == pytest.approx(1.5)
+    assert expected_grade({"a": 0.0}, ["0", "1"]) is None
 
 
 def test_without_vllm_or_a_gpu_the_judge_names_the_server_route():

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from qrelkit.errors import QrelkitError
 
@@ -59,8 +59,13 @@ class GradingSpec(_Strict):
     thresholds: list[float] | None = None
     labels: list[int] = Field(default_factory=lambda: [0, 1, 2])
     per_topic: bool = False
-    score: Literal["score", "score_expected"] = "score"
+    score: Literal["score", "parsed", "expected"] = "score"
     name: str | None = Field(None, description="Name of the qrels set (default: graded-<judge run id>).")
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _old_score_name(cls, value: Any) -> Any:
+        return "expected" if value == "score_expected" else value  # the column's name before 0.2
 
     @model_validator(mode="after")
     def _consistent(self) -> GradingSpec:

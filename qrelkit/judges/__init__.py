@@ -1,9 +1,7 @@
 """The judge protocol and registry; one module per backend. Judges never write to the database."""
 
-from qrelkit.judges.base import BaseJudge, Judge, JudgeConfig, JudgeContext, Judgment, Pair
+from qrelkit.judges.base import BaseJudge, FatalJudgeError, Judge, JudgeConfig, JudgeContext, JudgeError, Judgment, Pair
 from qrelkit.judges.registry import (
-    FatalJudgeError,
-    JudgeError,
     create_judge,
     describe_judges,
     judge_class,

@@ -13,10 +13,20 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from qrelkit.errors import QrelkitError
 from qrelkit.io import Document, Topic
 from qrelkit.prompts import PromptTemplate
 
 Status = Literal["ok", "parse_error", "model_error", "input_error"]
+
+
+class JudgeError(QrelkitError):
+    """A judge cannot be built or configured as asked."""
+
+
+class FatalJudgeError(JudgeError):
+    """Raised by a judge when going on is pointless (a rejected API key, a missing model, a dead
+    endpoint): the runner saves what was judged and stops, instead of failing every remaining pair."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +45,8 @@ class Judgment:
     docid: str
     status: Status
     score: float | None = None
-    score_expected: float | None = None
+    parsed: float | None = None  # the grade the parser read from the answer
+    expected: float | None = None  # Σ g·p(g) over the grade tokens (judges.scoring)
     raw_output: str | None = None
     error: str | None = None
     tokens_in: int | None = None
@@ -50,7 +61,8 @@ class Judgment:
         # A failure never carries a score, so it can never be mistaken for a 0.
         if self.status != "ok":
             self.score = None
-            self.score_expected = None
+            self.parsed = None
+            self.expected = None
 
     @classmethod
     def failed(cls, pair: Pair, status: Status, error: str, **extra: Any) -> Judgment:
@@ -86,6 +98,8 @@ class Judge(Protocol):
     @property
     def model_id(self) -> str: ...
 
+    def preflight(self) -> None: ...
+
     def judge(self, batch: Sequence[Pair]) -> list[Judgment]: ...
 
     def close(self) -> None: ...
@@ -111,6 +125,11 @@ class BaseJudge:
     @property
     def model_id(self) -> str:
         return self.model_id_for(self.config)
+
+    def preflight(self) -> None:
+        """A cheap check, before the first batch, that the judge can work at all: an endpoint
+        answers, a model runs one forward pass. Raise FatalJudgeError naming the endpoint or model."""
+        return None
 
     def judge(self, batch: Sequence[Pair]) -> list[Judgment]:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -21,9 +21,9 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from qrelkit.judges.base import BaseJudge, JudgeConfig, Judgment, Pair
-from qrelkit.judges.registry import JudgeError
-from qrelkit.prompts import TemplateError, parse_score
+from qrelkit.judges.base import BaseJudge, JudgeConfig, JudgeError, Judgment, Pair
+from qrelkit.judges.scoring import candidates_from_logits, grade_token_ids, judgment_from_answer, missing_grade_tokens
+from qrelkit.prompts import TemplateError
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -95,22 +95,21 @@ class LlamaCppJudge(BaseJudge):
             eos_token=self.llm.detokenize([self.llm.token_eos()]).decode("utf-8", "replace"),
             bos_token=self.llm.detokenize([self.llm.token_bos()]).decode("utf-8", "replace"),
         )
-        self.grade_values, self.grade_ids = self._grade_tokens()
+        self.grade_ids = self._grade_token_ids()
 
-    def _grade_tokens(self) -> tuple[np.ndarray, np.ndarray]:
-        values, ids = [], []
-        for token in self.template.grade_token_list:
-            pieces = self.llm.tokenize(token.encode(), add_bos=False, special=False)
-            if len(pieces) != 1:
-                if self.config.score == "expected":
-                    raise JudgeError(
-                        f"score: expected needs one token per grade, but {token!r} is {len(pieces)} tokens "
-                        f"for this model; use score: parsed, or set `grade_tokens` in the template"
-                    )
-                return np.array([]), np.array([], dtype=int)
-            values.append(float(token))
-            ids.append(pieces[0])
-        return np.array(values), np.array(ids)
+    def _grade_token_ids(self) -> dict[str, list[int]] | None:
+        """Ids of each grade's single-token spellings; None when a grade has none (no expected grade)."""
+        vocabulary = ((i, self.llm.detokenize([i]).decode("utf-8", "replace")) for i in range(self.llm.n_vocab()))
+        ids = grade_token_ids(vocabulary, self.template.grade_token_list)
+        missing = missing_grade_tokens(ids)
+        if not missing:
+            return ids
+        if self.config.score == "expected":
+            raise JudgeError(
+                f"score: expected needs every grade as one token, but {', '.join(map(repr, missing))} is not a single token "
+                "for this model; use score: parsed, or set `grade_tokens` in the template"
+            )
+        return None
 
     def _prompt_tokens(self, pair: Pair) -> list[int]:
         rendered = self.template.render(pair.topic, pair.document)
@@ -135,13 +134,6 @@ class LlamaCppJudge(BaseJudge):
         pointer = self.llm._ctx.get_logits_ith(-1)  # llama-cpp-python keeps no copy without logits_all
         return np.ctypeslib.as_array(pointer, shape=(self.llm.n_vocab(),)).astype(np.float64)
 
-    def _expected(self, logits: np.ndarray) -> float | None:
-        if not len(self.grade_ids):
-            return None
-        shifted = logits - logits.max()
-        probs = np.exp(shifted[self.grade_ids])
-        return float(probs @ self.grade_values / probs.sum())
-
     def judge_one(self, pair: Pair) -> Judgment:
         started = time.perf_counter()
         try:
@@ -156,7 +148,7 @@ class LlamaCppJudge(BaseJudge):
                 tokens_in=len(tokens),
             )
         logits = self._eval_prompt(tokens)
-        expected = self._expected(logits)
+        candidates = candidates_from_logits(logits, self.grade_ids) if self.grade_ids is not None else None
         generated: list[int] = []
         eos = self.llm.token_eos()
         for _ in range(self.config.max_tokens):
@@ -170,22 +162,20 @@ class LlamaCppJudge(BaseJudge):
             self.llm.eval([token])
             logits = self._last_logits()
         raw = self.config.answer_prefix + self.llm.detokenize(generated).decode("utf-8", "replace")
-        parsed = parse_score(raw, self.template)
-        common = dict(
+        qid, docid = pair.key
+        return judgment_from_answer(
+            qid,
+            docid,
+            text=raw,
+            template=self.template,
+            mode=self.config.score,
+            candidates=candidates,
             raw_output=raw,
             tokens_in=len(tokens),
             tokens_out=len(generated),
             model_id=self.model_id,
             latency_ms=(time.perf_counter() - started) * 1000,
         )
-        qid, docid = pair.key
-        if self.config.score == "expected":
-            if expected is None:
-                return Judgment(qid, docid, "model_error", error="no grade-token probabilities", **common)
-            return Judgment(qid, docid, "ok", score=expected, score_expected=expected, **common)
-        if not parsed.ok:
-            return Judgment(qid, docid, "parse_error", error=parsed.error, **common)
-        return Judgment(qid, docid, "ok", score=parsed.score, score_expected=expected, **common)
 
     def judge(self, batch: Sequence[Pair]) -> list[Judgment]:
         return [self.judge_one(pair) for pair in batch]

@@ -30,16 +30,16 @@ import math
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from qrelkit.judges.base import BaseJudge, JudgeConfig, Judgment, Pair
+from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
 from qrelkit.judges.chat import ImageInputError, build_messages
 from qrelkit.judges.http import BackoffWait, MalformedResponse, RateLimiter, classify_error, is_retryable, redact
-from qrelkit.judges.registry import FatalJudgeError, JudgeError
-from qrelkit.prompts import ImagePart, PromptTemplate, RenderedPrompt, TemplateError, TextPart, parse_score
+from qrelkit.judges.scoring import TokenPositions, answer_candidates, judgment_from_answer
+from qrelkit.prompts import ImagePart, PromptTemplate, RenderedPrompt, TemplateError, TextPart
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +155,14 @@ class Reply:
     tokens_in: int | None = None
     tokens_out: int | None = None
     fingerprint: str | None = None
-    # per generated token: (token, its logprob, {alternative token: logprob})
-    logprobs: list[tuple[str, float, dict[str, float]]] = field(default_factory=list)
+    # per generated token: (token, its logprob, {alternative token: logprob}); None when the response has no logprobs
+    logprobs: list[tuple[str, float, dict[str, float]]] | None = None
+
+    def positions(self) -> TokenPositions | None:
+        """Per generated token, its text and every candidate's log-probability, itself included."""
+        if self.logprobs is None:
+            return None
+        return [(token, {**alternatives, token: logprob}) for token, logprob, alternatives in self.logprobs]
 
 
 def read_reply(body: str) -> Reply:
@@ -176,11 +182,13 @@ def read_reply(body: str) -> Reply:
         text = message["refusal"]  # kept as the raw output; it will not parse
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     logprobs = choices[0].get("logprobs")
-    positions = []
-    for item in (logprobs.get("content") or []) if isinstance(logprobs, dict) else []:
-        if isinstance(item, dict) and isinstance(item.get("token"), str):
-            top = {alt["token"]: float(alt["logprob"]) for alt in item.get("top_logprobs") or [] if "token" in alt}
-            positions.append((item["token"], float(item.get("logprob", -math.inf)), top))
+    positions: list[tuple[str, float, dict[str, float]]] | None = None
+    if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
+        positions = []
+        for item in logprobs["content"]:
+            if isinstance(item, dict) and isinstance(item.get("token"), str):
+                top = {alt["token"]: float(alt["logprob"]) for alt in item.get("top_logprobs") or [] if "token" in alt}
+                positions.append((item["token"], float(item.get("logprob", -math.inf)), top))
     return Reply(
         text,
         choices[0].get("finish_reason"),
@@ -193,29 +201,6 @@ def read_reply(body: str) -> Reply:
 
 def _int(value: Any) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def expected_grade(
-    positions: Sequence[tuple[str, float, dict[str, float]]], grade_tokens: Sequence[str], answer: float | None = None
-) -> float | None:
-    """Σ g·p(g) / Σ p(g) over the grade tokens among the alternatives at the grade's position:
-    the last generated token that is a grade (and equals the parsed answer, when there is one).
-    Variants of one grade ("2", " 2") add up."""
-    grades = {token.strip(): float(token) for token in grade_tokens}
-    position = None
-    for index, (token, _, _) in enumerate(positions):
-        grade = grades.get(token.strip())
-        if grade is not None and (answer is None or grade == answer):
-            position = index
-    if position is None:
-        return None
-    token, logprob, alternatives = positions[position]
-    weights: dict[str, float] = {}
-    for alternative, value in {token: logprob, **alternatives}.items():
-        if alternative.strip() in grades and math.isfinite(value):
-            weights[alternative.strip()] = weights.get(alternative.strip(), 0.0) + math.exp(value)
-    total = sum(weights.values())
-    return sum(grades[g] * w for g, w in weights.items()) / total if total > 0 else None
 
 
 # -- the judge ---------------------------------------------------------------------------------
@@ -339,7 +324,7 @@ class OpenAIJudge(BaseJudge):
 
     def _judgment(self, pair: Pair, reply: Reply, attempts: int, latency_ms: float | None) -> Judgment:
         c = self.config
-        common = dict(
+        common: dict[str, Any] = dict(
             raw_output=redact(reply.text, self._secrets),
             tokens_in=reply.tokens_in,
             tokens_out=reply.tokens_out,
@@ -352,19 +337,9 @@ class OpenAIJudge(BaseJudge):
         qid, docid = pair.key
         if reply.finish_reason == "content_filter":
             return Judgment(qid, docid, "model_error", error="the answer was withheld by the content filter", **common)
-        parsed = parse_score(reply.text, self.template)
-        expected = (
-            expected_grade(reply.logprobs, self.template.grade_token_list, parsed.score if parsed.ok else None) if c.logprobs else None
-        )
-        if c.score == "expected":
-            if expected is not None:
-                return Judgment(qid, docid, "ok", score=expected, score_expected=expected, **common)
-            if parsed.ok:
-                return Judgment(qid, docid, "model_error", error="no grade-token logprobs in the response", **common)
-            return Judgment(qid, docid, "parse_error", error=parsed.error, **common)
-        if not parsed.ok:
-            return Judgment(qid, docid, "parse_error", error=parsed.error, **common)
-        return Judgment(qid, docid, "ok", score=parsed.score, score_expected=expected, **common)
+        positions = reply.positions() if c.logprobs else None
+        candidates = answer_candidates(positions, template=self.template, forced=False)
+        return judgment_from_answer(qid, docid, text=reply.text, template=self.template, mode=c.score, candidates=candidates, **common)
 
     def _log_retry(self, pair: Pair, state: Any) -> None:
         exc = state.outcome.exception() if state.outcome else None

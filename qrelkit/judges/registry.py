@@ -8,20 +8,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from qrelkit.errors import QrelkitError
-from qrelkit.judges.base import JudgeConfig, JudgeContext
+from qrelkit.judges.base import JudgeConfig, JudgeContext, JudgeError
 from qrelkit.prompts import PromptTemplate
 
 ENTRY_POINT_GROUP = "qrelkit.judges"
-
-
-class JudgeError(QrelkitError):
-    pass
-
-
-class FatalJudgeError(JudgeError):
-    """Raised by a judge when going on is pointless (a rejected API key, a missing model):
-    the runner saves what was judged and stops, instead of failing every remaining pair."""
 
 
 def _entry_points() -> dict[str, Any]:

@@ -39,8 +39,10 @@ alternatives (OpenAI, vLLM): a grade outside the top-k counts as probability 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
+
+import numpy as np
 
 from qrelkit.judges.base import Judgment
 from qrelkit.prompts import PromptTemplate, parse_score, score_offset
@@ -73,6 +75,39 @@ def expected_grade(candidates: Mapping[str, float] | None, grade_tokens: Sequenc
         weights[grade] = weights.get(grade, 0.0) + math.exp(value - top)
     total = sum(weights.values())
     return sum(grades[g] * w for g, w in weights.items()) / total
+
+
+def grade_token_ids(vocabulary: Iterable[tuple[int, str]], grade_tokens: Sequence[str]) -> dict[str, list[int]]:
+    """For a backend with the full vocabulary: grade token -> ids of every vocabulary entry whose
+    decoded text is that grade up to white space (its variants). ``vocabulary`` is (id, decoded text)."""
+    grades = grade_values(grade_tokens)
+    ids: dict[str, list[int]] = {grade: [] for grade in grades}
+    for token_id, text in vocabulary:
+        stripped = text.strip()
+        if stripped in ids:
+            ids[stripped].append(token_id)
+    return ids
+
+
+def missing_grade_tokens(ids: Mapping[str, Sequence[int]]) -> list[str]:
+    """Grades that no single vocabulary entry spells (e.g. "10" for a tokenizer that splits digits):
+    no expected grade can be read for such a scale."""
+    return [grade for grade, found in ids.items() if not found]
+
+
+def candidates_from_logits(logits: np.ndarray, ids: Mapping[str, Sequence[int]]) -> dict[str, float]:
+    """Grade token -> log-probability at one position, from the full vocabulary's logits
+    (variants of a grade summed: the log-sum-exp of their log-probabilities)."""
+    logits = np.asarray(logits, dtype=np.float64)
+    shifted = logits - logits.max()
+    log_probs = shifted - math.log(float(np.exp(shifted).sum()))
+    out = {}
+    for grade, token_ids in ids.items():
+        if len(token_ids):
+            chosen = log_probs[np.asarray(token_ids, dtype=np.int64)]
+            top = float(chosen.max())
+            out[grade] = top + math.log(float(np.exp(chosen - top).sum()))
+    return out
 
 
 def answer_candidates(positions: TokenPositions | None, *, template: PromptTemplate, forced: bool) -> Mapping[str, float] | None:

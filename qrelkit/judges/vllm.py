@@ -15,13 +15,12 @@ import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import Field
 
-from qrelkit.judges.base import BaseJudge, JudgeConfig, Judgment, Pair
+from qrelkit.judges.base import BaseJudge, JudgeConfig, JudgeError, Judgment, Pair
 from qrelkit.judges.chat import build_messages
-from qrelkit.judges.registry import JudgeError
-from qrelkit.prompts import PromptTemplate, TemplateError, parse_score
+from qrelkit.judges.scoring import TokenPositions, answer_candidates, judgment_from_answer
+from qrelkit.prompts import PromptTemplate, TemplateError
 
 SERVER_ROUTE = (
     "run the model behind vLLM's OpenAI-compatible server instead (`vllm serve MODEL`) and use the `openai` "
@@ -50,42 +49,38 @@ def build_conversation(pair: Pair, template: PromptTemplate) -> list[dict[str, A
     return build_messages(rendered, image_root=pair.document.image_root)
 
 
-def expected_grade(first_token_logprobs: list[dict[str, float]] | None, grade_tokens: list[str]) -> float | None:
-    """Σ g·p(g)/Σ p(g) at the first position where a grade token is among the top logprobs.
-    Each element maps decoded token text to its logprob."""
-    for candidates in first_token_logprobs or []:
-        weights = {t.strip(): np.exp(lp) for t, lp in candidates.items() if t.strip() in grade_tokens}
-        if weights:
-            total = sum(weights.values())
-            return float(sum(float(t) * w for t, w in weights.items()) / total)
-    return None
+def token_positions(completion: Any) -> TokenPositions | None:
+    """vLLM's per-step logprobs ({token id: Logprob(logprob, decoded_token)}) as (generated token's
+    text, {candidate text: logprob}); None when the request asked for no logprobs."""
+    if completion.logprobs is None:
+        return None
+    positions = []
+    for token_id, step in zip(completion.token_ids, completion.logprobs):
+        candidates = {entry.decoded_token: entry.logprob for entry in step.values() if entry.decoded_token is not None}
+        chosen = step.get(token_id)
+        positions.append((chosen.decoded_token if chosen is not None and chosen.decoded_token else "", candidates))
+    return positions
 
 
 def read_output(pair: Pair, output: Any, template: PromptTemplate, config: VLLMConfig, model_id: str, latency_ms: float) -> Judgment:
-    """One vLLM RequestOutput (text, token ids, logprobs) as a judgment."""
+    """One vLLM RequestOutput (text, token ids, logprobs) as a judgment, under the one scoring rule."""
     completion = output.outputs[0]
     raw = completion.text
-    positions = [
-        {entry.decoded_token: entry.logprob for entry in step.values() if entry.decoded_token is not None}
-        for step in (completion.logprobs or [])
-    ]
-    expected = expected_grade(positions, template.grade_token_list) if config.logprobs else None
-    common = dict(
+    candidates = answer_candidates(token_positions(completion), template=template, forced=False)
+    qid, docid = pair.key
+    return judgment_from_answer(
+        qid,
+        docid,
+        text=raw,
+        template=template,
+        mode=config.score,
+        candidates=candidates,
         raw_output=raw,
         tokens_in=len(output.prompt_token_ids or []),
         tokens_out=len(completion.token_ids),
         model_id=model_id,
         latency_ms=latency_ms,
     )
-    qid, docid = pair.key
-    if config.score == "expected":
-        if expected is None:
-            return Judgment(qid, docid, "parse_error", error="no grade token among the top logprobs", **common)
-        return Judgment(qid, docid, "ok", score=expected, score_expected=expected, **common)
-    parsed = parse_score(raw, template)
-    if not parsed.ok:
-        return Judgment(qid, docid, "parse_error", error=parsed.error, **common)
-    return Judgment(qid, docid, "ok", score=parsed.score, score_expected=expected, **common)
 
 
 class VLLMJudge(BaseJudge):

@@ -11,13 +11,16 @@ import pyarrow as pa
 from qrelkit.errors import StoreError
 from qrelkit.storage.store import Store
 
+# What a judgment's score can be graded by: the judge's own score, the parsed grade, the expected grade.
+SCORE_COLUMNS = ("score", "parsed", "expected")
 JUDGMENT_COLUMNS = [
     "judge_run_id",
     "qid",
     "docid",
     "status",
     "score",
-    "score_expected",
+    "parsed",
+    "expected",
     "raw_output",
     "error",
     "tokens_in",
@@ -30,7 +33,8 @@ JUDGMENT_COLUMNS = [
 ]
 _TYPES = {
     "score": pa.float64(),
-    "score_expected": pa.float64(),
+    "parsed": pa.float64(),
+    "expected": pa.float64(),
     "tokens_in": pa.int32(),
     "tokens_out": pa.int32(),
     "latency_ms": pa.float64(),
@@ -114,8 +118,8 @@ def write_judgments(store: Store, judge_run_id: str, judgments: list[Any]) -> No
 
 def ok_scores(store: Store, judge_run_id: str, column: str = "score") -> list[tuple[str, str, float]]:
     """(qid, docid, score) of the `ok` judgments with a score in ``column``."""
-    if column not in ("score", "score_expected"):
-        raise StoreError(f"unknown score column {column!r}")
+    if column not in SCORE_COLUMNS:
+        raise StoreError(f"unknown score column {column!r}; choose one of {', '.join(SCORE_COLUMNS)}")
     return store.con.execute(
         f"SELECT qid, docid, {column} FROM judgments WHERE judge_run_id = ? AND status = 'ok' AND {column} IS NOT NULL ORDER BY qid, docid",
         [judge_run_id],

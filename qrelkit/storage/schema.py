@@ -49,4 +49,13 @@ MIGRATIONS: list[list[str]] = [
     ],
 ]
 
+MIGRATIONS.append(
+    # 2: one name for the expected grade everywhere (option, column, `--score` value), and the
+    # parsed grade kept beside the judgment's score whichever of the two the judge scores by.
+    [
+        "ALTER TABLE judgments RENAME COLUMN score_expected TO expected",
+        "ALTER TABLE judgments ADD COLUMN parsed DOUBLE",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
