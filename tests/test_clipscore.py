@@ -15,6 +15,7 @@ from conftest import tiny_open_clip  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import qrelkit.embed.clip as clip_module  # noqa: E402
+import qrelkit.io.images as image_io  # noqa: E402
 from qrelkit.io import Document, Topic  # noqa: E402
 from qrelkit.jobs import load_job, run_job  # noqa: E402
 from qrelkit.judges import Pair, create_judge  # noqa: E402
@@ -80,9 +81,9 @@ def test_each_image_and_text_is_encoded_once(tiny_clip, images, monkeypatch):
     encoded = {"images": 0, "texts": 0}
     original_images, original_texts = clip_module.OpenClip.encode_images, clip_module.OpenClip.encode_texts
 
-    def count_images(self, paths):
-        encoded["images"] += len(paths)
-        return original_images(self, paths)
+    def count_images(self, images):
+        encoded["images"] += len(images)
+        return original_images(self, images)
 
     def count_texts(self, texts):
         encoded["texts"] += len(texts)
@@ -99,7 +100,7 @@ def test_each_image_and_text_is_encoded_once(tiny_clip, images, monkeypatch):
 
 
 def test_bad_images_are_input_errors_and_the_rest_is_judged(tiny_clip, images, monkeypatch):
-    monkeypatch.setattr(clip_module, "MAX_IMAGE_PIXELS", 1600)  # a 48x40 image (1,920 px) now looks like a bomb
+    monkeypatch.setattr(image_io, "MAX_IMAGE_PIXELS", 1600)  # a 48x40 image (1,920 px) now looks like a bomb
     judge = create_judge("clipscore", tiny_clip, None)
     docs = {
         "corrupt": Document("corrupt", image="corrupt.png", image_root=str(images)),
@@ -109,13 +110,13 @@ def test_bad_images_are_input_errors_and_the_rest_is_judged(tiny_clip, images, m
     }
     results = {j.docid: j for j in judge.judge([Pair(TOPICS[0], d) for d in docs.values()])}
     assert results["fine"].status == "ok"
-    for docid, message in (("corrupt", "cannot be used"), ("missing", "not found"), ("bomb", "over the limit")):
+    for docid, message in (("corrupt", "not a readable image"), ("missing", "not found"), ("bomb", "over the limit")):
         assert results[docid].status == "input_error" and results[docid].score is None
         assert message in results[docid].error
 
 
 def test_exif_orientation_is_applied(images):
-    upright = clip_module.load_image(images / "rotated.jpg")
+    upright = image_io.load_image(images / "rotated.jpg")
     assert upright.size == (30, 50)  # stored 50x30, EXIF orientation 6 turns it
 
 
@@ -146,7 +147,7 @@ def test_a_clipscore_job_caches_embeddings_in_the_store(tiny_clip, images, tmp_p
 
     encoded = []
     original = clip_module.OpenClip.encode_images
-    monkeypatch.setattr(clip_module.OpenClip, "encode_images", lambda self, paths: encoded.append(len(paths)) or original(self, paths))
+    monkeypatch.setattr(clip_module.OpenClip, "encode_images", lambda self, images: encoded.append(len(images)) or original(self, images))
     job["judge"]["options"] = {**tiny_clip, "caption_prefix": "A photo depicts"}  # a new judge run, same images
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
     report = run_job(load_job(tmp_path / "job.yaml"), progress=False)
@@ -154,3 +155,113 @@ def test_a_clipscore_job_caches_embeddings_in_the_store(tiny_clip, images, tmp_p
     with Store(tmp_path / "atomic.duckdb", read_only=True) as store:
         kinds = dict(store.con.execute("SELECT item_kind, count(*) FROM embeddings GROUP BY 1").fetchall())
     assert kinds == {"clip-image": 3, "clip-text": 6}
+
+
+# -- dtype: pixels follow the visual tower ------------------------------------------------------
+
+
+def test_pixels_follow_the_visual_towers_dtype_not_the_first_parameters(tiny_clip, images):
+    """open_clip's low-precision conversion leaves the class and positional embeddings in fp32:
+    the rule that read the first parameter sent fp32 pixels into an fp16 conv and failed every
+    pair (the shipped `half: true` config on CUDA). bf16 shows the same on CPU."""
+    from open_clip.model import convert_weights_to_lp
+
+    clip = clip_module.OpenClip(
+        clip_module.ClipSource("TinyClipTest", checkpoint=tiny_clip["checkpoint"], model_config=tiny_clip["model_config_file"]),
+        device="cpu",
+    )
+    reference = clip.encode_images([str(images / "a.png"), str(images / "b.png")]).vectors
+    convert_weights_to_lp(clip.model, dtype=torch.bfloat16)
+    assert next(clip.model.parameters()).dtype == torch.float32  # the trap
+    assert clip_module.visual_input_dtype(clip.model) == torch.bfloat16
+    assert clip.model_input([clip.pixels(str(images / "a.png"))]).dtype == torch.bfloat16
+    encoded = clip.encode_images([str(images / "a.png"), str(images / "b.png")])
+    assert encoded.errors == {}
+    # bf16 keeps ~3 significant digits: the same directions, not the same bits
+    assert np.all(np.sum(encoded.vectors * reference, axis=1) > 0.99)
+    clip.check_forward()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the GPU machine); the CPU dtype test covers the rule")
+def test_half_precision_on_cuda_scores_every_pair_like_fp32(tiny_clip, images):
+    pairs = [Pair(t, Document(d, image=f"{d}.png", image_root=str(images))) for t in TOPICS for d in ("a", "b", "c")]
+    half = create_judge("clipscore", {**tiny_clip, "device": "cuda", "half": True}, load_template("atomic-image-suggestion"))
+    full = create_judge("clipscore", {**tiny_clip, "device": "cpu"}, load_template("atomic-image-suggestion"))
+    half.preflight()
+    assert clip_module.visual_input_dtype(half.clip.model) == torch.float16
+    for fast, exact in zip(half.judge(pairs), full.judge(pairs)):
+        assert fast.status == "ok", fast.error
+        assert fast.score == pytest.approx(exact.score, abs=0.02)
+
+
+def test_a_broken_forward_pass_fails_preflight_naming_the_model(tiny_clip, monkeypatch):
+    from qrelkit.judges import FatalJudgeError
+
+    judge = create_judge("clipscore", tiny_clip, None)
+    judge.preflight()  # a working model passes
+
+    def mismatched(pixels):  # what the fp16 bug did: the wrong input dtype for the conv
+        return judge.clip.model.visual.conv1(pixels.double())
+
+    monkeypatch.setattr(judge.clip.model, "encode_image", mismatched)
+    with pytest.raises(FatalJudgeError, match=r"CLIP model TinyClipTest/tiny.pt \(fp32 on cpu\) fails a forward pass"):
+        judge.preflight()
+
+
+# -- each image read once and decoded once per job -------------------------------------------------
+
+
+def test_each_image_file_is_read_once_and_each_distinct_image_decoded_once_per_job(tiny_clip, images, tmp_path, monkeypatch):
+    """Three topics x four image documents (two of them the same bytes under two names), judged
+    two pairs per batch: every file is opened once, and each distinct content decoded once."""
+    import os
+    import shutil
+
+    from PIL import ImageFile
+
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for name in ("a", "b", "c"):
+        shutil.copy(images / f"{name}.png", folder / f"{name}.png")
+    shutil.copy(images / "a.png", folder / "a-copy.png")
+    docids = ("a", "b", "c", "a-copy")
+    (tmp_path / "topics.jsonl").write_text("".join(json.dumps({"qid": t.qid, "text": t.text, **t.fields}) + "\n" for t in TOPICS))
+    (tmp_path / "images.jsonl").write_text("".join(json.dumps({"docid": d, "image": f"{d}.png"}) + "\n" for d in docids))
+    (tmp_path / "pairs.tsv").write_text("".join(f"{t.qid}\t{d}\n" for t in TOPICS for d in docids))
+    job = {
+        "database": "atomic.duckdb",
+        "collection": {"topics": "topics.jsonl", "documents": "images.jsonl", "image_root": str(folder)},
+        "pool": {"pairs": "pairs.tsv"},
+        "judge": {"name": "clipscore", "options": tiny_clip},
+        "template": "atomic-image-suggestion",
+        "batch_size": 2,
+    }
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
+    with Store(tmp_path / "atomic.duckdb") as store:  # the load hashes the files once; the job below skips it
+        store.load_topics(tmp_path / "topics.jsonl")
+        store.load_documents(tmp_path / "images.jsonl", image_root=str(folder))
+
+    opened: list[str] = []
+    decoded: list[tuple[int, int]] = []
+    real_open, real_load = os.open, ImageFile.ImageFile.load
+
+    def counting_open(path, *args, **kwargs):
+        if str(path).startswith(str(folder.resolve())):
+            opened.append(os.path.basename(path))
+        return real_open(path, *args, **kwargs)
+
+    def counting_load(self):
+        if self.tile:  # pixels still to decode (a second load() of the same image decodes nothing)
+            decoded.append(self.size)
+        return real_load(self)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    monkeypatch.setattr(ImageFile.ImageFile, "load", counting_load)
+    report = run_job(load_job(tmp_path / "job.yaml"), progress=False)
+    assert report.statuses == {"ok": 12}
+    assert sorted(opened) == sorted(f"{d}.png" for d in docids)
+    assert len(decoded) == 3  # a.png and a-copy.png have the same bytes: one decode, one cached vector
+    with Store(tmp_path / "atomic.duckdb", read_only=True) as store:
+        scores = dict(store.con.execute("SELECT docid || '/' || qid, score FROM judgments WHERE docid IN ('a', 'a-copy')").fetchall())
+    for topic in TOPICS:
+        assert scores[f"a/{topic.qid}"] == scores[f"a-copy/{topic.qid}"]

@@ -26,9 +26,10 @@ from rich.console import Console
 
 from qrelkit.commands.judging import finish_job
 from qrelkit.io import Document, Topic
+from qrelkit.io.images import ImageError
 from qrelkit.jobs import load_job, run_job
 from qrelkit.judges import FatalJudgeError, JudgeError, create_judge, make_config
-from qrelkit.judges.chat import ImageInputError, build_messages, image_data_url
+from qrelkit.judges.chat import build_messages, image_data_url
 from qrelkit.judges.http import BackoffWait, MalformedResponse, RateLimiter, classify_error, redact, retry_after_seconds
 from qrelkit.judges.openai import OpenAIJudge, build_request, image_tokens, read_reply
 from qrelkit.judges.openai import Reply as ChatReply
@@ -206,11 +207,11 @@ def test_image_mime_type_comes_from_the_bytes_and_odd_formats_become_png(images)
 
 
 def test_unreadable_images_are_input_errors(images):
-    with pytest.raises(ImageInputError, match="cannot be read"):
+    with pytest.raises(ImageError, match="not found"):
         image_data_url(images / "missing.png")
-    with pytest.raises(ImageInputError, match="not a readable image"):
+    with pytest.raises(ImageError, match="broken.jpg is corrupt or truncated"):
         image_data_url(images / "broken.jpg")
-    with pytest.raises(ImageInputError, match="outside the image root"):
+    with pytest.raises(ImageError, match="outside the image root"):
         image_data_url(images / ".." / "outside.png", images)
 
 
@@ -608,7 +609,7 @@ def test_image_jobs_send_each_image_once_and_bad_images_fail_alone(tmp_path, ser
     run_job(loaded, progress=False)
     judged = rows(loaded)
     assert {d: r["status"] for d, r in judged.items()} == {"i1": "ok", "i2": "ok", "i3": "input_error", "i4": "input_error"}
-    assert "not a readable image" in judged["i3"]["error"] and "outside the image root" in judged["i4"]["error"]
+    assert "is corrupt or truncated" in judged["i3"]["error"] and "outside the image root" in judged["i4"]["error"]
     sent = [r.body["messages"][0]["content"] for r in server.requests]
     assert len(sent) == 2 and all([p["type"] for p in c] == ["text", "image_url", "text"] for c in sent)
     urls = sorted(c[1]["image_url"]["url"].split(",")[0] for c in sent)

@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from qrelkit.io import Document, Topic
+from qrelkit.io.images import ImageError
 from qrelkit.judges import JudgeError, Pair, create_judge
 from qrelkit.judges.scoring import expected_grade
 from qrelkit.judges.vllm import VLLMConfig, build_conversation, read_output
@@ -41,7 +42,7 @@ def test_image_requests_follow_the_chat_completions_content_part_shape(image_pai
 
 def test_a_missing_image_is_an_input_error(tmp_path):
     pair = Pair(TOPIC, Document("img2", image="gone.png", image_root=str(tmp_path)))
-    with pytest.raises(ValueError, match="image .*gone.png cannot be read"):
+    with pytest.raises(ImageError, match="image .*gone.png not found"):
         build_conversation(pair, ATOMIC)
 
 

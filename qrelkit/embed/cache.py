@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from qrelkit.embed.base import TextEmbedder
+from qrelkit.io.images import ImageFile
 
 
 class VectorStore(Protocol):
@@ -24,23 +25,31 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def content_hash(item: Any) -> str:
+    """An image file's hash is that of its bytes; a text's (or a path's) that of its UTF-8."""
+    return item.sha256 if isinstance(item, ImageFile) else text_hash(str(item))
+
+
 def embed_with_cache(
     store: VectorStore | None,
     embedder: TextEmbedder,
     item_kind: str,
-    items: Mapping[str, str],
+    items: Mapping[str, Any],
     *,
     content_hashes: Mapping[str, str] | None = None,
 ) -> dict[str, np.ndarray]:
-    """item_id -> float32 vector for ``items`` (item_id -> text, or image path for an image embedder).
+    """item_id -> float32 vector for ``items`` (item_id -> text; or, for an image embedder, an
+    image path or an ImageFile already read).
 
     Looks the items up in ``store``'s embeddings table, encodes only the misses (each distinct
     input once, however many items share it), writes them back in one transaction, and returns
     every item's vector. ``content_hashes`` overrides the hash of an input (an image's file
-    bytes rather than its path); ``store=None`` encodes without a cache.
+    bytes rather than its path); ``store=None`` encodes without a cache. An embedder may fail on
+    some inputs (an image that cannot be decoded) by returning a row that is not finite: such
+    items are neither stored nor returned, and the embedder says why.
     """
     ids = list(items)
-    hashes = {i: (content_hashes[i] if content_hashes and i in content_hashes else text_hash(items[i])) for i in ids}
+    hashes = {i: (content_hashes[i] if content_hashes and i in content_hashes else content_hash(items[i])) for i in ids}
     cached = store.read_embeddings(embedder.embedder_id, item_kind, [(i, hashes[i]) for i in ids]) if store else {}
     out = {i: cached[(i, hashes[i])] for i in ids if (i, hashes[i]) in cached}
     missing = [i for i in ids if i not in out]
@@ -52,8 +61,9 @@ def embed_with_cache(
                 distinct[hashes[i]] = len(inputs)
                 inputs.append(items[i])
         vectors = np.asarray(embedder.encode(inputs), dtype=np.float32)
-        for i in missing:
+        encoded = [i for i in missing if np.isfinite(vectors[distinct[hashes[i]]]).all()]
+        for i in encoded:
             out[i] = vectors[distinct[hashes[i]]]
-        if store is not None:
-            store.write_embeddings(embedder.embedder_id, item_kind, [(i, hashes[i]) for i in missing], np.stack([out[i] for i in missing]))
-    return {i: out[i] for i in ids}
+        if store is not None and encoded:
+            store.write_embeddings(embedder.embedder_id, item_kind, [(i, hashes[i]) for i in encoded], np.stack([out[i] for i in encoded]))
+    return {i: out[i] for i in ids if i in out}

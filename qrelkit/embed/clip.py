@@ -1,56 +1,35 @@
-"""open_clip models for CLIPScore and image embeddings: loading, image decoding, encoders.
+"""open_clip models for CLIPScore and image embeddings: loading, the image pipeline, encoders.
 
 A model comes from an open_clip pretrained tag (needs the network once), a local checkpoint
 file, or a Hugging Face hub id (`hf-hub:org/name`); a custom architecture can be registered
 from a JSON config file (how tests build a tiny random model offline).
+
+Images go through one pipeline, built so that the model never waits for pixels:
+
+* a pool of threads, one per core, reads each file once (through `qrelkit.io.images`, which
+  hashes the same bytes it decodes), decodes it and runs the PIL part of the model's own
+  preprocessing (resize, crop), up to two batches ahead of the batch being encoded;
+* a failed image is reported for its index, found where it is decoded; the others go on;
+* the pixels travel as uint8 (a quarter of float32's bytes), through pinned memory with a
+  non-blocking copy on CUDA, and become float, normalised and cast to the visual tower's own
+  dtype on the device, with the same operations as torchvision's ToTensor and Normalize.
 """
 
 from __future__ import annotations
 
-import hashlib
-import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from qrelkit.embed.base import l2_normalise, missing_extra
+from qrelkit.embed.base import available_cores, l2_normalise, missing_extra
 from qrelkit.errors import QrelkitError
+from qrelkit.io.images import ImageError, ImageFile, decode_image, read_image_file
+from qrelkit.io.parallel import ordered_map
 
-# Refuse images whose pixel count suggests a decompression bomb (PIL's own limit is a warning).
-MAX_IMAGE_PIXELS = 89_478_485 * 2
-
-
-class ImageLoadError(QrelkitError):
-    """An image that cannot be used: missing, corrupt, or too large."""
-
-
-def load_image(path: str | Path):
-    """Open an image as RGB with EXIF orientation applied; ImageLoadError says why it failed."""
-    from PIL import Image, ImageOps, UnidentifiedImageError
-
-    path = Path(path)
-    if not path.is_file():
-        raise ImageLoadError(f"image {path} not found")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path) as image:
-                if image.width * image.height > MAX_IMAGE_PIXELS:
-                    raise ImageLoadError(f"image {path} has {image.width}x{image.height} pixels, over the limit")
-                image.load()
-                return ImageOps.exif_transpose(image).convert("RGB")
-    except ImageLoadError:
-        raise
-    except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-        raise ImageLoadError(f"image {path} cannot be used: {exc}") from None
-    except OSError as exc:
-        raise ImageLoadError(f"image {path} is corrupt or truncated: {exc}") from None
-
-
-def file_hash(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+ImageSource = ImageFile | str | Path
 
 
 @dataclass(frozen=True)
@@ -71,7 +50,16 @@ class ClipSource:
         return f"{self.model}/{weights}"
 
 
-def _resolve_device(device: str) -> str:
+@dataclass
+class EncodedImages:
+    """(n, dim) float32 unit rows in input order; a failed image's row is NaN and its index
+    is in ``errors`` with the reason."""
+
+    vectors: np.ndarray
+    errors: dict[int, str]
+
+
+def resolve_device(device: str) -> str:
     import torch
 
     if device == "auto":
@@ -81,10 +69,43 @@ def _resolve_device(device: str) -> str:
     return device
 
 
-class OpenClip:
-    """One open_clip model with batched, no-grad image and text encoders (L2-normalised)."""
+def visual_input_dtype(model: Any) -> Any:
+    """The dtype of the layer the pixels enter (a ViT's patch-embedding conv, a ResNet's stem).
+    Not the first parameter's: open_clip's fp16 keeps class and positional embeddings and the
+    norms in fp32, so a model can start with an fp32 parameter and still need fp16 pixels."""
+    import torch
 
-    def __init__(self, source: ClipSource, *, device: str = "auto", half: bool = False, batch_size: int = 32):
+    for module in model.visual.modules():
+        if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear)):
+            return module.weight.dtype
+    return next(model.visual.parameters()).dtype
+
+
+def split_preprocess(preprocess: Any) -> tuple[Callable[[Any], Any], tuple[list[float], list[float]]] | None:
+    """open_clip's eval transform as (its PIL steps, (mean, std) of its Normalize) when it ends in
+    ToTensor + Normalize, so those two can run batched on the device; None for any other shape."""
+    from torchvision import transforms
+
+    steps = list(getattr(preprocess, "transforms", []))
+    if len(steps) < 2 or not isinstance(steps[-2], transforms.ToTensor) or not isinstance(steps[-1], transforms.Normalize):
+        return None
+    normalize = steps[-1]
+    return transforms.Compose(steps[:-2]), (list(normalize.mean), list(normalize.std))
+
+
+class OpenClip:
+    """One open_clip model with batched, inference-mode image and text encoders (L2-normalised)."""
+
+    def __init__(
+        self,
+        source: ClipSource,
+        *,
+        device: str = "auto",
+        half: bool = False,
+        batch_size: int = 32,
+        text_batch_size: int = 256,
+        decode_workers: int | None = None,
+    ):
         try:
             import open_clip
             import torch
@@ -101,12 +122,12 @@ class OpenClip:
         if source.checkpoint and not Path(source.checkpoint).is_file():
             raise QrelkitError(f"CLIP checkpoint {source.checkpoint} not found")
         self.torch = torch
-        self.device = _resolve_device(device)
-        precision = "fp16" if half and self.device.startswith("cuda") else "fp32"
+        self.device = resolve_device(device)
+        self.precision = "fp16" if half and self.device.startswith("cuda") else "fp32"
         name = f"hf-hub:{source.hf_hub}" if source.hf_hub else source.model
         try:
             self.model, _, self.preprocess = open_clip.create_model_and_transforms(
-                name, pretrained=source.pretrained or source.checkpoint, device=self.device, precision=precision
+                name, pretrained=source.pretrained or source.checkpoint, device=self.device, precision=self.precision
             )
         except RuntimeError as exc:
             raise QrelkitError(f"cannot load CLIP model {source.model_id}: {exc}") from None
@@ -114,7 +135,12 @@ class OpenClip:
         self.tokenizer = open_clip.get_tokenizer(name)
         self.context_length = getattr(self.tokenizer, "context_length", 77) or 77
         self.batch_size = batch_size
+        self.text_batch_size = text_batch_size
+        self.decode_workers = decode_workers or available_cores()
         self.source = source
+        self._split = split_preprocess(self.preprocess)
+
+    # -- texts ------------------------------------------------------------------------------------
 
     def tokens_needed(self, text: str) -> int | None:
         """Token count with start and end markers, when the tokenizer can tell."""
@@ -123,23 +149,100 @@ class OpenClip:
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         # open_clip's tokenizer truncates to the context keeping the end-of-text token
-        out = []
+        outputs = []
         with self.torch.inference_mode():
-            for start in range(0, len(texts), self.batch_size):
-                tokens = self.tokenizer(list(texts[start : start + self.batch_size])).to(self.device)
-                out.append(self.model.encode_text(tokens).float().cpu().numpy())
-        return l2_normalise(np.concatenate(out)) if out else np.zeros((0, 0), np.float32)
+            for start in range(0, len(texts), self.text_batch_size):
+                tokens = self.tokenizer(list(texts[start : start + self.text_batch_size]))
+                outputs.append(self.model.encode_text(tokens.to(self.device, non_blocking=True)))
+            if not outputs:
+                return np.zeros((0, 0), np.float32)
+            return l2_normalise(self.torch.cat(outputs).float().cpu().numpy())
 
-    def encode_images(self, paths: Sequence[str | Path]) -> np.ndarray:
-        out = []
+    # -- images -----------------------------------------------------------------------------------
+
+    @property
+    def image_dim(self) -> int:
+        dim = getattr(self.model.visual, "output_dim", None)
+        if dim:
+            return int(dim)
+        size = getattr(self.model.visual, "image_size", 224)
+        size = size if isinstance(size, int) else size[0]
         with self.torch.inference_mode():
-            for start in range(0, len(paths), self.batch_size):
-                batch = [self.preprocess(load_image(p)) for p in paths[start : start + self.batch_size]]
-                pixels = self.torch.stack(batch).to(self.device)
-                if next(self.model.parameters()).dtype == self.torch.float16:
-                    pixels = pixels.half()
-                out.append(self.model.encode_image(pixels).float().cpu().numpy())
-        return l2_normalise(np.concatenate(out)) if out else np.zeros((0, 0), np.float32)
+            pixels = self.torch.zeros(1, 3, size, size, device=self.device, dtype=visual_input_dtype(self.model))
+            return int(self.model.encode_image(pixels).shape[-1])
+
+    def pixels(self, source: ImageSource | Any) -> Any:
+        """One image's model input before batching: uint8 HWC when the device does ToTensor and
+        Normalize, else the full preprocess's float tensor. ``source``: an ImageFile, a path, or
+        an already decoded PIL image. Raises ImageError."""
+        if isinstance(source, (str, Path)):
+            source = read_image_file(source)
+        image = decode_image(source) if isinstance(source, ImageFile) else source
+        if self._split is None:
+            return self.preprocess(image)
+        pil_steps, _ = self._split
+        return self.torch.from_numpy(np.array(pil_steps(image).convert("RGB"), dtype=np.uint8, copy=True))
+
+    def _pixels_or_error(self, source: ImageSource) -> tuple[Any, str | None]:
+        try:
+            return self.pixels(source), None
+        except ImageError as exc:
+            return None, str(exc)
+
+    def model_input(self, pixels: Sequence[Any]) -> Any:
+        """A batch of `pixels` results on the device, ready for encode_image."""
+        torch = self.torch
+        batch = torch.stack(list(pixels))
+        if self.device.startswith("cuda"):
+            batch = batch.pin_memory().to(self.device, non_blocking=True)
+        if self._split is not None:
+            # torchvision's ToTensor (permute, contiguous, float, /255) and Normalize (sub_, div_), batched
+            mean, std = (torch.tensor(v, dtype=torch.float32, device=batch.device).view(1, -1, 1, 1) for v in self._split[1])
+            batch = batch.permute(0, 3, 1, 2).contiguous().to(torch.float32).div(255).sub_(mean).div_(std)
+        return batch.to(visual_input_dtype(self.model))
+
+    def _batches(self, images: Sequence[ImageSource]) -> Iterator[tuple[list[int], list[Any], dict[int, str]]]:
+        """(indices, pixels, errors) per batch, decoded by the pool up to two batches ahead."""
+        prepared = ordered_map(self._pixels_or_error, images, workers=self.decode_workers, window=2 * self.batch_size)
+        for start in range(0, len(images), self.batch_size):
+            indices, pixels, errors = [], [], {}
+            for index in range(start, min(len(images), start + self.batch_size)):
+                tensor, error = next(prepared)
+                if error is None:
+                    indices.append(index)
+                    pixels.append(tensor)
+                else:
+                    errors[index] = error
+            yield indices, pixels, errors
+
+    def encode_images(self, images: Sequence[ImageSource]) -> EncodedImages:
+        """Encode images (ImageFiles already read, or paths); each is read and decoded once."""
+        errors: dict[int, str] = {}
+        rows: list[int] = []
+        outputs = []
+        with self.torch.inference_mode():
+            for indices, pixels, batch_errors in self._batches(images):
+                errors.update(batch_errors)
+                if pixels:
+                    # stays on the device: the next batch is collated while this one runs
+                    outputs.append(self.model.encode_image(self.model_input(pixels)))
+                    rows.extend(indices)
+            vectors = np.full((len(images), self.image_dim), np.nan, dtype=np.float32)
+            if outputs:
+                vectors[rows] = l2_normalise(self.torch.cat(outputs).float().cpu().numpy())
+        return EncodedImages(vectors, errors)
+
+    def check_forward(self) -> None:
+        """One text and one synthetic image through the real encode paths (dtype and device
+        included), with finite results; raises what the model raises."""
+        from PIL import Image
+
+        with self.torch.inference_mode():
+            image = self.model.encode_image(self.model_input([self.pixels(Image.new("RGB", (64, 48), (120, 90, 60)))]))
+            text = self.model.encode_text(self.tokenizer(["a photo"]).to(self.device))
+        for name, output in (("image", image), ("text", text)):
+            if not bool(self.torch.isfinite(output.float()).all()):
+                raise QrelkitError(f"the {name} encoder returns non-finite values")
 
 
 class ClipTextEmbedder:
@@ -155,14 +258,21 @@ class ClipTextEmbedder:
 
 
 class ClipImageEmbedder:
-    """The image tower: encode(paths) -> (n, dim) float32, L2-normalised."""
+    """The image tower for the store cache: encode(images) -> (n, dim) float32 unit rows.
+
+    A failed image's row is NaN (the cache neither stores nor returns it) and the reason is kept
+    in ``errors``, keyed by the image's content hash (an ImageFile) or its path."""
 
     def __init__(self, clip: OpenClip):
         self.clip = clip
         self.embedder_id = f"openclip:{clip.source.model_id}/image"
         self.dim = 0
+        self.errors: dict[str, str] = {}
 
-    def encode(self, paths: Sequence[str]) -> np.ndarray:
-        vectors = self.clip.encode_images(paths).astype(np.float32)
-        self.dim = vectors.shape[1] if len(vectors) else self.dim
-        return vectors
+    def encode(self, images: Sequence[ImageSource]) -> np.ndarray:
+        encoded = self.clip.encode_images(images)
+        for index, error in encoded.errors.items():
+            source = images[index]
+            self.errors[source.sha256 if isinstance(source, ImageFile) else str(source)] = error
+        self.dim = encoded.vectors.shape[1]
+        return encoded.vectors

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from qrelkit.io.images import ImageError
+
 
 class ImageEmbedder:
     """Image paths -> (n, dim) float32 unit rows from open_clip's `encode_image`, in input order."""
@@ -26,23 +28,16 @@ class ImageEmbedder:
         self.clip = clip
         self._inner = ClipImageEmbedder(clip)
         self.embedder_id = self._inner.embedder_id
-        self.dim = _image_dim(clip)
+        self.dim = clip.image_dim
 
     def encode(self, paths: Sequence[str | Path]) -> np.ndarray:
+        """Raises ImageError (naming the file) when an image cannot be used: FD needs every one."""
         if not paths:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return self._inner.encode([str(p) for p in paths])
-
-
-def _image_dim(clip) -> int:
-    visual = clip.model.visual
-    dim = getattr(visual, "output_dim", None)
-    if dim:
-        return int(dim)
-    size = getattr(visual, "image_size", 224)
-    size = size if isinstance(size, int) else size[0]
-    with clip.torch.inference_mode():
-        return int(clip.model.encode_image(clip.torch.zeros(1, 3, size, size, device=clip.device)).shape[-1])
+        encoded = self.clip.encode_images([str(p) for p in paths])
+        if encoded.errors:
+            raise ImageError(encoded.errors[min(encoded.errors)])
+        return encoded.vectors
 
 
 def load_image_embedder(

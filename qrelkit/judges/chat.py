@@ -1,5 +1,12 @@
-"""Chat messages for generative judges: a rendered prompt as OpenAI-format messages (text parts
-and images as base64 data URLs), shared by the openai, vllm and transformers judges."""
+"""Chat messages for generative judges, shared by the openai, vllm and transformers judges:
+
+* `build_messages`: OpenAI-format messages (text parts, images as base64 data URLs) for
+  Chat Completions endpoints and `vllm.LLM.chat`;
+* `hf_messages`: Hugging Face chat-template messages (`{"type": "image"}` placeholders, the
+  images returned beside them in order) for a processor's or tokenizer's `apply_chat_template`.
+
+Images are read and checked by the one image reader (`qrelkit.io.images`).
+"""
 
 from __future__ import annotations
 
@@ -8,43 +15,27 @@ import io
 from pathlib import Path
 from typing import Any
 
+from qrelkit.io.images import ImageFile, decode_image, open_image, read_image_file
 from qrelkit.prompts import ImagePart, RenderedPrompt, TextPart
 
 # Formats the OpenAI API accepts; anything else Pillow reads is re-encoded as PNG.
 SENT_AS_IS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 
 
-class ImageInputError(ValueError):
-    """A document's image cannot be sent: missing, unreadable, not an image, outside its root."""
-
-
-def _open_image(path: str | Path, root: str | Path | None) -> tuple[bytes, Any]:
-    from PIL import Image, UnidentifiedImageError
-
-    path = Path(path)
-    if root is not None and not path.resolve().is_relative_to(Path(root).resolve()):
-        raise ImageInputError(f"image {path} is outside the image root {root}")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ImageInputError(f"image {path} cannot be read: {exc.strerror or exc}") from None
-    try:
-        image = Image.open(io.BytesIO(data))
-        image.verify()  # checks the structure (truncated or corrupt files) without decoding all pixels
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        raise ImageInputError(f"image {path} is not a readable image: {exc}") from None
-    return data, image
-
-
 def image_data_url(path: str | Path, root: str | Path | None = None) -> str:
-    """The image as a base64 data URL whose MIME type comes from its content, not its name."""
-    data, image = _open_image(path, root)
-    mime = SENT_AS_IS.get(image.format or "")
-    if mime is None:
-        from PIL import Image
+    """The image as a base64 data URL whose MIME type comes from its content, not its name.
+    The file is decoded once to check it (a corrupt image is an ImageError here, not a 400 later)."""
+    image = read_image_file(path, root)
+    return data_url(image)
 
+
+def data_url(image: ImageFile) -> str:
+    opened = open_image(image)
+    mime = SENT_AS_IS.get(opened.format or "")
+    data = image.data
+    if mime is None:
         buffer = io.BytesIO()
-        Image.open(io.BytesIO(data)).save(buffer, format="PNG")
+        decode_image(image).save(buffer, format="PNG")
         data, mime = buffer.getvalue(), "image/png"
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
@@ -65,3 +56,24 @@ def build_messages(
             url = part.url if image_urls and part.url else image_data_url(part.path, image_root)
             content.append({"type": "image_url", "image_url": {"url": url, "detail": detail}})
     return messages + [{"role": "user", "content": content}]
+
+
+def hf_messages(rendered: RenderedPrompt) -> tuple[list[dict[str, Any]], list[str]]:
+    """Messages for a Hugging Face chat template, and the image paths their placeholders stand
+    for, in order. A text-only prompt's contents are plain strings (what text models' templates
+    expect); with an image, every content is a list of typed parts (what processors expect)."""
+    if all(isinstance(part, TextPart) for part in rendered.parts):
+        return rendered.chat_messages(), []
+    messages: list[dict[str, Any]] = []
+    if rendered.system:
+        messages.append({"role": "system", "content": [{"type": "text", "text": rendered.system}]})
+    content: list[dict[str, Any]] = []
+    images: list[str] = []
+    for part in rendered.parts:
+        if isinstance(part, TextPart):
+            content.append({"type": "text", "text": part.text})
+        else:
+            content.append({"type": "image"})
+            images.append(part.path)
+    messages.append({"role": "user", "content": content})
+    return messages, images

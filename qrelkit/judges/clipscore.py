@@ -4,7 +4,10 @@ w · max(cos(E_img, E_txt), 0), w = 2.5, both embeddings L2-normalised; the raw 
 As in seed 003, CLIP sees only the template's context part (its text encoder holds 77 tokens);
 longer texts are truncated keeping the end-of-text token and counted. Every distinct text and
 image is encoded once per job and cached in the store (an image pooled for 30 topics is encoded
-once). A missing, corrupt or oversized image is an `input_error` for its pairs; the job goes on.
+once). Each image file is read once (its cache key is the hash of those bytes) and, when not
+cached, decoded once, in parallel with the encoding (`qrelkit.embed.clip`). A missing, corrupt or
+oversized image is an `input_error` for its pairs, found where it is read or decoded; the job
+goes on.
 """
 
 from __future__ import annotations
@@ -16,8 +19,11 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from qrelkit.embed.clip import ClipImageEmbedder, ClipSource, ClipTextEmbedder, ImageLoadError, OpenClip, file_hash, load_image
-from qrelkit.judges.base import BaseJudge, JudgeConfig, Judgment, Pair
+from qrelkit.embed.cache import embed_with_cache
+from qrelkit.embed.clip import ClipImageEmbedder, ClipSource, ClipTextEmbedder, OpenClip
+from qrelkit.io.images import ImageError, ImageFile, read_image_file
+from qrelkit.io.parallel import ordered_map
+from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, Judgment, Pair
 
 CLIPSCORE_WEIGHT = 2.5
 
@@ -29,8 +35,12 @@ class ClipScoreConfig(JudgeConfig):
     hf_hub: str | None = Field(None, description="A Hugging Face hub id (open_clip format), e.g. laion/CLIP-ViT-g-14-laion2B-s12B-b42K.")
     model_config_file: str | None = Field(None, description="A JSON file registering a custom open_clip architecture.")
     device: str = Field("auto", description="auto (CUDA when present), cpu, cuda, cuda:1 ...")
-    half: bool = Field(False, description="Half precision on a GPU.")
-    batch_size: int = Field(32, ge=1, json_schema_extra={"identity": False})
+    half: bool = Field(False, description="Half precision on a GPU (pixels follow the visual tower's dtype).")
+    batch_size: int = Field(32, ge=1, description="Images per forward pass.", json_schema_extra={"identity": False})
+    text_batch_size: int = Field(256, ge=1, description="Texts per forward pass.", json_schema_extra={"identity": False})
+    decode_workers: int | None = Field(
+        None, ge=1, description="Threads reading and decoding images (default: one per core).", json_schema_extra={"identity": False}
+    )
     weight: float = Field(CLIPSCORE_WEIGHT, gt=0, description="w in w·max(cos, 0); 2.5 as in Hessel et al.")
     caption_prefix: str = Field("", description='Prefix for the text, e.g. "A photo depicts" (Hessel et al.).')
     text: Literal["context", "query"] = Field("context", description="Embed the template's context part, or the plain query.")
@@ -58,7 +68,14 @@ class ClipScoreJudge(BaseJudge):
 
     def __init__(self, config, template, context=None):
         super().__init__(config, template, context)
-        self.clip = OpenClip(config.source(), device=config.device, half=config.half, batch_size=config.batch_size)
+        self.clip = OpenClip(
+            config.source(),
+            device=config.device,
+            half=config.half,
+            batch_size=config.batch_size,
+            text_batch_size=config.text_batch_size,
+            decode_workers=config.decode_workers,
+        )
         self.text_embedder = ClipTextEmbedder(self.clip)
         self.image_embedder = ClipImageEmbedder(self.clip)
         self.text_vectors: dict[str, np.ndarray] = {}
@@ -73,36 +90,61 @@ class ClipScoreJudge(BaseJudge):
             text = pair.topic.text
         return f"{self.config.caption_prefix} {text}".strip() if self.config.caption_prefix else text
 
-    def _vectors(self, embedder, kind: str, items: dict[str, str], hashes: dict[str, str] | None = None):
+    def preflight(self) -> None:
+        """One text and one image through the encoders, in the dtype and on the device the job uses."""
+        try:
+            self.clip.check_forward()
+        except Exception as exc:
+            where = f"{self.clip.precision} on {self.clip.device}"
+            raise FatalJudgeError(f"CLIP model {self.model_id} ({where}) fails a forward pass: {type(exc).__name__}: {exc}") from None
+
+    def _vectors(self, embedder, kind: str, items: dict, hashes: dict[str, str] | None = None):
         cache = self.context.embedding_cache
         if cache is not None:
             return cache.vectors(embedder, kind, items, content_hashes=hashes)
-        ids = list(items)
-        return dict(zip(ids, embedder.encode([items[i] for i in ids])))
+        return embed_with_cache(None, embedder, kind, items, content_hashes=hashes)
+
+    def _read_images(self, pairs: Sequence[Pair]) -> dict[str, ImageFile]:
+        """Each new image file read once, in parallel; failures go to image_errors."""
+        paths: dict[str, tuple[str, str | None]] = {}
+        for p in pairs:
+            docid = p.document.docid
+            if docid in self.image_vectors or docid in self.image_errors or docid in paths:
+                continue
+            if p.document.image_path is None:
+                self.image_errors[docid] = f"document {docid!r} has no image"
+                continue
+            paths[docid] = (str(p.document.image_path), p.document.image_root)
+
+        def read(item: tuple[str, str | None]) -> ImageFile | str:
+            try:
+                return read_image_file(*item)
+            except ImageError as exc:
+                return str(exc)
+
+        files: dict[str, ImageFile] = {}
+        results = ordered_map(read, paths.values(), workers=self.clip.decode_workers, window=4 * self.clip.decode_workers)
+        for docid, result in zip(paths, results):
+            if isinstance(result, ImageFile):
+                files[docid] = result
+            else:
+                self.image_errors[docid] = result
+        return files
 
     def prepare(self, pairs: Sequence[Pair]) -> None:
         texts = {p.topic.qid: self.topic_text(p) for p in pairs if p.topic.qid not in self.text_vectors}
         newly_truncated = {qid for qid, text in texts.items() if (self.clip.tokens_needed(text) or 0) > self.clip.context_length}
         self.truncated_topics |= newly_truncated
-        images: dict[str, str] = {}
-        for p in pairs:
-            docid = p.document.docid
-            if docid in self.image_vectors or docid in self.image_errors or docid in images:
-                continue
-            if p.document.image_path is None:
-                self.image_errors[docid] = f"document {docid!r} has no image"
-                continue
-            try:
-                load_image(p.document.image_path)  # check before encoding: one bad image must not fail the batch
-            except ImageLoadError as exc:
-                self.image_errors[docid] = str(exc)
-                continue
-            images[docid] = str(p.document.image_path)
         if texts:
             self.text_vectors.update(self._vectors(self.text_embedder, "clip-text", texts))
-        if images:
-            hashes = {docid: file_hash(path) for docid, path in images.items()}
-            self.image_vectors.update(self._vectors(self.image_embedder, "clip-image", images, hashes))
+        files = self._read_images(pairs)
+        if files:
+            vectors = self._vectors(self.image_embedder, "clip-image", files, {docid: f.sha256 for docid, f in files.items()})
+            for docid, image in files.items():
+                if docid in vectors:
+                    self.image_vectors[docid] = vectors[docid]
+                else:
+                    self.image_errors[docid] = self.image_embedder.errors.get(image.sha256, f"image {image.path} was not encoded")
         if newly_truncated:
             warnings.warn(
                 f"{len(newly_truncated)} topic text(s) exceed CLIP's {self.clip.context_length}-token context "

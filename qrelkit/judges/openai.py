@@ -35,8 +35,9 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from qrelkit.io.images import ImageError
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
-from qrelkit.judges.chat import ImageInputError, build_messages
+from qrelkit.judges.chat import build_messages
 from qrelkit.judges.http import BackoffWait, MalformedResponse, RateLimiter, classify_error, is_retryable, redact
 from qrelkit.judges.scoring import TokenPositions, answer_candidates, judgment_from_answer
 from qrelkit.prompts import ImagePart, PromptTemplate, RenderedPrompt, TemplateError, TextPart
@@ -276,7 +277,7 @@ class OpenAIJudge(BaseJudge):
         try:
             rendered = self.template.render(pair.topic, pair.document)
             messages = build_messages(rendered, detail=c.detail, image_urls=c.image_urls, image_root=pair.document.image_root)
-        except (TemplateError, ImageInputError) as exc:
+        except (TemplateError, ImageError) as exc:
             return Judgment.failed(pair, "input_error", str(exc), model_id=self.model_id)
         request = build_request(c, messages)
         cost_tokens = prompt_token_estimate(rendered, c.detail, c.image_urls) + c.max_tokens
