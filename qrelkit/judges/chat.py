@@ -58,11 +58,12 @@ def build_messages(
     return messages + [{"role": "user", "content": content}]
 
 
-def hf_messages(rendered: RenderedPrompt) -> tuple[list[dict[str, Any]], list[str]]:
+def hf_messages(rendered: RenderedPrompt, *, typed: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
     """Messages for a Hugging Face chat template, and the image paths their placeholders stand
-    for, in order. A text-only prompt's contents are plain strings (what text models' templates
-    expect); with an image, every content is a list of typed parts (what processors expect)."""
-    if all(isinstance(part, TextPart) for part in rendered.parts):
+    for, in order. Contents are plain strings for a text-only prompt unless ``typed`` (what text
+    models' templates expect); lists of typed parts otherwise (what processors expect, also for
+    text-only prompts to a vision-language model)."""
+    if not typed and all(isinstance(part, TextPart) for part in rendered.parts):
         return rendered.chat_messages(), []
     messages: list[dict[str, Any]] = []
     if rendered.system:

@@ -1,0 +1,398 @@
+"""`transformers`: any Hugging Face image-text-to-text model (LLaVA-1.5/NeXT, Qwen2-VL, SmolVLM,
+Idefics, ...) or causal language model, in-process, with the model's own chat template.
+
+The prompt is the template's messages (`judges.chat.hf_messages`) through the model's chat
+template with its generation prompt, followed by the answer prefix ("Relevance: "). Two ways
+to score, both under the one rule of `judges.scoring`:
+
+* ``expected`` (default): **one forward pass** and no generation. The next-token distribution
+  at the prompt's last position is the answer position: the expected grade over the template's
+  grade tokens is the score, and the argmax token's text is parsed as the answer, so the
+  parsed grade is stored beside it.
+* ``parsed``: greedy generation, batched with left padding, parsed by the template's parser;
+  the expected grade of the first generated position is stored beside it.
+
+A batch of the runner is judged in forward batches of ``batch_size`` pairs of similar prompt
+length, the pairs of one image kept together; a background thread reads and decodes the next
+forward batch's images (each distinct image once per call, by a pool of threads) and runs the
+processor, while the model computes the current one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import Field
+
+from qrelkit.embed.base import available_cores
+from qrelkit.io.images import ImageError, decode_image, read_image_file
+from qrelkit.io.parallel import ordered_map
+from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
+from qrelkit.judges.chat import hf_messages
+from qrelkit.judges.scoring import answer_candidates, candidates_from_logits, grade_token_ids, judgment_from_answer, missing_grade_tokens
+from qrelkit.prompts import TemplateError
+
+DTYPES = ("auto", "bfloat16", "float16", "float32")
+
+
+class TransformersConfig(JudgeConfig):
+    model: str = Field("llava-hf/llava-1.5-7b-hf", description="Hugging Face hub id or local folder.")
+    gguf_file: str | None = Field(None, description="A GGUF file inside `model` (transformers dequantises it).")
+    device: str = Field("auto", description="auto (CUDA, else MPS, else CPU), cuda, cuda:1, mps or cpu.")
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+        "auto", description="auto: bfloat16 on CUDA (float16 where bf16 is unsupported), float16 on MPS, float32 on CPU."
+    )
+    batch_size: int = Field(8, ge=1, description="Pairs per forward pass.", json_schema_extra={"identity": False})
+    max_new_tokens: int = Field(8, ge=1, le=512, description="Tokens generated after the answer prefix (score: parsed).")
+    score: Literal["parsed", "expected"] = Field("expected", description="expected: one forward pass; parsed: greedy generation.")
+    answer_prefix: str = Field("Relevance: ", description="Forced start of the answer; the grade is read right after it.")
+    attn_implementation: str | None = Field(
+        None, description="sdpa, eager, flash_attention_2 ... (default: transformers' choice).", json_schema_extra={"identity": False}
+    )
+    decode_workers: int | None = Field(
+        None, ge=1, description="Threads reading and decoding images (default: one per core).", json_schema_extra={"identity": False}
+    )
+
+
+@dataclass
+class Prompt:
+    """One pair put to the model: its prompt text and the images its placeholders stand for."""
+
+    index: int
+    text: str
+    images: list[str]
+    image_root: str | None = None
+    length: int = 0  # text tokens, for batching by length
+
+
+@dataclass
+class ForwardBatch:
+    prompts: list[Prompt]
+    inputs: Any = None  # the processor's or tokenizer's output (CPU tensors)
+    errors: dict[int, str] = field(default_factory=dict)  # pair index -> why its image failed
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        if torch.cuda.is_available():
+            return "cuda"
+        mps = getattr(torch.backends, "mps", None)
+        return "mps" if mps is not None and mps.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise JudgeError(f"device {device!r} asked for, but no CUDA GPU is visible")
+    return device
+
+
+def resolve_dtype(dtype: str, device: str) -> Any:
+    import torch
+
+    if dtype != "auto":
+        return getattr(torch, dtype)
+    if device.startswith("cuda"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.float16 if device == "mps" else torch.float32
+
+
+def pixel_dtype(model: Any) -> Any:
+    """The dtype of the layer pixels enter (a vision tower's patch-embedding conv), not the
+    first parameter's (models may keep some parameters in float32)."""
+    import torch
+
+    for module in model.modules():
+        if isinstance(module, (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)):
+            return module.weight.dtype
+    return model.dtype
+
+
+def forward_batches(prompts: Sequence[Prompt], batch_size: int) -> list[list[Prompt]]:
+    """Batches of similar length with the pairs of one image together: pairs are grouped by
+    their images, groups ordered by their mean length, and cut into batches in that order."""
+    groups: dict[tuple[str, ...], list[Prompt]] = {}
+    for prompt in prompts:
+        groups.setdefault(tuple(prompt.images), []).append(prompt)
+    ordered = sorted(groups.values(), key=lambda group: (sum(p.length for p in group) / len(group), group[0].index))
+    flat = [prompt for group in ordered for prompt in sorted(group, key=lambda p: p.length)]
+    return [flat[start : start + batch_size] for start in range(0, len(flat), batch_size)]
+
+
+def first_line(text: str) -> str:
+    """The answer up to its first line break after some content (a small model that goes on
+    writing "Relevance: 2\\nRelevance: 3" answered 2; the parser takes the last match)."""
+    stripped = text.lstrip()
+    cut = stripped.find("\n")
+    return text if cut < 0 else text[: len(text) - len(stripped) + cut]
+
+
+class TransformersJudge(BaseJudge):
+    """A Hugging Face vision-language or text model, in-process; expected or parsed grades."""
+
+    name = "transformers"
+    Config = TransformersConfig
+    needs_template = True
+
+    @classmethod
+    def model_id_for(cls, config: TransformersConfig) -> str:  # type: ignore[override]
+        return f"{config.model}/{config.gguf_file}" if config.gguf_file else config.model
+
+    def __init__(self, config, template, context=None):
+        super().__init__(config, template, context)
+        try:
+            import torch
+            import transformers
+        except ImportError:
+            raise JudgeError("judge 'transformers' needs torch and transformers: pip install 'qrelkit[transformers]'") from None
+        self.torch = torch
+        self.device = resolve_device(config.device)
+        self.dtype = resolve_dtype(config.dtype, self.device)
+        self._load(transformers)
+        self.pixel_dtype = pixel_dtype(self.model)
+        self.workers = config.decode_workers or available_cores()
+        self.grade_ids = self._grade_token_ids()
+
+    def _load(self, transformers: Any) -> None:
+        c = self.config
+        extra = {"gguf_file": c.gguf_file} if c.gguf_file else {}
+        try:
+            hf_config = transformers.AutoConfig.from_pretrained(c.model, **extra)
+            from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+            self.is_vlm = hf_config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+            if self.template.modality == "image" and not self.is_vlm:
+                kind = hf_config.model_type
+                raise JudgeError(f"model {self.model_id!r} ({kind}) takes no images, but template {self.template.id!r} is for images")
+            model_class = transformers.AutoModelForImageTextToText if self.is_vlm else transformers.AutoModelForCausalLM
+            options = {"dtype": self.dtype, **extra}
+            if c.attn_implementation:
+                options["attn_implementation"] = c.attn_implementation
+            self.model = model_class.from_pretrained(c.model, **options).to(self.device).eval()
+            if self.is_vlm:
+                self.processor = transformers.AutoProcessor.from_pretrained(c.model)
+                self.tokenizer = self.processor.tokenizer
+            else:
+                self.processor = None
+                self.tokenizer = transformers.AutoTokenizer.from_pretrained(c.model, **extra)
+        except JudgeError:
+            raise
+        except (OSError, ValueError, KeyError, ImportError, RuntimeError) as exc:
+            raise JudgeError(f"judge 'transformers' cannot load model {self.model_id!r}: {type(exc).__name__}: {exc}") from None
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        chat = self.processor if self.processor is not None else self.tokenizer
+        if not getattr(chat, "chat_template", None):
+            raise JudgeError(f"model {self.model_id!r} has no chat template")
+
+    def _grade_token_ids(self) -> dict[str, list[int]] | None:
+        """Ids of each grade's single-token spellings; None when a grade has none (no expected grade)."""
+        vocabulary = enumerate(self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))]))
+        ids = grade_token_ids(vocabulary, self.template.grade_token_list)
+        missing = missing_grade_tokens(ids)
+        if not missing:
+            return ids
+        if self.config.score == "expected":
+            shown = ", ".join(map(repr, missing[:5])) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            raise JudgeError(
+                f"score: expected needs every grade as one token, but {shown} are not single tokens "
+                f"for {self.model_id!r}; use score: parsed, or set `grade_tokens` in the template"
+            )
+        return None
+
+    # -- inputs -------------------------------------------------------------------------------------
+
+    def prompt_text(self, messages: list[dict[str, Any]]) -> str:
+        """The chat template with its generation prompt, then the answer prefix."""
+        chat = self.processor if self.processor is not None else self.tokenizer
+        text = chat.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return text + self.config.answer_prefix
+
+    def _prompt(self, index: int, pair: Pair) -> Prompt:
+        messages, images = hf_messages(self.template.render(pair.topic, pair.document), typed=self.is_vlm)
+        return Prompt(index, self.prompt_text(messages), images, pair.document.image_root)
+
+    def _prepare(self, prompts: list[Prompt], decoded: dict[str, Any], last_use: dict[str, int], number: int) -> ForwardBatch:
+        """Decode the batch's images not decoded yet (in parallel, each once per call) and run the
+        processor; images no later batch needs are let go."""
+        batch = ForwardBatch(prompts)
+        new = {path: p.image_root for p in prompts for path in p.images if path not in decoded}
+
+        def decode(item: tuple[str, str | None]) -> Any:
+            try:
+                return decode_image(read_image_file(*item))
+            except ImageError as exc:
+                return exc
+
+        for path, image in zip(new, ordered_map(decode, new.items(), workers=self.workers, window=2 * self.workers)):
+            decoded[path] = image
+        usable = []
+        for prompt in prompts:
+            failed = [decoded[path] for path in prompt.images if isinstance(decoded[path], ImageError)]
+            if failed:
+                batch.errors[prompt.index] = str(failed[0])
+            else:
+                usable.append(prompt)
+        batch.prompts = usable
+        if usable:
+            batch.inputs = self._tokenize(usable, decoded)
+        for path in [path for path, last in last_use.items() if last == number]:
+            decoded.pop(path, None)
+        return batch
+
+    def _tokenize(self, prompts: list[Prompt], decoded: dict[str, Any]) -> Any:
+        # expected: right padding, so every row's positions start at 0 and its last token is read;
+        # parsed: left padding, so generation continues every row from the same place
+        self.tokenizer.padding_side = "right" if self.config.score == "expected" else "left"
+        texts = [p.text for p in prompts]
+        # the chat template already wrote the special tokens (BOS and the like)
+        if self.processor is None:
+            return self.tokenizer(texts, padding=True, return_tensors="pt", add_special_tokens=False)
+        images = [decoded[path] for p in prompts for path in p.images] or None
+        return self.processor(text=texts, images=images, padding=True, return_tensors="pt", add_special_tokens=False)
+
+    def _to_device(self, inputs: Any) -> dict[str, Any]:
+        on_cuda = self.device.startswith("cuda")
+        moved = {}
+        for name, value in inputs.items():
+            if not hasattr(value, "to"):
+                moved[name] = value
+                continue
+            if on_cuda:
+                value = value.pin_memory()
+            value = value.to(self.device, non_blocking=on_cuda)
+            moved[name] = value.to(self.pixel_dtype) if value.is_floating_point() else value
+        return moved
+
+    # -- the model ------------------------------------------------------------------------------------
+
+    def _last_logits(self, inputs: dict[str, Any]) -> Any:
+        """Logits at each row's last real token (right padding), (rows, vocab) float32 on the CPU.
+        Only those positions go through the LM head when the model takes `logits_to_keep`."""
+        torch = self.torch
+        last = inputs["attention_mask"].sum(dim=1) - 1
+        keep, where = torch.unique(last, return_inverse=True)
+        rows = torch.arange(len(last), device=last.device)
+        try:
+            logits = self.model(**inputs, logits_to_keep=keep).logits
+            return logits[rows, where].float().cpu()
+        except TypeError:  # a model without logits_to_keep
+            return self.model(**inputs).logits[rows, last].float().cpu()
+
+    def _expected(self, batch: ForwardBatch, pairs: Sequence[Pair]) -> dict[int, Judgment]:
+        started = time.perf_counter()
+        inputs = self._to_device(batch.inputs)
+        logits = self._last_logits(inputs).numpy()
+        latency = (time.perf_counter() - started) * 1000 / len(batch.prompts)
+        lengths = inputs["attention_mask"].sum(dim=1).tolist()
+        out = {}
+        for row, prompt in enumerate(batch.prompts):
+            answer = self.config.answer_prefix + self.tokenizer.decode([int(logits[row].argmax())])
+            candidates = candidates_from_logits(logits[row], self.grade_ids) if self.grade_ids is not None else None
+            out[prompt.index] = self._judgment(pairs[prompt.index], answer, candidates, int(lengths[row]), 1, latency)
+        return out
+
+    def _parsed(self, batch: ForwardBatch, pairs: Sequence[Pair]) -> dict[int, Judgment]:
+        started = time.perf_counter()
+        inputs = self._to_device(batch.inputs)
+        generated = self.model.generate(
+            **inputs,
+            max_new_tokens=self.config.max_new_tokens,
+            do_sample=False,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+            pad_token_id=self.tokenizer.pad_token_id,
+            output_logits=True,
+            return_dict_in_generate=True,
+        )
+        latency = (time.perf_counter() - started) * 1000 / len(batch.prompts)
+        width = inputs["input_ids"].shape[1]
+        lengths = inputs["attention_mask"].sum(dim=1).tolist()
+        stops = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}
+        forced = bool(self.config.answer_prefix)
+        out = {}
+        for row, prompt in enumerate(batch.prompts):
+            tokens = generated.sequences[row, width:].tolist()
+            steps = next((i for i, token in enumerate(tokens) if token in stops), len(tokens))
+            read = 1 if forced else max(steps, 1)  # a forced answer position is the first generated token
+            positions = [(self.tokenizer.decode([tokens[step]]), self._candidates(generated.logits[step][row])) for step in range(read)]
+            candidates = answer_candidates(positions, template=self.template, forced=forced) if self.grade_ids is not None else None
+            answer = self.config.answer_prefix + first_line(self.tokenizer.decode(tokens[:steps], skip_special_tokens=True))
+            out[prompt.index] = self._judgment(pairs[prompt.index], answer, candidates, int(lengths[row]), steps, latency)
+        return out
+
+    def _candidates(self, logits: Any) -> dict[str, float]:
+        return candidates_from_logits(logits.float().cpu().numpy(), self.grade_ids) if self.grade_ids is not None else {}
+
+    def _judgment(self, pair: Pair, answer: str, candidates: Any, tokens_in: int, tokens_out: int, latency: float) -> Judgment:
+        qid, docid = pair.key
+        return judgment_from_answer(
+            qid,
+            docid,
+            text=answer,
+            template=self.template,
+            mode=self.config.score,
+            candidates=candidates,
+            raw_output=answer,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            latency_ms=latency,
+            model_id=self.model_id,
+        )
+
+    # -- the judge ------------------------------------------------------------------------------------
+
+    def judge(self, batch: Sequence[Pair]) -> list[Judgment]:
+        results: dict[int, Judgment] = {}
+        prompts = []
+        for index, pair in enumerate(batch):
+            try:
+                prompts.append(self._prompt(index, pair))
+            except TemplateError as exc:
+                results[index] = Judgment.failed(pair, "input_error", str(exc), model_id=self.model_id)
+        if prompts:
+            lengths = self.tokenizer([p.text for p in prompts], add_special_tokens=False)["input_ids"]
+            for prompt, ids in zip(prompts, lengths):
+                prompt.length = len(ids)
+        groups = forward_batches(prompts, self.config.batch_size)
+        last_use = {path: number for number, group in enumerate(groups) for p in group for path in p.images}
+        decoded: dict[str, Any] = {}
+        # one background thread prepares the next forward batch while the model runs this one
+        prepared = ordered_map(
+            lambda numbered: self._prepare(numbered[1], decoded, last_use, numbered[0]), enumerate(groups), workers=1, window=1
+        )
+        with self.torch.inference_mode():
+            for forward in prepared:
+                for index, error in forward.errors.items():
+                    results[index] = Judgment.failed(batch[index], "input_error", error, model_id=self.model_id)
+                if forward.prompts:
+                    run = self._expected if self.config.score == "expected" else self._parsed
+                    results.update(run(forward, batch))
+        return [results[i] for i in range(len(batch))]
+
+    def preflight(self) -> None:
+        """One forward pass on a short prompt (with a small image for a vision model)."""
+        from PIL import Image
+
+        try:
+            content: Any = [{"type": "text", "text": "Is this relevant?"}]
+            if self.is_vlm:
+                content.append({"type": "image"})
+            else:
+                content = "Is this relevant?"
+            text = self.prompt_text([{"role": "user", "content": content}])
+            self.tokenizer.padding_side = "right"
+            if self.processor is None:
+                inputs = self.tokenizer([text], return_tensors="pt", add_special_tokens=False)
+            else:
+                image = Image.new("RGB", (64, 48), (120, 90, 60))
+                inputs = self.processor(text=[text], images=[image], return_tensors="pt", add_special_tokens=False)
+            with self.torch.inference_mode():
+                logits = self._last_logits(self._to_device(inputs))
+            if not bool(self.torch.isfinite(logits).all()):
+                raise ValueError("the logits are not finite")
+        except Exception as exc:
+            where = f"{str(self.dtype).removeprefix('torch.')} on {self.device}"
+            raise FatalJudgeError(f"model {self.model_id!r} ({where}) fails a forward pass: {type(exc).__name__}: {exc}") from None
