@@ -20,6 +20,7 @@ from qrelkit.judges.scoring import (
     grade_token_ids,
     judgment_from_answer,
 )
+from qrelkit.judges.transformers import TransformersConfig, read_next_token_logits
 from qrelkit.judges.vllm import VLLMConfig, read_output
 from qrelkit.prompts import load_template, score_offset
 
@@ -86,7 +87,26 @@ def full_logits_judgment(probabilities, mode):
     return judgment_from_answer("q1", "d1", text="Relevance: 2", template=TEMPLATE, mode=mode, candidates=candidates)
 
 
-READERS = {"openai": openai_judgment, "vllm": vllm_judgment, "llamacpp/transformers": full_logits_judgment}
+def transformers_judgment(probabilities, mode):
+    """The transformers judge's reader: one row of next-token logits at the forced answer position."""
+    vocabulary = ["Relevance", ":", "0", "1", "2", "3", "maybe", " 2", "<eos>"]
+    ids = grade_token_ids(enumerate(vocabulary), TEMPLATE.grade_token_list)
+    logits = None
+    if probabilities is not None:
+        p = np.full(len(vocabulary), 1e-300)
+        for token, value in probabilities.items():
+            p[vocabulary.index(token)] = value
+        logits = np.log(p) - 3.0
+    config = TransformersConfig(score=mode)
+    return read_next_token_logits(PAIR, logits, decode=vocabulary.__getitem__, grade_ids=ids, template=TEMPLATE, config=config)
+
+
+READERS = {
+    "openai": openai_judgment,
+    "vllm": vllm_judgment,
+    "llamacpp": full_logits_judgment,
+    "transformers": transformers_judgment,
+}
 
 
 @pytest.mark.parametrize("mode", ["parsed", "expected"])
@@ -104,6 +124,8 @@ def test_no_token_probabilities_is_a_model_error_in_expected_mode_and_fine_in_pa
         judgment = read(None, "expected")
         assert (judgment.status, judgment.score) == ("model_error", None), name
         assert "no token probabilities" in judgment.error, name
+        if name == "transformers":
+            continue  # its parsed mode generates (tests/test_transformers_judge.py); without logits there is no answer
         parsed = read(None, "parsed")
         assert (parsed.status, parsed.score, parsed.expected) == ("ok", 2.0, None), name
 

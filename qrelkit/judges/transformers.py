@@ -21,10 +21,11 @@ processor, while the model computes the current one.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import Field
 
 from qrelkit.embed.base import available_cores
@@ -33,7 +34,7 @@ from qrelkit.io.parallel import ordered_map
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
 from qrelkit.judges.chat import hf_messages
 from qrelkit.judges.scoring import answer_candidates, candidates_from_logits, grade_token_ids, judgment_from_answer, missing_grade_tokens
-from qrelkit.prompts import TemplateError
+from qrelkit.prompts import PromptTemplate, TemplateError
 
 DTYPES = ("auto", "bfloat16", "float16", "float32")
 
@@ -118,6 +119,27 @@ def forward_batches(prompts: Sequence[Prompt], batch_size: int) -> list[list[Pro
     ordered = sorted(groups.values(), key=lambda group: (sum(p.length for p in group) / len(group), group[0].index))
     flat = [prompt for group in ordered for prompt in sorted(group, key=lambda p: p.length)]
     return [flat[start : start + batch_size] for start in range(0, len(flat), batch_size)]
+
+
+def read_next_token_logits(
+    pair: Pair,
+    logits: np.ndarray | None,
+    *,
+    decode: Callable[[int], str],
+    grade_ids: Mapping[str, Sequence[int]] | None,
+    template: PromptTemplate,
+    config: TransformersConfig,
+    **common: Any,
+) -> Judgment:
+    """The judgment for one row of next-token logits at the forced answer position (expected
+    mode): the expected grade over the grade tokens, and the argmax token's text after the answer
+    prefix as the answer, so its parsed grade is stored too. None logits: the model gave none."""
+    answer = config.answer_prefix + decode(int(np.argmax(logits))) if logits is not None else None
+    candidates = candidates_from_logits(logits, grade_ids) if logits is not None and grade_ids is not None else None
+    qid, docid = pair.key
+    return judgment_from_answer(
+        qid, docid, text=answer, template=template, mode=config.score, candidates=candidates, raw_output=answer, **common
+    )
 
 
 def first_line(text: str) -> str:
@@ -288,9 +310,18 @@ class TransformersJudge(BaseJudge):
         lengths = inputs["attention_mask"].sum(dim=1).tolist()
         out = {}
         for row, prompt in enumerate(batch.prompts):
-            answer = self.config.answer_prefix + self.tokenizer.decode([int(logits[row].argmax())])
-            candidates = candidates_from_logits(logits[row], self.grade_ids) if self.grade_ids is not None else None
-            out[prompt.index] = self._judgment(pairs[prompt.index], answer, candidates, int(lengths[row]), 1, latency)
+            out[prompt.index] = read_next_token_logits(
+                pairs[prompt.index],
+                logits[row],
+                decode=lambda token: self.tokenizer.decode([token]),
+                grade_ids=self.grade_ids,
+                template=self.template,
+                config=self.config,
+                tokens_in=int(lengths[row]),
+                tokens_out=1,
+                latency_ms=latency,
+                model_id=self.model_id,
+            )
         return out
 
     def _parsed(self, batch: ForwardBatch, pairs: Sequence[Pair]) -> dict[int, Judgment]:
