@@ -13,11 +13,13 @@ from qrelkit.io import Document, Topic
 from qrelkit.io.images import ImageError
 from qrelkit.judges import JudgeError, Pair, create_judge
 from qrelkit.judges.scoring import expected_grade
-from qrelkit.judges.vllm import VLLMConfig, build_conversation, read_output
+from qrelkit.judges.vllm import VLLMConfig, build_conversation, expected_request, expected_sampling, read_expected_output, read_output
 from qrelkit.prompts import load_template
 
 ATOMIC = load_template("atomic-image-suggestion")
 GRADED = load_template("trec-dl-graded")
+# trec-dl-graded's parts for an image document (0-3, single-token grades)
+GRADED_IMAGE = GRADED.model_copy(update={"id": "graded-image", "modality": "image"})
 TOPIC = Topic("q1", "Eiffel Tower", {"page_title": "Eiffel Tower", "section_title": "History", "section_context": "Built in 1889."})
 
 
@@ -84,3 +86,45 @@ def test_expected_grade_ignores_non_grade_tokens_and_renormalises():
 def test_without_vllm_or_a_gpu_the_judge_names_the_server_route():
     with pytest.raises(JudgeError, match="vllm serve"):
         create_judge("vllm", {}, ATOMIC)
+
+
+# -- expected mode: one forward pass, max_tokens=1 after the answer prefix ----------------------------
+
+
+def test_expected_requests_are_the_chat_template_then_the_answer_prefix_with_the_decoded_image(image_pair):
+    pytest.importorskip("transformers", reason="the expected mode applies the model's chat template with transformers")
+    from tiny_hf import llava_processor
+
+    processor = llava_processor()
+    pair, path = image_pair
+    request = expected_request(
+        pair,
+        GRADED_IMAGE,
+        lambda messages: processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False),
+        "Relevance: ",
+        typed=True,
+    )
+    prompt = request["prompt"]
+    assert prompt.endswith("<|assistant|>\nRelevance: ") and prompt.count("<image>") == 1
+    assert prompt.index("Query: Eiffel Tower") < prompt.index("<image>") < prompt.index("Reply with")
+    image = request["multi_modal_data"]["image"]
+    assert image.mode == "RGB" and image.size == (8, 6) and image.getpixel((0, 0)) == (200, 30, 30)
+    assert expected_sampling(VLLMConfig(score="expected", logprobs=5)) == {"max_tokens": 1, "temperature": 0.0, "seed": 0, "logprobs": 5}
+    gone = Pair(TOPIC, Document("img2", image="gone.png", image_root=str(path.parent)))
+    with pytest.raises(ImageError, match="gone.png not found"):
+        expected_request(gone, GRADED_IMAGE, lambda messages: "", "Relevance: ", typed=True)
+
+
+def test_an_expected_output_is_read_at_the_forced_answer_position():
+    pair = Pair(Topic("q", "goldfish"), Document("d", "Goldfish grow."))
+    # one generated token after "Relevance: "; its top alternatives; "0" fell outside the top 3
+    step = [(12, "2", math.log(0.6)), (13, "3", math.log(0.25)), (14, " 1", math.log(0.1))]
+    config = VLLMConfig(score="expected")
+    judgment = read_expected_output(pair, vllm_output("2", [12], [step]), GRADED, config, "llava", 3.0)
+    assert judgment.status == "ok" and judgment.raw_output == "Relevance: 2" and judgment.parsed == 2.0
+    assert judgment.score == judgment.expected == pytest.approx((0.6 * 2 + 0.25 * 3 + 0.1 * 1) / 0.95)
+    assert (judgment.tokens_in, judgment.tokens_out) == (50, 1)
+    no_grade = read_expected_output(pair, vllm_output("The", [9], [[(9, "The", -0.1)]]), GRADED, config, "llava", 3.0)
+    assert (no_grade.status, no_grade.score, no_grade.raw_output) == ("parse_error", None, "Relevance: The")
+    without_logprobs = read_expected_output(pair, vllm_output("2", [12]), GRADED, config, "llava", 3.0)
+    assert without_logprobs.status == "model_error"

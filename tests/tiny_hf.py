@@ -60,7 +60,7 @@ def tiny_llava(
     """A LLaVA-1.5-shaped model (CLIP ViT tower, "default" feature selection dropping CLS, MLP
     projector, Llama) with its processor, saved in ``folder``."""
     import torch
-    from transformers import CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration
 
     tokenizer = make_tokenizer(vocab_size)
     vision = CLIPVisionConfig(
@@ -81,17 +81,23 @@ def tiny_llava(
     )
     torch.manual_seed(seed)
     LlavaForConditionalGeneration(config).save_pretrained(folder)
+    llava_processor(tokenizer, image_size, patch_size).save_pretrained(folder)
+    return folder
+
+
+def llava_processor(tokenizer=None, image_size: int = 32, patch_size: int = 8):
+    """LLaVA-1.5's processor shape: CLIP image preprocessing, one <image> expanded to a token per patch."""
+    from transformers import CLIPImageProcessor, LlavaProcessor
+
     images = CLIPImageProcessor(size={"shortest_edge": image_size}, crop_size={"height": image_size, "width": image_size})
-    processor = LlavaProcessor(
+    return LlavaProcessor(
         image_processor=images,
-        tokenizer=tokenizer,
+        tokenizer=tokenizer or make_tokenizer(),
         patch_size=patch_size,
         vision_feature_select_strategy="default",
         num_additional_image_tokens=1,  # CLIP's CLS token, which "default" drops
         chat_template=CHAT_TEMPLATE,
     )
-    processor.save_pretrained(folder)
-    return folder
 
 
 def tiny_llama(folder: Path, *, seed: int = 0, width: int = 32, layers: int = 2, heads: int = 2, vocab_size: int = 600) -> Path:
