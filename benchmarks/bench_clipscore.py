@@ -1,16 +1,24 @@
-"""CLIPScore throughput on CPU, with and without embedding reuse.
+"""CLIPScore throughput in distinct images per second, against the two limits of the pipeline:
 
-A pool of 40 images × 20 topics where each image is pooled for 5 topics (200 pairs), as in
-depth pooling where systems retrieve the same images. The architecture is open_clip's
-ViT-B-32 with random weights: speed does not depend on the weights, and no pretrained weights
-can be downloaded here.
+* encode: the model's `encode_image` on ready tensors (what the device can do);
+* decode: reading, decoding and preprocessing on one core, times the cores (what the CPU can feed).
 
-Usage: python benchmarks/bench_clipscore.py [--model ViT-B-32]
+qrelkit's judge should reach the smaller of the two: decoding runs in a pool of threads (one per
+core) ahead of the encoding. Also measured: the pool's decode rate alone, against one core's.
+
+Synthetic JPEGs of 375-800 px (smooth content, as photographs compress), each pooled for three
+topics. open_clip architectures with random weights: speed does not depend on the weights, and
+no pretrained weights can be downloaded here. On the GPU machine (see ../shared/gpu/README.md):
+
+    python benchmarks/bench_clipscore.py --device cuda --half --images 3000 --models ViT-B-32 ViT-L-14
+
+Usage: python benchmarks/bench_clipscore.py [--images 120] [--models ViT-B-32 ViT-L-14] [--device cpu]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import tempfile
 import time
@@ -20,61 +28,124 @@ import numpy as np
 import torch
 from PIL import Image
 
+from qrelkit.embed.base import available_cores
 from qrelkit.embed.clip import ClipSource, OpenClip
 from qrelkit.io import Document, Topic
 from qrelkit.judges import Pair
 from qrelkit.judges.clipscore import ClipScoreConfig, ClipScoreJudge
 
 
-def make_pool(root: Path, n_images: int = 40, n_topics: int = 20, per_topic: int = 10) -> list[Pair]:
-    rng = np.random.default_rng(0)
-    for i in range(n_images):
-        Image.fromarray(rng.integers(0, 255, (240, 320, 3), dtype=np.uint8)).save(root / f"{i}.jpg")
-    topics = [Topic(f"t{t}", f"section {t} about landmark number {t} and its history") for t in range(n_topics)]
-    return [
-        Pair(topic, Document(str(i), image=f"{i}.jpg", image_root=str(root)))
-        for t, topic in enumerate(topics)
-        for i in ((t * per_topic // 2 + k) % n_images for k in range(per_topic))
-    ]
+def make_images(root: Path, count: int, seed: int = 0) -> list[Path]:
+    """JPEGs of 375-800 px per side: smooth random colour fields with a little noise."""
+    rng = np.random.default_rng(seed)
+    paths = []
+    for i in range(count):
+        width, height = (int(x) for x in rng.integers(375, 801, size=2))
+        coarse = Image.fromarray(rng.integers(0, 255, (height // 40 + 2, width // 40 + 2, 3), dtype=np.uint8))
+        image = np.asarray(coarse.resize((width, height), Image.BILINEAR), dtype=np.int16)
+        image = np.clip(image + rng.integers(-12, 13, image.shape), 0, 255).astype(np.uint8)
+        path = root / f"{i:05d}.jpg"
+        Image.fromarray(image).save(path, quality=90)
+        paths.append(path)
+    return paths
+
+
+def rate(count: int, seconds: float) -> float:
+    return count / seconds if seconds > 0 else float("inf")
+
+
+def encode_rate(clip: OpenClip, paths: list[Path], batch: int) -> float:
+    """encode_image on ready tensors (decoded and preprocessed beforehand), best of two passes."""
+    pixels = clip.model_input([clip.pixels(str(p)) for p in paths[:batch]])
+    with torch.inference_mode():
+        clip.model.encode_image(pixels[:2])  # warm-up
+        best = float("inf")
+        for _ in range(2):
+            if clip.device.startswith("cuda"):
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            clip.model.encode_image(pixels).float().cpu()
+            best = min(best, time.perf_counter() - start)
+    return rate(len(pixels), best)
+
+
+def decode_rate(clip: OpenClip, paths: list[Path], workers: int) -> float:
+    """Read + decode + preprocess (to the model's input, on the device) with ``workers`` threads, no encoding."""
+    clip.decode_workers = workers
+    sources = [str(p) for p in paths]
+    start = time.perf_counter()
+    done = 0
+    for _, pixels, errors in clip._batches(sources):
+        assert not errors
+        if pixels:
+            clip.model_input(pixels)
+            done += len(pixels)
+    return rate(done, time.perf_counter() - start)
+
+
+def judge_rate(model: str, checkpoint: Path, paths: list[Path], args) -> tuple[float, int]:
+    """Distinct images/s through the CLIPScore judge, each image pooled for three topics."""
+    topics = [Topic(f"t{t}", f"section {t} about landmark number {t} and its history") for t in range(max(3, len(paths) // 10))]
+    documents = [Document(p.stem, image=p.name, image_root=str(p.parent)) for p in paths]
+    pairs = [Pair(topics[(i + k) % len(topics)], document) for i, document in enumerate(documents) for k in range(3)]
+    config = ClipScoreConfig(
+        model=model, checkpoint=str(checkpoint), device=args.device, half=args.half, batch_size=args.batch_size, text="query"
+    )
+    judge = ClipScoreJudge(config, None)
+    judge.preflight()
+    start = time.perf_counter()
+    judgments = judge.judge(pairs)
+    seconds = time.perf_counter() - start
+    assert all(j.status == "ok" for j in judgments)
+    return rate(len(paths), seconds), len(pairs)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--model", default="ViT-B-32")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", default=["ViT-B-32", "ViT-L-14"])
+    parser.add_argument("--images", type=int, default=120, help="distinct images (ViT-L-14 on CPU: a quarter of them)")
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--half", action="store_true", help="fp16 on CUDA")
     args = parser.parse_args()
-    torch.manual_seed(0)
+    cores = available_cores()
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        checkpoint = Path(tmp) / "random.pt"
-        import open_clip
+        paths = make_images(Path(tmp), args.images)
+        megabytes = sum(p.stat().st_size for p in paths) / 2**20
+        for model in args.models:
+            import open_clip
 
-        torch.save(open_clip.create_model(args.model, pretrained=None).state_dict(), checkpoint)
-        pairs = make_pool(Path(tmp))
-        images = len({p.document.docid for p in pairs})
-        topics = len({p.topic.qid for p in pairs})
-        config = ClipScoreConfig(model=args.model, checkpoint=str(checkpoint), device="cpu", batch_size=args.batch_size, text="query")
+            torch.manual_seed(0)
+            checkpoint = Path(tmp) / f"{model}.pt"
+            torch.save(open_clip.create_model(model, pretrained=None).state_dict(), checkpoint)
+            clip = OpenClip(ClipSource(model, checkpoint=str(checkpoint)), device=args.device, half=args.half, batch_size=args.batch_size)
+            subset = paths if (args.device != "cpu" or model == "ViT-B-32") else paths[: max(8, len(paths) // 4)]
+            encode = encode_rate(clip, subset, min(args.batch_size, len(subset)))
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+            one_core = decode_rate(clip, paths, 1)
+            torch.set_num_threads(threads)
+            pool = decode_rate(clip, paths, cores)
+            judged, pairs = judge_rate(model, checkpoint, subset, args)
+            limit = min(encode, one_core * cores)
+            rows.append((model, len(subset), pairs, encode, one_core, pool, judged, limit))
+            del clip
 
-        judge = ClipScoreJudge(config, None)
-        start = time.perf_counter()
-        judge.judge(pairs)
-        reuse = time.perf_counter() - start
-
-        # Without reuse: every pair's image and text encoded, batched the same way.
-        clip = OpenClip(ClipSource(args.model, checkpoint=str(checkpoint)), device="cpu", batch_size=args.batch_size)
-        start = time.perf_counter()
-        image_vectors = clip.encode_images([str(p.document.image_path) for p in pairs])
-        text_vectors = clip.encode_texts([p.topic.text for p in pairs])
-        scores = 2.5 * np.maximum((image_vectors * text_vectors).sum(axis=1), 0)
-        naive = time.perf_counter() - start
-        assert scores.shape == (len(pairs),)
-
-    print(f"machine: {platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}, model {args.model}")
-    print(f"pool: {len(pairs)} pairs, {images} distinct images (each in {len(pairs) // images} topics), {topics} distinct topics")
-    print("| CLIPScore on CPU | seconds | pairs/s |")
-    print("|---|---:|---:|")
-    print(f"| every pair encodes its image and text | {naive:.2f} | {len(pairs) / naive:.1f} |")
-    print(f"| qrelkit: each distinct image and text once | {reuse:.2f} | {len(pairs) / reuse:.1f} |")
-    print(f"| speed-up from reuse | | {naive / reuse:.1f}× |")
+    device = f"{torch.cuda.get_device_name()} ({'fp16' if args.half else 'fp32'})" if args.device.startswith("cuda") else "CPU (fp32)"
+    print(f"machine: {platform.machine()}, {cores} cores, {device}, torch {torch.__version__}, load average {os.getloadavg()[0]:.1f}")
+    print(f"images: {args.images} distinct JPEGs of 375-800 px ({megabytes:.1f} MiB), each pooled for 3 topics")
+    print()
+    print(
+        "| model | encode on ready tensors | decode+preprocess, 1 core | same, pool of "
+        f"{cores} | pool ÷ 1 core | limit min(encode, 1 core × {cores}) | qrelkit judge (distinct images) | share of limit |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for model, n, pairs, encode, one_core, pool, judged, limit in rows:
+        print(
+            f"| {model} | {encode:,.1f}/s | {one_core:,.1f}/s | {pool:,.1f}/s | {pool / one_core:.2f}× | {limit:,.1f}/s | "
+            f"{judged:,.1f}/s ({n} images, {pairs} pairs) | {judged / limit:.0%} |"
+        )
 
 
 if __name__ == "__main__":
