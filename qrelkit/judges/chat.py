@@ -47,7 +47,7 @@ def build_messages(
     takes); one with an image is a list of `text` and `image_url` content parts."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": rendered.system}] if rendered.system else []
     if all(isinstance(part, TextPart) for part in rendered.parts):
-        return messages + [{"role": "user", "content": "\n\n".join(part.text for part in rendered.parts)}]
+        return messages + [{"role": "user", "content": "\n\n".join(part.text for part in rendered.parts if isinstance(part, TextPart))}]
     content: list[dict[str, Any]] = []
     for part in rendered.parts:
         if isinstance(part, TextPart):

@@ -58,6 +58,7 @@ class ClipScoreConfig(JudgeConfig):
 class ClipScoreJudge(BaseJudge):
     """CLIPScore = 2.5·max(cos, 0) of open_clip image and text embeddings."""
 
+    config: ClipScoreConfig
     name = "clipscore"
     Config = ClipScoreConfig
     needs_template = False

@@ -20,6 +20,7 @@ processor, while the model computes the current one.
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -153,6 +154,8 @@ def first_line(text: str) -> str:
 class TransformersJudge(BaseJudge):
     """A Hugging Face vision-language or text model, in-process; expected or parsed grades."""
 
+    config: TransformersConfig
+    template: PromptTemplate  # needs_template: the runner always gives one
     name = "transformers"
     Config = TransformersConfig
     needs_template = True
@@ -191,6 +194,8 @@ class TransformersJudge(BaseJudge):
             options = {"dtype": self.dtype, **extra}
             if c.attn_implementation:
                 options["attn_implementation"] = c.attn_implementation
+            if importlib.util.find_spec("accelerate") is not None:
+                options["device_map"] = self.device  # straight onto the device, not through host memory first
             self.model = model_class.from_pretrained(c.model, **options).to(self.device).eval()
             if self.is_vlm:
                 self.processor = transformers.AutoProcessor.from_pretrained(c.model)

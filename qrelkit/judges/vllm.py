@@ -141,6 +141,8 @@ def read_output(pair: Pair, output: Any, template: PromptTemplate, config: VLLMC
 class VLLMJudge(BaseJudge):
     """A vision-language (or text) model in-process through vLLM; needs a CUDA GPU."""
 
+    config: VLLMConfig
+    template: PromptTemplate  # needs_template: the runner always gives one
     name = "vllm"
     Config = VLLMConfig
     needs_template = True
