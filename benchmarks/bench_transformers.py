@@ -23,6 +23,7 @@ Usage: python benchmarks/bench_transformers.py [--preset small] [--pairs 48] [--
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import platform
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import torch
 import yaml
+from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tiny_hf: the tests' model builders
 from bench_clipscore import make_images  # noqa: E402
@@ -115,27 +117,32 @@ def matmul_flops(device: str, dtype: torch.dtype, width: int) -> float:
     a = torch.randn(2048, width, device=device, dtype=dtype)
     b = torch.randn(width, 4 * width, device=device, dtype=dtype)
     (a @ b).sum().item()
-    runs, start = 0, time.perf_counter()
-    while time.perf_counter() - start < 1.0:
-        (a @ b).sum().item()
-        runs += 1
-    return runs * 2 * 2048 * width * 4 * width / (time.perf_counter() - start)
+    best = 0.0
+    for _ in range(5):  # the best of five windows: other jobs on a shared machine only slow it down
+        runs, start = 0, time.perf_counter()
+        while time.perf_counter() - start < 0.3:
+            (a @ b).sum().item()
+            runs += 1
+        best = max(best, runs * 2 * 2048 * width * 4 * width / (time.perf_counter() - start))
+    return best
 
 
 def forward_rate(judge, pairs: list[Pair]) -> tuple[float, float]:
-    """(pairs/s, prompt tokens per pair) of the model alone on ready inputs: one batch of ``pairs``."""
+    """(pairs/s, prompt tokens per pair) of the model alone on ready inputs: one batch of ``pairs``, best of three."""
     prompts = [judge._prompt(i, p) for i, p in enumerate(pairs)]
     images = [load_image(p.document.image_path) for p in pairs]
     judge.tokenizer.padding_side = "right"
     batch = judge.processor(text=[p.text for p in prompts], images=images, padding=True, return_tensors="pt", add_special_tokens=False)
     inputs = judge._to_device(batch)
+    seconds = float("inf")
     with torch.inference_mode():
         judge._last_logits(inputs)  # warm-up
-        if judge.device.startswith("cuda"):
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        judge._last_logits(inputs)
-        seconds = time.perf_counter() - start
+        for _ in range(3):
+            if judge.device.startswith("cuda"):
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            judge._last_logits(inputs)  # ends with a copy to the host: synchronised
+            seconds = min(seconds, time.perf_counter() - start)
     return len(pairs) / seconds, float(inputs["attention_mask"].sum()) / len(pairs)
 
 
@@ -157,7 +164,7 @@ def main() -> None:
             model = build_llava_7b(root / "model", args.device)
         job_path, pairs = write_job(root / "job", str(model), args)
         start = time.perf_counter()
-        report = run_job(load_job(job_path), progress=False)
+        report = run_job(load_job(job_path), progress=False, console=Console(file=io.StringIO()))
         job_seconds = time.perf_counter() - start
         assert report.statuses == {"ok": report.judged}, report.statuses
 
