@@ -10,9 +10,12 @@ Images go through one pipeline, built so that the model never waits for pixels:
   hashes the same bytes it decodes), decodes it and runs the PIL part of the model's own
   preprocessing (resize, crop), up to two batches ahead of the batch being encoded;
 * a failed image is reported for its index, found where it is decoded; the others go on;
-* the pixels travel as uint8 (a quarter of float32's bytes), through pinned memory with a
-  non-blocking copy on CUDA, and become float, normalised and cast to the visual tower's own
-  dtype on the device, with the same operations as torchvision's ToTensor and Normalize.
+* on CUDA the pixels travel as uint8 (a quarter of float32's bytes), written by numpy into
+  pinned memory and copied without blocking, and become float, normalised and cast to the
+  visual tower's own dtype on the device, with the same operations as torchvision's ToTensor
+  and Normalize; on the CPU the decoding threads do those operations in numpy. No torch call
+  runs beside the decoding threads: torch's own thread pool, spinning in the main thread,
+  halved the pool's rate on a busy machine.
 """
 
 from __future__ import annotations
@@ -172,16 +175,23 @@ class OpenClip:
             return int(self.model.encode_image(pixels).shape[-1])
 
     def pixels(self, source: ImageSource | Any) -> Any:
-        """One image's model input before batching: uint8 HWC when the device does ToTensor and
-        Normalize, else the full preprocess's float tensor. ``source``: an ImageFile, a path, or
-        an already decoded PIL image. Raises ImageError."""
+        """One image's model input before batching, made without torch (whose thread pool, busy
+        in the main thread, would take the decoding threads' cores): on CUDA uint8 HWC, converted
+        on the device; on the CPU float32 CHW, converted here with torchvision's ToTensor and
+        Normalize operations in numpy (the same float32 arithmetic, the same values); the full
+        preprocess's tensor for a transform of another shape. ``source``: an ImageFile, a path,
+        or a decoded PIL image. Raises ImageError."""
         if isinstance(source, (str, Path)):
             source = read_image_file(source)
         image = decode_image(source) if isinstance(source, ImageFile) else source
         if self._split is None:
             return self.preprocess(image)
-        pil_steps, _ = self._split
-        return self.torch.from_numpy(np.array(pil_steps(image).convert("RGB"), dtype=np.uint8, copy=True))
+        pil_steps, (mean, std) = self._split
+        array = np.array(pil_steps(image).convert("RGB"), dtype=np.uint8)
+        if self.device.startswith("cuda"):
+            return array
+        chw = array.transpose(2, 0, 1).astype(np.float32) / np.float32(255)
+        return (chw - np.asarray(mean, np.float32)[:, None, None]) / np.asarray(std, np.float32)[:, None, None]
 
     def _pixels_or_error(self, source: ImageSource) -> tuple[Any, str | None]:
         try:
@@ -190,16 +200,23 @@ class OpenClip:
             return None, str(exc)
 
     def model_input(self, pixels: Sequence[Any]) -> Any:
-        """A batch of `pixels` results on the device, ready for encode_image."""
+        """A batch of `pixels` results on the device, in the visual tower's dtype."""
         torch = self.torch
-        batch = torch.stack(list(pixels))
-        if self.device.startswith("cuda"):
-            batch = batch.pin_memory().to(self.device, non_blocking=True)
-        if self._split is not None:
-            # torchvision's ToTensor (permute, contiguous, float, /255) and Normalize (sub_, div_), batched
-            mean, std = (torch.tensor(v, dtype=torch.float32, device=batch.device).view(1, -1, 1, 1) for v in self._split[1])
-            batch = batch.permute(0, 3, 1, 2).contiguous().to(torch.float32).div(255).sub_(mean).div_(std)
-        return batch.to(visual_input_dtype(self.model))
+        dtype = visual_input_dtype(self.model)
+        if self._split is None:
+            batch = torch.stack(list(pixels))
+            if self.device.startswith("cuda"):
+                batch = batch.pin_memory().to(self.device, non_blocking=True)
+            return batch.to(dtype)
+        if not self.device.startswith("cuda"):
+            return torch.from_numpy(np.stack(pixels)).to(self.device, dtype)
+        # numpy writes the batch straight into pinned memory; the copy to the device does not block
+        pinned = torch.empty((len(pixels), *pixels[0].shape), dtype=torch.uint8, pin_memory=True)
+        np.stack(pixels, out=pinned.numpy())
+        batch = pinned.to(self.device, non_blocking=True)
+        # torchvision's ToTensor (permute, contiguous, float, /255) and Normalize (sub_, div_), on the device
+        mean, std = (torch.tensor(v, dtype=torch.float32, device=batch.device).view(1, -1, 1, 1) for v in self._split[1])
+        return batch.permute(0, 3, 1, 2).contiguous().to(torch.float32).div(255).sub_(mean).div_(std).to(dtype)
 
     def _batches(self, images: Sequence[ImageSource]) -> Iterator[tuple[list[int], list[Any], dict[int, str]]]:
         """(indices, pixels, errors) per batch, decoded by the pool up to two batches ahead."""
