@@ -103,12 +103,11 @@ def main() -> None:
             f"`qrelkit agree` end to end (read files, evaluate, κ/α, {args.samples} resamples, bias)",
             timed(
                 lambda: agree(
-                    qrels=str(DL19 / "umbrela-gpt4o.qrels"),
-                    reference=str(DL19 / "qrels.txt"),
+                    model_qrels=str(DL19 / "umbrela-gpt4o.qrels"),
+                    reference_qrels=str(DL19 / "qrels.txt"),
                     runs=[str(DL19 / "runs")],
-                    groups_file=DL19 / "groups.tsv",
-                    group_by="family",
-                    samples=args.samples,
+                    groups=f"{DL19 / 'groups.tsv'}:family",
+                    resamples=args.samples,
                 ),
                 args.repeat,
             ),

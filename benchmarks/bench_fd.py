@@ -209,7 +209,7 @@ def table(qrels, runs, vectors, nist, embedder_id: str, figures: Path | None) ->
         panels.sort(key=lambda panel: (panel[0], panel[1] is None, panel[1] or 0))  # by k, then m
         grid = [(f"FD@{k}, at most {m} relevant per query", values) for k, m, values in panels if m is not None]
         plot_fd_vs_metric(grid, ndcg, "NIST nDCG@10", figures / "fd-vs-ndcg-dl19.png", y_label="FD (MiniLM)")
-        boot = fd_of_runs(qrels, runs, vectors, FDSettings(ks=(10,), max_rel=1, bootstrap=1000), embedder=embedder_id)
+        boot = fd_of_runs(qrels, runs, vectors, FDSettings(ks=(10,), max_rel=1, resamples=1000), embedder=embedder_id)
         plot_fd_bootstrap(boot, "FD@10", figures / "fd-bootstrap-dl19.png", order=ndcg, x_label="runs by NIST nDCG@10, best first")
         print(f"\n(figures written to {figures})", file=sys.stderr)
 

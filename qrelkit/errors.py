@@ -38,9 +38,29 @@ class InputFormatError(QrelkitError):
         return cls([LineProblem(str(path), line, message)])
 
 
+class FatalJobError(QrelkitError):
+    """A job or command failed for a reason other than its input: the judge is broken, most
+    judgments failed, the database cannot be written. The CLI exits 3 (bad input exits 2)."""
+
+
 class StoreError(QrelkitError):
     """The database refused an operation (in use, conflicting load, unknown name)."""
 
 
 class DatabaseInUseError(StoreError):
     pass
+
+
+class PairInputError(QrelkitError, ValueError):
+    """A (topic, document) pair that cannot be put to the model: a template that cannot render it,
+    a missing, corrupt or out-of-root image, a prompt that does not fit. Its judgment is an
+    `input_error`, decided before the model runs."""
+
+
+class StorageFailure(StoreError, FatalJobError):
+    """The database could not write (disk full, I/O error): a failure of the machine, never a
+    judgment's status. A job stops at once, keeping what was already committed."""
+
+
+class JobFailed(FatalJobError):
+    """A judging job stopped because its judge is broken, or finished with most judgments failed."""

@@ -114,7 +114,7 @@ def test_a_judge_run_without_graded_qrels_is_a_clear_error(tmp_path, toy):
     assert isinstance(result.exception, QrelkitError)
     assert "has no graded qrels yet" in str(result.exception) and "qrelkit grade --judge-run jr-ungraded" in str(result.exception)
     both = runner.invoke(app, ["agree", "--judge-run", "x", "--qrels", "y", "--reference", "human", "--db", str(db)])
-    assert "exactly one of --qrels" in str(both.exception)
+    assert "exactly one of --model-qrels" in str(both.exception)
 
 
 @pytest.fixture(scope="module")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
 
 from qrelkit.embed.base import TextEmbedder
+from qrelkit.io import sha256_text
 
 
 class VectorStore(Protocol):
@@ -21,7 +21,7 @@ class VectorStore(Protocol):
 
 def text_hash(text: str) -> str:
     """sha256 of the UTF-8 text: the same content hash the store keeps for text documents."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_text(text)
 
 
 def embed_with_cache(

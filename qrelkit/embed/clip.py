@@ -7,7 +7,6 @@ from a JSON config file (how tests build a tiny random model offline).
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ import numpy as np
 
 from qrelkit.embed.base import l2_normalise, missing_extra
 from qrelkit.errors import QrelkitError
+from qrelkit.io import file_sha256
 
 # Refuse images whose pixel count suggests a decompression bomb (PIL's own limit is a warning).
 MAX_IMAGE_PIXELS = 89_478_485 * 2
@@ -50,7 +50,7 @@ def load_image(path: str | Path):
 
 
 def file_hash(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return file_sha256(path)
 
 
 @dataclass(frozen=True)

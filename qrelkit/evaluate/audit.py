@@ -1,8 +1,8 @@
 """One call that audits model qrels against reference qrels: label agreement, system-ranking
-correlations and group bias, with bootstrap intervals over topics. Plain data in, plain data
+correlations and group bias, with bootstrap intervals over queries. Plain data in, plain data
 out: `qrelkit.commands.agree` resolves files, qrels sets and judge runs into it.
 
-Systems are scored on the topics both qrels judge, each side with its own grades; a grade
+Systems are scored on the queries both qrels judge, each side with its own grades; a grade
 map (`--map`) changes only the label agreement, never the measures.
 """
 
@@ -26,19 +26,23 @@ DEFAULT_MEASURES = ("nDCG@10", "AP(rel=2)")
 class Audit:
     model_name: str
     reference_name: str
-    topics: list[str]  # judged by both qrels: the topics systems are scored on
+    queries: list[str]  # judged by both qrels: the queries systems are scored on
     labels: LabelAgreement
     systems: dict[str, SystemCorrelation]
     bias: dict[str, dict[str, GroupBias]]
     model_evaluation: Evaluation
     reference_evaluation: Evaluation
-    samples: int
+    resamples: int
     seed: int | None
     reference_map: dict[int, int] | None = None
     model_map: dict[int, int] | None = None
     groups: dict[str, list[str]] = field(default_factory=dict)
     model_grades: dict[str, dict[str, int]] = field(default_factory=dict)  # as given, before any map
     reference_grades: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (`qrelkit agree --json`)."""
+        return audit_to_dict(self)
 
 
 def audit(
@@ -50,29 +54,29 @@ def audit(
     groups: dict[str, list[str]] | None = None,
     reference_map: dict[int, int] | None = None,
     model_map: dict[int, int] | None = None,
-    binarize_at: int | None = None,
-    samples: int = 1000,
+    rel_level: int | None = None,
+    resamples: int = 1000,
     seed: int | None = 0,
 ) -> Audit:
     """Audit ``model`` qrels against ``reference`` qrels over ``runs``; see the module docstring."""
-    labels = label_agreement(model.grades, reference.grades, reference_map=reference_map, model_map=model_map, binarize_at=binarize_at)
-    topics = sorted(set(model.grades) & set(reference.grades))  # non-empty: label_agreement found shared pairs
+    labels = label_agreement(model.grades, reference.grades, reference_map=reference_map, model_map=model_map, rel_level=rel_level)
+    queries = sorted(set(model.grades) & set(reference.grades))  # non-empty: label_agreement found shared pairs
     measures = list(dict.fromkeys(measures))
-    model_evaluation = evaluate_runs({q: model.grades[q] for q in topics}, runs, measures)
-    reference_evaluation = evaluate_runs({q: reference.grades[q] for q in topics}, runs, measures)
+    model_evaluation = evaluate_runs({q: model.grades[q] for q in queries}, runs, measures)
+    reference_evaluation = evaluate_runs({q: reference.grades[q] for q in queries}, runs, measures)
     # One set of resamples for every statistic, so intervals of τ and Δ describe the same topic draws.
-    weights = resample_weights(len(topics), samples, seed)
+    weights = resample_weights(len(queries), resamples, seed)
     groups = check_groups(groups or {}, model_evaluation.runs)
     return Audit(
         model_name=model.name,
         reference_name=reference.name,
-        topics=topics,
+        queries=queries,
         labels=labels,
         systems=correlate_systems(model_evaluation, reference_evaluation, weights=weights),
         bias=group_bias(model_evaluation, reference_evaluation, groups, weights=weights) if groups else {},
         model_evaluation=model_evaluation,
         reference_evaluation=reference_evaluation,
-        samples=samples,
+        resamples=resamples,
         seed=seed,
         reference_map=reference_map,
         model_map=model_map,
@@ -101,12 +105,12 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
         "exact_agreement": _number(labels.exact_agreement),
         "confusion": {"rows": "reference", "columns": "model", "labels": labels.labels, "matrix": labels.confusion.tolist()},
     }
-    if labels.binarize_at is not None:
-        label_part["binarize_at"] = labels.binarize_at
+    if labels.rel_level is not None:
+        label_part["rel_level"] = labels.rel_level
         label_part["cohen_kappa_binary"] = _number(labels.cohen_kappa_binary)
     systems = {}
     for measure, corr in result.systems.items():
-        entry: dict[str, Any] = {"runs": corr.runs, "topics": corr.topics}
+        entry: dict[str, Any] = {"runs": corr.runs, "queries": corr.queries}
         for name in STATISTICS:
             entry[name] = _number(getattr(corr, name))
             entry[f"{name}_ci95"] = _interval(corr.ci95.get(name))
@@ -130,11 +134,11 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
     return {
         "model": result.model_name,
         "reference": result.reference_name,
-        "topics": len(result.topics),
+        "queries": len(result.queries),
         "pairs": {"model": labels.model_pairs, "reference": labels.reference_pairs, "shared": labels.shared_pairs},
         "labels": label_part,
         "systems": systems,
         "bias": bias,
-        "bootstrap": {"samples": result.samples, "seed": result.seed},
+        "bootstrap": {"resamples": result.resamples, "seed": result.seed},
         "maps": {"reference": result.reference_map, "model": result.model_map},
     }

@@ -48,6 +48,20 @@ class Evaluation:
         """runs × queries matrix of one measure (rows in ``runs`` order)."""
         return np.vstack([self.values[run][measure] for run in self.runs])
 
+    def to_dict(self, per_query: bool = False) -> dict:
+        """`{"measures", "queries": N, "runs": {run: {measure: mean}}}`, and each query's value with ``per_query``."""
+        out: dict = {"measures": list(self.measures), "queries": len(self.queries), "runs": self.means()}
+        if per_query:
+            out["per_query"] = {run: {m: dict(zip(self.queries, self.values[run][m].tolist())) for m in self.measures} for run in self.runs}
+        return out
+
+    def to_pandas(self):
+        """One row per (run, query, measure, value); pandas is optional."""
+        import pandas as pd
+
+        rows = [(run, q, m, float(v)) for run in self.runs for m in self.measures for q, v in zip(self.queries, self.values[run][m])]
+        return pd.DataFrame(rows, columns=["run", "query", "measure", "value"])
+
 
 def evaluate_runs(qrels: Qrels | dict[str, dict[str, int]], runs: Sequence[Run], measures: Sequence[str]) -> Evaluation:
     grades = qrels.grades if isinstance(qrels, Qrels) else qrels

@@ -1,7 +1,7 @@
 """Reading and writing the field's file formats. Never touches the database."""
 
 from qrelkit.io.collection import Document, Topic, read_documents, read_topics
-from qrelkit.io.lines import file_sha256
+from qrelkit.io.lines import file_sha256, sha256_bytes, sha256_text
 from qrelkit.io.trec import (
     OnDuplicate,
     Qrel,
@@ -26,6 +26,8 @@ __all__ = [
     "RunEntry",
     "Topic",
     "file_sha256",
+    "sha256_bytes",
+    "sha256_text",
     "list_run_files",
     "read_documents",
     "read_qrels",

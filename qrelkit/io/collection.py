@@ -6,14 +6,13 @@ root (by default the documents file's folder). Image paths may not escape that r
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from qrelkit.errors import InputFormatError, LineProblem
-from qrelkit.io.lines import iter_lines, raise_if_problems
+from qrelkit.io.lines import file_sha256, iter_lines, raise_if_problems, sha256_text
 
 
 @dataclass(frozen=True)
@@ -48,11 +47,11 @@ class Document:
     def content_hash(self) -> str:
         """sha256 of the text, or of the image file's bytes (None if the image is missing)."""
         if self.text is not None:
-            return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+            return sha256_text(self.text)
         path = self.image_path
         if path is None or not path.is_file():
             return ""
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return file_sha256(path)
 
 
 def _string_id(value: Any) -> str | None:

@@ -10,7 +10,17 @@ from pathlib import Path
 from qrelkit.errors import InputFormatError, LineProblem
 
 
+def sha256_text(text: str) -> str:
+    """sha256 of the UTF-8 text, in hex: the one content hash for texts, templates and identities."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def file_sha256(path: str | Path) -> str:
+    """sha256 of a file's bytes, read in 1 MiB blocks (never the whole file at once)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

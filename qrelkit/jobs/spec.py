@@ -5,13 +5,17 @@ Relative paths are relative to the job file's folder, so a job can be run from a
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from qrelkit.errors import QrelkitError
+from qrelkit.jobs.grade import GradingSpec
 
 
 class JobError(QrelkitError):
@@ -53,34 +57,6 @@ class JudgeSpec(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class GradingSpec(_Strict):
-    method: Literal["quantile", "thresholds"] = "quantile"
-    quantiles: list[float] = Field(default_factory=lambda: [0.5, 0.75])
-    thresholds: list[float] | None = None
-    labels: list[int] = Field(default_factory=lambda: [0, 1, 2])
-    per_topic: bool = False
-    score: Literal["score", "parsed", "expected"] = "score"
-    name: str | None = Field(None, description="Name of the qrels set (default: graded-<judge run id>).")
-
-    @field_validator("score", mode="before")
-    @classmethod
-    def _old_score_name(cls, value: Any) -> Any:
-        return "expected" if value == "score_expected" else value  # the column's name before 0.2
-
-    @model_validator(mode="after")
-    def _consistent(self) -> GradingSpec:
-        cuts = self.thresholds if self.method == "thresholds" else self.quantiles
-        if self.method == "thresholds" and not self.thresholds:
-            raise ValueError("method `thresholds` needs `thresholds`")
-        if cuts != sorted(cuts) or len(set(cuts)) != len(cuts):
-            raise ValueError("cut points must be strictly increasing")
-        if self.method == "quantile" and not all(0 < q < 1 for q in cuts):
-            raise ValueError("quantiles must lie strictly between 0 and 1")
-        if len(self.labels) != len(cuts) + 1:
-            raise ValueError(f"{len(cuts)} cut points need {len(cuts) + 1} labels, got {len(self.labels)}")
-        return self
-
-
 class JobSpec(_Strict):
     database: Path
     collection: CollectionSpec = Field(default_factory=CollectionSpec)
@@ -90,7 +66,28 @@ class JobSpec(_Strict):
     grading: GradingSpec | None = None
     batch_size: int = Field(64, ge=1)
     flush_seconds: float = Field(2.0, gt=0, description="Write judgments at least this often.")
+    max_consecutive_failures: int = Field(
+        20, ge=0, description="Stop when this many judgments in a row fail with the same error (the judge is broken); 0: never."
+    )
     source: Path | None = Field(None, exclude=True)
+
+    def check_paths(self) -> None:
+        """Every file the job names exists (and is a file, or a folder where one is expected)."""
+        c = self.collection
+        files = [("collection.topics", c.topics), ("collection.documents", c.documents), ("pool.pairs", self.pool.pairs)]
+        files += [(f"collection.qrels.{name}", q) for name, q in c.qrels.items()]
+        for key, file in files:
+            if file is not None and not file.is_file():
+                raise JobError(f"{self.source}: {key}: {file} " + ("is a directory, not a file" if file.is_dir() else "not found"))
+        for i, run in enumerate(c.runs):
+            if not run.exists():
+                raise JobError(f"{self.source}: collection.runs[{i}]: {run} not found")
+        if c.image_root is not None and not c.image_root.is_dir():
+            raise JobError(f"{self.source}: collection.image_root: {c.image_root} is not a folder")
+        if self.database.is_dir():
+            raise JobError(f"{self.source}: database: {self.database} is a directory; name a database file")
+        if not self.database.parent.is_dir():
+            raise JobError(f"{self.source}: database: the folder {self.database.parent} does not exist")
 
     def resolve_paths(self, base: Path) -> JobSpec:
         def fix(path: Path | None) -> Path | None:
@@ -108,16 +105,73 @@ class JobSpec(_Strict):
         return data
 
 
-def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> JobSpec:
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_variables(value: Any, where: str, path: Path, environ: Mapping[str, str]) -> Any:
+    """``${VAR}`` and ``${VAR:-default}`` in every string of the job, from the environment."""
+    if isinstance(value, dict):
+        return {key: expand_variables(item, f"{where}.{key}" if where else str(key), path, environ) for key, item in value.items()}
+    if isinstance(value, list):
+        return [expand_variables(item, f"{where}[{i}]", path, environ) for i, item in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def substitute(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in environ and environ[name] != "":
+            return environ[name]
+        if default is not None:
+            return default
+        raise JobError(f"{path}: {where}: ${{{name}}} is not set; export {name}=... or write ${{{name}:-default}}")
+
+    return _VARIABLE.sub(substitute, value)
+
+
+def apply_sets(data: dict[str, Any], sets: list[str], path: Path) -> None:
+    """``--set key.path=value`` overrides; the value is read as YAML (numbers, booleans, lists)."""
+    for item in sets:
+        key, equals, raw = item.partition("=")
+        if not equals or not key.strip():
+            raise JobError(f"--set {item!r}: expected KEY.PATH=VALUE, e.g. judge.options.batch_size=32")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        parts = key.strip().split(".")
+        node = data
+        for depth, part in enumerate(parts[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise JobError(f"--set {item!r}: {'.'.join(parts[: depth + 1])} in {path} is not a mapping")
+            node = child
+        node[parts[-1]] = value
+
+
+def load_job(
+    path: str | Path, overrides: dict[str, Any] | None = None, *, sets: list[str] | None = None, environ: Mapping[str, str] | None = None
+) -> JobSpec:
+    """Read, expand (``${VAR}``), override (``--set``), validate and resolve a job file; every
+    problem is one line naming the job file and the key."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise JobError(f"job file {path} not found") from None
+    except IsADirectoryError:
+        raise JobError(f"job file {path} is a directory, not a YAML file") from None
+    except UnicodeDecodeError as exc:
+        raise JobError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise JobError(f"{path}: not valid YAML: {exc}") from None
+        raise JobError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise JobError(f"{path}: the YAML is nested too deeply") from None
     if not isinstance(data, dict):
         raise JobError(f"{path}: expected a mapping (database, collection, pool, judge, template, grading)")
+    data = expand_variables(data, "", path, os.environ if environ is None else environ)
+    apply_sets(data, sets or [], path)
     data.update(overrides or {})
     try:
         spec = JobSpec.model_validate(data)

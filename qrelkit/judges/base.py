@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from qrelkit.errors import QrelkitError
+from qrelkit.errors import FatalJobError, QrelkitError
 from qrelkit.io import Document, Topic
 from qrelkit.prompts import PromptTemplate
 
@@ -24,7 +24,7 @@ class JudgeError(QrelkitError):
     """A judge cannot be built or configured as asked."""
 
 
-class FatalJudgeError(JudgeError):
+class FatalJudgeError(JudgeError, FatalJobError):
     """Raised by a judge when going on is pointless (a rejected API key, a missing model, a dead
     endpoint): the runner saves what was judged and stops, instead of failing every remaining pair."""
 

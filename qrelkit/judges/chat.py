@@ -8,13 +8,14 @@ import io
 from pathlib import Path
 from typing import Any
 
+from qrelkit.errors import PairInputError
 from qrelkit.prompts import ImagePart, RenderedPrompt, TextPart
 
 # Formats the OpenAI API accepts; anything else Pillow reads is re-encoded as PNG.
 SENT_AS_IS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 
 
-class ImageInputError(ValueError):
+class ImageInputError(PairInputError):
     """A document's image cannot be sent: missing, unreadable, not an image, outside its root."""
 
 

@@ -375,6 +375,30 @@ class OpenAIJudge(BaseJudge):
             "cost_usd_max": None if cost is None else round(cost, 6),
         }
 
+    def preflight(self) -> None:
+        """One `GET /models` before the first batch, with a short deadline and no retries: a dead
+        endpoint or a rejected key stops the job at once, naming the URL, instead of costing each
+        pair its full round of retries."""
+        import urllib.error
+        import urllib.request
+
+        url = self._base_url.rstrip("/") + "/models"
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self._secrets[0]}"})
+        try:
+            with urllib.request.urlopen(request, timeout=min(self.config.timeout, 10.0)):
+                pass
+        except urllib.error.HTTPError as exc:
+            if exc.code in (401, 403):
+                raise FatalJudgeError(
+                    f"judge 'openai' at {self._base_url}: the API key was rejected (HTTP {exc.code}); check ${self.config.api_key_env}"
+                ) from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = redact(f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}", self._secrets)
+            raise FatalJudgeError(
+                f"judge 'openai': cannot reach {self._base_url} ({reason}); is the server running and the URL right?"
+            ) from None
+        # Any other answer (200, or 404 from servers without a model list) means the endpoint is there.
+
     def close(self) -> None:
         loop = getattr(self, "_loop", None)
         if loop is None or loop.is_closed():

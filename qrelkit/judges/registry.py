@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import entry_points
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import ValidationError
 
@@ -68,20 +69,40 @@ def create_judge(
     return cls(config, template, context)
 
 
-def describe_judges() -> list[dict[str, Any]]:
-    """Each judge's name, summary and options (name, type, default, description)."""
+def type_name(annotation: Any) -> str:
+    """A readable type: Literal values spelled out ("parsed | expected"), Optional as "... | None"."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        return " | ".join(repr(a) if isinstance(a, str) else str(a) for a in args)
+    if origin in (Union, UnionType):
+        return " | ".join(type_name(a) for a in args)
+    if origin is not None and args:
+        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(type_name(a) for a in args)}]"
+    if annotation is type(None):
+        return "None"
+    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+
+
+def describe_judges(name: str | None = None) -> list[dict[str, Any]]:
+    """Each judge's name, summary and options (name, type with allowed values, default, description);
+    with ``name``, that judge only."""
+    if name is not None and name not in judge_names():
+        raise JudgeError(f"unknown judge {name!r}; available: {', '.join(judge_names()) or 'none'}")
     out = []
-    for name in judge_names():
+    for judge in [name] if name is not None else judge_names():
         try:
-            cls = judge_class(name)
+            cls = judge_class(judge)
         except JudgeError as exc:
-            out.append({"name": name, "summary": str(exc), "options": []})
+            out.append({"name": judge, "summary": str(exc), "options": []})
             continue
         options = []
         for field_name, field in cls.Config.model_fields.items():
-            annotation = getattr(field.annotation, "__name__", None) or str(field.annotation).replace("typing.", "")
             default = None if field.is_required() else field.default
-            options.append({"name": field_name, "type": annotation, "default": default, "description": field.description or ""})
+            if hasattr(default, "model_dump"):
+                default = default.model_dump()
+            options.append(
+                {"name": field_name, "type": type_name(field.annotation), "default": default, "description": field.description or ""}
+            )
         summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        out.append({"name": name, "summary": summary, "options": options})
+        out.append({"name": judge, "summary": summary, "options": options})
     return out

@@ -8,7 +8,6 @@ canonical content, so any change makes a new judge run.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import string
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from qrelkit.errors import QrelkitError
-from qrelkit.io import Document, Topic
+from qrelkit.io import Document, Topic, sha256_text
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 TOPIC_PLACEHOLDERS = {"query", "qid"}  # always present in a topic record
@@ -130,7 +129,7 @@ class PromptTemplate(BaseModel):
     @property
     def content_hash(self) -> str:
         canonical = json.dumps(self.content(), sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        return sha256_text(canonical)
 
     @property
     def grade_token_list(self) -> list[str]:

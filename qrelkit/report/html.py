@@ -178,8 +178,8 @@ def render_html(result: Audit, figures: dict[str, list[Path]], judge: JudgeSumma
     parts = [
         f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_esc(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{_esc(title)}</h1>",
-        f"<p class=note>{len(result.topics)} topics judged by both qrels; {len(result.model_evaluation.runs)} runs. "
-        f"Confidence intervals: percentile bootstrap over topics, {result.samples} resamples, seed {result.seed}. "
+        f"<p class=note>{len(result.queries)} queries judged by both qrels; {len(result.model_evaluation.runs)} runs. "
+        f"Confidence intervals: percentile bootstrap over queries, {result.resamples} resamples, seed {result.seed}. "
         f"{_esc(maps)}</p>",
         _judge_section(judge) if judge else "",
         "<h2>Label agreement</h2>",

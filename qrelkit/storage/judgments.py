@@ -77,18 +77,74 @@ def ensure_judge_run(store: Store, info: JudgeRunInfo) -> bool:
 
 
 def judge_run(store: Store, judge_run_id: str) -> JudgeRunInfo:
-    """A judge run by id or unique id prefix."""
-    rows = store.con.execute(
-        "SELECT judge_run_id, judge, config, template_id, template_hash, template, model_id FROM judge_runs "
-        "WHERE judge_run_id LIKE ? || '%'",
-        [judge_run_id],
-    ).fetchall()
+    """A judge run by its name, its id, or a unique prefix of its id (taken literally, never as a pattern)."""
+    columns = "judge_run_id, judge, config, template_id, template_hash, template, model_id"
+    ref = judge_run_id.strip()
+    rows = store.con.execute(f"SELECT {columns} FROM judge_runs WHERE name = ?", [ref]).fetchall() if ref else []
+    if not rows and ref:
+        rows = store.con.execute(f"SELECT {columns} FROM judge_runs WHERE starts_with(judge_run_id, ?)", [ref]).fetchall()
     if len(rows) != 1:
-        known = [r[0] for r in store.con.execute("SELECT judge_run_id FROM judge_runs ORDER BY created_at").fetchall()]
+        known = [
+            r[0] + (f" ({r[1]})" if r[1] else "")
+            for r in store.con.execute("SELECT judge_run_id, name FROM judge_runs ORDER BY created_at").fetchall()
+        ]
         what = "no" if not rows else "more than one"
-        raise StoreError(f"{what} judge run matches {judge_run_id!r} (judge runs: {', '.join(known) or 'none'})")
+        raise StoreError(f"{what} judge run matches {judge_run_id!r} in {store.path} (judge runs: {', '.join(known) or 'none'})")
     rid, judge, config, template_id, template_hash, template, model_id = rows[0]
     return JudgeRunInfo(rid, judge, json.loads(config), template_id, template_hash, json.loads(template) if template else None, model_id)
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    judge_run_id: str
+    name: str
+    rows: int
+    status: str  # "imported", "replaced" or "unchanged"
+
+
+def import_scores(store: Store, scores: Any, *, name: str, replace: bool = False) -> ImportResult:
+    """Store externally made scores (``qrelkit.io.scores.ScoresFile``) as a judge run of origin
+    `imported` named ``name``: each score an `ok` judgment, so grading, agree and report work on it.
+    The judge run's identity is the name and the file's hash; the same file again is unchanged, a
+    changed file under the same name needs ``replace`` (which drops the earlier import)."""
+    from qrelkit.io import sha256_text
+
+    config = {"file": scores.path, "sha256": scores.sha256, "format": scores.format}
+    run_id = sha256_text(json.dumps({"judge": "imported", "name": name, "sha256": scores.sha256}, sort_keys=True))[:16]
+    earlier = store.con.execute("SELECT judge_run_id FROM judge_runs WHERE name = ?", [name]).fetchall()
+    if any(r[0] == run_id for r in earlier):
+        return ImportResult(run_id, name, 0, "unchanged")
+    if earlier and not replace:
+        raise StoreError(
+            f"judge run {name!r} ({earlier[0][0]}) was imported from a different file; pass --replace to import "
+            f"{scores.path} in its place, or choose another --name"
+        )
+    rows = pa.table(
+        {
+            "judge_run_id": [run_id] * len(scores.entries),
+            "qid": [q for q, _, _ in scores.entries],
+            "docid": [d for _, d, _ in scores.entries],
+            "status": ["ok"] * len(scores.entries),
+            "score": pa.array([s for _, _, s in scores.entries], pa.float64()),
+            "parsed": pa.array([s for _, _, s in scores.entries], pa.float64()),
+            "model_id": [name] * len(scores.entries),
+        }
+    )
+    with store.transaction() as con:
+        for (old,) in earlier:
+            con.execute("DELETE FROM judgments WHERE judge_run_id = ?", [old])
+            con.execute("DELETE FROM judge_runs WHERE judge_run_id = ?", [old])
+        con.execute(
+            "INSERT INTO judge_runs (judge_run_id, judge, config, model_id, name) VALUES (?, 'imported', ?, ?, ?)",
+            [run_id, json.dumps(config, sort_keys=True), name, name],
+        )
+        con.register("imported_scores", rows)
+        try:
+            columns = ", ".join(rows.column_names)
+            con.execute(f"INSERT INTO judgments ({columns}) SELECT {columns} FROM imported_scores").fetchall()
+        finally:
+            con.unregister("imported_scores")
+    return ImportResult(run_id, name, len(scores.entries), "replaced" if earlier else "imported")
 
 
 def judgment_states(store: Store, judge_run_id: str) -> dict[tuple[str, str], tuple[str, int]]:

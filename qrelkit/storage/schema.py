@@ -58,4 +58,13 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # 3: every qrels set records its origin, `loaded` (a file and its hash) or `graded` (a judge run
+    # and its grading record); a judge run may carry a name (imported scores are named by the user).
+    [
+        "UPDATE qrels_sets SET origin = 'loaded' WHERE origin = 'file'",
+        "ALTER TABLE judge_runs ADD COLUMN name TEXT",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

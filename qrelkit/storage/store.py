@@ -10,7 +10,7 @@ import json
 import os
 import re
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from qrelkit.errors import DatabaseInUseError, StoreError
+from qrelkit.errors import DatabaseInUseError, StorageFailure, StoreError
 from qrelkit.io import (
     Document,
     OnDuplicate,
@@ -43,6 +43,18 @@ def _crash_point(name: str) -> None:
     """Test hook: die here, uncleanly, when QRELKIT_CRASH_AT names this point."""
     if os.environ.get("QRELKIT_CRASH_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def machine_failure(exc: BaseException) -> bool:
+    """A database error that says the machine failed (disk, I/O, memory), not the data or the query."""
+    text = str(exc).lower()
+    return isinstance(exc, (duckdb.IOException, duckdb.OutOfMemoryException, duckdb.FatalException)) or any(
+        marker in text for marker in ("no space left", "disk full", "input/output error", "database has been invalidated")
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 @dataclass(frozen=True)
@@ -88,14 +100,27 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        self.con.execute("BEGIN TRANSACTION")
+        """One transaction: all of it lands, or none. A failure of the machine (disk full, I/O
+        error, out of memory, an invalidated database) becomes a StorageFailure naming the file."""
         try:
-            yield self.con
-        except BaseException:
-            self.con.execute("ROLLBACK")
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                yield self.con
+            except BaseException:
+                self._rollback()
+                raise
+            _crash_point("before-commit")
+            self.con.execute("COMMIT")
+        except duckdb.Error as exc:
+            if machine_failure(exc):
+                raise StorageFailure(f"cannot write to the database {self.path}: {_first_line(exc)}") from None
             raise
-        _crash_point("before-commit")
-        self.con.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        try:
+            self.con.execute("ROLLBACK")
+        except duckdb.Error:
+            pass  # the transaction is already gone (a failed commit, an invalidated database)
 
     def schema_version(self) -> int:
         exists = self.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'").fetchone()[0]
@@ -133,6 +158,8 @@ class Store:
         previous = self._previous_load(kind, name)
         if previous is None:
             return "loaded"
+        if replace:
+            return "replaced"  # asked for: reload whatever the hash says
         if previous[0] == file_hash:
             return "unchanged"
         if not replace:
@@ -170,56 +197,131 @@ class Store:
             listed = ", ".join(f"{k!r} (from {s!r})" for k, s in clash)
             raise StoreError(f"{what} already loaded from another file: {listed}")
 
-    def load_topics(self, path: str | Path, *, name: str | None = None, replace: bool = False) -> LoadResult:
+    def _load(
+        self,
+        kind: str,
+        path: str | Path,
+        name: str | None,
+        replace: bool,
+        prepare: Callable[[Path, str], tuple[int, Callable[[duckdb.DuckDBPyConnection], None]]],
+    ) -> LoadResult:
+        """The one load path: skip an unchanged file, parse (``prepare`` returns the row count and the
+        writer), then write and record the load in one transaction."""
         path = Path(path)
         name = name or run_name_from_path(path)
         file_hash = file_sha256(path)
-        status = self._plan_load("topics", name, file_hash, path, replace)
+        status = self._plan_load(kind, name, file_hash, path, replace)
         if status == "unchanged":
-            return LoadResult("topics", name, 0, status)
-        topics = read_topics(path)
-        rows = pa.table(
-            {
-                "qid": [t.qid for t in topics],
-                "text": [t.text for t in topics],
-                "fields": [json.dumps(t.fields, ensure_ascii=False) for t in topics],
-                "source": [name] * len(topics),
-            }
-        )
+            return LoadResult(kind, name, 0, status)
+        rows, write = prepare(path, name)
         with self.transaction() as con:
-            con.execute("DELETE FROM topics WHERE source = ?", [name])
-            self._refuse_foreign_keys(con, "topics", "qid", rows, name, "topics")
-            self._insert(con, "topics", rows)
-            self._record_load(con, "topics", name, path, file_hash, len(topics))
-        return LoadResult("topics", name, len(topics), status)
+            write(con)
+            self._record_load(con, kind, name, path, file_hash, rows)
+        return LoadResult(kind, name, rows, status)
+
+    def load_topics(self, path: str | Path, *, name: str | None = None, replace: bool = False) -> LoadResult:
+        def prepare(path: Path, name: str):
+            topics = read_topics(path)
+            rows = pa.table(
+                {
+                    "qid": [t.qid for t in topics],
+                    "text": [t.text for t in topics],
+                    "fields": [json.dumps(t.fields, ensure_ascii=False) for t in topics],
+                    "source": [name] * len(topics),
+                }
+            )
+
+            def write(con: duckdb.DuckDBPyConnection) -> None:
+                con.execute("DELETE FROM topics WHERE source = ?", [name])
+                self._refuse_foreign_keys(con, "topics", "qid", rows, name, "topics")
+                self._insert(con, "topics", rows)
+
+            return len(topics), write
+
+        return self._load("topics", path, name, replace, prepare)
 
     def load_documents(
         self, path: str | Path, *, name: str | None = None, image_root: str | Path | None = None, replace: bool = False
     ) -> LoadResult:
-        path = Path(path)
-        name = name or run_name_from_path(path)
-        file_hash = file_sha256(path)
-        status = self._plan_load("documents", name, file_hash, path, replace)
-        if status == "unchanged":
-            return LoadResult("documents", name, 0, status)
-        documents = read_documents(path, image_root=image_root)
+        def prepare(path: Path, name: str):
+            documents = read_documents(path, image_root=image_root)
+            rows = pa.table(
+                {
+                    "docid": [d.docid for d in documents],
+                    "text": pa.array([d.text for d in documents], pa.string()),
+                    "image_path": pa.array([d.image for d in documents], pa.string()),
+                    "image_root": pa.array([str(Path(d.image_root).resolve()) if d.image_root else None for d in documents], pa.string()),
+                    "content_hash": [d.content_hash() for d in documents],
+                    "fields": [json.dumps(d.fields, ensure_ascii=False) for d in documents],
+                    "source": [name] * len(documents),
+                }
+            )
+
+            def write(con: duckdb.DuckDBPyConnection) -> None:
+                con.execute("DELETE FROM documents WHERE source = ?", [name])
+                self._refuse_foreign_keys(con, "documents", "docid", rows, name, "documents")
+                self._insert(con, "documents", rows)
+
+            return len(documents), write
+
+        return self._load("documents", path, name, replace, prepare)
+
+    def load_runs(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        names: Sequence[str | None] | None = None,
+        group: str | None = None,
+        replace: bool = False,
+        on_duplicate: OnDuplicate | str = OnDuplicate.error,
+    ) -> list[LoadResult]:
+        """Load several run files as one transaction: all of them land, or none (a bad fourth file
+        leaves the first three unloaded too). Every file is parsed before anything is written."""
+        names = list(names) if names is not None else [None] * len(paths)
+        plans, results = [], []
+        for path, name in zip(paths, names):
+            path = Path(path)
+            name = name or run_name_from_path(path)
+            file_hash = file_sha256(path)
+            status = self._plan_load("runs", name, file_hash, path, replace)
+            if status == "unchanged":
+                if group is not None:
+                    self.con.execute("UPDATE runs SET run_group = ? WHERE name = ?", [group, name])
+                results.append(LoadResult("runs", name, 0, status))
+                continue
+            run = read_run(path, name=name, on_duplicate=on_duplicate)
+            plans.append((path, name, file_hash, run))
+            results.append(LoadResult("runs", name, len(run), status))
+        seen: dict[str, Path] = {}
+        for path, name, _, _ in plans:
+            if name in seen:
+                raise StoreError(f"run name {name!r} comes from both {seen[name]} and {path}; name one of them with --name")
+            seen[name] = path
+        if plans:
+            with self.transaction() as con:
+                for path, name, file_hash, run in plans:
+                    self._write_run(con, path, name, file_hash, run, group)
+        return results
+
+    def _write_run(self, con: duckdb.DuckDBPyConnection, path: Path, name: str, file_hash: str, run: Run, group: str | None) -> None:
         rows = pa.table(
             {
-                "docid": [d.docid for d in documents],
-                "text": pa.array([d.text for d in documents], pa.string()),
-                "image_path": pa.array([d.image for d in documents], pa.string()),
-                "image_root": pa.array([str(Path(d.image_root).resolve()) if d.image_root else None for d in documents], pa.string()),
-                "content_hash": [d.content_hash() for d in documents],
-                "fields": [json.dumps(d.fields, ensure_ascii=False) for d in documents],
-                "source": [name] * len(documents),
+                "run": [name] * len(run),
+                "qid": [e.qid for e in run.entries],
+                "docid": [e.docid for e in run.entries],
+                "rank": pa.array([e.rank for e in run.entries], pa.int32()),
+                "score": pa.array([e.score for e in run.entries], pa.float64()),
             }
         )
-        with self.transaction() as con:
-            con.execute("DELETE FROM documents WHERE source = ?", [name])
-            self._refuse_foreign_keys(con, "documents", "docid", rows, name, "documents")
-            self._insert(con, "documents", rows)
-            self._record_load(con, "documents", name, path, file_hash, len(documents))
-        return LoadResult("documents", name, len(documents), status)
+        con.execute("DELETE FROM run_entries WHERE run = ?", [name])
+        con.execute("DELETE FROM runs WHERE name = ?", [name])
+        self._insert(con, "run_entries", rows)
+        _crash_point("mid-load")
+        con.execute(
+            "INSERT INTO runs (name, run_group, tag, path, file_hash, n_entries) VALUES (?, ?, ?, ?, ?, ?)",
+            [name, group, run.tag, str(path), file_hash, len(run)],
+        )
+        self._record_load(con, "runs", name, path, file_hash, len(run))
 
     def load_run(
         self,
@@ -230,35 +332,7 @@ class Store:
         replace: bool = False,
         on_duplicate: OnDuplicate | str = OnDuplicate.error,
     ) -> LoadResult:
-        path = Path(path)
-        name = name or run_name_from_path(path)
-        file_hash = file_sha256(path)
-        status = self._plan_load("runs", name, file_hash, path, replace)
-        if status == "unchanged":
-            if group is not None:
-                self.con.execute("UPDATE runs SET run_group = ? WHERE name = ?", [group, name])
-            return LoadResult("runs", name, 0, status)
-        run = read_run(path, name=name, on_duplicate=on_duplicate)
-        rows = pa.table(
-            {
-                "run": [name] * len(run),
-                "qid": [e.qid for e in run.entries],
-                "docid": [e.docid for e in run.entries],
-                "rank": pa.array([e.rank for e in run.entries], pa.int32()),
-                "score": pa.array([e.score for e in run.entries], pa.float64()),
-            }
-        )
-        with self.transaction() as con:
-            con.execute("DELETE FROM run_entries WHERE run = ?", [name])
-            con.execute("DELETE FROM runs WHERE name = ?", [name])
-            self._insert(con, "run_entries", rows)
-            _crash_point("mid-load")
-            con.execute(
-                "INSERT INTO runs (name, run_group, tag, path, file_hash, n_entries) VALUES (?, ?, ?, ?, ?, ?)",
-                [name, group, run.tag, str(path), file_hash, len(run)],
-            )
-            self._record_load(con, "runs", name, path, file_hash, len(run))
-        return LoadResult("runs", name, len(run), status)
+        return self.load_runs([path], names=[name], group=group, replace=replace, on_duplicate=on_duplicate)[0]
 
     def load_qrels(
         self,
@@ -268,17 +342,26 @@ class Store:
         replace: bool = False,
         on_duplicate: OnDuplicate | str = OnDuplicate.error,
     ) -> LoadResult:
-        path = Path(path)
-        name = name or run_name_from_path(path)
-        file_hash = file_sha256(path)
-        status = self._plan_load("qrels", name, file_hash, path, replace)
-        if status == "unchanged":
-            return LoadResult("qrels", name, 0, status)
-        qrels = read_qrels(path, name=name, on_duplicate=on_duplicate)
-        with self.transaction() as con:
-            self._replace_qrels(con, qrels, origin="file", path=str(path), file_hash=file_hash)
-            self._record_load(con, "qrels", name, path, file_hash, len(qrels))
-        return LoadResult("qrels", name, len(qrels), status)
+        def prepare(path: Path, name: str):
+            graded = self.qrels_origin(name)
+            if graded is not None and graded[0] == "graded" and not replace:
+                raise StoreError(
+                    f"qrels set {name!r} holds qrels graded from judge run {graded[1]}; loading {path} would replace them: "
+                    "choose another --name, or pass --replace"
+                )
+            qrels = read_qrels(path, name=name, on_duplicate=on_duplicate)
+
+            def write(con: duckdb.DuckDBPyConnection) -> None:
+                self._replace_qrels(con, qrels, origin="loaded", path=str(path), file_hash=file_sha256(path))
+
+            return len(qrels), write
+
+        return self._load("qrels", path, name, replace, prepare)
+
+    def qrels_origin(self, name: str) -> tuple[str, str | None, str | None] | None:
+        """(origin, judge run id, path) of a qrels set, or None when there is no set of that name."""
+        row = self.con.execute("SELECT origin, judge_run_id, path FROM qrels_sets WHERE name = ?", [name]).fetchone()
+        return (row[0], row[1], row[2]) if row else None
 
     def _replace_qrels(
         self,
@@ -308,8 +391,24 @@ class Store:
         )
         self._insert(con, "qrels", rows)
 
-    def save_qrels(self, qrels: Qrels, *, judge_run_id: str, grading: dict) -> None:
-        """Store qrels graded from a judge run, with the thresholds that produced them."""
+    def save_qrels(self, qrels: Qrels, *, judge_run_id: str, grading: dict, replace: bool = False) -> None:
+        """Store qrels graded from a judge run, with the record of how they were graded.
+
+        Reference qrels are protected: a set loaded from a file is never overwritten by grading,
+        and a set graded earlier is replaced only when asked (``replace``)."""
+        existing = self.qrels_origin(qrels.name)
+        if existing is not None:
+            origin, previous_run, path = existing
+            if origin != "graded":
+                raise StoreError(
+                    f"qrels set {qrels.name!r} holds qrels loaded from {path}; grading judge run {judge_run_id} into it "
+                    f"would overwrite them. Grade into another name (--name, or grading.name in the job)"
+                )
+            if not replace:
+                raise StoreError(
+                    f"qrels set {qrels.name!r} was already graded from judge run {previous_run}; pass --replace to grade it again, "
+                    "or choose another --name"
+                )
         with self.transaction() as con:
             self._replace_qrels(con, qrels, origin="graded", judge_run_id=judge_run_id, grading=grading)
 
@@ -359,6 +458,11 @@ class Store:
         rows = self.con.execute("SELECT qid, docid, grade, iteration FROM qrels WHERE qrels_set = ? ORDER BY qid, docid", [name]).fetchall()
         return Qrels(name, tuple(Qrel(*row) for row in rows), source=meta[0])
 
+    def import_scores(self, scores, *, name: str, path: Path, replace: bool = False):
+        from qrelkit.storage.judgments import import_scores
+
+        return import_scores(self, scores, name=name, replace=replace)
+
     # -- the embedding cache (qrelkit.embed.cache.VectorStore) ---------------------------------
 
     def read_embeddings(self, embedder_id: str, item_kind: str, keys):
@@ -388,11 +492,16 @@ class Store:
             ),
             ("runs", count("SELECT count(*) FROM runs"), f"{count('SELECT count(*) FROM run_entries')} entries"),
         ]
-        for name, origin, n in self.con.execute(
-            "SELECT s.name, s.origin, count(q.qid) FROM qrels_sets s LEFT JOIN qrels q ON q.qrels_set = s.name "
-            "GROUP BY s.name, s.origin ORDER BY s.name"
+        for name, origin, judge_run_id, path, file_hash, grading, n in self.con.execute(
+            "SELECT s.name, s.origin, s.judge_run_id, s.path, s.file_hash, s.grading, count(q.qid) FROM qrels_sets s "
+            "LEFT JOIN qrels q ON q.qrels_set = s.name GROUP BY ALL ORDER BY s.name"
         ).fetchall():
-            lines.append((f"qrels {name}", n, origin))
+            if origin == "graded":
+                method = (json.loads(grading) or {}).get("method", "?") if grading else "?"
+                detail = f"graded from judge run {judge_run_id} ({method})"
+            else:
+                detail = f"loaded from {path} (sha256 {str(file_hash)[:12]})"
+            lines.append((f"qrels {name}", n, detail))
         for run_id, judge, template, total, statuses in self.con.execute(
             "SELECT r.judge_run_id, r.judge, coalesce(r.template_id, '-'), coalesce(sum(j.n), 0), "
             "string_agg(j.status || '=' || j.n, ' ' ORDER BY j.status) "

@@ -17,7 +17,7 @@ The relevant side's factor is built once per resample and shared by every run.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -142,7 +142,13 @@ def _score_run(
 
 
 def bootstrap_fd(
-    relevant: ItemSample, retrieved: Sequence[ItemSample], weights: np.ndarray, *, workers: int | None = None, chunk: int = 50
+    relevant: ItemSample,
+    retrieved: Sequence[ItemSample],
+    weights: np.ndarray,
+    *,
+    workers: int | None = None,
+    chunk: int = 50,
+    progress: Callable[[int, int], None] | None = None,
 ) -> np.ndarray:
     """FD of each retrieved sample against the relevant one under each resample: (runs, N).
 
@@ -175,4 +181,6 @@ def bootstrap_fd(
             ]
             for job in jobs:
                 job.result()
+            if progress is not None:
+                progress(min(start + chunk, weights.shape[0]), weights.shape[0])
     return out

@@ -6,7 +6,7 @@ Works on vectors already computed (docid -> array); `qrelkit.commands.fd` does t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,7 +33,7 @@ class FDSettings:
     urr: bool = False
     max_rel: int | None = None
     rel_level: int | None = None
-    bootstrap: int = 0
+    resamples: int = 0  # bootstrap resamples of the queries (0: no intervals)
     seed: int = 0
 
 
@@ -70,7 +70,7 @@ class FDReport:
     def values(self, label: str) -> dict[str, float | None]:
         return {run: by_label[label].value for run, by_label in self.runs.items()}
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         """The CLI's `--json`: {"embedder", "d", "runs": {run: {"FD@10": x, "FD@10_ci95": [lo, hi], "n_ret": n}}, "n_rel"}."""
         runs: dict[str, dict] = {}
         for run, by_label in self.runs.items():
@@ -78,7 +78,7 @@ class FDReport:
             for label in self.labels:
                 fd = by_label[label]
                 entry[label] = fd.value
-                if self.settings.bootstrap:
+                if self.settings.resamples:
                     entry[f"{label}_ci95"] = [fd.bootstrap.low, fd.bootstrap.high] if fd.bootstrap else None
                     entry[f"{label}_mean"] = fd.bootstrap.mean if fd.bootstrap else None
                 entry[f"n_ret@{label.rsplit('@', 1)[1]}"] = fd.n_ret
@@ -96,7 +96,7 @@ class FDReport:
             "max_rel": s.max_rel,
             "urr": s.urr,
             "ks": list(s.ks),
-            "bootstrap": s.bootstrap,
+            "resamples": s.resamples,
             "seed": s.seed,
             "runs": runs,
         }
@@ -139,9 +139,10 @@ def fd_of_runs(
     *,
     embedder: str = "",
     keep_samples: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> FDReport:
     """FD@k (or URR-FD@k) of each run against the relevant judged items, over the qrels' queries
-    that have a relevant item. With ``settings.bootstrap`` = N, the same N query resamples
+    that have a relevant item. With ``settings.resamples`` = N, the same N query resamples
     (seeded) score every run, so the runs' intervals are paired.
     """
     if not runs:
@@ -158,12 +159,12 @@ def fd_of_runs(
     d = relevant_sample.vectors.shape[1]
     relevant_factor = factor_from_samples(relevant_sample.vectors)  # shared by every run and cut-off
     skip = judged_items(qrels) if settings.urr else None
-    weights = resample_counts(len(qids), settings.bootstrap, settings.seed) if settings.bootstrap else None
+    weights = resample_counts(len(qids), settings.resamples, settings.seed) if settings.resamples else None
     labels = tuple(fd_label(k, settings.urr) for k in settings.ks)
     out: dict[str, dict[str, RunFD]] = {run.name: {} for run in runs}
     for k, label in zip(settings.ks, labels):
         samples = [item_sample(retrieved_items(run, qids, k, skip=skip), qids, vectors) for run in runs]
-        resampled = bootstrap_fd(relevant_sample, samples, weights) if weights is not None else None
+        resampled = bootstrap_fd(relevant_sample, samples, weights, progress=progress) if weights is not None else None
         for j, (run, sample) in enumerate(zip(runs, samples)):
             values = resampled[j] if resampled is not None else None
             out[run.name][label] = RunFD(
