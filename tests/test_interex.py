@@ -254,7 +254,11 @@ def test_resttest_bucket_interval_is_the_project_bootstrap_of_that_bucket(dl19, 
     members = np.isin(queries, read_ids(folder / "bucket-2.extrapolate.qids"))
     weights = resample_weights(len(queries), 500, 0)
     expected = percentile_interval((weights[:, members] @ values[members]) / weights[:, members].sum(axis=1))
-    assert payload["runs"]["idst_bert_p1"]["nDCG@10"]["bucket-2"]["extrapolation_ci95"] == pytest.approx(list(expected), abs=1e-12)
+    scores = payload["runs"]["idst_bert_p1"]["nDCG@10"]
+    assert scores["bucket-2"]["extrapolation_ci95"] == pytest.approx(list(expected), abs=1e-12)
+    # bucket-5 extrapolates one query: Δ exists only in the resamples that draw it (~1 - 1/e of them)
+    lone = queries.index(read_ids(folder / "bucket-5.extrapolate.qids")[0])
+    assert scores["bucket-5"]["delta_resamples"] == int((weights[:, lone] > 0).sum()) < 500
 
 
 def test_resttest_per_bucket_runs_score_each_bucket_with_its_own_model(dl19, extrapolate_eval, dl19_per_query, tmp_path):

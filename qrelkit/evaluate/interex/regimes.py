@@ -53,6 +53,9 @@ class RegimeScore:
     interpolation_ci: Interval | None = None
     extrapolation_ci: Interval | None = None
     delta_ci: Interval | None = None
+    # resamples on which Δ is defined: a bucket none of whose queries is drawn has no score there,
+    # so a bucket of one query has an interval from only ~63% of the resamples, conditional on that query
+    delta_resamples: int | None = None
 
     @property
     def delta(self) -> float | None:
@@ -73,6 +76,8 @@ class RegimeScore:
             interval = getattr(self, f"{name}_ci")
             if interval is not None:
                 out[f"{name}_ci95"] = [interval.low, interval.high]
+        if self.delta_resamples is not None:
+            out["delta_resamples"] = self.delta_resamples
         return out
 
 
@@ -215,7 +220,8 @@ def _score(point_inter, point_extra, n_inter, n_extra, boot_inter=None, boot_ext
         delta = boot_extra / boot_inter - 1.0
     summaries = [summarize(x, level) for x in (boot_inter, boot_extra, delta)]
     intervals = [s.interval if s is not None else None for s in summaries]
-    return RegimeScore(point_inter, point_extra, n_inter, n_extra, *intervals)
+    defined = summaries[2].resamples if summaries[2] is not None else 0
+    return RegimeScore(point_inter, point_extra, n_inter, n_extra, *intervals, delta_resamples=defined)
 
 
 def _resttest_scores(point, boot, buckets, n_inter, n_extra, level) -> ReSTTestScores:
