@@ -76,7 +76,8 @@ def main() -> None:
     if args.stage:
         print(json.dumps(run_stage(args.stage, args.train, args.test, args.dim)))
         return
-    print(f"Python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs; {args.train:,} train × {args.test} test × d={args.dim}")
+    machine = f"Python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs"
+    print(f"{machine}; {args.train:,} train × {args.test} test × d={args.dim}")
     print("| stage | seconds | peak RSS (MiB) | of which inputs + imports (MiB) | result |")
     print("|---|---:|---:|---:|---|")
     worst = 0.0

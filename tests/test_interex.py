@@ -372,3 +372,13 @@ def test_dl19_label_overlap_with_each_14k_training_qrels(dl19, extrapolate_eval)
             assert counts[name][level] == overlap_by_sets(dl19 / "qrels.txt", path, level)
     assert payload["queries"] == 43
     assert [o["train_queries"] for o in payload["label_overlap"]] == [13175, 13763]
+
+
+def test_results_as_tables_have_a_row_per_run_measure_and_split():
+    pd = pytest.importorskip("pandas")
+    qrels = Qrels("t", (Qrel("a", "d1", 1), Qrel("b", "d2", 1)))
+    runs = [Run("r", (RunEntry("a", "d1", 1, 1.0), RunEntry("b", "d2", 1, 1.0)))]
+    buckets = [BucketQueries("b1", ("b",), ("a",)), BucketQueries("b2", ("a",), ("b",))]
+    frame = evaluate_resttest(qrels, buckets, runs, ["nDCG@10", "P@1"], resamples=10).to_pandas()
+    assert isinstance(frame, pd.DataFrame) and len(frame) == 2 * (2 + 2)  # measures × (buckets + average + pooled)
+    assert set(frame["split"]) == {"b1", "b2", "average", "pooled"} and (frame["interpolation"] == 1.0).all()

@@ -14,6 +14,8 @@ from typer.testing import CliRunner
 
 from qrelkit.cli import app
 from qrelkit.io import read_qrels, read_topics
+from qrelkit.storage import Store
+from qrelkit.storage.embeddings import count_embeddings
 
 pytest.importorskip("onnxruntime")
 runner = CliRunner()
@@ -90,11 +92,16 @@ def test_restrain_writes_table4_duplicates_as_interpolation_and_excludes_every_t
 
 def test_resttest_buckets_round_trip_into_resample_evaluate(collection, tmp_path):
     out, c = tmp_path / "resttest", collection
-    payload = resample(
+    args = (
         "resttest", "--train-topics", str(c["train.tsv"]), "--test-topics", str(c["test.tsv"]), "--train-qrels", str(c["train.qrels"]),
-        "--out", str(out), "--k", "3", "--seed", "1",
+        "--k", "3", "--seed", "1", "--cache", str(tmp_path / "cache.duckdb"),
     )  # fmt: skip
+    payload = resample(*args, "--out", str(out))
     assert payload["k"] == 3 and len(payload["buckets"]) == 3
+    # the second run reads every vector from the cache and makes the same buckets
+    assert resample(*args, "--out", str(tmp_path / "again"))["buckets"] == payload["buckets"]
+    with Store(tmp_path / "cache.duckdb") as store:
+        assert count_embeddings(store, "minilm-l6-v2/onnx-int8") == 7 + 19  # each test and training query once
     train_qids = {line.split()[0] for line in c["train.qrels"].read_text().splitlines()}
     extrapolated = []
     for name, sizes in payload["buckets"].items():

@@ -132,7 +132,7 @@ class ReSTTestEvaluation:
 
     def to_pandas(self):
         """One row per run, measure and split (bucket name, ``average``, ``pooled``); needs pandas."""
-        import pandas as pd
+        import pandas as pd  # type: ignore[import-untyped]
 
         return pd.DataFrame(_rows(self.measures, self.runs, self._splits))
 
@@ -156,7 +156,7 @@ class ReSTrainEvaluation:
         }
 
     def to_pandas(self):
-        import pandas as pd
+        import pandas as pd  # type: ignore[import-untyped]
 
         return pd.DataFrame(_rows(self.measures, self.runs, lambda score: [("all", score)]))
 
@@ -219,9 +219,9 @@ def _score(point_inter, point_extra, n_inter, n_extra, boot_inter=None, boot_ext
     with np.errstate(invalid="ignore", divide="ignore"):
         delta = boot_extra / boot_inter - 1.0
     summaries = [summarize(x, level) for x in (boot_inter, boot_extra, delta)]
-    intervals = [s.interval if s is not None else None for s in summaries]
+    inter_ci, extra_ci, delta_ci = (s.interval if s is not None else None for s in summaries)
     defined = summaries[2].resamples if summaries[2] is not None else 0
-    return RegimeScore(point_inter, point_extra, n_inter, n_extra, *intervals, delta_resamples=defined)
+    return RegimeScore(point_inter, point_extra, n_inter, n_extra, inter_ci, extra_ci, delta_ci, defined)
 
 
 def _resttest_scores(point, boot, buckets, n_inter, n_extra, level) -> ReSTTestScores:
