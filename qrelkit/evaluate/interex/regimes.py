@@ -278,7 +278,8 @@ def evaluate_resttest(
         raise QrelkitError("no runs to score")
     evaluations, per_bucket = _evaluations(qrels, buckets, runs, measures)
     queries = tuple(sorted(own))
-    columns = np.array([evaluations[0].queries.index(q) for q in queries]) if queries else np.array([], int)
+    column_of = {q: i for i, q in enumerate(evaluations[0].queries)}
+    columns = np.array([column_of[q] for q in queries], dtype=int)
     position = {q: i for i, q in enumerate(queries)}
     inter = np.zeros((len(buckets), len(queries)))
     extra = np.zeros((len(buckets), len(queries)))
