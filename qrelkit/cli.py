@@ -662,7 +662,7 @@ def resample_resttest(
 ) -> None:
     """ReSTTest (Zhan et al. §4.1.3): k-means over training and test query embeddings together. For each
     bucket B it writes B.train-qrel.txt (the other buckets' training queries), B.interpolate.qids (the other
-    buckets' test queries), B.extrapolation.qids (its own test queries) and resttest.json. Train a model per
+    buckets' test queries), B.extrapolate.qids (its own test queries) and resttest.json. Train a model per
     bucket and score with `qrelkit resample evaluate --buckets OUT --bucket-runs DIR`.
     """
     from qrelkit.commands.resample import run_resttest
