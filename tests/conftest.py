@@ -7,7 +7,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DL19 = ROOT.parent / "shared" / "data" / "trec-dl-2019"
+
+
+def _shared_data() -> Path:
+    """../shared/data next to the project, or next to any folder above it (a git worktree sits deeper)."""
+    for folder in ROOT.parents:
+        if (folder / "shared" / "data").is_dir():
+            return folder / "shared" / "data"
+    return ROOT.parent / "shared" / "data"
+
+
+SHARED_DATA = _shared_data()
+DL19 = SHARED_DATA / "trec-dl-2019"
+EXTRAPOLATE_EVAL = SHARED_DATA / "extrapolate-eval"
 
 
 @pytest.fixture(scope="session")
@@ -16,6 +28,15 @@ def dl19() -> Path:
     if not (DL19 / "qrels.txt").is_file():
         pytest.skip(f"TREC DL 2019 data not found at {DL19} (only on developer machines and in CI)")
     return DL19
+
+
+@pytest.fixture(scope="session")
+def extrapolate_eval() -> Path:
+    """The splits Zhan et al. (CIKM 2022) released (ReSTTest's DL19 buckets, ReSTrain's 14k training qrels);
+    the test is skipped when ../shared/data is absent."""
+    if not (EXTRAPOLATE_EVAL / "resttest-dl19" / "bucket-1.extrapolate.qids").is_file():
+        pytest.skip(f"the extrapolate-eval splits were not found at {EXTRAPOLATE_EVAL} (only on developer machines and in CI)")
+    return EXTRAPOLATE_EVAL
 
 
 def tiny_open_clip(folder: Path, name: str, embed_dim: int) -> Path:

@@ -59,7 +59,8 @@ def test_max_consecutive_failures_zero_never_stops(tmp_path):
 
 def test_the_command_exits_3_when_the_judge_is_broken_or_most_judgments_failed(tmp_path):
     env = {"PYTHONPATH": str(TESTS), "PATH": "/usr/bin:/bin"}
-    broken = subprocess.run([sys.executable, "-m", "qrelkit.cli", "judge", str(write_job(tmp_path))], capture_output=True, text=True, env=env)
+    command = [sys.executable, "-m", "qrelkit.cli", "judge"]
+    broken = subprocess.run([*command, str(write_job(tmp_path))], capture_output=True, text=True, env=env)
     assert broken.returncode == 3 and "Traceback" not in broken.stderr
     assert "judge looks broken" in " ".join(broken.stderr.split())
     folder = tmp_path / "mostly"
