@@ -44,6 +44,14 @@ class Audit:
         """The JSON form (`qrelkit agree --json`)."""
         return audit_to_dict(self)
 
+    def to_pandas(self):
+        """One row per (run, measure): the run's mean under the model and the reference qrels."""
+        import pandas as pd
+
+        model, reference = self.model_evaluation.means(), self.reference_evaluation.means()
+        rows = [(run, m, model[run][m], reference[run][m]) for run in self.model_evaluation.runs for m in self.model_evaluation.measures]
+        return pd.DataFrame(rows, columns=["run", "measure", "model", "reference"])
+
 
 def audit(
     model: Qrels,

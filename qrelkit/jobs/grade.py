@@ -191,6 +191,15 @@ class GradingResult:
     description: dict[str, Any]  # the stored grading record
     warnings: list[str] = field(default_factory=list)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"qrels": self.qrels.name, "grades": self.grade_counts(), **self.description}
+
+    def to_pandas(self):
+        """The graded qrels, one row per (qid, docid, grade); pandas is optional."""
+        import pandas as pd
+
+        return pd.DataFrame([(q.qid, q.docid, q.grade) for q in self.qrels.entries], columns=["qid", "docid", "grade"])
+
     def grade_counts(self) -> dict[int, int]:
         counts: dict[int, int] = {}
         for qrel in self.qrels.entries:

@@ -70,6 +70,18 @@ class FDReport:
     def values(self, label: str) -> dict[str, float | None]:
         return {run: by_label[label].value for run, by_label in self.runs.items()}
 
+    def to_pandas(self):
+        """One row per (run, cut-off): FD, its interval and the item counts; pandas is optional."""
+        import pandas as pd
+
+        rows = []
+        for run, by_label in self.runs.items():
+            for label, fd in by_label.items():
+                low = fd.bootstrap.low if fd.bootstrap else None
+                high = fd.bootstrap.high if fd.bootstrap else None
+                rows.append((run, label, fd.value, low, high, fd.n_ret, self.n_rel, self.d))
+        return pd.DataFrame(rows, columns=["run", "measure", "fd", "ci95_low", "ci95_high", "n_ret", "n_rel", "d"])
+
     def to_dict(self) -> dict:
         """The CLI's `--json`: {"embedder", "d", "runs": {run: {"FD@10": x, "FD@10_ci95": [lo, hi], "n_ret": n}}, "n_rel"}."""
         runs: dict[str, dict] = {}

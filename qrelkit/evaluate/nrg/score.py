@@ -146,6 +146,25 @@ class NRGResult:
         n = max(len(self.queries), 1)
         return {run: {"nrg": float(self.nrg[i].sum() / n), "base": float(self.base[i].sum() / n)} for i, run in enumerate(self.runs)}
 
+    def to_dict(self) -> dict:
+        """Means per run, each run's prior set, and the configuration."""
+        return {
+            "measure": self.config.label,
+            "base": self.config.base_label,
+            "queries": len(self.queries),
+            "runs": self.means(),
+            "priors": self.priors,
+        }
+
+    def to_pandas(self):
+        """One row per (run, query): NRG and the absolute metric; pandas is optional."""
+        import pandas as pd
+
+        rows = [
+            (run, q, float(self.nrg[i, j]), float(self.base[i, j])) for i, run in enumerate(self.runs) for j, q in enumerate(self.queries)
+        ]
+        return pd.DataFrame(rows, columns=["run", "query", "nrg", "base"])
+
     def per_query(self) -> dict[str, dict[str, dict[str, float]]]:
         return {
             run: {q: {"nrg": float(self.nrg[i, j]), "base": float(self.base[i, j])} for j, q in enumerate(self.queries)}
