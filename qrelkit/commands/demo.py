@@ -12,6 +12,7 @@ from rich.table import Table
 from scipy.stats import kendalltau
 
 from qrelkit.commands.judging import describe_grading, export_qrels_file
+from qrelkit.embed.onnx import check_onnx_extra
 from qrelkit.evaluate import evaluate_runs
 from qrelkit.jobs.grade import grade_judge_run
 from qrelkit.jobs.runner import run_job
@@ -23,6 +24,7 @@ MEASURE = "nDCG@10"
 
 
 def run_demo(out_dir: Path, console: Console) -> dict[str, float]:
+    check_onnx_extra("qrelkit demo (MiniLM, int8 ONNX)")  # before anything is written: no half-made out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     spec = load_job(DEMO_JOB, {"database": str((out_dir / "demo.duckdb").resolve())})
