@@ -448,6 +448,8 @@ def agree_cmd(
         seed=seed,
         on_duplicate=on_duplicate,
     )
+    for warning in result.warnings:  # stderr, so --json output stays clean
+        err.print(Text("warning: ", style="bold yellow") + Text(warning), soft_wrap=True)
     if as_json:
         print(json.dumps(audit_to_dict(result), indent=1))
         return
