@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -457,10 +458,24 @@ def agree_cmd(
         out.print(table)
 
 
+def _command_line(ctx: typer.Context) -> str:
+    """The command as given, rebuilt from its parsed options (so it reads the same under a test runner)."""
+    words = ["qrelkit", ctx.info_name or ""]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if not param.opts or value is None or value == param.default or value == []:
+            continue
+        flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+        for item in value if isinstance(value, list | tuple) else [value]:
+            words += [flag] if isinstance(item, bool) else [flag, str(getattr(item, "value", item))]
+    return shlex.join(words)
+
+
 @app.command("report")
 def report_cmd(
+    ctx: typer.Context,
     reference: AuditReference,
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.html and its figures (PNG and SVG).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Where to write the page: an .html file, or a folder (report.html inside).")],
     judge_run: AuditJudgeRun = None,
     qrels: AuditQrels = None,
     runs: AuditRuns = None,
@@ -476,13 +491,14 @@ def report_cmd(
     db: AuditDb = None,
     on_duplicate: DuplicateOption = OnDuplicate.error,
 ) -> None:
-    """Write an HTML audit of a judge run (or of model qrels from a file): the judge's configuration,
-    template, failures, tokens and cost; the agreement and bias tables; and the three figures.
+    """Write a self-contained HTML audit of a judge run (or of model qrels from a file): a summary first
+    (κ, τ, Relative Δ, coverage, warnings), then the figures, the judge's failures and the grading.
     """
     from qrelkit.commands.report import build_report
 
     page = build_report(
         out=out_dir,
+        command=_command_line(ctx),
         judge_run=judge_run,
         db=db,
         qrels=qrels,
