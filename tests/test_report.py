@@ -357,12 +357,12 @@ def test_dl19_readable_table(dl19):
 
 
 def test_dl19_report_with_maps_prints_the_readme_kappa(dl19, tmp_path):
-    """UMBRELA and NIST both mapped onto 0–2 (3→2): κ 0.4308, the README's figure, as `agree` prints it."""
+    """UMBRELA and NIST both mapped onto 0–2 (3→2): κ 0.4308 and binarised κ 0.5244, the README's figures, as `agree` prints them."""
     options = ["--qrels", str(dl19 / "umbrela-gpt4o.qrels"), "--reference", str(dl19 / "qrels.txt"), "--runs", str(dl19 / "runs")]
-    options += ["--measure", "nDCG@10", "--bootstrap", "0", "--map", "3:2,2:2,1:1,0:0", "--map-model", "3:2,2:2,1:1,0:0"]
+    options += ["--measure", "nDCG@10", "--bootstrap", "0", "--map", "3:2,2:2,1:1,0:0", "--map-model", "3:2,2:2,1:1,0:0", "--binarize", "2"]
     invoke("report", *options, "--out", str(tmp_path / "dl19.html"))
     box = summary_values((tmp_path / "dl19.html").read_text(encoding="utf-8"))
     payload = json.loads(invoke("agree", *options, "--json"))
     assert box["kappa"] == f"{payload['labels']['cohen_kappa']:.4f}" == "0.4308"
-    assert box["tau-0"] == "0.9159" and box["pairs"] == "9,260" and box["queries"] == "43"
+    assert box["kappa-binary"] == "0.5244" and box["tau-0"] == "0.9159" and box["pairs"] == "9,260" and box["queries"] == "43"
     assert "warnings" not in box and payload["warnings"] == []  # both on 0–2, 9,260 pairs, 43 queries, 37 runs

@@ -154,6 +154,8 @@ def summary_box(result: Audit, judge: JudgeSummary | None) -> str:
     labels = result.labels
     maps = _maps_note(result)
     stats = [_stat("kappa", fmt(labels.cohen_kappa), "Cohen's κ on the shared pairs" + (f" ({maps})" if maps else ""))]
+    if labels.binarize_at is not None:
+        stats.append(_stat("kappa-binary", fmt(labels.cohen_kappa_binary), f"Cohen's κ, both sides cut at grade ≥ {labels.binarize_at}"))
     for i, (measure, corr) in enumerate(result.systems.items()):
         stats.append(
             _stat(f"tau-{i}", fmt(corr.kendall_tau), f"Kendall τ-b, {measure} over {corr.runs} runs", ci(corr.ci95.get("kendall_tau"), 3))
