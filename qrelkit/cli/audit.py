@@ -17,6 +17,7 @@ from qrelkit.cli.base import (
     RunsOption,
     SeedOption,
     app,
+    command_line,
     either,
     err,
     out,
@@ -113,7 +114,8 @@ def agree_cmd(
 
 @app.command("report")
 def report_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.html.")],
+    ctx: typer.Context,
+    out_dir: Annotated[Path, typer.Option("--out", help="Where to write the page: an .html file, or a folder (report.html inside).")],
     model_qrels: ModelQrels = None,
     reference_qrels: ReferenceQrels = None,
     judge_run: JudgeRunOption = None,
@@ -139,8 +141,8 @@ def report_cmd(
     from qrelkit.commands.report import build_report
 
     given = dict(locals())
-    destination = given.pop("out_dir")
-    page = build_report(out=destination, **_audit_options(**given))
+    destination, context = given.pop("out_dir"), given.pop("ctx")
+    page = build_report(out=destination, command=command_line(context), **_audit_options(**given))
     out.print(f"wrote {page}", highlight=False)
 
 

@@ -4,6 +4,7 @@ commands share, and how errors end (one message, an exit code, never a traceback
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -66,6 +67,19 @@ def either(value: Any, alias: Any, name: str, alias_name: str) -> Any:
     if value is not None and alias is not None and value != alias:
         raise QrelkitError(f"{name} and {alias_name} (its older name) disagree; give one")
     return value if value is not None else alias
+
+
+def command_line(ctx: typer.Context) -> str:
+    """The command as given, rebuilt from its parsed options (so it reads the same under a test runner)."""
+    words = ["qrelkit", ctx.info_name or ""]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if not param.opts or value is None or value == param.default or value == []:
+            continue
+        flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+        for item in value if isinstance(value, list | tuple) else [value]:
+            words += [flag] if isinstance(item, bool) else [flag, str(getattr(item, "value", item))]
+    return shlex.join(words)
 
 
 def print_json(payload: Any) -> None:

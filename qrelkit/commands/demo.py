@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qrelkit.commands.judging import export_qrels_file, run_judging
+from qrelkit.embed.onnx import check_onnx_extra
 from qrelkit.evaluate import evaluate_runs
 from qrelkit.evaluate.agreement import kendall_tau_b
 from qrelkit.jobs.grade import GradingResult
@@ -35,6 +36,7 @@ class DemoResult:
 
 
 def run_demo(out_dir: Path, progress: ProgressCallback | None = None) -> DemoResult:
+    check_onnx_extra("qrelkit demo (MiniLM, int8 ONNX)")  # before anything is written: no half-made out_dir
     started = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
     spec = load_job(DEMO_JOB, {"database": str((out_dir / "demo.duckdb").resolve())})

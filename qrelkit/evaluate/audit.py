@@ -4,6 +4,21 @@ out: `qrelkit.commands.agree` resolves files, qrels sets and judge runs into it.
 
 Systems are scored on the queries both qrels judge, each side with its own grades; a grade
 map (`--map`) changes only the label agreement, never the measures.
+
+The audit also says, in plain sentences (`Audit.warnings`), when its numbers should not be read as
+they stand: grades on different scales (κ then counts every grade one side never uses as a
+disagreement), or too little data for a statistic. The size thresholds, and why:
+
+- κ on fewer than ``MIN_KAPPA_PAIRS`` = 50 shared pairs: κ's standard error is about
+  √(p_o(1−p_o)/n)/(1−p_e) (Cohen, Educational and Psychological Measurement 1960); with typical
+  p_o = 0.5–0.7 and p_e = 0.3–0.4 that is 0.1 at n = 50, a 95% interval of ±0.2, wider than one band
+  of the usual reading of κ (Landis and Koch, Biometrics 1977). Below 50 the value says little.
+- τ on fewer than ``MIN_RUNS`` = 5 runs: with 4 runs even a perfect Kendall τ = 1 has a two-sided
+  exact p of 2/4! = 0.083, so no ranking agreement could be told from chance at the 5% level.
+- System means on fewer than ``MIN_QUERIES`` = 10 queries: system orderings from small query sets
+  swap often (Voorhees and Buckley, SIGIR 2002: swap rates rise steadily as topic sets shrink), and a
+  percentile bootstrap over n queries draws from few distinct resamples; τ, ρ, τ_AP, Relative Δ
+  and their intervals all rest on those means.
 """
 
 from __future__ import annotations
@@ -20,6 +35,9 @@ from qrelkit.evaluate.metrics import Evaluation, evaluate_runs
 from qrelkit.io import Qrels, Run
 
 DEFAULT_MEASURES = ("nDCG@10", "AP(rel=2)")
+MIN_KAPPA_PAIRS = 50
+MIN_RUNS = 5
+MIN_QUERIES = 10
 
 
 @dataclass(frozen=True)
@@ -39,6 +57,7 @@ class Audit:
     groups: dict[str, list[str]] = field(default_factory=dict)
     model_grades: dict[str, dict[str, int]] = field(default_factory=dict)  # as given, before any map
     reference_grades: dict[str, dict[str, int]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # sentences for a reader: scale mismatch, too little data
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (`qrelkit agree --json`)."""
@@ -51,6 +70,62 @@ class Audit:
         model, reference = self.model_evaluation.means(), self.reference_evaluation.means()
         rows = [(run, m, model[run][m], reference[run][m]) for run in self.model_evaluation.runs for m in self.model_evaluation.measures]
         return pd.DataFrame(rows, columns=["run", "measure", "model", "reference"])
+
+
+def _grade_scale(grades: dict[str, dict[str, int]], mapping: dict[int, int] | None) -> tuple[int, int] | None:
+    """(lowest, highest) grade after the map; None for no grades."""
+    seen = {grade for docs in grades.values() for grade in docs.values()}
+    if mapping is not None:
+        seen = {mapping.get(grade, grade) for grade in seen}
+    return (min(seen), max(seen)) if seen else None
+
+
+def _onto(scale: tuple[int, int], target: tuple[int, int]) -> str:
+    """A `--map` spec that clips the grades of ``scale`` into ``target`` (highest grades first)."""
+    low, high = target
+    return ",".join(f"{g}:{min(max(g, low), high)}" for g in range(scale[1], scale[0] - 1, -1))
+
+
+def scale_warning(
+    model_grades: dict[str, dict[str, int]],
+    reference_grades: dict[str, dict[str, int]],
+    *,
+    reference_map: dict[int, int] | None = None,
+    model_map: dict[int, int] | None = None,
+) -> str | None:
+    """A sentence when the model's grades and the reference's span different ranges (after the maps)."""
+    model, reference = _grade_scale(model_grades, model_map), _grade_scale(reference_grades, reference_map)
+    if model is None or reference is None or model == reference:
+        return None
+    if reference[1] - reference[0] > model[1] - model[0]:
+        hint = f"--map {_onto(reference, model)} (reference grades onto the model's scale)"
+    else:
+        hint = f"--map-model {_onto(model, reference)} (model grades onto the reference's scale)"
+    return (
+        f"the grades are on different scales: the model's span {model[0]}–{model[1]}, the reference's {reference[0]}–{reference[1]}; "
+        f"Cohen's κ counts every grade one side never gives as a disagreement. Put both on one scale with {hint}."
+    )
+
+
+def size_warnings(shared_pairs: int, queries: int, runs: int) -> list[str]:
+    """Sentences for each statistic the audit prints on too little data (thresholds: module docstring)."""
+    warnings = []
+    if shared_pairs < MIN_KAPPA_PAIRS:
+        warnings.append(
+            f"Cohen's κ and α rest on only {shared_pairs} shared pairs (fewer than {MIN_KAPPA_PAIRS}): "
+            "at that size κ's 95% interval is about ±0.2 or wider."
+        )
+    if runs < MIN_RUNS:
+        warnings.append(
+            f"the system-ranking correlations compare only {runs} runs (fewer than {MIN_RUNS}): "
+            "even a perfect Kendall τ cannot be told from chance at the 5% level."
+        )
+    if queries < MIN_QUERIES:
+        warnings.append(
+            f"systems are scored on only {queries} queries judged by both qrels (fewer than {MIN_QUERIES}): "
+            "the rankings, τ, Relative Δ and their bootstrap intervals rest on too few queries."
+        )
+    return warnings
 
 
 def audit(
@@ -75,6 +150,8 @@ def audit(
     # One set of resamples for every statistic, so intervals of τ and Δ describe the same topic draws.
     weights = resample_weights(len(queries), resamples, seed)
     groups = check_groups(groups or {}, model_evaluation.runs)
+    scale = scale_warning(model.grades, reference.grades, reference_map=reference_map, model_map=model_map)
+    warnings = ([scale] if scale else []) + size_warnings(labels.shared_pairs, len(queries), len(model_evaluation.runs))
     return Audit(
         model_name=model.name,
         reference_name=reference.name,
@@ -91,6 +168,7 @@ def audit(
         groups=groups,
         model_grades=model.grades,
         reference_grades=reference.grades,
+        warnings=warnings,
     )
 
 
@@ -149,4 +227,5 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
         "bias": bias,
         "bootstrap": {"resamples": result.resamples, "seed": result.seed},
         "maps": {"reference": result.reference_map, "model": result.model_map},
+        "warnings": list(result.warnings),
     }

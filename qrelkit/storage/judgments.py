@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -231,11 +231,27 @@ def judge_run_totals(store: Store, judge_run_id: str) -> JudgeRunTotals:
     )
 
 
-def failed_sample(store: Store, judge_run_id: str, *, limit: int = 10) -> list[tuple[str, str, str, str]]:
-    """(status, qid, docid, error) of the first failed judgments, by status, qid, docid."""
+class FailedJudgment(NamedTuple):
+    status: str
+    qid: str
+    docid: str
+    answer: str  # the model's raw output, whitespace-trimmed and cut at ANSWER_CHARS ("" when it gave none)
+    error: str  # why it failed (the parser's or the backend's message), cut likewise
+
+
+ANSWER_CHARS = 300
+
+
+def failed_sample(store: Store, judge_run_id: str, *, limit: int = 10) -> list[FailedJudgment]:
+    """The first failed judgments by status, qid, docid, with what the model actually answered."""
     rows = store.con.execute(
-        "SELECT status, qid, docid, left(coalesce(error, ''), 300) FROM judgments WHERE judge_run_id = ? AND status <> 'ok' "
-        "ORDER BY status, qid, docid LIMIT ?",
+        "SELECT status, qid, docid, coalesce(raw_output, ''), coalesce(error, '') FROM judgments "
+        "WHERE judge_run_id = ? AND status <> 'ok' ORDER BY status, qid, docid LIMIT ?",
         [judge_run_id, limit],
     ).fetchall()
-    return [(s, q, d, e) for s, q, d, e in rows]
+    return [FailedJudgment(s, q, d, _cut(answer), _cut(error)) for s, q, d, answer, error in rows]
+
+
+def _cut(text: str) -> str:
+    text = text.strip()  # SQL's trim() strips spaces only, not the newlines models end with
+    return text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS].rstrip() + " …"
