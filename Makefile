@@ -34,6 +34,8 @@ test: $(VENV)/.test
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check qrelkit tests benchmarks
+	$(VENV)/bin/ruff format --check qrelkit tests benchmarks
+	$(VENV)/bin/mypy qrelkit
 
 bench: $(VENV)/.test
 	for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
