@@ -38,11 +38,9 @@ def test_dl19_job_survives_sigkill_and_ends_with_every_pair_judged_once(dl19, tm
     try:
         script = textwrap.dedent(
             f"""
-            from rich.console import Console
             from qrelkit.jobs import load_job, run_job
             spec = load_job({str(job)!r})
-            run_job(spec, progress=False, console=Console(file=open('/dev/null', 'w')),
-                    on_flush=lambda n: print(n, flush=True))
+            run_job(spec, progress=False, on_flush=lambda n: print(n, flush=True))
             """
         )
         child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
