@@ -360,9 +360,15 @@ class OpenAIJudge(BaseJudge):
                 model_id=self.model_id,
                 latency_ms=latency_ms,
             )
-        return self._judgment(*pair.key, reply, attempts, latency_ms, self.config.prices)
+        return self._judgment(pair, reply, attempts, latency_ms)
 
-    def _judgment(self, qid: str, docid: str, reply: Reply, attempts: int, latency_ms: float | None, prices: Prices | None) -> Judgment:
+    def _judgment(self, pair: Pair, reply: Reply, attempts: int, latency_ms: float | None) -> Judgment:
+        """A live reply as a judgment."""
+        return self._reply_judgment(*pair.key, reply, attempts, latency_ms, self.config.prices)
+
+    def _reply_judgment(
+        self, qid: str, docid: str, reply: Reply, attempts: int, latency_ms: float | None, prices: Prices | None
+    ) -> Judgment:
         """A reply as a judgment under the one scoring rule and status policy (live or from a batch)."""
         c = self.config
         common: dict[str, Any] = dict(
@@ -452,7 +458,7 @@ class OpenAIJudge(BaseJudge):
                 body = (line.body or "")[:2000] or None
                 error = f"malformed response: {exc}"
                 return Judgment(qid, docid, "model_error", error=error, raw_output=redact(body, self._secrets), model_id=self.model_id)
-            return self._judgment(qid, docid, reply, 1, None, batch_prices(self.config))
+            return self._reply_judgment(qid, docid, reply, 1, None, batch_prices(self.config))
         try:
             error_body: Any = json.loads(line.body) if line.body else None
         except ValueError:
