@@ -572,6 +572,7 @@ def test_dry_run_estimates_tokens_and_cost_without_a_request(job, server):
         "tokens_in": tokens_in,
         "tokens_out_max": 64,
         "cost_usd_max": round((tokens_in * 2.5 + 64 * 10.0) / 1e6, 6),
+        "batch_cost_usd_max": round((tokens_in * 2.5 + 64 * 10.0) / 2e6, 6),  # the Batch API's half price
     }
     out = io.StringIO()
     finish_job(spec, report, dry_run=True, grade=False, console=Console(file=out, width=200))

@@ -76,19 +76,27 @@ def judge(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run's report as JSON.")] = False,
+    mode: Annotated[
+        str | None, typer.Option("--mode", help="sync (a live request per pair) or batch (the Batch API: half price, within 24 h).")
+    ] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Batch mode: check with backoff until every batch is collected.")] = False,
 ) -> None:
     """Run a judging job. Resumable: running it again judges only what is missing.
 
     Judgments are committed every few seconds; Ctrl-C stops cleanly after writing what was judged.
     A judge that fails the same way on `max_consecutive_failures` pairs in a row (default 20) stops
-    the job; a job whose judgments mostly failed exits 3.
+    the job; a job whose judgments mostly failed exits 3. In batch mode (`--mode batch`, or the
+    judge option `mode: batch`) the pairs go out in Batch API files; running the job again (or
+    `qrelkit batches`) collects the finished batches (docs/openai-batch.md).
     """
-    from qrelkit.jobs import JobStopped, load_job
+    from qrelkit.jobs import JobStopped
 
-    spec = load_job(job, sets=overrides or [])
+    spec = judging.load_judging_job(job, sets=overrides, mode=mode)
     try:
         with progress_output(f"judging {job.name}", console=err, enabled=not (quiet or as_json or dry_run)) as progress:
-            outcome = judging.run_judging(spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, grade=grade, progress=progress)
+            outcome = judging.run_judging(
+                spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, grade=grade, progress=progress, wait=wait
+            )
     except JobStopped as stopped:
         for line in tables.describe_job(stopped.report):
             err.print(line, highlight=False)

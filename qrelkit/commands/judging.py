@@ -138,6 +138,15 @@ class JudgingOutcome:
         return out
 
 
+def load_judging_job(path: Path, *, sets: list[str] | None = None, mode: str | None = None) -> JobSpec:
+    """The job file with `--set` overrides and `--mode` (the judge's `mode` option: sync or batch)."""
+    from qrelkit.jobs import load_job
+
+    if mode is not None and mode not in ("sync", "batch"):
+        raise QrelkitError(f"--mode {mode!r}: choose sync or batch")
+    return load_job(path, sets=[*(sets or []), *([f"judge.options.mode={mode}"] if mode else [])])
+
+
 def run_judging(
     spec: JobSpec,
     *,
@@ -146,13 +155,16 @@ def run_judging(
     retry_failed: bool = False,
     grade: bool = True,
     progress: ProgressCallback | None = None,
+    wait: bool = False,
 ) -> JudgingOutcome:
-    """`qrelkit judge`: run the job, then grade it when the job asks and the run was not interrupted."""
-    report = run_job(spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, progress=progress)
+    """`qrelkit judge`: run the job, then grade it when the job asks, the run was not interrupted and
+    no pair is still in a batch."""
+    report = run_job(spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, progress=progress, wait=wait)
     if report.mostly_failed:
         raise JobStopped(report.failure_message(), report)
     outcome = JudgingOutcome(report)
-    if grade and not dry_run and not report.interrupted and (report.judged or report.to_judge == 0):
+    settled = not report.interrupted and report.in_batches == 0
+    if grade and not dry_run and settled and (report.judged or report.to_judge == 0):
         outcome.grading = grade_job(spec, report.judge_run_id)
     return outcome
 

@@ -14,6 +14,7 @@ from qrelkit.jobs.spec import JobError, JobSpec
 from qrelkit.judges import JudgeConfig, JudgeContext, Pair, create_judge, judge_class, make_config
 from qrelkit.prompts import PromptTemplate, load_template
 from qrelkit.storage import LoadResult, Store
+from qrelkit.storage.batches import open_batch_pairs
 from qrelkit.storage.judgments import JudgeRunInfo, judgment_states
 
 
@@ -89,6 +90,7 @@ class JobPlan:
     pairs: list[tuple[str, str]] = field(default_factory=list)  # the pool
     states: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # earlier (status, attempts)
     todo: list[tuple[str, str]] = field(default_factory=list)
+    in_batches: set[tuple[str, str]] = field(default_factory=set)  # sent in a Batch API batch not yet collected
     topics: dict[str, Topic] = field(default_factory=dict)
     documents: dict[str, Document] = field(default_factory=dict)
 
@@ -158,7 +160,11 @@ def plan_job(store: Store, spec: JobSpec, *, limit: int | None = None, retry_fai
         pooled = sorted({q for q, _ in plan.pairs})
         factory.template.check_topics([plan.topics[q] for q in pooled if q in plan.topics], source=source)
     plan.states = judgment_states(store, run_id)
-    plan.todo = [p for p in plan.pairs if p not in plan.states or (retry_failed and plan.states[p][0] != "ok")]
+    # A pair in an open batch is already paid for: neither route sends it again until the batch is collected.
+    plan.in_batches = open_batch_pairs(store, run_id)
+    plan.todo = [
+        p for p in plan.pairs if (p not in plan.states or (retry_failed and plan.states[p][0] != "ok")) and p not in plan.in_batches
+    ]
     if limit is not None:
         plan.todo = plan.todo[:limit]
     return plan

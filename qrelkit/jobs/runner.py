@@ -42,6 +42,10 @@ class JobReport:
     seconds: float = 0.0
     estimate: dict[str, Any] | None = None  # a judge's cost estimate for the pending pairs (dry run)
     loads: list[LoadResult] = field(default_factory=list)  # what the job loaded into its database
+    mode: str = "sync"  # or "batch": the judge's requests go through a Batch API
+    in_batches: int = 0  # pairs in batches not yet collected (after this run)
+    batches: list[dict[str, Any]] = field(default_factory=list)  # the judge run's batch submissions (batch mode)
+    submitted: int = 0  # requests this run sent in new batches
 
     @property
     def failed(self) -> int:
@@ -67,6 +71,10 @@ class JobReport:
             "interrupted": self.interrupted,
             "seconds": round(self.seconds, 3),
             "estimate": self.estimate,
+            "mode": self.mode,
+            "in_batches": self.in_batches,
+            "submitted": self.submitted,
+            "batches": self.batches,
         }
 
 
@@ -263,22 +271,36 @@ def run_job(
     progress: ProgressCallback | bool | None = None,
     on_flush: Callable[[int], None] | None = None,
     executor: Executor | None = None,
+    wait: bool = False,
+    sleep: Callable[[float], Any] = time.sleep,
 ) -> JobReport:
     """Judge what the job's pool still lacks. ``progress(done, total)`` is called after each batch.
 
     Raises JobStopped (after saving what was judged) when the judge looks broken or most of this
     run's judgments failed, FatalJudgeError when the judge says going on is pointless, and
-    StorageFailure when the database cannot be written."""
+    StorageFailure when the database cannot be written.
+
+    In batch mode (a judge option `mode: batch`) the pending pairs are sent through a Batch API
+    and judged when their batches finish: on a later run, or in this one with ``wait``."""
     report_progress = progress if callable(progress) else None
     with Store(spec.database) as store:
         plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
         report = JobReport(plan.judge_run_id, len(plan.pairs), plan.already_ok, plan.already_failed, len(plan.todo), loads=plan.loads)
+        report.in_batches = len(plan.in_batches)
+        report.mode = getattr(plan.config, "mode", "sync")
         valid, missing = plan.pending_pairs()
         if dry_run:
             if valid and hasattr(plan.judge_class, "estimate"):
                 # e.g. tokens and cost of an API judge, computed from rendered prompts without a request
                 report.estimate = plan.judge_class.estimate(plan.config, plan.factory.template, valid)
             return report
+        if report.mode == "batch":
+            from qrelkit.jobs.batch_job import run_batch_job
+
+            with _sigterm_as_interrupt():
+                return run_batch_job(
+                    store, plan, report, missing, limit=limit, retry_failed=retry_failed, wait=wait, progress=report_progress, sleep=sleep
+                )
         if not plan.todo:
             return report
         ensure_judge_run(store, plan.info())

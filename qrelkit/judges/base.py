@@ -105,6 +105,25 @@ class Judge(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class BatchJudge(Protocol):
+    """A judge that can also run through a Batch API (files of requests answered within hours, at a
+    lower price). It still never writes: the job's batch driver records, submits and collects, and
+    asks the judge only for request bodies, a client, and the judgment an answer line makes."""
+
+    def batch_settings(self) -> Any: ...  # qrelkit.judges.batch.BatchSettings
+
+    def batch_request(self, pair: Pair) -> dict[str, Any] | Judgment: ...  # the body, or the pair's input_error
+
+    def batch_client(self) -> Any: ...  # qrelkit.judges.batch.BatchClient
+
+    def batch_judgment(self, qid: str, docid: str, line: Any) -> Judgment | None: ...  # None: send the pair again
+
+    def preflight(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class BaseJudge:
     """Convenience base: holds config, template and context; `close` does nothing."""
 

@@ -85,6 +85,20 @@ def _error_detail(body: Any) -> tuple[str | None, str]:
     return None, str(body or "")[:500]
 
 
+def classify_status(status: int, body: Any, headers: Mapping[str, str] | None = None) -> ErrorVerdict:
+    """What to do about an HTTP error status and its body: the rule for a live request and for a
+    line of a Batch API output file alike."""
+    code, message = _error_detail(body)
+    text = f"HTTP {status}" + (f" {code}" if code else "") + (f": {message}" if message else "")
+    if code in FATAL_CODES:
+        return ErrorVerdict("fatal", f"{FATAL_CODES[code]} ({text})", status=status)
+    if status in FATAL_STATUS:
+        return ErrorVerdict("fatal", f"{FATAL_STATUS[status]} ({text})", status=status)
+    if status in RETRYABLE_STATUS or status >= 500:
+        return ErrorVerdict("retry", text, retry_after_seconds(headers), status)
+    return ErrorVerdict("fail", text, status=status)  # 400 (bad request, content filter, context too long), 413, 422
+
+
 def classify_error(exc: BaseException) -> ErrorVerdict:
     """What to do about an exception from one HTTP try (openai client exceptions, or ours)."""
     import openai
@@ -97,16 +111,7 @@ def classify_error(exc: BaseException) -> ErrorVerdict:
         cause = exc.__cause__ or exc.__context__
         return ErrorVerdict("retry", f"connection error: {type(cause).__name__ if cause else exc}")
     if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        code, message = _error_detail(exc.body)
-        text = f"HTTP {status}" + (f" {code}" if code else "") + (f": {message}" if message else "")
-        if code in FATAL_CODES:
-            return ErrorVerdict("fatal", f"{FATAL_CODES[code]} ({text})", status=status)
-        if status in FATAL_STATUS:
-            return ErrorVerdict("fatal", f"{FATAL_STATUS[status]} ({text})", status=status)
-        if status in RETRYABLE_STATUS or status >= 500:
-            return ErrorVerdict("retry", text, retry_after_seconds(exc.response.headers), status)
-        return ErrorVerdict("fail", text, status=status)  # 400 (bad request, content filter, context too long), 413, 422
+        return classify_status(exc.status_code, exc.body, exc.response.headers)
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
         return ErrorVerdict("fail", f"malformed response: {exc}")
     return ErrorVerdict("fail", f"{type(exc).__name__}: {exc}")

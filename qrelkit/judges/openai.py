@@ -34,10 +34,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
+from pydantic.json_schema import JsonDict
 
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
+from qrelkit.judges.batch import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, BatchClient, BatchLine, BatchSettings
 from qrelkit.judges.chat import ImageInputError, build_messages
-from qrelkit.judges.http import BackoffWait, MalformedResponse, RateLimiter, classify_error, is_retryable, redact
+from qrelkit.judges.http import BackoffWait, MalformedResponse, RateLimiter, classify_error, classify_status, is_retryable, redact
 from qrelkit.judges.scoring import TokenPositions, answer_candidates, judgment_from_answer
 from qrelkit.prompts import ImagePart, PromptTemplate, RenderedPrompt, TemplateError, TextPart
 
@@ -47,7 +49,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOCAL_PLACEHOLDER_KEY = "no-key-needed"  # local servers without --api-key accept any bearer token
 # How the judge runs, not what it judges: a change should resume the same judge run. The runner
 # can leave these out of the run's identity (see docs/openai-judge.md).
-OPERATIONAL = {"identity": False}
+OPERATIONAL: JsonDict = {"identity": False}
 IMAGE_TOKENS_LOW, IMAGE_TOKENS_BASE, IMAGE_TOKENS_PER_TILE = 85, 85, 170
 UNKNOWN_IMAGE_SIZE = (1024, 1024)
 
@@ -83,6 +85,23 @@ class OpenAIConfig(JudgeConfig):
     prices: Prices | None = Field(
         None, description="{input_per_million, output_per_million} in USD, for cost.", json_schema_extra=OPERATIONAL
     )
+    # The Batch API (docs/openai-batch.md): the same requests, answered within 24 hours at half the price.
+    mode: Literal["sync", "batch"] = Field(
+        "sync", description="sync: a live request per pair; batch: the Batch API (see docs/openai-batch.md).", json_schema_extra=OPERATIONAL
+    )
+    batch_prices: Prices | None = Field(
+        None, description="USD per million tokens in batch mode (default: half of `prices`).", json_schema_extra=OPERATIONAL
+    )
+    batch_max_requests: int = Field(
+        MAX_REQUESTS_PER_FILE, ge=1, le=MAX_REQUESTS_PER_FILE, description="Requests per batch file.", json_schema_extra=OPERATIONAL
+    )
+    batch_max_bytes: int = Field(
+        MAX_BYTES_PER_FILE, ge=1, le=MAX_BYTES_PER_FILE, description="Bytes per batch file.", json_schema_extra=OPERATIONAL
+    )
+    batch_poll: float = Field(
+        30.0, gt=0, description="First wait in seconds between checks with --wait (doubles).", json_schema_extra=OPERATIONAL
+    )
+    batch_poll_max: float = Field(600.0, gt=0, description="Longest wait between checks with --wait.", json_schema_extra=OPERATIONAL)
 
     @model_validator(mode="after")
     def _expected_needs_logprobs(self) -> OpenAIConfig:
@@ -143,6 +162,19 @@ def cost_of(tokens_in: int | None, tokens_out: int | None, prices: Prices | None
     if prices is None or tokens_in is None or tokens_out is None:
         return None
     return (tokens_in * prices.input_per_million + tokens_out * prices.output_per_million) / 1e6
+
+
+BATCH_DISCOUNT = 0.5  # OpenAI's Batch API: "50% lower costs" than the same requests made live
+
+
+def batch_prices(config: OpenAIConfig) -> Prices | None:
+    """The prices of a batch request: `batch_prices` when given, else half of `prices`."""
+    if config.batch_prices is not None or config.prices is None:
+        return config.batch_prices
+    return Prices(
+        input_per_million=config.prices.input_per_million * BATCH_DISCOUNT,
+        output_per_million=config.prices.output_per_million * BATCH_DISCOUNT,
+    )
 
 
 # -- response reading --------------------------------------------------------------------------
@@ -223,6 +255,7 @@ class OpenAIJudge(BaseJudge):
 
     name = "openai"
     Config = OpenAIConfig
+    config: OpenAIConfig
     needs_template = True
 
     @classmethod
@@ -271,15 +304,22 @@ class OpenAIJudge(BaseJudge):
             for task in tasks:  # after a fatal error, the other requests stop too
                 task.cancel()
 
-    async def _judge_pair(self, pair: Pair) -> Judgment:
+    def _prepare(self, pair: Pair) -> tuple[dict[str, Any], RenderedPrompt] | Judgment:
+        """The pair's Chat Completions request (and its rendered prompt), or its input_error."""
         c = self.config
         try:
             rendered = self.template.render(pair.topic, pair.document)
             messages = build_messages(rendered, detail=c.detail, image_urls=c.image_urls, image_root=pair.document.image_root)
         except (TemplateError, ImageInputError) as exc:
             return Judgment.failed(pair, "input_error", str(exc), model_id=self.model_id)
-        request = build_request(c, messages)
-        cost_tokens = prompt_token_estimate(rendered, c.detail, c.image_urls) + c.max_tokens
+        return build_request(c, messages), rendered
+
+    async def _judge_pair(self, pair: Pair) -> Judgment:
+        prepared = self._prepare(pair)
+        if isinstance(prepared, Judgment):
+            return prepared
+        request, rendered = prepared
+        cost_tokens = prompt_token_estimate(rendered, self.config.detail, self.config.image_urls) + self.config.max_tokens
         async with self._slots:
             return await self._send(pair, request, cost_tokens)
 
@@ -323,18 +363,24 @@ class OpenAIJudge(BaseJudge):
         return self._judgment(pair, reply, attempts, latency_ms)
 
     def _judgment(self, pair: Pair, reply: Reply, attempts: int, latency_ms: float | None) -> Judgment:
+        """A live reply as a judgment."""
+        return self._reply_judgment(*pair.key, reply, attempts, latency_ms, self.config.prices)
+
+    def _reply_judgment(
+        self, qid: str, docid: str, reply: Reply, attempts: int, latency_ms: float | None, prices: Prices | None
+    ) -> Judgment:
+        """A reply as a judgment under the one scoring rule and status policy (live or from a batch)."""
         c = self.config
         common: dict[str, Any] = dict(
             raw_output=redact(reply.text, self._secrets),
             tokens_in=reply.tokens_in,
             tokens_out=reply.tokens_out,
             latency_ms=latency_ms,
-            cost=cost_of(reply.tokens_in, reply.tokens_out, c.prices),
+            cost=cost_of(reply.tokens_in, reply.tokens_out, prices),
             attempts=attempts,
             model_id=self.model_id,
             system_fingerprint=reply.fingerprint,
         )
-        qid, docid = pair.key
         if reply.finish_reason == "content_filter":
             return Judgment(qid, docid, "model_error", error="the answer was withheld by the content filter", **common)
         positions = reply.positions() if c.logprobs else None
@@ -367,13 +413,60 @@ class OpenAIJudge(BaseJudge):
             tokens_in += prompt_token_estimate(rendered, config.detail, config.image_urls)
         tokens_out = requests * config.max_tokens  # an upper bound: answers stop earlier
         cost = cost_of(tokens_in, tokens_out, config.prices)
+        batch_cost = cost_of(tokens_in, tokens_out, batch_prices(config))
         return {
             "requests": requests,
             "images": images,
             "tokens_in": tokens_in,
             "tokens_out_max": tokens_out,
             "cost_usd_max": None if cost is None else round(cost, 6),
+            "batch_cost_usd_max": None if batch_cost is None else round(batch_cost, 6),
         }
+
+    # -- batch mode (qrelkit.judges.base.BatchJudge; the job's batch driver does the rest) ---------
+
+    def batch_settings(self) -> BatchSettings:
+        c = self.config
+        return BatchSettings(c.batch_max_requests, c.batch_max_bytes, c.max_tries, c.batch_poll, c.batch_poll_max)
+
+    def batch_request(self, pair: Pair) -> dict[str, Any] | Judgment:
+        """The request body a batch line carries: the very request the live route sends, images included."""
+        prepared = self._prepare(pair)
+        return prepared if isinstance(prepared, Judgment) else prepared[0]
+
+    def batch_client(self) -> BatchClient:
+        c = self.config
+        return BatchClient(
+            api_key=self._secrets[0],
+            base_url=self._base_url,
+            key_variable=f"${c.api_key_env}",
+            timeout=c.timeout,
+            max_tries=c.max_tries,
+            initial_backoff=c.initial_backoff,
+            max_backoff=c.max_backoff,
+        )
+
+    def batch_judgment(self, qid: str, docid: str, line: BatchLine | None) -> Judgment | None:
+        """A batch's answer for one pair, by the live route's reader and rules; None when the request
+        never ran or failed in a way a later batch can fix (expired, cancelled, 429, 5xx)."""
+        if line is None or line.status_code is None:
+            return None
+        if line.status_code == 200:
+            try:
+                reply = read_reply(line.body or "")
+            except MalformedResponse as exc:
+                body = (line.body or "")[:2000] or None
+                error = f"malformed response: {exc}"
+                return Judgment(qid, docid, "model_error", error=error, raw_output=redact(body, self._secrets), model_id=self.model_id)
+            return self._reply_judgment(qid, docid, reply, 1, None, batch_prices(self.config))
+        try:
+            error_body: Any = json.loads(line.body) if line.body else None
+        except ValueError:
+            error_body = line.body
+        verdict = classify_status(line.status_code, error_body)
+        if verdict.action == "retry":
+            return None
+        return Judgment(qid, docid, "model_error", error=redact(verdict.message, self._secrets), model_id=self.model_id)
 
     def preflight(self) -> None:
         """One `GET /models` before the first batch, with a short deadline and no retries: a dead

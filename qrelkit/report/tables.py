@@ -165,6 +165,10 @@ def describe_job(report: Any, *, dry_run: bool = False) -> list[str]:
         statuses = ", ".join(f"{s} {n}" for s, n in sorted(report.statuses.items()))
         rate = report.judged / report.seconds if report.seconds else 0.0
         lines.append(f"judged {report.judged} pairs in {report.seconds:.1f}s ({rate:.1f}/s): {statuses}")
+    if getattr(report, "mode", "sync") == "batch" or getattr(report, "in_batches", 0):
+        from qrelkit.report.batches import batch_job_lines
+
+        lines += batch_job_lines(report)
     if report.interrupted:
         lines.append("interrupted: what was judged is saved; run the same command again to resume")
     return lines

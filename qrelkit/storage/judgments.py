@@ -157,19 +157,25 @@ def write_judgments(store: Store, judge_run_id: str, judgments: list[Any]) -> No
     """Insert or replace a batch of judgments in one transaction (Arrow bulk path)."""
     if not judgments:
         return
+    with store.transaction() as con:
+        insert_judgments(con, judge_run_id, judgments)
+
+
+def insert_judgments(con: Any, judge_run_id: str, judgments: list[Any]) -> None:
+    """The insert of :func:`write_judgments`, inside a transaction the caller holds."""
+    if not judgments:
+        return
     records = [asdict(j) for j in judgments]
     columns = {"judge_run_id": pa.array([judge_run_id] * len(records), pa.string())}
     for name in JUDGMENT_COLUMNS[1:]:
         columns[name] = pa.array([r[name] for r in records], _TYPES.get(name, pa.string()))
-    table = pa.table(columns)
-    with store.transaction() as con:
-        con.register("incoming_judgments", table)
-        try:
-            cols = ", ".join(JUDGMENT_COLUMNS)
-            # A retried pair replaces its earlier (failed) judgment: one row per (run, qid, docid).
-            con.execute(f"INSERT OR REPLACE INTO judgments ({cols}) SELECT {cols} FROM incoming_judgments")
-        finally:
-            con.unregister("incoming_judgments")
+    con.register("incoming_judgments", pa.table(columns))
+    try:
+        cols = ", ".join(JUDGMENT_COLUMNS)
+        # A retried pair replaces its earlier (failed) judgment: one row per (run, qid, docid).
+        con.execute(f"INSERT OR REPLACE INTO judgments ({cols}) SELECT {cols} FROM incoming_judgments")
+    finally:
+        con.unregister("incoming_judgments")
 
 
 def ok_scores(store: Store, judge_run_id: str, column: str = "score") -> list[tuple[str, str, float]]:

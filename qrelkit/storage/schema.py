@@ -67,4 +67,26 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # 4: Batch API submissions of a judge run (docs/openai-batch.md). A submission is recorded with
+    # its pairs before its file is uploaded, its file id before the batch is created, and its batch
+    # id as soon as the API returns it; `state` says how far it got (prepared, uploaded, submitted,
+    # collected), `status` and the counts are the API's. `options` are the judge's options when it
+    # was submitted (how to reach and price it; never a key).
+    [
+        """CREATE TABLE batch_submissions (
+            submission_id TEXT PRIMARY KEY, judge_run_id TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('prepared', 'uploaded', 'submitted', 'collected')),
+            file_name TEXT NOT NULL, request_file TEXT, requests INTEGER NOT NULL, bytes BIGINT NOT NULL,
+            options JSON NOT NULL, input_file_id TEXT, batch_id TEXT, status TEXT,
+            total INTEGER, completed INTEGER, failed INTEGER, output_file_id TEXT, error_file_id TEXT, errors TEXT,
+            judged INTEGER, resubmitted INTEGER, created_unix BIGINT NOT NULL,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp, checked_at TIMESTAMP, collected_at TIMESTAMP)""",
+        """CREATE TABLE batch_pairs (
+            submission_id TEXT NOT NULL, judge_run_id TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL,
+            outcome TEXT CHECK (outcome IN ('judged', 'resubmit')),
+            PRIMARY KEY (submission_id, qid, docid))""",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

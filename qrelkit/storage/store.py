@@ -39,7 +39,7 @@ from qrelkit.storage.schema import MIGRATIONS, SCHEMA_VERSION
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>\S+) \(PID (?P<pid>\d+)\)")
 
 
-def _crash_point(name: str) -> None:
+def crash_point(name: str) -> None:
     """Test hook: die here, uncleanly, when QRELKIT_CRASH_AT names this point."""
     if os.environ.get("QRELKIT_CRASH_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -109,7 +109,7 @@ class Store:
             except BaseException:
                 self._rollback()
                 raise
-            _crash_point("before-commit")
+            crash_point("before-commit")
             self.con.execute("COMMIT")
         except duckdb.Error as exc:
             if machine_failure(exc):
@@ -316,7 +316,7 @@ class Store:
         con.execute("DELETE FROM run_entries WHERE run = ?", [name])
         con.execute("DELETE FROM runs WHERE name = ?", [name])
         self._insert(con, "run_entries", rows)
-        _crash_point("mid-load")
+        crash_point("mid-load")
         con.execute(
             "INSERT INTO runs (name, run_group, tag, path, file_hash, n_entries) VALUES (?, ?, ?, ?, ?, ?)",
             [name, group, run.tag, str(path), file_hash, len(run)],
