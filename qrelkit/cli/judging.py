@@ -74,6 +74,10 @@ def judge(
         list[str] | None,
         typer.Option("--set", help="Override a job setting: KEY.PATH=VALUE (YAML value), e.g. judge.options.batch_size=32."),
     ] = None,
+    executor: Annotated[
+        str | None, typer.Option("--executor", help="local (one judge in this process) or ray (Ray actors); overrides the job's.")
+    ] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Ray workers, each with its own judge (with --executor ray).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run's report as JSON.")] = False,
 ) -> None:
@@ -81,11 +85,12 @@ def judge(
 
     Judgments are committed every few seconds; Ctrl-C stops cleanly after writing what was judged.
     A judge that fails the same way on `max_consecutive_failures` pairs in a row (default 20) stops
-    the job; a job whose judgments mostly failed exits 3.
+    the job; a job whose judgments mostly failed exits 3. `--executor ray --workers N` judges on
+    Ray actors (the `ray` extra; see docs/ray.md); this process stays the only writer.
     """
     from qrelkit.jobs import JobStopped, load_job
 
-    spec = load_job(job, sets=overrides or [])
+    spec = load_job(job, sets=[*(overrides or []), *judging.executor_sets(executor, workers)])
     try:
         with progress_output(f"judging {job.name}", console=err, enabled=not (quiet or as_json or dry_run)) as progress:
             outcome = judging.run_judging(spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, grade=grade, progress=progress)

@@ -138,6 +138,19 @@ class JudgingOutcome:
         return out
 
 
+def executor_sets(executor: str | None, workers: int | None) -> list[str]:
+    """`--executor KIND --workers N` as the job overrides they stand for (validated with the job)."""
+    if executor is not None and executor not in ("local", "ray"):
+        raise QrelkitError(f"--executor {executor!r}: choose local or ray")
+    # --executor local runs a Ray job here: the job's Ray options are dropped, not an error
+    sets = {None: [], "local": ["executor={kind: local}"], "ray": ["executor.kind=ray"]}[executor]
+    if workers is not None:
+        if workers < 1:
+            raise QrelkitError(f"--workers must be 1 or more, got {workers}")
+        sets.append(f"executor.workers={workers}")
+    return sets
+
+
 def run_judging(
     spec: JobSpec,
     *,
