@@ -246,7 +246,7 @@ def test_a_fatal_judge_error_stops_every_worker_and_the_job(local_ray, collectio
     assert 0 < len(saved) < len(pairs) and all(local[key] == value for key, value in saved.items())
     assert not any(docid == "d520" for _, docid in saved)
     # the command line exits 3 with the judge's message and no traceback
-    command = [sys.executable, "-m", "qrelkit.cli", "judge", str(folder / "ray-fatal.yaml"), "--quiet"]
+    command = [sys.executable, "-m", "qrelkit.cli", "judge", str(folder / "ray-fatal.yaml"), "--quiet", "--workers", "1"]
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     command += ["--set", f"executor.address={local_ray}", "--set", f"executor.runtime_env={{env_vars: {{PYTHONPATH: {TESTS}}}}}"]
     result = subprocess.run(command, capture_output=True, text=True, env=env)
@@ -266,7 +266,7 @@ def test_embeddings_computed_in_workers_are_written_by_the_driver(local_ray, tmp
         "batch_size": 2,
     }
     (tmp_path / "local.yaml").write_text(yaml.safe_dump({**base, "database": "local.duckdb"}))
-    (tmp_path / "ray.yaml").write_text(yaml.safe_dump({**base, "database": "ray.duckdb", "executor": {"kind": "ray", "workers": 2}}))
+    (tmp_path / "ray.yaml").write_text(yaml.safe_dump({**base, "database": "ray.duckdb", "executor": {"kind": "ray", "workers": 1}}))
     run_job(load_job(tmp_path / "local.yaml"), progress=False)
     report = run_job(load_job(tmp_path / "ray.yaml"), progress=False)
     assert report.statuses == {"ok": 5}
