@@ -240,8 +240,8 @@ def test_a_fatal_judge_error_stops_every_worker_and_the_job(local_ray, collectio
     with pytest.raises(FatalJudgeError, match="the key was revoked while judging d520"):
         run_job(spec, progress=False, executor=executor)
     pids = [w.info.pid for w in executor.workers if w.info is not None]
-    assert len(pids) == 2 and wait_gone(pids) == []  # no worker judges on after the job stopped
-    assert local_ray_cpus_free(2)  # and Ray has their CPUs back
+    assert pids and wait_gone(pids) == []  # no worker judges on after the job stopped
+    assert local_ray_cpus_free(2)  # and Ray has every worker's CPU back, one still starting included
     saved = judgments(spec.database)
     assert 0 < len(saved) < len(pairs) and all(local[key] == value for key, value in saved.items())
     assert not any(docid == "d520" for _, docid in saved)
