@@ -215,14 +215,15 @@ def test_the_driver_sigkilled_and_run_again_ends_the_same(local_ray, collection)
     env = {**os.environ, "PYTHONPATH": str(TESTS), "QRELKIT_PROGRESS_SECONDS": "0"}
     driver = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
     assert driver.stderr is not None
-    done = 0
+    done, lines = 0, []
     for line in driver.stderr:  # `judging ray-driver.yaml: 1200/3002 pairs (...)`, one line per batch
+        lines.append(line)
         if line.startswith("judging ray-driver.yaml:"):
             done = int(line.split(":")[1].split("/")[0])
             if done >= 600:
                 break
     driver.kill()
-    assert driver.wait() == -signal.SIGKILL and done >= 600
+    assert driver.wait() == -signal.SIGKILL and done >= 600, "".join(lines[-20:])
     saved = judgments(folder / "ray-driver.duckdb")
     assert 0 < len(saved) < len(pairs)  # killed mid-job, with what it had flushed kept
     spec = load_job(job, sets=executor_sets("ray", 2))
