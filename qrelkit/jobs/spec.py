@@ -78,7 +78,7 @@ class ExecutorSpec(_Strict):
         if self.kind == "local":
             given = sorted(self.model_fields_set - {"kind"})
             if given:
-                raise ValueError(f"{', '.join(given)}: only with `kind: ray` (the local executor runs one judge in this process)")
+                raise ValueError(f"{', '.join(given)}: only with `kind: ray` (or --executor ray); the local executor runs one judge here")
         if self.num_gpus > 1 and not float(self.num_gpus).is_integer():
             raise ValueError(f"num_gpus: {self.num_gpus} GPUs per worker: use a fraction below 1 or a whole number (Ray's rule)")
         return self
