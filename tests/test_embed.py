@@ -192,3 +192,17 @@ def test_onnx_batches_respect_the_token_budget_and_cover_every_text(onnx_embedde
     for batch in batches:
         assert len(batch) <= onnx_embedder.batch_size
         assert len(batch) == 1 or len(batch) * lengths[batch].max() <= TOKEN_BUDGET
+
+
+def test_available_cores_is_capped_by_omp_num_threads(monkeypatch):
+    """Ray sets OMP_NUM_THREADS to a worker's CPUs; an embedder there must not start a thread per core."""
+    import os
+
+    from qrelkit.embed import available_cores
+
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert available_cores() == 1
+    for ignored in ("999", "", "x", "0"):
+        monkeypatch.setenv("OMP_NUM_THREADS", ignored)
+        assert available_cores() == cores

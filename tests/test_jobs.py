@@ -169,7 +169,7 @@ def test_dry_run_counts_without_judging(job):
 
 def test_unknown_judge_and_option_list_the_valid_ones(job):
     spec = job(temperature=0.5)
-    valid = "valid options of .*: fail_docids, interrupt_after, unparseable_docids, workers"
+    valid = "valid options of .*: delay_seconds, fail_docids, fatal_docids, interrupt_after, unparseable_docids, workers"
     with pytest.raises(JudgeError, match="option 'temperature': unknown option\n" + valid):
         run_job(spec, progress=False)
     spec = job().model_copy(update={"judge": job().judge.model_copy(update={"name": "gpt-5-turbo"})})

@@ -74,6 +74,10 @@ def judge(
         list[str] | None,
         typer.Option("--set", help="Override a job setting: KEY.PATH=VALUE (YAML value), e.g. judge.options.batch_size=32."),
     ] = None,
+    executor: Annotated[
+        str | None, typer.Option("--executor", help="local (one judge in this process) or ray (Ray actors); overrides the job's.")
+    ] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Ray workers, each with its own judge (with --executor ray).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run's report as JSON.")] = False,
     mode: Annotated[
@@ -87,11 +91,13 @@ def judge(
     A judge that fails the same way on `max_consecutive_failures` pairs in a row (default 20) stops
     the job; a job whose judgments mostly failed exits 3. In batch mode (`--mode batch`, or the
     judge option `mode: batch`) the pairs go out in Batch API files; running the job again (or
-    `qrelkit batches`) collects the finished batches (docs/openai-batch.md).
+    `qrelkit batches`) collects the finished batches (docs/openai-batch.md). `--executor ray
+    --workers N` judges on Ray actors (the `ray` extra; see docs/ray.md); this process stays the
+    only writer.
     """
     from qrelkit.jobs import JobStopped
 
-    spec = judging.load_judging_job(job, sets=overrides, mode=mode)
+    spec = judging.load_judging_job(job, sets=overrides, mode=mode, executor=executor, workers=workers)
     try:
         with progress_output(f"judging {job.name}", console=err, enabled=not (quiet or as_json or dry_run)) as progress:
             outcome = judging.run_judging(

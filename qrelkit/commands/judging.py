@@ -138,13 +138,29 @@ class JudgingOutcome:
         return out
 
 
-def load_judging_job(path: Path, *, sets: list[str] | None = None, mode: str | None = None) -> JobSpec:
-    """The job file with `--set` overrides and `--mode` (the judge's `mode` option: sync or batch)."""
+def executor_sets(executor: str | None, workers: int | None) -> list[str]:
+    """`--executor KIND --workers N` as the job overrides they stand for (validated with the job)."""
+    if executor is not None and executor not in ("local", "ray"):
+        raise QrelkitError(f"--executor {executor!r}: choose local or ray")
+    # --executor local runs a Ray job here: the job's Ray options are dropped, not an error
+    sets = {None: [], "local": ["executor={kind: local}"], "ray": ["executor.kind=ray"]}[executor]
+    if workers is not None:
+        if workers < 1:
+            raise QrelkitError(f"--workers must be 1 or more, got {workers}")
+        sets.append(f"executor.workers={workers}")
+    return sets
+
+
+def load_judging_job(
+    path: Path, *, sets: list[str] | None = None, mode: str | None = None, executor: str | None = None, workers: int | None = None
+) -> JobSpec:
+    """The job file with `--set` overrides, `--mode` (the judge's `mode` option: sync or batch) and
+    `--executor`/`--workers`."""
     from qrelkit.jobs import load_job
 
     if mode is not None and mode not in ("sync", "batch"):
         raise QrelkitError(f"--mode {mode!r}: choose sync or batch")
-    return load_job(path, sets=[*(sets or []), *([f"judge.options.mode={mode}"] if mode else [])])
+    return load_job(path, sets=[*(sets or []), *([f"judge.options.mode={mode}"] if mode else []), *executor_sets(executor, workers)])
 
 
 def run_judging(

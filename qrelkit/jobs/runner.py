@@ -13,14 +13,17 @@ from __future__ import annotations
 import re
 import signal
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+
+from qrelkit.embed.cache import ComputedEmbeddings, VectorStore
 from qrelkit.errors import JobFailed, PairInputError, QrelkitError, StorageFailure
 from qrelkit.jobs.plan import JobPlan, JudgeFactory, plan_job
-from qrelkit.jobs.spec import JobSpec
+from qrelkit.jobs.spec import ExecutorSpec, JobSpec
 from qrelkit.judges import FatalJudgeError, JudgeContext, Judgment, Pair
 from qrelkit.prompts import TemplateError
 from qrelkit.storage import LoadResult, Store
@@ -87,15 +90,23 @@ class JobStopped(JobFailed):
 
 
 class StoreEmbeddingCache:
-    """Gives judges cached embeddings; the runner's store does the writing."""
+    """Gives judges cached embeddings; the runner's store does the writing. In a process that cannot
+    reach the database (a Ray worker) the store is a `CollectingVectorStore`, and the executor hands
+    what it collected to the driver's cache, whose `save` writes it."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: VectorStore):
         self.store = store
 
-    def vectors(self, embedder: Any, item_kind: str, items: dict[str, str], content_hashes: dict[str, str] | None = None):
+    def vectors(
+        self, embedder: Any, item_kind: str, items: Mapping[str, str], content_hashes: Mapping[str, str] | None = None
+    ) -> dict[str, np.ndarray]:
         from qrelkit.embed import embed_with_cache
 
         return embed_with_cache(self.store, embedder, item_kind, items, content_hashes=content_hashes)
+
+    def save(self, computed: Iterable[ComputedEmbeddings]) -> None:
+        for batch in computed:
+            self.store.write_embeddings(batch.embedder_id, batch.item_kind, batch.keys, batch.vectors)
 
 
 # -- judging a batch -------------------------------------------------------------------------------
@@ -216,6 +227,15 @@ class LocalExecutor:
             self.judge.close()
 
 
+def executor_for(spec: ExecutorSpec) -> Executor:
+    """The job's `executor:`; Ray is imported only when chosen (it is the optional extra `qrelkit[ray]`)."""
+    if spec.kind == "ray":
+        from qrelkit.jobs.ray_executor import RayExecutor
+
+        return RayExecutor(spec)
+    return LocalExecutor()
+
+
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (a scheduler stopping the job) ends it like Ctrl-C: flush, then stop."""
@@ -304,7 +324,7 @@ def run_job(
         if not plan.todo:
             return report
         ensure_judge_run(store, plan.info())
-        executor = executor or LocalExecutor()
+        executor = executor or executor_for(spec.executor)
         writer = _Writer(store, plan, report, on_flush)
         writer.add(
             Judgment(qid, docid, "input_error", error=f"{what} is not in the collection ({spec.database})") for qid, docid, what in missing

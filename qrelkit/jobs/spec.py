@@ -9,7 +9,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -57,6 +57,33 @@ class JudgeSpec(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
+class ExecutorSpec(_Strict):
+    """Where the judging runs: in this process (`local`, the default) or on Ray actors (`ray`), each
+    building the judge once and pulling shards of the pending pairs; the driver stays the only writer."""
+
+    kind: Literal["local", "ray"] = "local"
+    address: str | None = Field(
+        None, description="Ray cluster: `auto` (the one `ray start` made on this node), `ray://host:10001`, or none (start a local Ray)."
+    )
+    workers: int = Field(1, ge=1, description="Ray actors, each with its own judge (a model loads once per worker).")
+    num_gpus: float = Field(0, ge=0, description="GPUs per worker: 0, a fraction below 1 (workers share a GPU), or a whole number.")
+    num_cpus: float = Field(1, gt=0, description="CPUs per worker.")
+    runtime_env: dict[str, Any] | None = Field(
+        None,
+        description="Ray runtime environment of the workers (env_vars, pip, py_modules, working_dir), e.g. for your own judge module.",
+    )
+
+    @model_validator(mode="after")
+    def _ray_options_go_with_ray(self) -> ExecutorSpec:
+        if self.kind == "local":
+            given = sorted(self.model_fields_set - {"kind"})
+            if given:
+                raise ValueError(f"{', '.join(given)}: only with `kind: ray` (or --executor ray); the local executor runs one judge here")
+        if self.num_gpus > 1 and not float(self.num_gpus).is_integer():
+            raise ValueError(f"num_gpus: {self.num_gpus} GPUs per worker: use a fraction below 1 or a whole number (Ray's rule)")
+        return self
+
+
 class JobSpec(_Strict):
     database: Path
     collection: CollectionSpec = Field(default_factory=CollectionSpec)
@@ -69,6 +96,7 @@ class JobSpec(_Strict):
     max_consecutive_failures: int = Field(
         20, ge=0, description="Stop when this many judgments in a row fail with the same error (the judge is broken); 0: never."
     )
+    executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
     source: Path | None = Field(None, exclude=True)
 
     def check_paths(self) -> None:
