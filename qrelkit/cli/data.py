@@ -59,15 +59,21 @@ def load_docs(
 @load_app.command("runs")
 def load_runs(
     paths: Annotated[
-        list[Path], typer.Argument(help="TREC run files, or folders of them. A run's name is its file name without extension.")
+        list[Path],
+        typer.Argument(
+            help="TREC run files, or folders of them (READMEs, hidden and other non-run files are skipped and named). "
+            "A run's name is its file name without extension; NIST's `input.<tag>.gz` is named <tag>."
+        ),
     ],
     db: DbOption = DEFAULT_DB,
+    name: Annotated[str | None, typer.Option(help="Name of the run (one file only; default: its file name).")] = None,
+    tag_names: Annotated[bool, typer.Option("--tag-names", help="Name each run by its tag column (column 6) instead of its file.")] = False,
     group: Annotated[str | None, typer.Option(help="Group these runs belong to (for bias and NRG priors).")] = None,
     replace: ReplaceOption = False,
     on_duplicate: DuplicateOption = "error",
 ) -> None:
     """Load TREC runs (`qid Q0 docid rank score tag`): all files in one transaction, so all land or none."""
-    _loaded(data.load_runs(db, paths, group=group, replace=replace, on_duplicate=on_duplicate))
+    _loaded(data.load_runs(db, paths, name=name, tag_names=tag_names, group=group, replace=replace, on_duplicate=on_duplicate))
 
 
 @load_app.command("qrels")

@@ -74,6 +74,13 @@ def judge(
         list[str] | None,
         typer.Option("--set", help="Override a job setting: KEY.PATH=VALUE (YAML value), e.g. judge.options.batch_size=32."),
     ] = None,
+    on_duplicate: Annotated[
+        str | None,
+        typer.Option(
+            "--on-duplicate",
+            help="A repeated (qid, docid) in a run or qrels file: error, first, last or max (job key collection.on_duplicate).",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run's report as JSON.")] = False,
 ) -> None:
@@ -85,7 +92,7 @@ def judge(
     """
     from qrelkit.jobs import JobStopped, load_job
 
-    spec = load_job(job, sets=overrides or [])
+    spec = load_job(job, sets=(overrides or []) + ([f"collection.on_duplicate={on_duplicate}"] if on_duplicate else []))
     try:
         with progress_output(f"judging {job.name}", console=err, enabled=not (quiet or as_json or dry_run)) as progress:
             outcome = judging.run_judging(spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, grade=grade, progress=progress)

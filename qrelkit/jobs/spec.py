@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from qrelkit.errors import QrelkitError
+from qrelkit.io import OnDuplicate
 from qrelkit.jobs.grade import GradingSpec
 
 
@@ -32,6 +33,9 @@ class CollectionSpec(_Strict):
     image_root: Path | None = None
     runs: list[Path] = Field(default_factory=list, description="Run files or folders to load.")
     qrels: dict[str, Path] = Field(default_factory=dict, description="Qrels sets to load: name -> file.")
+    on_duplicate: OnDuplicate = Field(
+        OnDuplicate.error, description="A repeated (qid, docid) in a run or qrels file: error, or keep the first, last or max."
+    )
 
 
 class PoolSpec(_Strict):
@@ -170,8 +174,8 @@ def load_job(
         raise JobError(f"{path}: the YAML is nested too deeply") from None
     if not isinstance(data, dict):
         raise JobError(f"{path}: expected a mapping (database, collection, pool, judge, template, grading)")
+    apply_sets(data, sets or [], path)  # first, so that a --set value may use ${VAR} as well
     data = expand_variables(data, "", path, os.environ if environ is None else environ)
-    apply_sets(data, sets or [], path)
     data.update(overrides or {})
     try:
         spec = JobSpec.model_validate(data)

@@ -62,7 +62,8 @@ class LoadResult:
     kind: str
     name: str
     rows: int
-    status: str  # "loaded", "replaced" or "unchanged"
+    status: str  # "loaded", "replaced", "unchanged", or "skipped" (a file of a folder that is not one)
+    reason: str = ""  # why a file was skipped
 
 
 class Store:
@@ -75,17 +76,40 @@ class Store:
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.IOException as exc:
-            holder = _LOCK_HOLDER.search(str(exc))
-            if holder:
-                raise DatabaseInUseError(
-                    f"database {self.path} is in use by process {holder['pid']} ({Path(holder['program']).name}); "
-                    "wait for it to finish or stop it, then try again"
-                ) from None
-            raise StoreError(f"cannot open database {self.path}: {exc}") from None
+            raise self._open_error(exc) from None
         if not read_only:
             self._migrate()
         else:
             self._check_version()
+
+    @classmethod
+    def in_memory_copy(cls, path: str | Path) -> Store:
+        """A database in memory holding what the file ``path`` holds (an empty, current-schema one when
+        there is no file yet). The file is attached read-only and never written: a dry run loads and
+        plans on the copy, so it can tell what a real run would load without changing anything."""
+        store = cls.__new__(cls)
+        store.path = Path(path)
+        store.con = duckdb.connect(":memory:")
+        if store.path.exists():
+            quoted = str(store.path).replace("'", "''")
+            try:
+                store.con.execute(f"ATTACH '{quoted}' AS planned_source (READ_ONLY)")
+            except duckdb.IOException as exc:
+                store.con.close()
+                raise store._open_error(exc) from None
+            store.con.execute("COPY FROM DATABASE planned_source TO memory")
+            store.con.execute("DETACH planned_source")
+        store._migrate()
+        return store
+
+    def _open_error(self, exc: duckdb.IOException) -> StoreError:
+        holder = _LOCK_HOLDER.search(str(exc))
+        if holder:
+            return DatabaseInUseError(
+                f"database {self.path} is in use by process {holder['pid']} ({Path(holder['program']).name}); "
+                "wait for it to finish or stop it, then try again"
+            )
+        return StoreError(f"cannot open database {self.path}: {exc}")
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -168,6 +192,12 @@ class Store:
                 f"{path} changed it. Pass --replace to load the new version, or choose another --name"
             )
         return "replaced"
+
+    def load_status(self, kind: str, path: str | Path, name: str | None = None) -> str:
+        """What loading ``path`` as ``kind`` would do, read-only: 'unchanged' or 'loaded' (raises as the
+        load would when the file changed under a name already loaded)."""
+        path = Path(path)
+        return self._plan_load(kind, name or run_name_from_path(path), file_sha256(path), path, replace=False) or "loaded"
 
     def _record_load(self, con: duckdb.DuckDBPyConnection, kind: str, name: str, path: Path, file_hash: str, rows: int) -> None:
         con.execute("DELETE FROM loads WHERE kind = ? AND name = ?", [kind, name])
@@ -295,7 +325,10 @@ class Store:
         seen: dict[str, Path] = {}
         for path, name, _, _ in plans:
             if name in seen:
-                raise StoreError(f"run name {name!r} comes from both {seen[name]} and {path}; name one of them with --name")
+                raise StoreError(
+                    f"run name {name!r} comes from both {seen[name]} and {path}; load one of them with --name NAME, "
+                    "or name every run by its tag with --tag-names"
+                )
             seen[name] = path
         if plans:
             with self.transaction() as con:
