@@ -151,3 +151,15 @@ def export_qrels(
     """Write a qrels set (graded from a judge run, or loaded) as a TREC qrels file."""
     qrels = judging.export_qrels_file(db, output, judge_run_id=judge_run, name=name)
     out.print(f"wrote {len(qrels)} judgments of {qrels.name!r} to {output}", highlight=False)
+
+
+@export_app.command("judgments")
+def export_judgments(
+    output: Annotated[Path, typer.Argument(help="Where to write: OUT.parquet, OUT.csv or OUT.jsonl (the suffix chooses the format).")],
+    judge_run: Annotated[str | None, typer.Option("--judge-run", help="One judge run (id, unique prefix or name); default: all.")] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Write judgments with every stored field (raw output, score, parsed and expected grade, status,
+    error, tokens, latency, cost, attempts, model id, fingerprint, time; the run's judge and template)."""
+    rows, runs = judging.export_judgments(db, output, judge_run_ref=judge_run)
+    out.print(f"wrote {rows} judgments of {len(runs)} judge run(s) ({', '.join(runs) or 'none'}) to {output}", highlight=False)

@@ -179,6 +179,19 @@ def export_qrels_file(db: Path, output: Path, *, judge_run_id: str | None, name:
     return qrels
 
 
+def export_judgments(db: Path, output: Path, *, judge_run_ref: str | None = None) -> tuple[int, list[str]]:
+    """`qrelkit export judgments`: every stored field of a judge run's judgments (or of all runs)
+    as Parquet, CSV or JSON Lines; returns the row count and the judge runs written."""
+    from qrelkit.io.tables import write_table
+    from qrelkit.storage.judgments import judgments_table
+
+    with Store(db, read_only=True) as store:
+        judge_run_id = judge_run(store, judge_run_ref).judge_run_id if judge_run_ref is not None else None
+        table = judgments_table(store, judge_run_id)
+    write_table(table, output)
+    return table.num_rows, sorted(set(table.column("judge_run_id").to_pylist()))
+
+
 def import_scores(db: Path, path: Path, *, name: str, replace: bool = False):
     """`qrelkit import scores`: scores made by any tool, stored as a judge run of origin `imported`."""
     from qrelkit.io.scores import read_scores
