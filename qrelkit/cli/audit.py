@@ -25,10 +25,13 @@ from qrelkit.cli.base import (
 )
 from qrelkit.report import tables
 
-ModelQrels = Annotated[str | None, typer.Option("--model-qrels", help="Model qrels: a TREC qrels file, or a qrels set in --db.")]
+ModelQrels = Annotated[
+    str | None, typer.Option("--model-qrels", help="Model qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db.")
+]
 ModelQrelsAlias = Annotated[str | None, typer.Option("--qrels", hidden=True)]
 ReferenceQrels = Annotated[
-    str | None, typer.Option("--reference-qrels", help="Reference (human) qrels: a TREC qrels file, or a qrels set in --db.")
+    str | None,
+    typer.Option("--reference-qrels", help="Reference (human) qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db."),
 ]
 ReferenceAlias = Annotated[str | None, typer.Option("--reference", hidden=True)]
 Groups = Annotated[

@@ -25,7 +25,9 @@ from qrelkit.cli.base import (
 from qrelkit.commands import data, judging
 from qrelkit.report import tables
 
-NameOption = Annotated[str | None, typer.Option(help="Name of this load (default: the file name without extension).")]
+NameOption = Annotated[
+    str | None, typer.Option(help="Name of this load (default: the file name without extension, or the ir_datasets id).")
+]
 
 
 def _loaded(results) -> None:
@@ -35,7 +37,9 @@ def _loaded(results) -> None:
 
 @load_app.command("topics")
 def load_topics(
-    file: Annotated[Path, typer.Argument(help="Topics: TSV `qid<TAB>text`, or JSONL with `qid`, `text` and any fields.")],
+    file: Annotated[
+        Path, typer.Argument(help="Topics: TSV `qid<TAB>text`, JSONL with `qid`, `text` and any fields, or irds:<dataset id>.")
+    ],
     db: DbOption = DEFAULT_DB,
     name: NameOption = None,
     replace: ReplaceOption = False,
@@ -46,7 +50,7 @@ def load_topics(
 
 @load_app.command("docs")
 def load_docs(
-    file: Annotated[Path, typer.Argument(help="JSONL documents: `docid` with `text`, or `image` (a relative path).")],
+    file: Annotated[Path, typer.Argument(help="JSONL documents (`docid` with `text`, or `image`: a relative path), or irds:<dataset id>.")],
     db: DbOption = DEFAULT_DB,
     image_root: Annotated[Path | None, typer.Option(help="Folder that image paths are relative to (default: the file's folder).")] = None,
     name: NameOption = None,
@@ -78,7 +82,7 @@ def load_runs(
 
 @load_app.command("qrels")
 def load_qrels(
-    file: Annotated[Path, typer.Argument(help="TREC qrels (`qid iter docid grade`).")],
+    file: Annotated[Path, typer.Argument(help="TREC qrels (`qid iter docid grade`), or irds:<ir_datasets id>.")],
     db: DbOption = DEFAULT_DB,
     name: Annotated[str | None, typer.Option(help="Name of the qrels set (default: file name).")] = None,
     replace: ReplaceOption = False,
@@ -100,7 +104,7 @@ def show(db: DbOption = DEFAULT_DB, as_json: JsonOption = False) -> None:
 
 @app.command()
 def evaluate(
-    qrels: Annotated[str, typer.Option(help="A TREC qrels file, or the name of a qrels set in --db.")],
+    qrels: Annotated[str, typer.Option(help="A TREC qrels file, irds:<ir_datasets id>, or the name of a qrels set in --db.")],
     runs: RunsOption = None,
     measure: MeasureOption = None,
     db: DbOption = DEFAULT_DB,

@@ -28,12 +28,10 @@ from qrelkit.io import (
     RunEntry,
     Topic,
     file_sha256,
-    read_documents,
-    read_qrels,
     read_run,
-    read_topics,
     run_name_from_path,
 )
+from qrelkit.io.sources import documents_from, qrels_from, source_name, source_sha256, topics_from
 from qrelkit.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>\S+) \(PID (?P<pid>\d+)\)")
@@ -197,7 +195,7 @@ class Store:
         """What loading ``path`` as ``kind`` would do, read-only: 'unchanged' or 'loaded' (raises as the
         load would when the file changed under a name already loaded)."""
         path = Path(path)
-        return self._plan_load(kind, name or run_name_from_path(path), file_sha256(path), path, replace=False) or "loaded"
+        return self._plan_load(kind, name or source_name(path), source_sha256(path), path, replace=False) or "loaded"
 
     def _record_load(self, con: duckdb.DuckDBPyConnection, kind: str, name: str, path: Path, file_hash: str, rows: int) -> None:
         con.execute("DELETE FROM loads WHERE kind = ? AND name = ?", [kind, name])
@@ -238,8 +236,8 @@ class Store:
         """The one load path: skip an unchanged file, parse (``prepare`` returns the row count and the
         writer), then write and record the load in one transaction."""
         path = Path(path)
-        name = name or run_name_from_path(path)
-        file_hash = file_sha256(path)
+        name = name or source_name(path)
+        file_hash = source_sha256(path)
         status = self._plan_load(kind, name, file_hash, path, replace)
         if status == "unchanged":
             return LoadResult(kind, name, 0, status)
@@ -251,7 +249,7 @@ class Store:
 
     def load_topics(self, path: str | Path, *, name: str | None = None, replace: bool = False) -> LoadResult:
         def prepare(path: Path, name: str):
-            topics = read_topics(path)
+            topics = topics_from(path)
             rows = pa.table(
                 {
                     "qid": [t.qid for t in topics],
@@ -274,7 +272,7 @@ class Store:
         self, path: str | Path, *, name: str | None = None, image_root: str | Path | None = None, replace: bool = False
     ) -> LoadResult:
         def prepare(path: Path, name: str):
-            documents = read_documents(path, image_root=image_root)
+            documents = documents_from(path, image_root=image_root)
             rows = pa.table(
                 {
                     "docid": [d.docid for d in documents],
@@ -382,10 +380,10 @@ class Store:
                     f"qrels set {name!r} holds qrels graded from judge run {graded[1]}; loading {path} would replace them: "
                     "choose another --name, or pass --replace"
                 )
-            qrels = read_qrels(path, name=name, on_duplicate=on_duplicate)
+            qrels = qrels_from(path, name=name, on_duplicate=on_duplicate)
 
             def write(con: duckdb.DuckDBPyConnection) -> None:
-                self._replace_qrels(con, qrels, origin="loaded", path=str(path), file_hash=file_sha256(path))
+                self._replace_qrels(con, qrels, origin="loaded", path=str(path), file_hash=source_sha256(path))
 
             return len(qrels), write
 
