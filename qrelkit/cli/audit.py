@@ -179,7 +179,7 @@ def fd_cmd(
     bootstrap: ResamplesAlias = None,
 ) -> None:
     """Fréchet distance between the embeddings of the relevant judged items and each run's top-k
-    (Gao et al., SIGIR 2023; Arabzadeh & Clarke, 2024): lower is better. Reports n and d; FD with fewer
+    (Arabzadeh and Clarke, EACL 2024): lower is better. Reports n and d; FD with fewer
     items than dimensions is exact but its covariance is rank-deficient.
     """
     from qrelkit.commands.fd import fd_settings, run_fd

@@ -126,7 +126,7 @@ def grade_cmd(
     replace: Annotated[bool, typer.Option("--replace", help="Grade again into a set graded before (never a loaded one).")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Grade a judge run's scores into qrels. Quantile grading (Yang et al., ICTIR 2024): below the
+    """Grade a judge run's scores into qrels. Quantile grading (Yang and Lin, LLM4Eval workshop at SIGIR 2024): below the
     median 0, to the 75th percentile 1, above 2; tied scores always share a grade."""
     spec = judging.grading_from_flags(
         method=method,
