@@ -67,7 +67,10 @@ def judges_list(
 def judge(
     job: Annotated[Path, typer.Argument(help="Job YAML: database, collection, pool, judge, template, grading.")],
     limit: Annotated[int | None, typer.Option(help="Judge at most N of the pending pairs.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count (pairs, done, failed, to judge) and estimate cost.")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Only count (what it would load; pairs, done, failed, to judge) and estimate cost; writes nothing."),
+    ] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Judge failed pairs (parse/model/input errors) again.")] = False,
     grade: Annotated[bool, typer.Option("--grade/--no-grade", help="Grade into qrels when the job has `grading`.")] = True,
     overrides: Annotated[
