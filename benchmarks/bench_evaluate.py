@@ -7,6 +7,7 @@ Needs ../shared/data/trec-dl-2019 (developer machines and CI).
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import sys
@@ -21,7 +22,7 @@ from qrelkit.evaluate import evaluate_runs
 from qrelkit.io import list_run_files, read_qrels, read_runs
 from qrelkit.storage import Store
 
-DL19 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DL19 = Path(os.environ.get("QRELKIT_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data") / "trec-dl-2019"
 
 
 def pytrec_direct() -> dict[str, float]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -42,7 +43,7 @@ from qrelkit.evaluate.fd.bootstrap import bootstrap_fd
 from qrelkit.evaluate.fd.runs import FDSettings, fd_of_runs
 from qrelkit.io import Qrel, Qrels, list_run_files, read_documents, read_qrels, read_runs
 
-DL19 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DL19 = Path(os.environ.get("QRELKIT_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data") / "trec-dl-2019"
 
 
 def sqrtm_fd(mu1, sigma1, mu2, sigma2) -> float:

@@ -32,7 +32,7 @@ from qrelkit.evaluate.nrg import nrg
 from qrelkit.evaluate.nrg.priors import chronological, nrg_from_spec
 from qrelkit.io import Run, RunEntry, read_qrels, read_runs
 
-DL19 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DL19 = Path(os.environ.get("QRELKIT_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data") / "trec-dl-2019"
 
 
 def reference_algorithm(grades: dict[str, dict[str, int]], lists: dict[str, dict[str, list[str]]], targets: list[str]) -> dict[str, float]:

@@ -38,6 +38,11 @@ class InputFormatError(QrelkitError):
         return cls([LineProblem(str(path), line, message)])
 
 
+class SkippedFilesWarning(UserWarning):
+    """Files left out of a folder because they are evidently not what the folder is read for (a
+    README in a runs folder); the CLI prints the warning as one line."""
+
+
 class FatalJobError(QrelkitError):
     """A job or command failed for a reason other than its input: the judge is broken, most
     judgments failed, the database cannot be written. The CLI exits 3 (bad input exits 2)."""

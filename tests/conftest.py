@@ -1,7 +1,9 @@
-"""Shared fixtures. Real DL19 data lives in ../shared/data (developer machines and CI only)."""
+"""Shared fixtures. Real DL19 data lives in $QRELKIT_DATA, by default ../shared/data (developer
+machines and CI only): the variable the example jobs read their data root from."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,10 @@ def _shared_data() -> Path:
     return ROOT.parent / "shared" / "data"
 
 
-SHARED_DATA = _shared_data()
+SHARED_DATA = Path(os.environ["QRELKIT_DATA"]).resolve() if os.environ.get("QRELKIT_DATA") else _shared_data()
+# The example jobs (configs/dl19-minilm.yaml) read ${QRELKIT_DATA}: point them, and any qrelkit the
+# tests start, at the same data the fixtures use.
+os.environ["QRELKIT_DATA"] = str(SHARED_DATA)
 DL19 = SHARED_DATA / "trec-dl-2019"
 EXTRAPOLATE_EVAL = SHARED_DATA / "extrapolate-eval"
 

@@ -54,3 +54,24 @@ class OverlapJudge(BaseJudge):
                 continue
             out.append(Judgment(*pair.key, "ok", score=overlap(pair.topic.text, pair.document.text or "")))
         return out
+
+
+class SlowConfig(JudgeConfig):
+    seconds: float = 0.05
+
+
+class SlowJudge(BaseJudge):
+    """Word overlap that takes ``seconds`` per pair: work long enough to report progress on."""
+
+    name = "slow"
+    Config = SlowConfig
+    needs_template = False
+
+    def judge(self, batch):
+        import time
+
+        out = []
+        for pair in batch:
+            time.sleep(self.config.seconds)
+            out.append(Judgment(*pair.key, "ok", score=overlap(pair.topic.text, pair.document.text or "")))
+        return out

@@ -605,6 +605,7 @@ def test_image_jobs_send_each_image_once_and_bad_images_fail_alone(tmp_path, ser
     loaded = load_job(tmp_path / "job.yaml")
     estimate = run_job(loaded, dry_run=True, progress=False).estimate
     assert estimate["images"] == 4
+    run_job(loaded, limit=0, progress=False)  # loads the collection (a dry run writes nothing), judges nothing
     (images / "link.png").symlink_to(tmp_path / "outside.png")  # io refuses such a link at load time; it appears later
     run_job(loaded, progress=False)
     judged = rows(loaded)

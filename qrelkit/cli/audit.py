@@ -25,10 +25,13 @@ from qrelkit.cli.base import (
 )
 from qrelkit.report import tables
 
-ModelQrels = Annotated[str | None, typer.Option("--model-qrels", help="Model qrels: a TREC qrels file, or a qrels set in --db.")]
+ModelQrels = Annotated[
+    str | None, typer.Option("--model-qrels", help="Model qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db.")
+]
 ModelQrelsAlias = Annotated[str | None, typer.Option("--qrels", hidden=True)]
 ReferenceQrels = Annotated[
-    str | None, typer.Option("--reference-qrels", help="Reference (human) qrels: a TREC qrels file, or a qrels set in --db.")
+    str | None,
+    typer.Option("--reference-qrels", help="Reference (human) qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db."),
 ]
 ReferenceAlias = Annotated[str | None, typer.Option("--reference", hidden=True)]
 Groups = Annotated[
@@ -176,7 +179,7 @@ def fd_cmd(
     bootstrap: ResamplesAlias = None,
 ) -> None:
     """Fréchet distance between the embeddings of the relevant judged items and each run's top-k
-    (Gao et al., SIGIR 2023; Arabzadeh & Clarke, 2024): lower is better. Reports n and d; FD with fewer
+    (Arabzadeh and Clarke, EACL 2024): lower is better. Reports n and d; FD with fewer
     items than dimensions is exact but its covariance is rank-deficient.
     """
     from qrelkit.commands.fd import fd_settings, run_fd

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,7 +15,7 @@ from rich.console import Console
 from rich.text import Text
 
 from qrelkit import __version__
-from qrelkit.errors import FatalJobError, QrelkitError
+from qrelkit.errors import FatalJobError, QrelkitError, SkippedFilesWarning
 
 app = typer.Typer(
     help="Make relevance judgments with models, and audit them against human qrels.",
@@ -101,9 +102,21 @@ def _root(
     """Make relevance judgments with models, and audit them against human qrels."""
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001 (warnings' signature)
+    """qrelkit's own warnings (files skipped in a folder) as one plain line; others as Python prints them."""
+    if issubclass(category, SkippedFilesWarning):
+        err.print(Text("warning: ", style="yellow") + Text(str(message)), soft_wrap=True)
+        return
+    _python_showwarning(message, category, filename, lineno, file, line)
+
+
+_python_showwarning = warnings.showwarning
+
+
 def main() -> None:
     """Exit codes: 0 done; 2 bad input or usage (one message naming the file and line, or the pair);
     3 a job failed (a broken judge, most judgments failed, the database could not be written); 130 interrupted."""
+    warnings.showwarning = _show_warning
     try:
         app()
     except FatalJobError as exc:

@@ -25,7 +25,9 @@ from qrelkit.cli.base import (
 from qrelkit.commands import data, judging
 from qrelkit.report import tables
 
-NameOption = Annotated[str | None, typer.Option(help="Name of this load (default: the file name without extension).")]
+NameOption = Annotated[
+    str | None, typer.Option(help="Name of this load (default: the file name without extension, or the ir_datasets id).")
+]
 
 
 def _loaded(results) -> None:
@@ -35,7 +37,9 @@ def _loaded(results) -> None:
 
 @load_app.command("topics")
 def load_topics(
-    file: Annotated[Path, typer.Argument(help="Topics: TSV `qid<TAB>text`, or JSONL with `qid`, `text` and any fields.")],
+    file: Annotated[
+        Path, typer.Argument(help="Topics: TSV `qid<TAB>text`, JSONL with `qid`, `text` and any fields, or irds:<dataset id>.")
+    ],
     db: DbOption = DEFAULT_DB,
     name: NameOption = None,
     replace: ReplaceOption = False,
@@ -46,7 +50,7 @@ def load_topics(
 
 @load_app.command("docs")
 def load_docs(
-    file: Annotated[Path, typer.Argument(help="JSONL documents: `docid` with `text`, or `image` (a relative path).")],
+    file: Annotated[Path, typer.Argument(help="JSONL documents (`docid` with `text`, or `image`: a relative path), or irds:<dataset id>.")],
     db: DbOption = DEFAULT_DB,
     image_root: Annotated[Path | None, typer.Option(help="Folder that image paths are relative to (default: the file's folder).")] = None,
     name: NameOption = None,
@@ -59,20 +63,26 @@ def load_docs(
 @load_app.command("runs")
 def load_runs(
     paths: Annotated[
-        list[Path], typer.Argument(help="TREC run files, or folders of them. A run's name is its file name without extension.")
+        list[Path],
+        typer.Argument(
+            help="TREC run files, or folders of them (READMEs, hidden and other non-run files are skipped and named). "
+            "A run's name is its file name without extension; NIST's `input.<tag>.gz` is named <tag>."
+        ),
     ],
     db: DbOption = DEFAULT_DB,
+    name: Annotated[str | None, typer.Option(help="Name of the run (one file only; default: its file name).")] = None,
+    tag_names: Annotated[bool, typer.Option("--tag-names", help="Name each run by its tag column (column 6) instead of its file.")] = False,
     group: Annotated[str | None, typer.Option(help="Group these runs belong to (for bias and NRG priors).")] = None,
     replace: ReplaceOption = False,
     on_duplicate: DuplicateOption = "error",
 ) -> None:
     """Load TREC runs (`qid Q0 docid rank score tag`): all files in one transaction, so all land or none."""
-    _loaded(data.load_runs(db, paths, group=group, replace=replace, on_duplicate=on_duplicate))
+    _loaded(data.load_runs(db, paths, name=name, tag_names=tag_names, group=group, replace=replace, on_duplicate=on_duplicate))
 
 
 @load_app.command("qrels")
 def load_qrels(
-    file: Annotated[Path, typer.Argument(help="TREC qrels (`qid iter docid grade`).")],
+    file: Annotated[Path, typer.Argument(help="TREC qrels (`qid iter docid grade`), or irds:<ir_datasets id>.")],
     db: DbOption = DEFAULT_DB,
     name: Annotated[str | None, typer.Option(help="Name of the qrels set (default: file name).")] = None,
     replace: ReplaceOption = False,
@@ -94,7 +104,7 @@ def show(db: DbOption = DEFAULT_DB, as_json: JsonOption = False) -> None:
 
 @app.command()
 def evaluate(
-    qrels: Annotated[str, typer.Option(help="A TREC qrels file, or the name of a qrels set in --db.")],
+    qrels: Annotated[str, typer.Option(help="A TREC qrels file, irds:<ir_datasets id>, or the name of a qrels set in --db.")],
     runs: RunsOption = None,
     measure: MeasureOption = None,
     db: DbOption = DEFAULT_DB,
@@ -145,3 +155,15 @@ def export_qrels(
     """Write a qrels set (graded from a judge run, or loaded) as a TREC qrels file."""
     qrels = judging.export_qrels_file(db, output, judge_run_id=judge_run, name=name)
     out.print(f"wrote {len(qrels)} judgments of {qrels.name!r} to {output}", highlight=False)
+
+
+@export_app.command("judgments")
+def export_judgments(
+    output: Annotated[Path, typer.Argument(help="Where to write: OUT.parquet, OUT.csv or OUT.jsonl (the suffix chooses the format).")],
+    judge_run: Annotated[str | None, typer.Option("--judge-run", help="One judge run (id, unique prefix or name); default: all.")] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Write judgments with every stored field (raw output, score, parsed and expected grade, status,
+    error, tokens, latency, cost, attempts, model id, fingerprint, time; the run's judge and template)."""
+    rows, runs = judging.export_judgments(db, output, judge_run_ref=judge_run)
+    out.print(f"wrote {rows} judgments of {len(runs)} judge run(s) ({', '.join(runs) or 'none'}) to {output}", highlight=False)

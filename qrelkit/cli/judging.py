@@ -67,7 +67,10 @@ def judges_list(
 def judge(
     job: Annotated[Path, typer.Argument(help="Job YAML: database, collection, pool, judge, template, grading.")],
     limit: Annotated[int | None, typer.Option(help="Judge at most N of the pending pairs.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count (pairs, done, failed, to judge) and estimate cost.")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Only count (what it would load; pairs, done, failed, to judge) and estimate cost; writes nothing."),
+    ] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Judge failed pairs (parse/model/input errors) again.")] = False,
     grade: Annotated[bool, typer.Option("--grade/--no-grade", help="Grade into qrels when the job has `grading`.")] = True,
     overrides: Annotated[
@@ -78,6 +81,13 @@ def judge(
         str | None, typer.Option("--executor", help="local (one judge in this process) or ray (Ray actors); overrides the job's.")
     ] = None,
     workers: Annotated[int | None, typer.Option("--workers", help="Ray workers, each with its own judge (with --executor ray).")] = None,
+    on_duplicate: Annotated[
+        str | None,
+        typer.Option(
+            "--on-duplicate",
+            help="A repeated (qid, docid) in a run or qrels file: error, first, last or max (job key collection.on_duplicate).",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run's report as JSON.")] = False,
     mode: Annotated[
@@ -97,7 +107,7 @@ def judge(
     """
     from qrelkit.jobs import JobStopped
 
-    spec = judging.load_judging_job(job, sets=overrides, mode=mode, executor=executor, workers=workers)
+    spec = judging.load_judging_job(job, sets=overrides, mode=mode, executor=executor, workers=workers, on_duplicate=on_duplicate)
     try:
         with progress_output(f"judging {job.name}", console=err, enabled=not (quiet or as_json or dry_run)) as progress:
             outcome = judging.run_judging(
@@ -133,7 +143,7 @@ def grade_cmd(
     replace: Annotated[bool, typer.Option("--replace", help="Grade again into a set graded before (never a loaded one).")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Grade a judge run's scores into qrels. Quantile grading (Yang et al., ICTIR 2024): below the
+    """Grade a judge run's scores into qrels. Quantile grading (Yang and Lin, LLM4Eval workshop at SIGIR 2024): below the
     median 0, to the 75th percentile 1, above 2; tied scores always share a grade."""
     spec = judging.grading_from_flags(
         method=method,

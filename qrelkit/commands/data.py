@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from qrelkit.commands.sources import resolve_qrels, resolve_runs
+from qrelkit.errors import QrelkitError
 from qrelkit.evaluate import Evaluation, evaluate_runs
-from qrelkit.io import OnDuplicate, list_run_files
+from qrelkit.io import OnDuplicate, list_run_files, run_tag
 from qrelkit.storage import LoadResult, Store
 
 DEFAULT_MEASURES = ["nDCG@10"]
@@ -28,13 +29,25 @@ def load_runs(
     db: Path,
     paths: list[Path],
     *,
+    name: str | None = None,
+    tag_names: bool = False,
     group: str | None = None,
     replace: bool = False,
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
 ) -> list[LoadResult]:
-    """Every run file given (folders expanded) in one transaction: all land, or none."""
+    """Every run file given (folders expanded) in one transaction: all land, or none. A run is named
+    by ``name`` (one file only), by its tag column (``tag_names``), or by its file name. Files of a
+    folder that are evidently not runs (a README, hidden files) come back as `skipped` results."""
+    skipped: list[tuple[Path, str]] = []
+    files = list_run_files(list(paths), skipped)
+    if name is not None and tag_names:
+        raise QrelkitError("give --name or --tag-names, not both")
+    if name is not None and len(files) != 1:
+        raise QrelkitError(f"--name names one run, but {len(files)} run files were given; use --tag-names, or load them one by one")
+    names: list[str | None] = [name] if name is not None else [run_tag(f) for f in files] if tag_names else [None] * len(files)
     with Store(db) as store:
-        return store.load_runs(list_run_files(list(paths)), group=group, replace=replace, on_duplicate=on_duplicate)
+        results = store.load_runs(files, names=names, group=group, replace=replace, on_duplicate=on_duplicate)
+    return results + [LoadResult("runs", str(path), 0, "skipped", reason) for path, reason in skipped]
 
 
 def load_qrels(

@@ -152,15 +152,23 @@ def executor_sets(executor: str | None, workers: int | None) -> list[str]:
 
 
 def load_judging_job(
-    path: Path, *, sets: list[str] | None = None, mode: str | None = None, executor: str | None = None, workers: int | None = None
+    path: Path,
+    *,
+    sets: list[str] | None = None,
+    mode: str | None = None,
+    executor: str | None = None,
+    workers: int | None = None,
+    on_duplicate: str | None = None,
 ) -> JobSpec:
-    """The job file with `--set` overrides, `--mode` (the judge's `mode` option: sync or batch) and
-    `--executor`/`--workers`."""
+    """The job file with `--set` overrides, `--mode` (the judge's `mode` option: sync or batch),
+    `--executor`/`--workers` and `--on-duplicate` (the collection's on_duplicate)."""
     from qrelkit.jobs import load_job
 
     if mode is not None and mode not in ("sync", "batch"):
         raise QrelkitError(f"--mode {mode!r}: choose sync or batch")
-    return load_job(path, sets=[*(sets or []), *([f"judge.options.mode={mode}"] if mode else []), *executor_sets(executor, workers)])
+    extra = [f"judge.options.mode={mode}"] if mode else []
+    extra += [f"collection.on_duplicate={on_duplicate}"] if on_duplicate else []
+    return load_job(path, sets=[*(sets or []), *extra, *executor_sets(executor, workers)])
 
 
 def run_judging(
@@ -205,6 +213,19 @@ def export_qrels_file(db: Path, output: Path, *, judge_run_id: str | None, name:
         qrels = graded_qrels(store, judge_run_id)[0] if judge_run_id is not None else store.qrels(name)  # type: ignore[arg-type]
     write_qrels(qrels, output)
     return qrels
+
+
+def export_judgments(db: Path, output: Path, *, judge_run_ref: str | None = None) -> tuple[int, list[str]]:
+    """`qrelkit export judgments`: every stored field of a judge run's judgments (or of all runs)
+    as Parquet, CSV or JSON Lines; returns the row count and the judge runs written."""
+    from qrelkit.io.tables import write_table
+    from qrelkit.storage.judgments import judgments_table
+
+    with Store(db, read_only=True) as store:
+        judge_run_id = judge_run(store, judge_run_ref).judge_run_id if judge_run_ref is not None else None
+        table = judgments_table(store, judge_run_id)
+    write_table(table, output)
+    return table.num_rows, sorted(set(table.column("judge_run_id").to_pylist()))
 
 
 def import_scores(db: Path, path: Path, *, name: str, replace: bool = False):

@@ -5,15 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from qrelkit.errors import QrelkitError
-from qrelkit.io import OnDuplicate, Qrels, Run, read_qrels, read_runs
+from qrelkit.io import OnDuplicate, Qrels, Run, read_runs
+from qrelkit.io.irds import irds_id
+from qrelkit.io.sources import qrels_from
 from qrelkit.storage import Store
 from qrelkit.storage.judgments import graded_qrels
 
 
 def resolve_qrels(ref: str, db: str | Path | None, *, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> Qrels:
-    """A qrels file path, or the name of a qrels set in ``db``."""
-    if Path(ref).is_file():
-        return read_qrels(ref, on_duplicate=on_duplicate)
+    """A qrels file path, an ir_datasets id (`irds:<id>`), or the name of a qrels set in ``db``."""
+    if Path(ref).is_file() or irds_id(ref) is not None:
+        return qrels_from(ref, on_duplicate=on_duplicate)
     if db is not None and Path(db).exists():
         with Store(db, read_only=True) as store:
             return store.qrels(ref)

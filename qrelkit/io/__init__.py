@@ -13,6 +13,7 @@ from qrelkit.io.trec import (
     read_run,
     read_runs,
     run_name_from_path,
+    run_tag,
     write_qrels,
     write_run,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "read_runs",
     "read_topics",
     "run_name_from_path",
+    "run_tag",
     "write_qrels",
     "write_run",
 ]

@@ -8,13 +8,15 @@ NIST's published numbers) only reproduce at that precision.
 from __future__ import annotations
 
 import math
+import re
+import warnings
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
 
-from qrelkit.errors import InputFormatError, LineProblem
+from qrelkit.errors import InputFormatError, LineProblem, SkippedFilesWarning
 from qrelkit.io.lines import iter_lines, raise_if_problems
 
 
@@ -100,11 +102,33 @@ class Qrels:
 
 
 def run_name_from_path(path: str | Path) -> str:
-    """A run's name is its file name without the extension (`runs/bm25.run` -> `bm25`)."""
+    """A run's name is its file name without the extension (`runs/bm25.run` -> `bm25`). NIST ships
+    every submitted run as `input.<tag>[.gz]`, so those are named by the tag (`input.bm25base_p.gz`
+    -> `bm25base_p`), not all `input`."""
     name = Path(path).name
     if name.endswith(".gz"):
         name = name[:-3]
+    if name.startswith("input.") and len(name) > len("input."):
+        return name[len("input.") :]
     return Path(name).stem if "." in name else name
+
+
+def run_tag(path: str | Path) -> str:
+    """The one tag (column 6) a run file's lines carry, for naming a run by its tag; an error
+    names the file when its lines carry several tags or none."""
+    path = Path(path)
+    problems: list[LineProblem] = []
+    tags: dict[str, int] = {}
+    for number, text in iter_lines(path, problems):
+        cols = text.split()
+        if len(cols) == 6:
+            tags.setdefault(cols[5], number)
+    raise_if_problems(problems)
+    if len(tags) != 1:
+        found = ", ".join(f"{tag!r} (line {line})" for tag, line in list(tags.items())[:5])
+        what = f"several tags: {found}" if tags else "no `qid Q0 docid rank score tag` line"
+        raise InputFormatError.single(path, 0, f"cannot name the run by its tag: the file has {what}; name it with --name")
+    return next(iter(tags))
 
 
 def _keep(
@@ -236,17 +260,60 @@ def write_qrels(qrels: Qrels, path: str | Path) -> None:
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def list_run_files(paths: list[str | Path]) -> list[Path]:
-    """Expand files and directories (every regular, non-hidden file inside) into run files."""
+# Files a runs folder often holds beside the runs (NIST's and the authors' releases): never runs.
+_NOT_RUN_NAMES = re.compile(r"^(readme|license|licence|copying|notice|changelog|manifest)([._-].*)?$", re.IGNORECASE)
+_NOT_RUN_SUFFIXES = {".md", ".rst", ".html", ".htm", ".pdf", ".json", ".yaml", ".yml", ".py", ".sh", ".ipynb", ".png", ".jpg", ".svg"}
+
+
+def not_a_run(path: Path) -> str | None:
+    """Why a file found in a runs folder is not a run (None when it may be one): a hidden file, a
+    README or LICENSE, documentation or code by its suffix, or a `.txt` whose first line is not a
+    `qid Q0 docid rank score tag` line."""
+    name = path.name
+    if name.startswith("."):
+        return "hidden file"
+    if _NOT_RUN_NAMES.match(name):
+        return "not a run file (" + name.split(".")[0].upper() + ")"
+    if path.suffix.lower() in _NOT_RUN_SUFFIXES:
+        return f"not a run file ({path.suffix.lower()})"
+    if path.suffix.lower() == ".txt" and not _looks_like_run(path):
+        return "not a run file (its first line is not `qid Q0 docid rank score tag`)"
+    return None
+
+
+def _looks_like_run(path: Path) -> bool:
+    problems: list[LineProblem] = []
+    for _, text in iter_lines(path, problems):
+        cols = text.split()
+        return len(cols) == 6 and cols[3].lstrip("-").isdigit()
+    return False
+
+
+def list_run_files(paths: list[str | Path], skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
+    """Expand files and folders into run files. A file named directly is always read; inside a
+    folder, files that are evidently not runs (`not_a_run`) are left out and appended to
+    ``skipped`` as (path, reason), or, when the caller passes no list, named in a warning."""
     out: list[Path] = []
+    left_out: list[tuple[Path, str]] = []
     for item in paths:
         p = Path(item)
         if p.is_dir():
-            out.extend(sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".")))
+            for f in sorted(f for f in p.iterdir() if f.is_file()):
+                reason = not_a_run(f)
+                if reason is None:
+                    out.append(f)
+                else:
+                    left_out.append((f, reason))
         elif p.exists():
             out.append(p)
         else:
             raise InputFormatError.single(p, 0, "no such file or directory")
+    if skipped is not None:
+        skipped.extend(left_out)
+    elif left_out:
+        shown = ", ".join(f"{f} ({reason})" for f, reason in left_out if not f.name.startswith("."))
+        if shown:
+            warnings.warn(f"skipped {shown}", SkippedFilesWarning, stacklevel=2)
     return out
 
 

@@ -1,7 +1,7 @@
 """Scores to qrels: one validated grading specification (the job's `grading:` and `qrelkit grade`
 build the same model, so they accept and refuse the same things) and four methods.
 
-* ``quantile`` (Yang et al., ICTIR 2024, §3.3): below the median 0, from the median to the 75th
+* ``quantile`` (Yang and Lin, LLM4Eval workshop at SIGIR 2024, §3.3): below the median 0, from the median to the 75th
   percentile 1, from the 75th percentile up 2 — quantiles and labels configurable, over all scores
   or within each topic. **Ties are never split.** Real judges tie in large blocks (an LLM answers
   0–3 or 1–100, CLIPScore clamps negatives to 0), so a score is placed by the mid-rank of its tied

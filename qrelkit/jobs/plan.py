@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from qrelkit.errors import QrelkitError
@@ -41,19 +42,40 @@ def identity_options(config_class: Any, config_data: dict[str, Any]) -> dict[str
     return {name: value for name, value in config_data.items() if counts(name)}
 
 
-def load_collection(store: Store, spec: JobSpec) -> list[LoadResult]:
-    """Load the job's files into its database (idempotent: unchanged files are skipped)."""
+def collection_files(spec: JobSpec, skipped: list[tuple[Path, str]] | None = None) -> list[tuple[str, Path, str | None]]:
+    """(kind, file, name or None for the file's own) of every file the job loads, in load order."""
     c = spec.collection
-    results = []
+    files: list[tuple[str, Path, str | None]] = []
     if c.topics:
-        results.append(store.load_topics(c.topics))
+        files.append(("topics", c.topics, None))
     if c.documents:
-        results.append(store.load_documents(c.documents, image_root=c.image_root))
-    for path in list_run_files(list(c.runs)):
-        results.append(store.load_run(path))
-    for name, path in c.qrels.items():
-        results.append(store.load_qrels(path, name=name))
-    return results
+        files.append(("documents", c.documents, None))
+    files += [("runs", path, None) for path in list_run_files(list(c.runs), [] if skipped is None else skipped)]
+    files += [("qrels", path, name) for name, path in c.qrels.items()]
+    return files
+
+
+def load_collection(store: Store, spec: JobSpec) -> list[LoadResult]:
+    """Load the job's files into its database (idempotent: unchanged files are skipped). Files of a
+    runs folder that are evidently not runs come back as `skipped` results."""
+    c = spec.collection
+    skipped: list[tuple[Path, str]] = []
+    results = []
+    for kind, path, name in collection_files(spec, skipped):
+        if kind == "topics":
+            results.append(store.load_topics(path))
+        elif kind == "documents":
+            results.append(store.load_documents(path, image_root=c.image_root))
+        elif kind == "runs":
+            results.append(store.load_run(path, on_duplicate=c.on_duplicate))
+        else:
+            results.append(store.load_qrels(path, name=name, on_duplicate=c.on_duplicate))
+    return results + [LoadResult("runs", str(path), 0, "skipped", reason) for path, reason in skipped]
+
+
+def collection_unchanged(store: Store, spec: JobSpec) -> bool:
+    """Whether every file of the job is already in ``store`` as it is now (read-only: nothing to load)."""
+    return all(store.load_status(kind, path, name) == "unchanged" for kind, path, name in collection_files(spec))
 
 
 def build_pool(store: Store, spec: JobSpec) -> list[tuple[str, str]]:

@@ -22,12 +22,13 @@ import numpy as np
 
 from qrelkit.embed.cache import ComputedEmbeddings, VectorStore
 from qrelkit.errors import JobFailed, PairInputError, QrelkitError, StorageFailure
-from qrelkit.jobs.plan import JobPlan, JudgeFactory, plan_job
+from qrelkit.jobs.plan import JobPlan, JudgeFactory, collection_unchanged, plan_job
 from qrelkit.jobs.spec import ExecutorSpec, JobSpec
 from qrelkit.judges import FatalJudgeError, JudgeContext, Judgment, Pair
 from qrelkit.prompts import TemplateError
 from qrelkit.storage import LoadResult, Store
 from qrelkit.storage.judgments import ensure_judge_run, write_judgments
+from qrelkit.storage.schema import SCHEMA_VERSION
 
 ProgressCallback = Callable[[int, int], None]  # (pairs done, pairs to judge)
 
@@ -301,7 +302,10 @@ def run_job(
     StorageFailure when the database cannot be written.
 
     In batch mode (a judge option `mode: batch`) the pending pairs are sent through a Batch API
-    and judged when their batches finish: on a later run, or in this one with ``wait``."""
+    and judged when their batches finish: on a later run, or in this one with ``wait``.
+    A dry run writes nothing (see `dry_run_report`)."""
+    if dry_run:
+        return dry_run_report(spec, limit=limit, retry_failed=retry_failed)
     report_progress = progress if callable(progress) else None
     with Store(spec.database) as store:
         plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
@@ -309,11 +313,6 @@ def run_job(
         report.in_batches = len(plan.in_batches)
         report.mode = getattr(plan.config, "mode", "sync")
         valid, missing = plan.pending_pairs()
-        if dry_run:
-            if valid and hasattr(plan.judge_class, "estimate"):
-                # e.g. tokens and cost of an API judge, computed from rendered prompts without a request
-                report.estimate = plan.judge_class.estimate(plan.config, plan.factory.template, valid)
-            return report
         if report.mode == "batch":
             from qrelkit.jobs.batch_job import run_batch_job
 
@@ -360,6 +359,37 @@ def run_job(
         finally:
             executor.close()
             report.seconds = time.perf_counter() - started
+    return report
+
+
+def planning_store(spec: JobSpec) -> Store:
+    """Where a dry run plans, writing nothing: the database itself, read-only, when it holds every
+    collection file unchanged; otherwise an in-memory copy the collection is loaded into."""
+    spec.check_paths()
+    if spec.database.exists():
+        store = Store(spec.database, read_only=True)
+        try:
+            if store.schema_version() == SCHEMA_VERSION and collection_unchanged(store, spec):
+                return store
+        except BaseException:
+            store.close()
+            raise
+        store.close()
+    return Store.in_memory_copy(spec.database)
+
+
+def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False) -> JobReport:
+    """What a run would do (what it would load, the pool, what is done, failed and left to judge, and
+    an API judge's cost estimate), with no file written: not the database, not its folder."""
+    with planning_store(spec) as store:
+        plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
+    report = JobReport(plan.judge_run_id, len(plan.pairs), plan.already_ok, plan.already_failed, len(plan.todo), loads=plan.loads)
+    report.in_batches = len(plan.in_batches)
+    report.mode = getattr(plan.config, "mode", "sync")
+    valid, _ = plan.pending_pairs()
+    if valid and hasattr(plan.judge_class, "estimate"):
+        # e.g. tokens and cost of an API judge, computed from rendered prompts without a request
+        report.estimate = plan.judge_class.estimate(plan.config, plan.factory.template, valid)
     return report
 
 

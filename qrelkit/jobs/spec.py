@@ -15,6 +15,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from qrelkit.errors import QrelkitError
+from qrelkit.io import OnDuplicate
+from qrelkit.io.irds import irds_id
 from qrelkit.jobs.grade import GradingSpec
 
 
@@ -27,11 +29,16 @@ class _Strict(BaseModel):
 
 
 class CollectionSpec(_Strict):
+    """Files (relative to the job file), or ir_datasets ids (`irds:<id>`) for topics, documents and qrels."""
+
     topics: Path | None = None
     documents: Path | None = None
     image_root: Path | None = None
     runs: list[Path] = Field(default_factory=list, description="Run files or folders to load.")
     qrels: dict[str, Path] = Field(default_factory=dict, description="Qrels sets to load: name -> file.")
+    on_duplicate: OnDuplicate = Field(
+        OnDuplicate.error, description="A repeated (qid, docid) in a run or qrels file: error, or keep the first, last or max."
+    )
 
 
 class PoolSpec(_Strict):
@@ -105,7 +112,7 @@ class JobSpec(_Strict):
         files = [("collection.topics", c.topics), ("collection.documents", c.documents), ("pool.pairs", self.pool.pairs)]
         files += [(f"collection.qrels.{name}", q) for name, q in c.qrels.items()]
         for key, file in files:
-            if file is not None and not file.is_file():
+            if file is not None and irds_id(file) is None and not file.is_file():
                 raise JobError(f"{self.source}: {key}: {file} " + ("is a directory, not a file" if file.is_dir() else "not found"))
         for i, run in enumerate(c.runs):
             if not run.exists():
@@ -119,14 +126,14 @@ class JobSpec(_Strict):
 
     def resolve_paths(self, base: Path) -> JobSpec:
         def fix(path: Path | None) -> Path | None:
-            return path if path is None or path.is_absolute() else base / path
+            return path if path is None or path.is_absolute() or irds_id(path) is not None else base / path
 
         data = self.model_copy(deep=True)
         data.database = base / data.database
         c = data.collection
         c.topics, c.documents, c.image_root = fix(c.topics), fix(c.documents), fix(c.image_root)
         c.runs = [base / p for p in c.runs]
-        c.qrels = {name: base / p for name, p in c.qrels.items()}
+        c.qrels = {name: fix(p) for name, p in c.qrels.items()}  # type: ignore[misc]
         data.pool.pairs = fix(data.pool.pairs)
         if data.template and not Path(data.template).is_absolute() and (base / data.template).is_file():
             data.template = str(base / data.template)
@@ -198,8 +205,8 @@ def load_job(
         raise JobError(f"{path}: the YAML is nested too deeply") from None
     if not isinstance(data, dict):
         raise JobError(f"{path}: expected a mapping (database, collection, pool, judge, template, grading)")
+    apply_sets(data, sets or [], path)  # first, so that a --set value may use ${VAR} as well
     data = expand_variables(data, "", path, os.environ if environ is None else environ)
-    apply_sets(data, sets or [], path)
     data.update(overrides or {})
     try:
         spec = JobSpec.model_validate(data)

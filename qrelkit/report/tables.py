@@ -152,7 +152,14 @@ def fd_table(report: FDReport):
 
 def describe_job(report: Any, *, dry_run: bool = False) -> list[str]:
     """What a judging run did, as lines (qrelkit.jobs.runner.JobReport)."""
-    lines = [f"{load.status} {load.kind} {load.name!r} ({load.rows} rows)" for load in report.loads if load.status != "unchanged"]
+    verbs = {"loaded": "would load", "replaced": "would replace"} if dry_run else {}
+    lines = [
+        f"skipped {load.name}: {load.reason}"
+        if load.status == "skipped"
+        else f"{verbs.get(load.status, load.status)} {load.kind} {load.name!r} ({load.rows} rows)"
+        for load in report.loads
+        if load.status != "unchanged"
+    ]
     lines.append(
         f"judge run {report.judge_run_id}: {report.pairs} pairs in the pool; before this run "
         f"{report.already_ok} ok, {report.already_failed} failed; {report.to_judge} to judge"
@@ -197,7 +204,13 @@ def describe_grading(result: Any) -> list[str]:
 def describe_loads(results: Any) -> list[str]:
     """One line per LoadResult."""
     verbs = {"loaded": "loaded", "replaced": "replaced", "unchanged": "already loaded, unchanged:"}
-    return [f"{verbs[r.status]} {r.kind} {r.name!r}" + (f" ({r.rows} rows)" if r.rows else "") for r in results]
+    lines = []
+    for r in results:
+        if r.status == "skipped":
+            lines.append(f"skipped {r.name}: {r.reason}")
+        else:
+            lines.append(f"{verbs[r.status]} {r.kind} {r.name!r}" + (f" ({r.rows} rows)" if r.rows else ""))
+    return lines
 
 
 def summary_table(title: str, lines: list[dict[str, Any]]) -> Table:

@@ -261,3 +261,15 @@ def failed_sample(store: Store, judge_run_id: str, *, limit: int = 10) -> list[F
 def _cut(text: str) -> str:
     text = text.strip()  # SQL's trim() strips spaces only, not the newlines models end with
     return text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS].rstrip() + " …"
+
+
+def judgments_table(store: Store, judge_run_id: str | None = None) -> pa.Table:
+    """Every stored field of the judgments of one judge run (a full id), or of all: the judgments
+    table's own columns, whatever the schema version adds, and the run's judge and template id."""
+    where, params = ("WHERE judge_run_id = ?", [judge_run_id]) if judge_run_id is not None else ("", [])
+    with store.con.cursor() as cursor:  # its own result: the store's connection may hold an unfinished one
+        return cursor.sql(
+            f"SELECT j.*, r.judge, r.template_id FROM judgments j JOIN judge_runs r USING (judge_run_id) {where} "
+            "ORDER BY judge_run_id, qid, docid",
+            params=params,
+        ).to_arrow_table()

@@ -28,12 +28,10 @@ from qrelkit.io import (
     RunEntry,
     Topic,
     file_sha256,
-    read_documents,
-    read_qrels,
     read_run,
-    read_topics,
     run_name_from_path,
 )
+from qrelkit.io.sources import documents_from, qrels_from, source_name, source_sha256, topics_from
 from qrelkit.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>\S+) \(PID (?P<pid>\d+)\)")
@@ -62,7 +60,8 @@ class LoadResult:
     kind: str
     name: str
     rows: int
-    status: str  # "loaded", "replaced" or "unchanged"
+    status: str  # "loaded", "replaced", "unchanged", or "skipped" (a file of a folder that is not one)
+    reason: str = ""  # why a file was skipped
 
 
 class Store:
@@ -75,17 +74,40 @@ class Store:
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.IOException as exc:
-            holder = _LOCK_HOLDER.search(str(exc))
-            if holder:
-                raise DatabaseInUseError(
-                    f"database {self.path} is in use by process {holder['pid']} ({Path(holder['program']).name}); "
-                    "wait for it to finish or stop it, then try again"
-                ) from None
-            raise StoreError(f"cannot open database {self.path}: {exc}") from None
+            raise self._open_error(exc) from None
         if not read_only:
             self._migrate()
         else:
             self._check_version()
+
+    @classmethod
+    def in_memory_copy(cls, path: str | Path) -> Store:
+        """A database in memory holding what the file ``path`` holds (an empty, current-schema one when
+        there is no file yet). The file is attached read-only and never written: a dry run loads and
+        plans on the copy, so it can tell what a real run would load without changing anything."""
+        store = cls.__new__(cls)
+        store.path = Path(path)
+        store.con = duckdb.connect(":memory:")
+        if store.path.exists():
+            quoted = str(store.path).replace("'", "''")
+            try:
+                store.con.execute(f"ATTACH '{quoted}' AS planned_source (READ_ONLY)")
+            except duckdb.IOException as exc:
+                store.con.close()
+                raise store._open_error(exc) from None
+            store.con.execute("COPY FROM DATABASE planned_source TO memory")
+            store.con.execute("DETACH planned_source")
+        store._migrate()
+        return store
+
+    def _open_error(self, exc: duckdb.IOException) -> StoreError:
+        holder = _LOCK_HOLDER.search(str(exc))
+        if holder:
+            return DatabaseInUseError(
+                f"database {self.path} is in use by process {holder['pid']} ({Path(holder['program']).name}); "
+                "wait for it to finish or stop it, then try again"
+            )
+        return StoreError(f"cannot open database {self.path}: {exc}")
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -169,6 +191,12 @@ class Store:
             )
         return "replaced"
 
+    def load_status(self, kind: str, path: str | Path, name: str | None = None) -> str:
+        """What loading ``path`` as ``kind`` would do, read-only: 'unchanged' or 'loaded' (raises as the
+        load would when the file changed under a name already loaded)."""
+        path = Path(path)
+        return self._plan_load(kind, name or source_name(path), source_sha256(path), path, replace=False) or "loaded"
+
     def _record_load(self, con: duckdb.DuckDBPyConnection, kind: str, name: str, path: Path, file_hash: str, rows: int) -> None:
         con.execute("DELETE FROM loads WHERE kind = ? AND name = ?", [kind, name])
         con.execute(
@@ -208,8 +236,8 @@ class Store:
         """The one load path: skip an unchanged file, parse (``prepare`` returns the row count and the
         writer), then write and record the load in one transaction."""
         path = Path(path)
-        name = name or run_name_from_path(path)
-        file_hash = file_sha256(path)
+        name = name or source_name(path)
+        file_hash = source_sha256(path)
         status = self._plan_load(kind, name, file_hash, path, replace)
         if status == "unchanged":
             return LoadResult(kind, name, 0, status)
@@ -221,7 +249,7 @@ class Store:
 
     def load_topics(self, path: str | Path, *, name: str | None = None, replace: bool = False) -> LoadResult:
         def prepare(path: Path, name: str):
-            topics = read_topics(path)
+            topics = topics_from(path)
             rows = pa.table(
                 {
                     "qid": [t.qid for t in topics],
@@ -244,7 +272,7 @@ class Store:
         self, path: str | Path, *, name: str | None = None, image_root: str | Path | None = None, replace: bool = False
     ) -> LoadResult:
         def prepare(path: Path, name: str):
-            documents = read_documents(path, image_root=image_root)
+            documents = documents_from(path, image_root=image_root)
             rows = pa.table(
                 {
                     "docid": [d.docid for d in documents],
@@ -295,7 +323,10 @@ class Store:
         seen: dict[str, Path] = {}
         for path, name, _, _ in plans:
             if name in seen:
-                raise StoreError(f"run name {name!r} comes from both {seen[name]} and {path}; name one of them with --name")
+                raise StoreError(
+                    f"run name {name!r} comes from both {seen[name]} and {path}; load one of them with --name NAME, "
+                    "or name every run by its tag with --tag-names"
+                )
             seen[name] = path
         if plans:
             with self.transaction() as con:
@@ -349,10 +380,10 @@ class Store:
                     f"qrels set {name!r} holds qrels graded from judge run {graded[1]}; loading {path} would replace them: "
                     "choose another --name, or pass --replace"
                 )
-            qrels = read_qrels(path, name=name, on_duplicate=on_duplicate)
+            qrels = qrels_from(path, name=name, on_duplicate=on_duplicate)
 
             def write(con: duckdb.DuckDBPyConnection) -> None:
-                self._replace_qrels(con, qrels, origin="loaded", path=str(path), file_hash=file_sha256(path))
+                self._replace_qrels(con, qrels, origin="loaded", path=str(path), file_hash=source_sha256(path))
 
             return len(qrels), write
 
