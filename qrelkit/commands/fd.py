@@ -43,7 +43,7 @@ def document_vectors(embedder, documents: Mapping[str, Document], docids: Iterab
         raise QrelkitError(
             f"{len(not_texts)} document(s) are images, e.g. {not_texts[0]!r}: use an image embedder (--embedder open_clip:MODEL:WEIGHTS)"
         )
-    return embed_with_cache(store, embedder, "document", {d.docid: d.text for d in wanted})
+    return embed_with_cache(store, embedder, "document", {d.docid: d.text for d in wanted if d.text is not None})
 
 
 def _qrels(qrels: str | None, judge_run: str | None, db: Path | None, on_duplicate) -> Qrels:
@@ -52,6 +52,7 @@ def _qrels(qrels: str | None, judge_run: str | None, db: Path | None, on_duplica
         raise QrelkitError("give either --qrels (a file or a qrels set in --db) or --judge-run (its graded qrels)")
     if judge_run is not None:
         return judge_run_qrels(db, judge_run)[0]
+    assert qrels is not None  # exactly one of the two, checked above
     return resolve_qrels(qrels, db, on_duplicate=on_duplicate)
 
 

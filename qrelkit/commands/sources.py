@@ -24,7 +24,7 @@ def resolve_qrels(ref: str, db: str | Path | None, *, on_duplicate: OnDuplicate 
 
 def resolve_runs(refs: list[str], db: str | Path | None, *, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> list[Run]:
     """Run files and directories; names of runs in ``db``; or, with no refs, every run in ``db``."""
-    paths = [r for r in refs if Path(r).exists()]
+    paths: list[str | Path] = [r for r in refs if Path(r).exists()]
     names = [r for r in refs if not Path(r).exists()]
     runs = read_runs(paths, on_duplicate=on_duplicate) if paths else []
     if names or not refs:

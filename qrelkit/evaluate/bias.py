@@ -21,7 +21,7 @@ import numpy as np
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import check_aligned
-from qrelkit.evaluate.bootstrap import percentile_interval, resample_weights
+from qrelkit.evaluate.bootstrap import Interval, percentile_interval, resample_weights
 from qrelkit.evaluate.metrics import Evaluation
 from qrelkit.io.groups import read_groups_table, run_groups
 
@@ -132,15 +132,17 @@ def group_bias(
         inside = np.isin(np.array(model.runs), members)
         out[name] = {}
         for measure in model.measures:
-            results, resampled = {}, {}
+            results: dict[str, tuple[float, tuple[float, float], Interval | None]] = {}
+            resampled: dict[str, np.ndarray] = {}
             for side, evaluation in (("model", model), ("reference", reference)):
                 matrix = evaluation.matrix(measure)
                 delta, group_mean, other_mean = _delta(uniform @ matrix.T, inside)
-                resampled[side] = _delta(weights @ matrix.T, inside)[0] if len(weights) else None
+                if len(weights):
+                    resampled[side] = _delta(weights @ matrix.T, inside)[0]
                 results[side] = (
                     float(delta[0]),
                     (float(group_mean[0]), float(other_mean[0])),
-                    percentile_interval(resampled[side]) if len(weights) else None,
+                    percentile_interval(resampled[side]) if side in resampled else None,
                 )
             out[name][measure] = GroupBias(
                 group=name,
@@ -153,6 +155,6 @@ def group_bias(
                 reference_means=results["reference"][1],
                 model_ci95=results["model"][2],
                 reference_ci95=results["reference"][2],
-                difference_ci95=percentile_interval(resampled["model"] - resampled["reference"]) if len(weights) else None,
+                difference_ci95=percentile_interval(resampled["model"] - resampled["reference"]) if resampled else None,
             )
     return out

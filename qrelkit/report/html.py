@@ -12,9 +12,10 @@ from __future__ import annotations
 import base64
 import html
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -23,8 +24,20 @@ from qrelkit.evaluate.labels import map_grades
 from qrelkit.report.plots.audit import figure_svg, plot_confusion, plot_relative_delta, plot_score_cdf, plot_system_scatter
 from qrelkit.report.tables import BIAS_HEADER, SYSTEM_HEADER, bias_rows, ci, fmt, label_rows, system_rows
 
-# A failed judgment as the report shows it: (status, qid, docid, raw answer, error), plain data.
-FailureRow = tuple[str, str, str, "str | None", "str | None"]
+
+class FailureRow(Protocol):
+    """A failed judgment as the report shows it (storage's rows have these fields)."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def qid(self) -> str: ...
+    @property
+    def docid(self) -> str: ...
+    @property
+    def answer(self) -> str: ...
+    @property
+    def error(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -45,7 +58,7 @@ class JudgeSummary:
     tokens_out: int
     cost: float | None
     mean_latency_ms: float | None
-    failures: list[FailureRow] = field(default_factory=list)  # a sample, with the model's raw answers
+    failures: Sequence[FailureRow] = field(default_factory=list)  # a sample, with the model's raw answers
     scores: list[tuple[str, str, float]] = field(default_factory=list)  # (qid, docid, raw score) of ok judgments
 
 

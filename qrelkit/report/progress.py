@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import IO
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -37,7 +37,7 @@ def _duration(seconds: float) -> str:
 class PlainProgress:
     """One line per interval: `judging: 1200/9260 (13.0%), 85.3/s, elapsed 14s, ETA 1m34s`."""
 
-    def __init__(self, description: str, unit: str, stream: TextIO, interval: float, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, description: str, unit: str, stream: IO[str], interval: float, clock: Callable[[], float] = time.monotonic):
         self.description, self.unit, self.stream, self.interval, self.clock = description, unit, stream, interval, clock
         self.started = clock()
         self.last_line: float | None = None

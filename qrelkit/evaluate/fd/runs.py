@@ -133,7 +133,7 @@ def selected_docids(qrels: Qrels, runs: Sequence[Run], settings: FDSettings) -> 
     return out
 
 
-def check_vectors(needed: Mapping[str, set[str]], vectors: Mapping[str, np.ndarray], documents: str = "the documents") -> None:
+def check_vectors(needed: Mapping[str, set[str]], vectors: Mapping[str, object], documents: str = "the documents") -> None:
     """A clear error naming the run (or the qrels) whose docids have no document."""
     for owner, docids in needed.items():
         missing = sorted(d for d in docids if d not in vectors)

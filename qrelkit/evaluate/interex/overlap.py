@@ -67,7 +67,7 @@ class LabelOverlap:
         }
 
     def to_pandas(self):
-        import pandas as pd  # type: ignore[import-untyped]
+        import pandas as pd
 
         return pd.DataFrame([{"train": self.train, **row.to_dict()} for row in self.rows])
 

@@ -132,7 +132,7 @@ class ReSTTestEvaluation:
 
     def to_pandas(self):
         """One row per run, measure and split (bucket name, ``average``, ``pooled``); needs pandas."""
-        import pandas as pd  # type: ignore[import-untyped]
+        import pandas as pd
 
         return pd.DataFrame(_rows(self.measures, self.runs, self._splits))
 
@@ -156,7 +156,7 @@ class ReSTrainEvaluation:
         }
 
     def to_pandas(self):
-        import pandas as pd  # type: ignore[import-untyped]
+        import pandas as pd
 
         return pd.DataFrame(_rows(self.measures, self.runs, lambda score: [("all", score)]))
 

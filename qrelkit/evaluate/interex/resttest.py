@@ -104,7 +104,7 @@ def resttest(
     n_test, n_all = len(test_qids), len(test_qids) + len(train_qids)
     if n_all < k:
         raise QrelkitError(f"{n_all} queries cannot fill k = {k} buckets")
-    from sklearn.cluster import KMeans  # type: ignore[import-untyped]
+    from sklearn.cluster import KMeans
 
     rows = np.empty((n_all, test_vectors.shape[1]), np.float32)
     rows[:n_test] = unit_rows(test_vectors, "test embeddings")
