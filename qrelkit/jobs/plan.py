@@ -41,17 +41,19 @@ def identity_options(config_class: Any, config_data: dict[str, Any]) -> dict[str
 
 
 def load_collection(store: Store, spec: JobSpec) -> list[LoadResult]:
-    """Load the job's files into its database (idempotent: unchanged files are skipped)."""
+    """Load the job's files into its database (idempotent: unchanged files are skipped), all in
+    one transaction: a bad file anywhere leaves the database as it was."""
     c = spec.collection
     results = []
-    if c.topics:
-        results.append(store.load_topics(c.topics))
-    if c.documents:
-        results.append(store.load_documents(c.documents, image_root=c.image_root))
-    for path in list_run_files(list(c.runs)):
-        results.append(store.load_run(path))
-    for name, path in c.qrels.items():
-        results.append(store.load_qrels(path, name=name))
+    with store.transaction():
+        if c.topics:
+            results.append(store.load_topics(c.topics))
+        if c.documents:
+            results.append(store.load_documents(c.documents, image_root=c.image_root))
+        if c.runs:
+            results += store.load_runs(list_run_files(list(c.runs)))
+        for name, path in c.qrels.items():
+            results.append(store.load_qrels(path, name=name))
     return results
 
 
@@ -72,9 +74,10 @@ class JudgeFactory:
     options: dict[str, Any]
     template: PromptTemplate | None
     source: str = ""
+    allow_import: bool = False  # `module:Class` judges: only when the job or command allows them
 
     def create(self, context: JudgeContext | None = None) -> Any:
-        return create_judge(self.name, self.options, self.template, context, source=self.source)
+        return create_judge(self.name, self.options, self.template, context, source=self.source, allow_import=self.allow_import)
 
 
 @dataclass
@@ -91,6 +94,7 @@ class JobPlan:
     todo: list[tuple[str, str]] = field(default_factory=list)
     topics: dict[str, Topic] = field(default_factory=dict)
     documents: dict[str, Document] = field(default_factory=dict)
+    content_hashes: dict[str, str] = field(default_factory=dict)  # docid -> the content judged now
 
     @property
     def already_ok(self) -> int:
@@ -132,12 +136,12 @@ def resolve_judge(spec: JobSpec) -> tuple[JudgeFactory, type, JudgeConfig, str, 
     """(factory, judge class, validated config, model id, judge run id): all known without loading a model."""
     source = str(spec.source or "job")
     template = load_template(spec.template) if spec.template else None
-    cls = judge_class(spec.judge.name)
-    config = make_config(spec.judge.name, spec.judge.options, source=source)
+    cls = judge_class(spec.judge.name, allow_import=spec.allow_import)
+    config = make_config(spec.judge.name, spec.judge.options, source=source, allow_import=spec.allow_import)
     model_id = cls.model_id_for(config)
     identity = identity_options(cls.Config, config.model_dump(mode="json"))
     run_id = judge_run_id_for(spec.judge.name, identity, template, model_id)
-    return JudgeFactory(spec.judge.name, spec.judge.options, template, source), cls, config, model_id, run_id
+    return JudgeFactory(spec.judge.name, spec.judge.options, template, source, spec.allow_import), cls, config, model_id, run_id
 
 
 def plan_job(store: Store, spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False) -> JobPlan:
@@ -157,6 +161,8 @@ def plan_job(store: Store, spec: JobSpec, *, limit: int | None = None, retry_fai
     if factory.template is not None:
         pooled = sorted({q for q, _ in plan.pairs})
         factory.template.check_topics([plan.topics[q] for q in pooled if q in plan.topics], source=source)
+    plan.content_hashes = store.document_hashes()
+    store.retire_stale_judgments()  # a document changed some other way than a load: judge it again
     plan.states = judgment_states(store, run_id)
     plan.todo = [p for p in plan.pairs if p not in plan.states or (retry_failed and plan.states[p][0] != "ok")]
     if limit is not None:
