@@ -74,6 +74,9 @@ def judge(
         list[str] | None,
         typer.Option("--set", help="Override a job setting: KEY.PATH=VALUE (YAML value), e.g. judge.options.batch_size=32."),
     ] = None,
+    allow_import: Annotated[
+        bool, typer.Option("--allow-import", help="Allow a `judge.name: module:Class` job to import and run that Python module.")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run's report as JSON.")] = False,
 ) -> None:
@@ -85,7 +88,7 @@ def judge(
     """
     from qrelkit.jobs import JobStopped, load_job
 
-    spec = load_job(job, sets=overrides or [])
+    spec = load_job(job, {"allow_import": True} if allow_import else None, sets=overrides or [])
     try:
         with progress_output(f"judging {job.name}", console=err, enabled=not (quiet or as_json or dry_run)) as progress:
             outcome = judging.run_judging(spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, grade=grade, progress=progress)
