@@ -89,7 +89,8 @@ def value_problem(value: Any, *, max_values: int = MAX_VALUES) -> str | None:
         if seen > max_values:
             return f"more than {max_values:,} values (YAML aliases expanding?)"
         if depth > max_depth:
-            return f"nested more than {max_depth} levels deep at {where or 'the top'} (QRELKIT_MAX_NESTING)"
+            top = where.split("[", 1)[0].split(".", 1)[0]  # the path down there is a hundred steps long
+            return f"nested more than {max_depth} levels deep in {top or 'the value'} (QRELKIT_MAX_NESTING)"
         problem = scalar_problem(item)
         if problem:
             return f"{problem} in {where or 'the value'}"

@@ -82,7 +82,8 @@ class JobSpec(_Strict):
         files += [(f"collection.qrels.{name}", q) for name, q in c.qrels.items()]
         for key, file in files:
             if file is not None and not file.is_file():
-                raise JobError(f"{self.source}: {key}: {file} " + ("is a directory, not a file" if file.is_dir() else "not found"))
+                reason = "is a directory, not a file" if file.is_dir() else "is not a regular file" if file.exists() else "not found"
+                raise JobError(f"{self.source}: {key}: {file} {reason}")
         for i, run in enumerate(c.runs):
             if not run.exists():
                 raise JobError(f"{self.source}: collection.runs[{i}]: {run} not found")

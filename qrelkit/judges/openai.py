@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
+from pydantic.json_schema import JsonDict
 
 from qrelkit.errors import PairInputError
 from qrelkit.io.files import open_under_root
@@ -49,7 +50,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOCAL_PLACEHOLDER_KEY = "no-key-needed"  # local servers without --api-key accept any bearer token
 # How the judge runs, not what it judges: a change should resume the same judge run. The runner
 # can leave these out of the run's identity (see docs/openai-judge.md).
-OPERATIONAL = {"identity": False}
+OPERATIONAL: JsonDict = {"identity": False}
 IMAGE_TOKENS_LOW, IMAGE_TOKENS_BASE, IMAGE_TOKENS_PER_TILE = 85, 85, 170
 UNKNOWN_IMAGE_SIZE = (1024, 1024)
 
@@ -234,6 +235,8 @@ class OpenAIJudge(BaseJudge):
     name = "openai"
     Config = OpenAIConfig
     needs_template = True
+    config: OpenAIConfig
+    template: PromptTemplate
 
     @classmethod
     def model_id_for(cls, config: OpenAIConfig) -> str:  # type: ignore[override]
