@@ -30,6 +30,7 @@ def write_job(folder: Path, n_docs: int = 60, **extra) -> Path:
         "collection": {"topics": "topics.tsv", "documents": "docs.jsonl"},
         "pool": {"pairs": "pairs.tsv"},
         "judge": {"name": "fault_judges:OverlapJudge", "options": {"fail_docids": [f"d{i}" for i in range(n_docs)]}},
+        "allow_import": True,  # a test judge loaded by `module:Class`
         "batch_size": 4,
         "flush_seconds": 0.001,
         **extra,

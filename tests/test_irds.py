@@ -111,6 +111,7 @@ def test_a_job_collection_from_irds_judges_the_qrels_pool(files, tmp_path):
         "collection": {"topics": f"irds:{DATASET}", "documents": f"irds:{DATASET}", "qrels": {"nist": f"irds:{DATASET}"}},
         "pool": {"qrels": "nist"},
         "judge": {"name": "fault_judges:OverlapJudge"},
+        "allow_import": True,
     }
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(spec))
     job = load_job(tmp_path / "job.yaml")

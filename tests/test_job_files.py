@@ -53,6 +53,7 @@ def write_job(tmp_path: Path, **changes) -> Path:
         },
         "pool": {"qrels": "human"},
         "judge": {"name": "fault_judges:OverlapJudge"},
+        "allow_import": True,
         "flush_seconds": 0.001,
         **changes,
     }

@@ -40,6 +40,7 @@ def job(tmp_path):
             "collection": {"topics": "topics.tsv", "documents": "docs.jsonl", "qrels": {"human": "human.qrels"}},
             "pool": {"qrels": "human"},
             "judge": {"name": "fault_judges:OverlapJudge", "options": judge_options},
+            "allow_import": True,  # a test judge loaded by `module:Class`
             "batch_size": 2,
             "flush_seconds": 0.001,
         }

@@ -32,6 +32,7 @@ def job(tmp_path) -> Path:
         "collection": {"topics": "topics.tsv", "documents": "docs.jsonl"},
         "pool": {"pairs": "pairs.tsv"},
         "judge": {"name": "fault_judges:SlowJudge", "options": {"seconds": 0.05}},
+        "allow_import": True,
         "batch_size": 1,
     }
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(spec))

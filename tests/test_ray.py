@@ -68,6 +68,7 @@ def write_job(folder: Path, name: str, *, executor: dict | None = None, **option
         "collection": {"topics": "topics.tsv", "documents": "docs.jsonl"},
         "pool": {"pairs": "pairs.tsv"},
         "judge": {"name": "fault_judges:OverlapJudge", "options": {"fail_docids": FAILING, **options}},
+        "allow_import": True,
         "batch_size": 16,
         "flush_seconds": 0.001,
     }

@@ -3,6 +3,7 @@ commands share, and how errors end (one message, an exit code, never a traceback
 
 from __future__ import annotations
 
+import errno
 import json
 import shlex
 import sys
@@ -125,3 +126,7 @@ def main() -> None:
     except QrelkitError as exc:
         err.print(Text("error: ", style="bold red") + Text(str(exc)), soft_wrap=True)
         sys.exit(2)
+    except OSError as exc:  # a file the command writes (or a device it uses): one line, never a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        err.print(Text("error: ", style="bold red") + Text(f"{where}{exc.strerror or exc}"), soft_wrap=True)
+        sys.exit(3 if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else 2)

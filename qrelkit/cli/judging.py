@@ -88,6 +88,9 @@ def judge(
             help="A repeated (qid, docid) in a run or qrels file: error, first, last or max (job key collection.on_duplicate).",
         ),
     ] = None,
+    allow_import: Annotated[
+        bool, typer.Option("--allow-import", help="Allow a `judge.name: module:Class` job to import and run that Python module.")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run's report as JSON.")] = False,
     mode: Annotated[
@@ -107,7 +110,9 @@ def judge(
     """
     from qrelkit.jobs import JobStopped
 
-    spec = judging.load_judging_job(job, sets=overrides, mode=mode, executor=executor, workers=workers, on_duplicate=on_duplicate)
+    spec = judging.load_judging_job(
+        job, sets=overrides, mode=mode, executor=executor, workers=workers, on_duplicate=on_duplicate, allow_import=allow_import
+    )
     try:
         with progress_output(f"judging {job.name}", console=err, enabled=not (quiet or as_json or dry_run)) as progress:
             outcome = judging.run_judging(

@@ -10,6 +10,8 @@ from rich.console import Console
 
 from qrelkit.errors import QrelkitError
 from qrelkit.io import Qrels, write_qrels
+from qrelkit.io.files import check_writable
+from qrelkit.io.numbers import ascii_int, ascii_number
 from qrelkit.jobs.grade import GradingResult, GradingSpec, grade_judge_run, grading_spec
 from qrelkit.jobs.runner import JobReport, JobStopped, ProgressCallback, run_job
 from qrelkit.jobs.spec import JobSpec
@@ -55,10 +57,13 @@ def render_pair(template_ref: str, db: Path, qid: str, docid: str) -> RenderedPr
 
 
 def _numbers(text: str | None, flag: str, kind: type = float) -> list[Any] | None:
+    """Comma-separated ASCII numbers (`1_0` or non-ASCII digits are refused, as in files; a `nan`
+    goes on to the grading specification, which says why it cannot stand, as for a job file)."""
     if text is None:
         return None
+    parse = (lambda v: ascii_int(v, flag)) if kind is int else (lambda v: ascii_number(v, flag))
     try:
-        return [kind(v) for v in text.split(",") if v.strip()]
+        return [parse(v.strip()) for v in text.split(",") if v.strip()]
     except ValueError:
         what = "integers" if kind is int else "numbers"
         raise QrelkitError(f"{flag}: expected comma-separated {what}, got {text!r}") from None
@@ -74,7 +79,7 @@ def _mapping(text: str | None) -> dict[str, int] | None:
         try:
             if not colon or not key:
                 raise ValueError
-            mapping[key.strip()] = int(grade)
+            mapping[key.strip()] = ascii_int(grade.strip(), "--map")
         except ValueError:
             raise QrelkitError(f"--map {text!r}: {item!r} is not SCORE:GRADE or LOW-HIGH:GRADE (e.g. 3:2,2:2,1:1,0:0)") from None
     return mapping
@@ -159,16 +164,19 @@ def load_judging_job(
     executor: str | None = None,
     workers: int | None = None,
     on_duplicate: str | None = None,
+    allow_import: bool = False,
 ) -> JobSpec:
     """The job file with `--set` overrides, `--mode` (the judge's `mode` option: sync or batch),
-    `--executor`/`--workers` and `--on-duplicate` (the collection's on_duplicate)."""
+    `--executor`/`--workers`, `--on-duplicate` (the collection's on_duplicate) and
+    `--allow-import` (a `module:Class` judge may be imported)."""
     from qrelkit.jobs import load_job
 
     if mode is not None and mode not in ("sync", "batch"):
         raise QrelkitError(f"--mode {mode!r}: choose sync or batch")
     extra = [f"judge.options.mode={mode}"] if mode else []
     extra += [f"collection.on_duplicate={on_duplicate}"] if on_duplicate else []
-    return load_job(path, sets=[*(sets or []), *extra, *executor_sets(executor, workers)])
+    overrides = {"allow_import": True} if allow_import else None
+    return load_job(path, overrides, sets=[*(sets or []), *extra, *executor_sets(executor, workers)])
 
 
 def run_judging(
@@ -209,6 +217,7 @@ def finish_job(spec: JobSpec, report: JobReport, *, dry_run: bool, grade: bool, 
 def export_qrels_file(db: Path, output: Path, *, judge_run_id: str | None, name: str | None) -> Qrels:
     if (judge_run_id is None) == (name is None):
         raise QrelkitError("name what to export: --judge-run ID or --name QRELS_SET")
+    check_writable(output)
     with Store(db, read_only=True) as store:
         qrels = graded_qrels(store, judge_run_id)[0] if judge_run_id is not None else store.qrels(name)  # type: ignore[arg-type]
     write_qrels(qrels, output)

@@ -8,6 +8,7 @@ from typing import Any
 
 from qrelkit import __version__
 from qrelkit.commands.agree import agree
+from qrelkit.io.files import check_writable
 from qrelkit.report.html import JudgeSummary, Provenance, write_report
 from qrelkit.storage import Store, judgments
 
@@ -50,6 +51,7 @@ def build_report(
 ) -> Path:
     """`qrelkit report`: audit (as :func:`qrelkit.commands.agree.agree`) and write the page; ``command``
     is the command line shown at its bottom. Everything is computed before the file is written."""
+    check_writable(report_path(out))
     result = agree(judge_run=judge_run, db=db, **agree_options)
     judge = summarize_judge_run(db, judge_run) if judge_run is not None and db is not None else None
     provenance = Provenance(__version__, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), command)

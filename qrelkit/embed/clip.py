@@ -16,7 +16,7 @@ import numpy as np
 
 from qrelkit.embed.base import l2_normalise, missing_extra
 from qrelkit.errors import QrelkitError
-from qrelkit.io import file_sha256
+from qrelkit.io.files import FileRefused, open_under_root, sha256_of
 
 # Refuse images whose pixel count suggests a decompression bomb (PIL's own limit is a warning).
 MAX_IMAGE_PIXELS = 89_478_485 * 2
@@ -26,17 +26,20 @@ class ImageLoadError(QrelkitError):
     """An image that cannot be used: missing, corrupt, or too large."""
 
 
-def load_image(path: str | Path):
-    """Open an image as RGB with EXIF orientation applied; ImageLoadError says why it failed."""
+def load_image(path: str | Path, root: str | Path | None = None):
+    """Open an image as RGB with EXIF orientation applied; ImageLoadError says why it failed.
+    Only a regular file, inside ``root`` (when given) at the moment it is opened."""
     from PIL import Image, ImageOps, UnidentifiedImageError
 
     path = Path(path)
-    if not path.is_file():
-        raise ImageLoadError(f"image {path} not found")
+    try:  # hostile-input: the root is checked on the file actually opened, every time
+        handle = open_under_root(path, root)
+    except FileRefused as exc:
+        raise ImageLoadError(f"image {path} {'not found' if exc.reason == 'file not found' else exc.reason}") from None
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), handle:
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path) as image:
+            with Image.open(handle) as image:
                 if image.width * image.height > MAX_IMAGE_PIXELS:
                     raise ImageLoadError(f"image {path} has {image.width}x{image.height} pixels, over the limit")
                 image.load()
@@ -49,8 +52,9 @@ def load_image(path: str | Path):
         raise ImageLoadError(f"image {path} is corrupt or truncated: {exc}") from None
 
 
-def file_hash(path: str | Path) -> str:
-    return file_sha256(path)
+def file_hash(path: str | Path, root: str | Path | None = None) -> str:
+    with open_under_root(path, root) as handle:
+        return sha256_of(handle)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from qrelkit.embed.base import available_cores, l2_normalise, missing_extra
+from qrelkit.io.limits import cut_text
 
 MAX_SEQ_LENGTH = 256  # sentence_bert_config.json of all-MiniLM-L6-v2 (tokenizer.json says 128)
 DIM = 384
@@ -78,7 +79,8 @@ class OnnxMiniLM:
 
     def _tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         # sentence-transformers strips surrounding whitespace before tokenizing; so do we.
-        return [e.ids for e in self.tokenizer.encode_batch([str(t).strip() for t in texts])]
+        # cut_text: the model keeps 256 tokens, so a giant passage is cut (by characters) before tokenizing
+        return [e.ids for e in self.tokenizer.encode_batch([cut_text(str(t)).strip() for t in texts])]
 
     def _run_batch(self, ids: list[list[int]]) -> np.ndarray:
         width = max(len(x) for x in ids)

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from qrelkit.errors import InputFormatError, LineProblem
-from qrelkit.io.lines import iter_lines, raise_if_problems
+from qrelkit.io.lines import ProblemLog, iter_lines, raise_if_problems
 
 
 def _data_lines(path: Path) -> list[tuple[int, str]]:
-    problems: list[LineProblem] = []
+    problems = ProblemLog()
     lines = [(n, text.strip()) for n, text in iter_lines(path, problems) if not text.lstrip().startswith("#")]
     raise_if_problems(problems)
     return lines
@@ -28,7 +28,7 @@ def _data_lines(path: Path) -> list[tuple[int, str]]:
 def read_groups_table(path: str | Path) -> tuple[list[str], dict[str, dict[str, str]]]:
     """(grouping columns, run -> column -> value) of a groups file."""
     path = Path(path)
-    problems: list[LineProblem] = []
+    problems = ProblemLog()
     columns: list[str] | None = None
     rows: dict[str, dict[str, str]] = {}
     first_seen: dict[str, int] = {}
@@ -108,7 +108,7 @@ def run_groups(
 def read_run_order(path: str | Path, names: Sequence[str]) -> list[str]:
     """Run names, one a line, oldest first ('#' comments and blank lines skipped); every run in ``names`` once."""
     path = Path(path)
-    known, seen, problems = set(names), {}, []
+    known, seen, problems = set(names), {}, ProblemLog()
     for number, line in _data_lines(path):
         name = line.split()[0]
         if name not in known:

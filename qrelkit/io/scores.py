@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from qrelkit.errors import InputFormatError, LineProblem
-from qrelkit.io.lines import file_sha256, iter_lines, raise_if_problems
+from qrelkit.io.lines import ProblemLog, file_sha256, iter_lines, raise_if_problems
+from qrelkit.io.numbers import ascii_float32, ascii_int
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class ScoresFile:
 def read_scores(path: str | Path) -> ScoresFile:
     """Every line `qid docid score`, or every line a TREC qrels line; one (qid, docid) once."""
     path = Path(path)
-    problems: list[LineProblem] = []
+    problems = ProblemLog()
     entries: list[tuple[str, str, float]] = []
     first_line: dict[tuple[str, str], int] = {}
     form: str | None = None
@@ -42,15 +42,9 @@ def read_scores(path: str | Path) -> ScoresFile:
             continue
         qid, docid, value = (cols[0], cols[1], cols[2]) if form == "scores" else (cols[0], cols[2], cols[3])
         try:
-            if not value.isascii():
-                raise ValueError
-            score = float(value) if form == "scores" else float(int(value))
-        except ValueError:
-            what = "score (column 3) must be a number" if form == "scores" else "grade (column 4) must be an integer"
-            problems.append(LineProblem(str(path), number, f"{what}, found {value!r}"))
-            continue
-        if not math.isfinite(score):
-            problems.append(LineProblem(str(path), number, f"score is not finite: {value!r}"))
+            score = ascii_float32(value, "score (column 3)") if form == "scores" else float(ascii_int(value, "grade (column 4)"))
+        except ValueError as exc:
+            problems.append(LineProblem(str(path), number, str(exc)))
             continue
         key = (qid, docid)
         if key in first_line:

@@ -56,20 +56,24 @@ def collection_files(spec: JobSpec, skipped: list[tuple[Path, str]] | None = Non
 
 
 def load_collection(store: Store, spec: JobSpec) -> list[LoadResult]:
-    """Load the job's files into its database (idempotent: unchanged files are skipped). Files of a
-    runs folder that are evidently not runs come back as `skipped` results."""
+    """Load the job's files into its database (idempotent: unchanged files are skipped), all in one
+    transaction: a bad file anywhere leaves the database as it was. Files of a runs folder that are
+    evidently not runs come back as `skipped` results."""
     c = spec.collection
     skipped: list[tuple[Path, str]] = []
-    results = []
-    for kind, path, name in collection_files(spec, skipped):
-        if kind == "topics":
-            results.append(store.load_topics(path))
-        elif kind == "documents":
-            results.append(store.load_documents(path, image_root=c.image_root))
-        elif kind == "runs":
-            results.append(store.load_run(path, on_duplicate=c.on_duplicate))
-        else:
-            results.append(store.load_qrels(path, name=name, on_duplicate=c.on_duplicate))
+    results: list[LoadResult] = []
+    files = collection_files(spec, skipped)
+    with store.transaction():
+        for kind, path, name in files:
+            if kind == "topics":
+                results.append(store.load_topics(path))
+            elif kind == "documents":
+                results.append(store.load_documents(path, image_root=c.image_root))
+            elif kind == "qrels":
+                results.append(store.load_qrels(path, name=name, on_duplicate=c.on_duplicate))
+        runs = [path for kind, path, _ in files if kind == "runs"]
+        if runs:
+            results += store.load_runs(runs, on_duplicate=c.on_duplicate)
     return results + [LoadResult("runs", str(path), 0, "skipped", reason) for path, reason in skipped]
 
 
@@ -95,9 +99,10 @@ class JudgeFactory:
     options: dict[str, Any]
     template: PromptTemplate | None
     source: str = ""
+    allow_import: bool = False  # `module:Class` judges: only when the job or command allows them
 
     def create(self, context: JudgeContext | None = None) -> Any:
-        return create_judge(self.name, self.options, self.template, context, source=self.source)
+        return create_judge(self.name, self.options, self.template, context, source=self.source, allow_import=self.allow_import)
 
 
 @dataclass
@@ -115,6 +120,7 @@ class JobPlan:
     in_batches: set[tuple[str, str]] = field(default_factory=set)  # sent in a Batch API batch not yet collected
     topics: dict[str, Topic] = field(default_factory=dict)
     documents: dict[str, Document] = field(default_factory=dict)
+    content_hashes: dict[str, str] = field(default_factory=dict)  # docid -> the content judged now
 
     @property
     def already_ok(self) -> int:
@@ -156,12 +162,12 @@ def resolve_judge(spec: JobSpec) -> tuple[JudgeFactory, type, JudgeConfig, str, 
     """(factory, judge class, validated config, model id, judge run id): all known without loading a model."""
     source = str(spec.source or "job")
     template = load_template(spec.template) if spec.template else None
-    cls = judge_class(spec.judge.name)
-    config = make_config(spec.judge.name, spec.judge.options, source=source)
+    cls = judge_class(spec.judge.name, allow_import=spec.allow_import)
+    config = make_config(spec.judge.name, spec.judge.options, source=source, allow_import=spec.allow_import)
     model_id = cls.model_id_for(config)
     identity = identity_options(cls.Config, config.model_dump(mode="json"))
     run_id = judge_run_id_for(spec.judge.name, identity, template, model_id)
-    return JudgeFactory(spec.judge.name, spec.judge.options, template, source), cls, config, model_id, run_id
+    return JudgeFactory(spec.judge.name, spec.judge.options, template, source, spec.allow_import), cls, config, model_id, run_id
 
 
 def plan_job(store: Store, spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False) -> JobPlan:
@@ -181,6 +187,8 @@ def plan_job(store: Store, spec: JobSpec, *, limit: int | None = None, retry_fai
     if factory.template is not None:
         pooled = sorted({q for q, _ in plan.pairs})
         factory.template.check_topics([plan.topics[q] for q in pooled if q in plan.topics], source=source)
+    plan.content_hashes = store.document_hashes()
+    store.retire_stale_judgments()  # a document changed some other way than a load: judge it again
     plan.states = judgment_states(store, run_id)
     # A pair in an open batch is already paid for: neither route sends it again until the batch is collected.
     plan.in_batches = open_batch_pairs(store, run_id)

@@ -22,12 +22,12 @@ import numpy as np
 
 from qrelkit.embed.cache import ComputedEmbeddings, VectorStore
 from qrelkit.errors import JobFailed, PairInputError, QrelkitError, StorageFailure
-from qrelkit.jobs.plan import JobPlan, JudgeFactory, collection_unchanged, plan_job
+from qrelkit.jobs.plan import JobPlan, JudgeFactory, collection_unchanged, plan_job, resolve_judge
 from qrelkit.jobs.spec import ExecutorSpec, JobSpec
 from qrelkit.judges import FatalJudgeError, JudgeContext, Judgment, Pair
 from qrelkit.prompts import TemplateError
 from qrelkit.storage import LoadResult, Store
-from qrelkit.storage.judgments import ensure_judge_run, write_judgments
+from qrelkit.storage.judgments import JudgmentWriteError, ensure_judge_run, write_judgments
 from qrelkit.storage.schema import SCHEMA_VERSION
 
 ProgressCallback = Callable[[int, int], None]  # (pairs done, pairs to judge)
@@ -123,8 +123,15 @@ def failure_judgment(pair: Pair, exc: BaseException) -> Judgment:
     return Judgment.failed(pair, status, f"{type(exc).__name__}: {exc}")
 
 
+def salvaged(judge: Any) -> list[Judgment]:
+    """What a judge made in a batch that then raised (answers that arrived; see BaseJudge.salvage)."""
+    salvage = getattr(judge, "salvage", None)
+    return list(salvage()) if callable(salvage) else []
+
+
 def judge_batch_safely(judge: Any, batch: Sequence[Pair]) -> list[Judgment]:
-    """A batch that raises is judged again pair by pair, so one bad pair fails alone."""
+    """A batch that raises is judged again pair by pair, so one bad pair fails alone; pairs whose
+    answers had already arrived are not asked again (their judgments are salvaged)."""
     try:
         results = judge.judge(batch)
     except PASS_THROUGH:
@@ -132,16 +139,22 @@ def judge_batch_safely(judge: Any, batch: Sequence[Pair]) -> list[Judgment]:
     except OSError as exc:
         if _is_disk_full(exc):
             raise StorageFailure(f"the disk is full ({exc})") from None
-        if len(batch) == 1:
-            return [failure_judgment(batch[0], exc)]
-        return [j for pair in batch for j in judge_batch_safely(judge, [pair])]
+        return _pair_by_pair(judge, batch, exc)
     except Exception as exc:  # the backend failed; record it on the pair(s) and go on
-        if len(batch) == 1:
-            return [failure_judgment(batch[0], exc)]
-        return [j for pair in batch for j in judge_batch_safely(judge, [pair])]
+        return _pair_by_pair(judge, batch, exc)
     if len(results) != len(batch):
         raise QrelkitError(f"judge {judge.name!r} returned {len(results)} judgments for {len(batch)} pairs")
     return results
+
+
+def _pair_by_pair(judge: Any, batch: Sequence[Pair], exc: Exception) -> list[Judgment]:
+    keys = {pair.key for pair in batch}
+    kept = [j for j in salvaged(judge) if (j.qid, j.docid) in keys]
+    done = {(j.qid, j.docid) for j in kept}
+    rest = [pair for pair in batch if pair.key not in done]
+    if len(rest) == 1 and len(batch) == 1:
+        return [failure_judgment(rest[0], exc)]
+    return kept + [j for pair in rest for j in judge_batch_safely(judge, [pair])]
 
 
 def _is_disk_full(exc: OSError) -> bool:
@@ -223,6 +236,10 @@ class LocalExecutor:
         for batch in batches:
             yield judge_batch_safely(self.judge, batch)
 
+    def salvage(self) -> list[Judgment]:
+        """Judgments made in the batch that was stopped (an interrupt, a fatal error)."""
+        return salvaged(self.judge) if self.judge is not None else []
+
     def close(self) -> None:
         if self.judge is not None:
             self.judge.close()
@@ -265,7 +282,9 @@ class _Writer:
 
     def add(self, judgments: Iterable[Judgment]) -> None:
         for judgment in judgments:
-            judgment.attempts += self.plan.earlier_attempts((judgment.qid, judgment.docid))
+            earlier = self.plan.earlier_attempts((judgment.qid, judgment.docid))
+            if earlier and isinstance(judgment.attempts, int):
+                judgment.attempts += earlier
             self.pending.append(judgment)
 
     def due(self) -> bool:
@@ -273,14 +292,21 @@ class _Writer:
 
     def flush(self) -> None:
         if self.pending:
-            write_judgments(self.store, self.plan.judge_run_id, self.pending)
-            self.report.judged += len(self.pending)
-            for judgment in self.pending:
-                self.report.statuses[judgment.status] = self.report.statuses.get(judgment.status, 0) + 1
-            self.pending.clear()
-            if self.on_flush:
-                self.on_flush(self.report.judged)
+            try:
+                statuses = write_judgments(self.store, self.plan.judge_run_id, self.pending, self.plan.content_hashes)
+            except JudgmentWriteError as exc:
+                self._count(exc.statuses)
+                raise
+            self._count(statuses)
         self.last = time.monotonic()
+
+    def _count(self, statuses: list[str]) -> None:
+        self.pending.clear()
+        self.report.judged += len(statuses)
+        for status in statuses:
+            self.report.statuses[status] = self.report.statuses.get(status, 0) + 1
+        if self.on_flush:
+            self.on_flush(self.report.judged)
 
 
 def run_job(
@@ -307,6 +333,10 @@ def run_job(
     if dry_run:
         return dry_run_report(spec, limit=limit, retry_failed=retry_failed)
     report_progress = progress if callable(progress) else None
+    if limit is not None and limit < 0:  # before the database is opened: a refused command creates nothing
+        raise QrelkitError(f"--limit must be 0 or more, got {limit}")
+    spec.check_paths()  # a job refused for its files or its judge leaves no database behind
+    resolve_judge(spec)
     with Store(spec.database) as store:
         plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
         report = JobReport(plan.judge_run_id, len(plan.pairs), plan.already_ok, plan.already_failed, len(plan.todo), loads=plan.loads)
@@ -349,11 +379,15 @@ def run_job(
                         writer.flush()
                 writer.flush()
         except KeyboardInterrupt:
-            writer.flush()
+            writer.add(_salvage(executor))
+            _flush_or_stop(writer, report)
             report.interrupted = True
         except FatalJudgeError:
-            writer.flush()
+            writer.add(_salvage(executor))
+            _flush_or_stop(writer, report)
             raise
+        except JudgmentWriteError as exc:
+            raise JobStopped(f"stopped: {exc}" + saved_note(report), report) from None
         except StorageFailure as exc:
             raise StorageFailure(f"{exc}; the job stopped at once: {report.judged} judgments of this run were saved before") from None
         finally:
@@ -391,6 +425,19 @@ def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: boo
         # e.g. tokens and cost of an API judge, computed from rendered prompts without a request
         report.estimate = plan.judge_class.estimate(plan.config, plan.factory.template, valid)
     return report
+
+
+def _salvage(executor: Any) -> list[Judgment]:
+    salvage = getattr(executor, "salvage", None)
+    return list(salvage()) if callable(salvage) else []
+
+
+def _flush_or_stop(writer: _Writer, report: JobReport) -> None:
+    """The last flush of a job that is stopping anyway: a write failure still ends it clearly."""
+    try:
+        writer.flush()
+    except JudgmentWriteError as exc:
+        raise JobStopped(f"stopped: {exc}" + saved_note(report), report) from None
 
 
 def saved_note(report: JobReport) -> str:

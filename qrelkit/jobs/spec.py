@@ -14,9 +14,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from qrelkit.errors import QrelkitError
+from qrelkit.errors import InputFormatError, QrelkitError
 from qrelkit.io import OnDuplicate
 from qrelkit.io.irds import irds_id
+from qrelkit.io.structured import read_yaml, value_problem
 from qrelkit.jobs.grade import GradingSpec
 
 
@@ -100,6 +101,9 @@ class JobSpec(_Strict):
     grading: GradingSpec | None = None
     batch_size: int = Field(64, ge=1)
     flush_seconds: float = Field(2.0, gt=0, description="Write judgments at least this often.")
+    allow_import: bool = Field(
+        False, description="Allow `judge.name: module:Class`, which imports and runs that Python module (also --allow-import)."
+    )
     max_consecutive_failures: int = Field(
         20, ge=0, description="Stop when this many judgments in a row fail with the same error (the judge is broken); 0: never."
     )
@@ -113,7 +117,8 @@ class JobSpec(_Strict):
         files += [(f"collection.qrels.{name}", q) for name, q in c.qrels.items()]
         for key, file in files:
             if file is not None and irds_id(file) is None and not file.is_file():
-                raise JobError(f"{self.source}: {key}: {file} " + ("is a directory, not a file" if file.is_dir() else "not found"))
+                reason = "is a directory, not a file" if file.is_dir() else "is not a regular file" if file.exists() else "not found"
+                raise JobError(f"{self.source}: {key}: {file} {reason}")
         for i, run in enumerate(c.runs):
             if not run.exists():
                 raise JobError(f"{self.source}: collection.runs[{i}]: {run} not found")
@@ -171,8 +176,11 @@ def apply_sets(data: dict[str, Any], sets: list[str], path: Path) -> None:
             raise JobError(f"--set {item!r}: expected KEY.PATH=VALUE, e.g. judge.options.batch_size=32")
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
+        except (yaml.YAMLError, ValueError, RecursionError):
             value = raw
+        problem = value_problem(value)
+        if problem:
+            raise JobError(f"--set {key.strip()}: {problem}")
         parts = key.strip().split(".")
         node = data
         for depth, part in enumerate(parts[:-1]):
@@ -189,20 +197,14 @@ def load_job(
     """Read, expand (``${VAR}``), override (``--set``), validate and resolve a job file; every
     problem is one line naming the job file and the key."""
     path = Path(path)
+    if not path.exists():
+        raise JobError(f"job file {path} not found")
+    if path.is_dir():
+        raise JobError(f"job file {path} is a directory, not a YAML file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise JobError(f"job file {path} not found") from None
-    except IsADirectoryError:
-        raise JobError(f"job file {path} is a directory, not a YAML file") from None
-    except UnicodeDecodeError as exc:
-        raise JobError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise JobError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
-    except RecursionError:
-        raise JobError(f"{path}: the YAML is nested too deeply") from None
+        data = read_yaml(path)
+    except InputFormatError as exc:
+        raise JobError(str(exc)) from None
     if not isinstance(data, dict):
         raise JobError(f"{path}: expected a mapping (database, collection, pool, judge, template, grading)")
     apply_sets(data, sets or [], path)  # first, so that a --set value may use ${VAR} as well

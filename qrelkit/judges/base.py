@@ -153,5 +153,10 @@ class BaseJudge:
     def judge(self, batch: Sequence[Pair]) -> list[Judgment]:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def salvage(self) -> list[Judgment]:
+        """Judgments made in a batch that then raised (answers that arrived before another pair
+        failed), handed over once: the runner stores them rather than asking for them again."""
+        return []
+
     def close(self) -> None:
         return None

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from qrelkit.errors import PairInputError
+from qrelkit.io.files import FileRefused, open_under_root
+from qrelkit.judges.http import checked_image_url
 from qrelkit.prompts import ImagePart, RenderedPrompt, TextPart
 
 # Formats the OpenAI API accepts; anything else Pillow reads is re-encoded as PNG.
@@ -23,10 +26,13 @@ def _open_image(path: str | Path, root: str | Path | None) -> tuple[bytes, Any]:
     from PIL import Image, UnidentifiedImageError
 
     path = Path(path)
-    if root is not None and not path.resolve().is_relative_to(Path(root).resolve()):
-        raise ImageInputError(f"image {path} is outside the image root {root}")
-    try:
-        data = path.read_bytes()
+    try:  # hostile-input: regular files only, checked against the root when opened
+        with open_under_root(path, root) as handle:
+            data = handle.read()
+    except FileRefused as exc:
+        if "outside the root" in exc.reason:
+            raise ImageInputError(f"image {path} is outside the image root {root}") from None
+        raise ImageInputError(f"image {path} cannot be read: {exc.reason}") from None
     except OSError as exc:
         raise ImageInputError(f"image {path} cannot be read: {exc.strerror or exc}") from None
     try:
@@ -51,7 +57,12 @@ def image_data_url(path: str | Path, root: str | Path | None = None) -> str:
 
 
 def build_messages(
-    rendered: RenderedPrompt, *, detail: str = "auto", image_urls: bool = False, image_root: str | None = None
+    rendered: RenderedPrompt,
+    *,
+    detail: str = "auto",
+    image_urls: bool = False,
+    image_root: str | None = None,
+    url_hosts: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """Chat messages: a text-only prompt's user content is a plain string (what every server
     takes); one with an image is a list of `text` and `image_url` content parts."""
@@ -63,6 +74,7 @@ def build_messages(
         if isinstance(part, TextPart):
             content.append({"type": "text", "text": part.text})
         elif isinstance(part, ImagePart):
-            url = part.url if image_urls and part.url else image_data_url(part.path, image_root)
+            # hostile-input: a URL is forwarded only when judges.http allows it (never file:, link-local, ...)
+            url = checked_image_url(part.url, url_hosts) if image_urls and part.url else image_data_url(part.path, image_root)
             content.append({"type": "image_url", "image_url": {"url": url, "detail": detail}})
     return messages + [{"role": "user", "content": content}]

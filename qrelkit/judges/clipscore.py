@@ -92,8 +92,8 @@ class ClipScoreJudge(BaseJudge):
             if p.document.image_path is None:
                 self.image_errors[docid] = f"document {docid!r} has no image"
                 continue
-            try:
-                load_image(p.document.image_path)  # check before encoding: one bad image must not fail the batch
+            try:  # check before encoding (one bad image must not fail the batch), under its root at read time
+                load_image(p.document.image_path, p.document.image_root)
             except ImageLoadError as exc:
                 self.image_errors[docid] = str(exc)
                 continue
@@ -101,7 +101,8 @@ class ClipScoreJudge(BaseJudge):
         if texts:
             self.text_vectors.update(self._vectors(self.text_embedder, "clip-text", texts))
         if images:
-            hashes = {docid: file_hash(path) for docid, path in images.items()}
+            roots = {p.document.docid: p.document.image_root for p in pairs}
+            hashes = {docid: file_hash(path, roots[docid]) for docid, path in images.items()}
             self.image_vectors.update(self._vectors(self.image_embedder, "clip-image", images, hashes))
         if newly_truncated:
             warnings.warn(

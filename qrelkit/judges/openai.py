@@ -36,10 +36,21 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 from pydantic.json_schema import JsonDict
 
+from qrelkit.errors import PairInputError
+from qrelkit.io.files import open_under_root
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
 from qrelkit.judges.batch import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, BatchClient, BatchLine, BatchSettings
-from qrelkit.judges.chat import ImageInputError, build_messages
-from qrelkit.judges.http import BackoffWait, MalformedResponse, RateLimiter, classify_error, classify_status, is_retryable, redact
+from qrelkit.judges.chat import build_messages
+from qrelkit.judges.http import (
+    BackoffWait,
+    DeadlineExceeded,
+    MalformedResponse,
+    RateLimiter,
+    classify_error,
+    classify_status,
+    is_retryable,
+    redact,
+)
 from qrelkit.judges.scoring import TokenPositions, answer_candidates, judgment_from_answer
 from qrelkit.prompts import ImagePart, PromptTemplate, RenderedPrompt, TemplateError, TextPart
 
@@ -70,6 +81,11 @@ class OpenAIConfig(JudgeConfig):
     max_tokens: int = Field(16, ge=1, description="Completion tokens per answer.")
     detail: Literal["auto", "low", "high"] = Field("auto", description="Image detail (cost and resolution).")
     image_urls: bool = Field(False, description="Send a document's `url` field instead of its image bytes when it has one.")
+    image_url_hosts: list[str] = Field(
+        default_factory=list,
+        description="Hosts image URLs may name over http://, or at a loopback/private address (default: public https:// only).",
+        json_schema_extra=OPERATIONAL,
+    )
     logprobs: bool = Field(False, description="Ask for token logprobs and store the expected grade.")
     top_logprobs: int = Field(5, ge=1, le=20, description="Alternatives per position when logprobs is on.")
     score: Literal["parsed", "expected"] = Field("parsed", description="parsed answer, or Σ g·p(g)/Σ p(g) (needs logprobs).")
@@ -78,7 +94,9 @@ class OpenAIConfig(JudgeConfig):
     tpm: int | None = Field(
         None, ge=1, description="Tokens-per-minute limit (estimated prompt + max_tokens).", json_schema_extra=OPERATIONAL
     )
-    timeout: float = Field(60.0, gt=0, description="Seconds per HTTP try.", json_schema_extra=OPERATIONAL)
+    timeout: float = Field(
+        60.0, gt=0, description="Seconds per HTTP try, a deadline for the whole answer (not idle time).", json_schema_extra=OPERATIONAL
+    )
     max_tries: int = Field(6, ge=1, description="HTTP tries per pair (first try included).", json_schema_extra=OPERATIONAL)
     initial_backoff: float = Field(1.0, ge=0, description="First retry wait in seconds (doubles).", json_schema_extra=OPERATIONAL)
     max_backoff: float = Field(60.0, ge=0, description="Longest wait, Retry-After included.", json_schema_extra=OPERATIONAL)
@@ -140,22 +158,23 @@ def image_tokens(width: int, height: int, detail: str) -> int:
     return IMAGE_TOKENS_BASE + IMAGE_TOKENS_PER_TILE * math.ceil(width / 512) * math.ceil(height / 512)
 
 
-def _image_size(part: ImagePart, image_urls: bool) -> tuple[int, int]:
+def _image_size(part: ImagePart, image_urls: bool, image_root: str | None = None) -> tuple[int, int]:
     if image_urls and part.url:
         return UNKNOWN_IMAGE_SIZE
     try:
         from PIL import Image
 
-        with Image.open(part.path) as image:  # reads the header only
+        # a regular file under the root only: a FIFO there must not hang even a dry run
+        with open_under_root(part.path, image_root) as handle, Image.open(handle) as image:  # reads the header only
             return image.size
     except Exception:  # noqa: BLE001 - an estimate; the real request reports the problem
         return UNKNOWN_IMAGE_SIZE
 
 
-def prompt_token_estimate(rendered: RenderedPrompt, detail: str = "auto", image_urls: bool = False) -> int:
+def prompt_token_estimate(rendered: RenderedPrompt, detail: str = "auto", image_urls: bool = False, image_root: str | None = None) -> int:
     chars = len(rendered.system or "") + sum(len(p.text) for p in rendered.parts if isinstance(p, TextPart))
     images = [p for p in rendered.parts if isinstance(p, ImagePart)]
-    return math.ceil(chars / 4) + sum(image_tokens(*_image_size(p, image_urls), detail) for p in images)
+    return math.ceil(chars / 4) + sum(image_tokens(*_image_size(p, image_urls, image_root), detail) for p in images)
 
 
 def cost_of(tokens_in: int | None, tokens_out: int | None, prices: Prices | None) -> float | None:
@@ -255,8 +274,9 @@ class OpenAIJudge(BaseJudge):
 
     name = "openai"
     Config = OpenAIConfig
-    config: OpenAIConfig
     needs_template = True
+    config: OpenAIConfig
+    template: PromptTemplate
 
     @classmethod
     def model_id_for(cls, config: OpenAIConfig) -> str:  # type: ignore[override]
@@ -273,6 +293,7 @@ class OpenAIJudge(BaseJudge):
         self._slots = asyncio.Semaphore(config.concurrency)
         self._limiter = RateLimiter(config.rpm, config.tpm) if (config.rpm or config.tpm) else None
         self._wait = BackoffWait(config.initial_backoff, config.max_backoff)
+        self._arrived: dict[tuple[str, str], Judgment] = {}
 
     def judge(self, batch: Sequence[Pair]) -> list[Judgment]:
         task = self._loop.create_task(self._judge_batch(list(batch)))
@@ -300,17 +321,32 @@ class OpenAIJudge(BaseJudge):
         tasks = [asyncio.ensure_future(self._judge_pair(pair)) for pair in batch]
         try:
             return list(await asyncio.gather(*tasks))
+        except BaseException:
+            # Answers that arrived are paid for: keep them for the runner (see `salvage`).
+            for task in tasks:
+                if task.done() and not task.cancelled() and task.exception() is None:
+                    judgment = task.result()
+                    self._arrived[(judgment.qid, judgment.docid)] = judgment
+            raise
         finally:
             for task in tasks:  # after a fatal error, the other requests stop too
                 task.cancel()
+
+    def salvage(self) -> list[Judgment]:
+        """Judgments whose answers arrived in a batch that then failed (a fatal error on another
+        pair, an interrupt), handed over once, so the runner stores them instead of asking again."""
+        arrived, self._arrived = list(self._arrived.values()), {}
+        return arrived
 
     def _prepare(self, pair: Pair) -> tuple[dict[str, Any], RenderedPrompt] | Judgment:
         """The pair's Chat Completions request (and its rendered prompt), or its input_error."""
         c = self.config
         try:
             rendered = self.template.render(pair.topic, pair.document)
-            messages = build_messages(rendered, detail=c.detail, image_urls=c.image_urls, image_root=pair.document.image_root)
-        except (TemplateError, ImageInputError) as exc:
+            messages = build_messages(
+                rendered, detail=c.detail, image_urls=c.image_urls, image_root=pair.document.image_root, url_hosts=c.image_url_hosts
+            )
+        except (TemplateError, PairInputError) as exc:
             return Judgment.failed(pair, "input_error", str(exc), model_id=self.model_id)
         return build_request(c, messages), rendered
 
@@ -319,9 +355,20 @@ class OpenAIJudge(BaseJudge):
         if isinstance(prepared, Judgment):
             return prepared
         request, rendered = prepared
-        cost_tokens = prompt_token_estimate(rendered, self.config.detail, self.config.image_urls) + self.config.max_tokens
+        c = self.config
+        cost_tokens = prompt_token_estimate(rendered, c.detail, c.image_urls, pair.document.image_root) + c.max_tokens
         async with self._slots:
             return await self._send(pair, request, cost_tokens)
+
+    async def _post(self, request: dict[str, Any]) -> str:
+        """One try: the whole answer's body within `timeout` seconds, however the server sends it
+        (the client's own timeout is per read, so a server trickling bytes would never trip it)."""
+        timeout = self.config.timeout
+        try:
+            response = await asyncio.wait_for(self._client.chat.completions.with_raw_response.create(**request), timeout)
+        except TimeoutError:
+            raise DeadlineExceeded(timeout) from None
+        return response.http_response.text
 
     async def _send(self, pair: Pair, request: dict[str, Any], cost_tokens: int) -> Judgment:
         from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
@@ -341,26 +388,45 @@ class OpenAIJudge(BaseJudge):
                     if self._limiter is not None:
                         await self._limiter.acquire(cost_tokens)
                     started = time.perf_counter()
-                    response = await self._client.chat.completions.with_raw_response.create(**request)
+                    body = await self._post(request)
                     latency_ms = (time.perf_counter() - started) * 1000
-                    reply = read_reply(response.http_response.text)
         except Exception as exc:
             verdict = classify_error(exc)
             message = redact(verdict.message, self._secrets)
             if verdict.action == "fatal":
                 hint = "check `model` and `base_url`" if verdict.status == 404 else f"check the key in ${c.api_key_env}"
                 raise FatalJudgeError(f"judge 'openai' at {self._base_url}: {message}; {hint}") from None
-            body = exc.body[:2000] if isinstance(exc, MalformedResponse) and exc.body else None
             return Judgment.failed(
                 pair,
                 "model_error",
                 f"{message} (after {attempts} {'try' if attempts == 1 else 'tries'})",
+                attempts=attempts,
+                model_id=self.model_id,
+                latency_ms=latency_ms,
+            )
+        return self._answer(pair, body, attempts, latency_ms)
+
+    def _answer(self, pair: Pair, body: str, attempts: int, latency_ms: float | None) -> Judgment:
+        """The judgment of an answer that arrived. Never raises: whatever goes wrong reading it, the
+        raw body is kept (as the raw output of a model error), so the pair is never sent again
+        because of a problem after its answer came back."""
+        try:
+            return self._judgment(pair, read_reply(body), attempts, latency_ms)
+        except Exception as exc:  # noqa: BLE001 - a malformed body, or a bug reading an odd one
+            what = (
+                f"malformed response: {exc}"
+                if isinstance(exc, MalformedResponse)
+                else f"could not read the answer: {type(exc).__name__}: {exc}"
+            )
+            return Judgment.failed(
+                pair,
+                "model_error",
+                f"{redact(what, self._secrets)} (after {attempts} {'try' if attempts == 1 else 'tries'})",
                 raw_output=redact(body, self._secrets),
                 attempts=attempts,
                 model_id=self.model_id,
                 latency_ms=latency_ms,
             )
-        return self._judgment(pair, reply, attempts, latency_ms)
 
     def _judgment(self, pair: Pair, reply: Reply, attempts: int, latency_ms: float | None) -> Judgment:
         """A live reply as a judgment."""
@@ -410,7 +476,7 @@ class OpenAIJudge(BaseJudge):
                 continue  # will be an input_error, costs nothing
             requests += 1
             images += sum(isinstance(p, ImagePart) for p in rendered.parts)
-            tokens_in += prompt_token_estimate(rendered, config.detail, config.image_urls)
+            tokens_in += prompt_token_estimate(rendered, config.detail, config.image_urls, pair.document.image_root)
         tokens_out = requests * config.max_tokens  # an upper bound: answers stop earlier
         cost = cost_of(tokens_in, tokens_out, config.prices)
         batch_cost = cost_of(tokens_in, tokens_out, batch_prices(config))

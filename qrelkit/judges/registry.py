@@ -23,9 +23,17 @@ def judge_names() -> list[str]:
     return sorted(_entry_points())
 
 
-def judge_class(name: str) -> type:
-    """A registered judge by name, or any judge class by `package.module:ClassName`."""
+def judge_class(name: str, *, allow_import: bool = False) -> type:
+    """A registered judge by name, or, with ``allow_import``, any judge class by
+    `package.module:ClassName`. Importing a module runs its code, so a job file may name one only
+    when the job (`allow_import: true`) or the command (`--allow-import`) says so; without that,
+    nothing is imported."""
     if ":" in name:
+        if not allow_import:
+            raise JudgeError(
+                f"judge {name!r} would import and run the Python module {name.partition(':')[0]!r}; "
+                "allow it with `allow_import: true` in the job or --allow-import (registered judges need neither)"
+            )
         module_name, _, class_name = name.partition(":")
         try:
             return getattr(importlib.import_module(module_name), class_name)
@@ -40,8 +48,8 @@ def judge_class(name: str) -> type:
         raise JudgeError(f"judge {name!r} cannot be imported: {exc}") from None
 
 
-def make_config(name: str, options: dict[str, Any] | None, *, source: str = "") -> JudgeConfig:
-    cls = judge_class(name)
+def make_config(name: str, options: dict[str, Any] | None, *, source: str = "", allow_import: bool = False) -> JudgeConfig:
+    cls = judge_class(name, allow_import=allow_import)
     try:
         return cls.Config.model_validate(options or {})
     except ValidationError as exc:
@@ -61,9 +69,10 @@ def create_judge(
     context: JudgeContext | None = None,
     *,
     source: str = "",
+    allow_import: bool = False,
 ):
-    cls = judge_class(name)
-    config = make_config(name, options, source=source)
+    cls = judge_class(name, allow_import=allow_import)
+    config = make_config(name, options, source=source, allow_import=allow_import)
     if getattr(cls, "needs_template", True) and template is None:
         raise JudgeError(f"judge {name!r} needs a prompt template (set `template:` in the job)")
     return cls(config, template, context)

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from qrelkit.errors import QrelkitError
+from qrelkit.errors import InputFormatError, QrelkitError
 from qrelkit.io import Document, Topic, sha256_text
+from qrelkit.io.structured import read_yaml
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 TOPIC_PLACEHOLDERS = {"query", "qid"}  # always present in a topic record
@@ -245,9 +245,9 @@ def load_template(ref: str | Path) -> PromptTemplate:
             raise TemplateError(f"prompt template {str(ref)!r}: no such file or built-in (built-ins: {known})")
         path = builtin
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise TemplateError(f"{path}: not valid YAML: {exc}") from None
+        data = read_yaml(path)
+    except InputFormatError as exc:
+        raise TemplateError(str(exc)) from None
     if not isinstance(data, dict):
         raise TemplateError(f"{path}: expected a mapping of template fields")
     try:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from qrelkit.errors import StoreError
+from qrelkit.errors import FatalJobError, StorageFailure, StoreError
+from qrelkit.storage.coerce import fallback_row, judgment_row
 from qrelkit.storage.store import Store
 
 # What a judgment's score can be graded by: the judge's own score, the parsed grade, the expected grade.
@@ -30,6 +32,8 @@ JUDGMENT_COLUMNS = [
     "attempts",
     "model_id",
     "system_fingerprint",
+    "content_hash",
+    "notes",
 ]
 _TYPES = {
     "score": pa.float64(),
@@ -153,22 +157,21 @@ def judgment_states(store: Store, judge_run_id: str) -> dict[tuple[str, str], tu
     return {(q, d): (s, a) for q, d, s, a in rows}
 
 
-def write_judgments(store: Store, judge_run_id: str, judgments: list[Any]) -> None:
-    """Insert or replace a batch of judgments in one transaction (Arrow bulk path)."""
-    if not judgments:
-        return
-    with store.transaction() as con:
-        insert_judgments(con, judge_run_id, judgments)
+class JudgmentWriteError(FatalJobError):
+    """Judgments of a batch that could not be stored as given. What could be kept was kept (the
+    others of the batch; the failed ones as model errors with their raw answers where possible);
+    the job stops, because a judge or provider is sending what qrelkit cannot store."""
+
+    def __init__(self, message: str, statuses: list[str]):
+        super().__init__(message)
+        self.statuses = statuses  # of the judgments that were stored
 
 
-def insert_judgments(con: Any, judge_run_id: str, judgments: list[Any]) -> None:
-    """The insert of :func:`write_judgments`, inside a transaction the caller holds."""
-    if not judgments:
-        return
-    records = [asdict(j) for j in judgments]
-    columns = {"judge_run_id": pa.array([judge_run_id] * len(records), pa.string())}
+def _insert_rows_in(con: Any, judge_run_id: str, rows: list[dict[str, Any]]) -> None:
+    """Insert (or replace) coerced rows inside a transaction the caller holds."""
+    columns = {"judge_run_id": pa.array([judge_run_id] * len(rows), pa.string())}
     for name in JUDGMENT_COLUMNS[1:]:
-        columns[name] = pa.array([r[name] for r in records], _TYPES.get(name, pa.string()))
+        columns[name] = pa.array([r.get(name) for r in rows], _TYPES.get(name, pa.string()))
     con.register("incoming_judgments", pa.table(columns))
     try:
         cols = ", ".join(JUDGMENT_COLUMNS)
@@ -176,6 +179,84 @@ def insert_judgments(con: Any, judge_run_id: str, judgments: list[Any]) -> None:
         con.execute(f"INSERT OR REPLACE INTO judgments ({cols}) SELECT {cols} FROM incoming_judgments")
     finally:
         con.unregister("incoming_judgments")
+
+
+def _insert_rows(store: Store, judge_run_id: str, rows: list[dict[str, Any]]) -> None:
+    with store.transaction() as con:
+        _insert_rows_in(con, judge_run_id, rows)
+
+
+def insert_judgments(con: Any, judge_run_id: str, judgments: list[Any], content_hashes: Mapping[str, str] | None = None) -> None:
+    """The insert of :func:`write_judgments` (fields coerced alike) inside a transaction the caller
+    holds, so that judgments and the caller's own bookkeeping (a collected batch) commit together."""
+    if not judgments:
+        return
+    hashes = content_hashes or {}
+    rows = []
+    for judgment in judgments:
+        row = judgment_row(judgment)
+        row["content_hash"] = hashes.get(row["docid"])
+        rows.append(row)
+    _insert_rows_in(con, judge_run_id, rows)
+
+
+def _try_insert(store: Store, judge_run_id: str, rows: list[dict[str, Any]]) -> BaseException | None:
+    """None when the rows were stored; the exception otherwise (a machine failure is raised)."""
+    try:
+        _insert_rows(store, judge_run_id, rows)
+        return None
+    except StorageFailure:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any other failure is about these rows
+        return exc
+
+
+def write_judgments(store: Store, judge_run_id: str, judgments: list[Any], content_hashes: Mapping[str, str] | None = None) -> list[str]:
+    """Insert or replace a batch of judgments in one transaction (Arrow bulk path); the statuses
+    stored, in order. Every field is coerced to its column (`storage.coerce`), so an odd value never
+    fails the batch; should a row fail anyway, the others are stored one by one, the failed ones as
+    model errors keeping their raw answers, and JudgmentWriteError says so after they are saved.
+    ``content_hashes`` (docid -> hash) records which content of each document was judged."""
+    if not judgments:
+        return []
+    hashes = content_hashes or {}
+    pending: list[tuple[Any, dict[str, Any]]] = []
+    failed: list[tuple[Any, BaseException]] = []
+    for judgment in judgments:
+        try:
+            row = judgment_row(judgment)
+        except Exception as exc:  # noqa: BLE001 - a judgment object too broken to read
+            failed.append((judgment, exc))
+            continue
+        row["content_hash"] = hashes.get(row["docid"])
+        pending.append((judgment, row))
+    stored = [row for _, row in pending]
+    if stored and _try_insert(store, judge_run_id, stored) is not None:
+        stored = []
+        for judgment, row in pending:  # the batch failed: keep every row that can be kept
+            problem = _try_insert(store, judge_run_id, [row])
+            if problem is None:
+                stored.append(row)
+            else:
+                failed.append((judgment, problem))
+    if not failed:
+        return [r["status"] for r in stored]
+    lost = []
+    for judgment, problem in failed:
+        row = fallback_row(judgment, problem)
+        row["content_hash"] = hashes.get(row["docid"])
+        if row["qid"] and row["docid"] and _try_insert(store, judge_run_id, [row]) is None:
+            stored.append(row)
+        else:
+            lost.append(f"{row['qid'] or '?'}/{row['docid'] or '?'}")
+    judgment, problem = failed[0]
+    first = f"{getattr(judgment, 'qid', '?')}/{getattr(judgment, 'docid', '?')}: {type(problem).__name__}: {str(problem)[:200]}"
+    kept = len(failed) - len(lost)
+    message = (
+        f"{len(failed)} judgment(s) could not be stored as given (e.g. {first}); "
+        f"{kept} kept as model errors with their raw answers" + (f", {len(lost)} lost ({', '.join(lost[:5])})" if lost else "")
+    )
+    raise JudgmentWriteError(message, [r["status"] for r in stored])
 
 
 def ok_scores(store: Store, judge_run_id: str, column: str = "score") -> list[tuple[str, str, float]]:

@@ -89,4 +89,22 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # 5: a judgment records which content of its document it judged (the document's content hash),
+    # and notes on fields that were coerced or dropped to store it. A document whose content
+    # changes has its judgments moved to `judgment_history`: kept, never used for the new content.
+    # Judgments made before this version are taken to have judged the content loaded now.
+    [
+        "ALTER TABLE judgments ADD COLUMN content_hash TEXT",
+        "ALTER TABLE judgments ADD COLUMN notes TEXT",
+        "UPDATE judgments SET content_hash = d.content_hash FROM documents d WHERE d.docid = judgments.docid",
+        """CREATE TABLE judgment_history (
+            judge_run_id TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL, status TEXT NOT NULL,
+            score DOUBLE, parsed DOUBLE, expected DOUBLE, raw_output TEXT, error TEXT,
+            tokens_in INTEGER, tokens_out INTEGER, latency_ms DOUBLE, cost DOUBLE, attempts INTEGER,
+            model_id TEXT, system_fingerprint TEXT, judged_at TIMESTAMP, content_hash TEXT, notes TEXT,
+            retired_at TIMESTAMP NOT NULL DEFAULT current_timestamp)""",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

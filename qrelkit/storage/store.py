@@ -34,6 +34,11 @@ from qrelkit.io import (
 from qrelkit.io.sources import documents_from, qrels_from, source_name, source_sha256, topics_from
 from qrelkit.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
+HISTORY_COLUMNS = (
+    "judge_run_id, qid, docid, status, score, parsed, expected, raw_output, error, tokens_in, tokens_out, "
+    "latency_ms, cost, attempts, model_id, system_fingerprint, judged_at, content_hash, notes"
+).split(", ")
+
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>\S+) \(PID (?P<pid>\d+)\)")
 
 
@@ -69,16 +74,25 @@ class Store:
 
     def __init__(self, path: str | Path, *, read_only: bool = False):
         self.path = Path(path)
+        self._depth = 0  # open transactions: an inner one joins the outer (see `transaction`)
+        if str(path).strip() in ("", ":memory:") or str(path).startswith(":memory:"):
+            raise StoreError(f"--db {str(path)!r}: an in-memory database keeps nothing; name a database file")
+        if self.path.is_dir():
+            raise StoreError(f"database {self.path} is a directory; name a database file")
         if read_only and not self.path.exists():
             raise StoreError(f"database {self.path} does not exist; load data into it first (qrelkit load ...)")
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.IOException as exc:
+        except duckdb.Error as exc:
             raise self._open_error(exc) from None
-        if not read_only:
-            self._migrate()
-        else:
-            self._check_version()
+        try:
+            if not read_only:
+                self._migrate()
+            elif self._check_version() == 0:
+                raise StoreError(f"database {self.path} holds no qrelkit data yet; load data into it first (qrelkit load ...)")
+        except BaseException:
+            self.con.close()
+            raise
 
     @classmethod
     def in_memory_copy(cls, path: str | Path) -> Store:
@@ -87,12 +101,13 @@ class Store:
         plans on the copy, so it can tell what a real run would load without changing anything."""
         store = cls.__new__(cls)
         store.path = Path(path)
+        store._depth = 0
         store.con = duckdb.connect(":memory:")
         if store.path.exists():
             quoted = str(store.path).replace("'", "''")
             try:
                 store.con.execute(f"ATTACH '{quoted}' AS planned_source (READ_ONLY)")
-            except duckdb.IOException as exc:
+            except duckdb.Error as exc:
                 store.con.close()
                 raise store._open_error(exc) from None
             store.con.execute("COPY FROM DATABASE planned_source TO memory")
@@ -100,14 +115,14 @@ class Store:
         store._migrate()
         return store
 
-    def _open_error(self, exc: duckdb.IOException) -> StoreError:
+    def _open_error(self, exc: duckdb.Error) -> StoreError:
         holder = _LOCK_HOLDER.search(str(exc))
         if holder:
             return DatabaseInUseError(
                 f"database {self.path} is in use by process {holder['pid']} ({Path(holder['program']).name}); "
                 "wait for it to finish or stop it, then try again"
             )
-        return StoreError(f"cannot open database {self.path}: {exc}")
+        return StoreError(f"cannot open database {self.path}: {_first_line(exc)}")
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -122,19 +137,31 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """One transaction: all of it lands, or none. A failure of the machine (disk full, I/O
-        error, out of memory, an invalidated database) becomes a StorageFailure naming the file."""
+        """One transaction: all of it lands, or none. A transaction opened inside another joins it
+        (several loads land together). A failure of the machine (disk full, I/O error, out of
+        memory, an invalidated database) becomes a StorageFailure naming the file."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield self.con
+            finally:
+                self._depth -= 1
+            return
         try:
             self.con.execute("BEGIN TRANSACTION")
+            self._depth = 1
             try:
                 yield self.con
             except BaseException:
                 self._rollback()
                 raise
+            finally:
+                self._depth = 0
             crash_point("before-commit")
             self.con.execute("COMMIT")
         except duckdb.Error as exc:
             if machine_failure(exc):
+                self._rollback()
                 raise StorageFailure(f"cannot write to the database {self.path}: {_first_line(exc)}") from None
             raise
 
@@ -153,6 +180,16 @@ class Store:
 
     def _check_version(self) -> int:
         version = self.schema_version()
+        if version == 0:
+            tables = [
+                r[0]
+                for r in self.con.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database() ORDER BY 1"
+                ).fetchall()
+            ]
+            if tables:
+                shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+                raise StoreError(f"{self.path} is a DuckDB database, but not a qrelkit one (it holds {shown}); name another --db")
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"database {self.path} has schema version {version}, newer than this qrelkit "
@@ -289,6 +326,7 @@ class Store:
                 con.execute("DELETE FROM documents WHERE source = ?", [name])
                 self._refuse_foreign_keys(con, "documents", "docid", rows, name, "documents")
                 self._insert(con, "documents", rows)
+                self.retire_stale_judgments()  # joins this load's transaction
 
             return len(documents), write
 
@@ -458,6 +496,28 @@ class Store:
         return {
             docid: Document(docid, text, image, root, json.loads(fields) if fields else {}) for docid, text, image, root, fields in rows
         }
+
+    def document_hashes(self) -> dict[str, str]:
+        """docid -> the content hash of the document as loaded now."""
+        return dict(self.con.execute("SELECT docid, content_hash FROM documents").fetchall())
+
+    def retire_stale_judgments(self) -> int:
+        """Move judgments of documents whose content changed since they were judged into
+        `judgment_history` (kept as the history of the old content, never used for the new one);
+        the number moved. A changed document is then judged again."""
+        stale = (
+            "FROM judgments j JOIN documents d ON d.docid = j.docid WHERE j.content_hash IS NOT NULL AND j.content_hash <> d.content_hash"
+        )
+        with self.transaction() as con:
+            moved = con.execute(f"SELECT count(*) {stale}").fetchall()[0][0]
+            if moved:
+                columns = ", ".join(HISTORY_COLUMNS)
+                con.execute(f"INSERT INTO judgment_history ({columns}) SELECT {', '.join('j.' + c for c in HISTORY_COLUMNS)} {stale}")
+                con.execute(
+                    "DELETE FROM judgments WHERE content_hash IS NOT NULL AND EXISTS (SELECT 1 FROM documents d "
+                    "WHERE d.docid = judgments.docid AND d.content_hash <> judgments.content_hash)"
+                )
+        return int(moved)
 
     def run_names(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT name FROM runs ORDER BY name").fetchall()]
