@@ -25,10 +25,13 @@ class InputFormatError(QrelkitError):
 
     MAX_SHOWN = 10
 
-    def __init__(self, problems: list[LineProblem]):
+    def __init__(self, problems: list[LineProblem], omitted: int = 0):
+        """``omitted`` counts problems found beyond those kept in ``problems`` (a reader keeps
+        the first few dozen of a file, not millions)."""
         self.problems = problems
+        self.omitted = omitted
         shown = [str(p) for p in problems[: self.MAX_SHOWN]]
-        more = len(problems) - len(shown)
+        more = len(problems) - len(shown) + omitted
         if more > 0:
             shown.append(f"... and {more} more problem(s) in {problems[0].path}")
         super().__init__("\n".join(shown))

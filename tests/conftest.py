@@ -7,7 +7,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DL19 = ROOT.parent / "shared" / "data" / "trec-dl-2019"
+
+
+def shared_data() -> Path:
+    """../shared/data beside the checkout, or beside a folder of checkouts (git worktrees)."""
+    for folder in ROOT.parents:
+        if (folder / "shared" / "data").is_dir():
+            return folder / "shared" / "data"
+    return ROOT.parent / "shared" / "data"
+
+
+DL19 = shared_data() / "trec-dl-2019"
 
 
 @pytest.fixture(scope="session")
