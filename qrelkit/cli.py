@@ -147,7 +147,8 @@ def evaluate(
     Means run over the queries of the qrels; a run that misses one scores 0 on it.
     Run scores are read as float32 and ties broken by docid descending, as trec_eval does.
     """
-    from qrelkit.commands.sources import resolve_qrels, resolve_runs
+    from qrelkit.commands.sources import resolve_qrels
+    from qrelkit.commands.sources import stream_runs as resolve_runs  # one run in memory at a time
     from qrelkit.evaluate import evaluate_runs
 
     measures = measure or ["nDCG@10"]

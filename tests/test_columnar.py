@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from qrelkit.errors import InputFormatError
-from qrelkit.io import columnar, lines, read_qrels, read_run
-from qrelkit.io.trec_lines import OnDuplicate, read_qrels_lines, read_run_lines
+from qrelkit.io import OnDuplicate, columnar, lines, read_qrels, read_run
+from qrelkit.io.trec_lines import read_qrels_lines, read_run_lines
 
 
 def write(tmp_path: Path, name: str, content: str | bytes) -> Path:

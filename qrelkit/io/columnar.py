@@ -19,8 +19,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from qrelkit.errors import InputFormatError
+from qrelkit.io.duplicates import OnDuplicate
 from qrelkit.io.lines import iter_blocks, open_stream
-from qrelkit.io.trec_lines import QRELS_SCHEMA, RUN_SCHEMA, OnDuplicate, read_qrels_lines, read_run_lines
+from qrelkit.io.trec_lines import QRELS_SCHEMA, RUN_SCHEMA, read_qrels_lines, read_run_lines
 
 RUN_FIELDS = ["qid", "iteration", "docid", "rank", "score", "tag"]
 QRELS_FIELDS = ["qid", "iteration", "docid", "grade"]

@@ -21,11 +21,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from qrelkit.errors import InputFormatError
 from qrelkit.io.columnar import read_qrels_table, read_run_table
-from qrelkit.io.trec_lines import OnDuplicate
+from qrelkit.io.duplicates import OnDuplicate
+from qrelkit.io.paths import list_run_files, run_files, run_name_from_path
 
-__all__ = ["OnDuplicate", "Qrel", "Qrels", "Run", "RunEntry"]
+__all__ = ["OnDuplicate", "Qrel", "Qrels", "Run", "RunEntry", "list_run_files", "run_name_from_path"]
 
 
 @dataclass(frozen=True)
@@ -218,14 +218,6 @@ class Qrels:
         return len(self._entries) if self._entries is not None else self.table.num_rows
 
 
-def run_name_from_path(path: str | Path) -> str:
-    """A run's name is its file name without the extension (`runs/bm25.run` -> `bm25`)."""
-    name = Path(path).name
-    if name.endswith(".gz"):
-        name = name[:-3]
-    return Path(name).stem if "." in name else name
-
-
 def read_run(
     path: str | Path,
     *,
@@ -269,38 +261,12 @@ def write_qrels(qrels: Qrels, path: str | Path) -> None:
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def list_run_files(paths: list[str | Path]) -> list[Path]:
-    """Expand files and directories (every regular, non-hidden file inside) into run files."""
-    out: list[Path] = []
-    for item in paths:
-        p = Path(item)
-        if p.is_dir():
-            out.extend(sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".")))
-        elif p.exists():
-            out.append(p)
-        else:
-            raise InputFormatError.single(p, 0, "no such file or directory")
-    return out
-
-
-def _run_files(paths: list[str | Path]) -> list[Path]:
-    """The run files under ``paths``, refusing two that would give runs the same name."""
-    files = list_run_files(paths)
-    names: dict[str, Path] = {}
-    for path in files:
-        name = run_name_from_path(path)
-        if name in names:
-            raise InputFormatError.single(path, 0, f"run name {name!r} also comes from {names[name]}")
-        names[name] = path
-    return files
-
-
 def iter_runs(paths: list[str | Path], *, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> Iterator[Run]:
     """Read the runs one at a time, so that a caller that keeps only results holds one run in memory.
 
     Every name is checked before the first file is read.
     """
-    for path in _run_files(paths):
+    for path in run_files(paths):
         yield read_run(path, on_duplicate=on_duplicate)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import re
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from qrelkit.errors import InputFormatError, LineProblem
+from qrelkit.io.duplicates import OnDuplicate
 from qrelkit.io.lines import ProblemLog, iter_lines, raise_if_problems
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -33,15 +33,6 @@ NON_FINITE = re.compile(r"[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
 
 RUN_SCHEMA = pa.schema([("qid", pa.string()), ("docid", pa.string()), ("rank", pa.int64()), ("score", pa.float32())])
 QRELS_SCHEMA = pa.schema([("qid", pa.string()), ("iteration", pa.string()), ("docid", pa.string()), ("grade", pa.int64())])
-
-
-class OnDuplicate(StrEnum):
-    """How to resolve a repeated (qid, docid) within one file."""
-
-    error = "error"
-    first = "first"  # keep the first occurrence
-    last = "last"  # keep the last occurrence
-    max = "max"  # keep the highest score / grade
 
 
 def parse_integer(text: str, what: str) -> int | str:

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
 
 from qrelkit.evaluate.nrg.layout import Prepared, prepare, segment_sums
 from qrelkit.evaluate.nrg.options import BrowsingModel, Gain, Grades, NRGConfig, NRGError, PriorSets
@@ -65,6 +64,8 @@ def _prior_sums(member: np.ndarray, rows: np.ndarray) -> np.ndarray:
     chronological chain (prior of the k-th run = the k−1 before it: an exclusive cumulative
     sum). Any other family of sets is a sparse product, O(Σ|prior set| × items).
     """
+    from scipy import sparse  # only here: the common prior sets need no scipy at startup
+
     union = member.any(axis=0)
     left_out = union[None, :] & ~member
     if left_out.sum() <= member.shape[0]:
