@@ -182,6 +182,7 @@ def same_outcome(fast, slow) -> None:
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(content=files("wwwinw"), policy=st.sampled_from(list(OnDuplicate)))
 @example(content=" q1 d1 1 2.5 tag\n", policy=OnDuplicate.error)  # an empty first column would fill the gap
+@example(content="q1  q1 1 0.5 q1", policy=OnDuplicate.error)  # so would an empty Q0 column
 @example(content="q1\tQ0 d1 1 2.5 tag extra\n", policy=OnDuplicate.error)  # a tab inside a comma-less CSV field
 @example(content="q1 Q0 d1 1 2.5 tag\rq1 Q0 d2 2 1.5 tag\n", policy=OnDuplicate.error)  # CR is a newline to a CSV parser
 def test_run_columns_equal_the_line_readers(tmp_path, content, policy):

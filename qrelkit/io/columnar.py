@@ -94,9 +94,16 @@ def _parse_normalised(path: Path, fields: list[str], types: dict[str, pa.DataTyp
             if thorough:
                 raise
             continue
-        if all(len(table) == 0 or pc.min(pc.binary_length(table.column(name))).as_py() > 0 for name in text_columns):
+        if all(len(table) == 0 or _shortest(table.column(name)) > 0 for name in text_columns):
             return table
     raise _Fallback
+
+
+def _shortest(column: pa.ChunkedArray) -> int:
+    """Length of the shortest value (for a dictionary column, of its dictionaries' values)."""
+    if pa.types.is_dictionary(column.type):
+        return min((pc.min(pc.binary_length(chunk.dictionary)).as_py() for chunk in column.chunks if len(chunk.dictionary)), default=1)
+    return pc.min(pc.binary_length(column)).as_py()
 
 
 def _integers(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -132,7 +139,7 @@ def _kept_rows(qid: pa.Array, docid: pa.Array, magnitude: np.ndarray, policy: On
     qid_codes, _ = _codes(qid)
     docid_codes, n_docids = _codes(docid)
     key = qid_codes * n_docids + docid_codes
-    if len(pc.unique(pa.array(key))) == len(key):
+    if not (np.diff(np.sort(key)) == 0).any():  # a sort beats Arrow's and numpy's hash counts here
         return None
     if policy is OnDuplicate.error:
         raise _Fallback
@@ -150,14 +157,17 @@ def _kept_rows(qid: pa.Array, docid: pa.Array, magnitude: np.ndarray, policy: On
 
 
 def _fast_run(path: Path, policy: OnDuplicate) -> tuple[pa.Table, list[str]]:
-    types = {"qid": pa.string(), "docid": pa.string(), "rank": pa.string(), "score": pa.float64(), "tag": pa.string()}
-    table = _parse_normalised(path, RUN_FIELDS, types, ["qid", "docid", "tag"])
+    # tags repeat on every line: dictionary-encoded while parsing, in parallel, they cost nothing
+    tag = pa.dictionary(pa.int32(), pa.string())
+    types = {"qid": pa.string(), "iteration": tag, "docid": pa.string(), "rank": pa.string(), "score": pa.float64(), "tag": tag}
+    # every text column, Q0 too: an empty one means doubled spaces stood in for a missing column
+    table = _parse_normalised(path, RUN_FIELDS, types, ["qid", "iteration", "docid", "tag"])
     if len(table) == 0:
         raise InputFormatError.single(path, 0, "no run entries found (empty file?)")
     qid, docid = table.column("qid").combine_chunks(), table.column("docid").combine_chunks()
     ranks = _integers(table.column("rank"))
     scores = _scores(table.column("score"))
-    tags = sorted(pc.unique(table.column("tag")).to_pylist())
+    tags = sorted({value for chunk in table.column("tag").chunks for value in chunk.dictionary.to_pylist()})
     kept = _kept_rows(qid, docid, scores, policy)
     if kept is not None:
         qid, docid, ranks, scores = qid.take(kept), docid.take(kept), ranks[kept], scores[kept]

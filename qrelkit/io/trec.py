@@ -14,6 +14,7 @@ works on the columns never pays for a Python object per line.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -262,12 +263,23 @@ def write_qrels(qrels: Qrels, path: str | Path) -> None:
 
 
 def iter_runs(paths: list[str | Path], *, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> Iterator[Run]:
-    """Read the runs one at a time, so that a caller that keeps only results holds one run in memory.
+    """Read the runs one at a time, so that a caller that keeps only results holds two runs in
+    memory: the one it works on and the next, read meanwhile in a thread (Arrow parses and
+    hashes without the GIL, so reading overlaps the caller's work on a second core).
 
     Every name is checked before the first file is read.
     """
-    for path in run_files(paths):
-        yield read_run(path, on_duplicate=on_duplicate)
+    files = run_files(paths)
+    if len(files) < 2:
+        yield from (read_run(path, on_duplicate=on_duplicate) for path in files)
+        return
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        pending = reader.submit(read_run, files[0], on_duplicate=on_duplicate)
+        for path in files[1:]:
+            run = pending.result()
+            pending = reader.submit(read_run, path, on_duplicate=on_duplicate)
+            yield run
+        yield pending.result()
 
 
 def read_runs(paths: list[str | Path], *, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> list[Run]:
