@@ -123,21 +123,23 @@ class Run:
             out.setdefault(qid, {})[docid] = score
         return out
 
-    def ranking(self, qid: str | None = None) -> dict[str, list[str]]:
-        """qid -> docids in trec_eval order: score descending, ties by docid descending."""
+    def ranking(self, qid: str | None = None, depth: int | None = None) -> dict[str, list[str]]:
+        """qid -> docids in trec_eval order (score descending, ties by docid descending), the
+        first ``depth`` of each query when given."""
         codes, names = self.query_codes()
         order = self.trec_order()
         if qid is not None:
             if qid not in names:
                 return {}
             order = order[codes[order] == names.index(qid)]
+        query = codes[order]
+        first = np.concatenate(([True], query[1:] != query[:-1])) if len(order) else np.zeros(0, bool)
+        if depth is not None:
+            rank = np.arange(len(order)) - np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+            order, query, first = order[rank < depth], query[rank < depth], first[rank < depth]
         docids = self.table.column("docid").take(pa.array(order)).to_pylist()
-        bounds = np.flatnonzero(np.diff(codes[order])) + 1
-        out: dict[str, list[str]] = {}
-        for start, stop in zip(np.concatenate(([0], bounds)).tolist(), np.concatenate((bounds, [len(order)])).tolist()):
-            if stop > start:
-                out[names[codes[order[start]]]] = docids[start:stop]
-        return out
+        starts = np.flatnonzero(first).tolist() + [len(order)]
+        return {names[query[a]]: docids[a:b] for a, b in zip(starts[:-1], starts[1:])}
 
     @property
     def qids(self) -> list[str]:
