@@ -45,3 +45,12 @@ def test_a_measure_not_vectorised_still_goes_through_ir_measures(tmp_path):
     (tmp_path / "r.run").write_text("q1 Q0 d1 1 2.0 t\n")
     args = ["evaluate", "--qrels", str(tmp_path / "q.txt"), "--runs", str(tmp_path / "r.run"), "--measure", "Bpref", "--json"]
     assert "ir_measures" in modules_after(*args)
+
+
+def test_nrg_with_all_others_as_priors_imports_none_of_the_heavy_modules(tmp_path):
+    (tmp_path / "q.txt").write_text("q1 0 d1 2\nq1 0 d2 1\n")
+    (tmp_path / "runs").mkdir()
+    for name, first in (("a", "d1"), ("b", "d2")):
+        (tmp_path / "runs" / f"{name}.run").write_text(f"q1 Q0 {first} 1 2.0 t\nq1 Q0 d3 2 1.0 t\n")
+    loaded = modules_after("nrg", "--qrels", str(tmp_path / "q.txt"), "--runs", str(tmp_path / "runs"), "--json")
+    assert loaded.isdisjoint(HEAVY), loaded & set(HEAVY)

@@ -19,6 +19,7 @@ import pyarrow as pa
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.measures import Measure, compute, vectorised_measure
 from qrelkit.evaluate.ranked import JudgedPairs, rank_run, rank_run_by_docid_ascending
+from qrelkit.io import arrays
 from qrelkit.io.trec import Qrels, Run
 
 
@@ -60,12 +61,12 @@ class Evaluation:
 
 def _qrels_of(grades: Mapping[str, Mapping[str, int]]) -> Qrels:
     rows = [(qid, docid, grade) for qid, judged in grades.items() for docid, grade in judged.items()]
-    table = pa.table(
+    table = arrays.table(
         {
-            "qid": pa.array([r[0] for r in rows], pa.string()),
-            "iteration": pa.array(["0"] * len(rows), pa.string()),
-            "docid": pa.array([r[1] for r in rows], pa.string()),
-            "grade": pa.array([r[2] for r in rows], pa.int64()),
+            "qid": arrays.column([r[0] for r in rows], pa.string()),
+            "iteration": arrays.column(["0"] * len(rows), pa.string()),
+            "docid": arrays.column([r[1] for r in rows], pa.string()),
+            "grade": arrays.column([r[2] for r in rows], pa.int64()),
         }
     )
     return Qrels.from_table("qrels", table)

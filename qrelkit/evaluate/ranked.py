@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from qrelkit.io import arrays
 from qrelkit.io.trec import Qrels, Run
 
 NOT_JUDGED = np.iinfo(np.int64).min  # the grade of a retrieved document the qrels do not judge
@@ -22,7 +23,7 @@ NOT_JUDGED = np.iinfo(np.int64).min  # the grade of a retrieved document the qre
 def _positions(values: pa.Array | pa.ChunkedArray, vocabulary: pa.Array) -> np.ndarray:
     """Index of each value in ``vocabulary`` (-1 where absent), by Arrow's hash join."""
     found = pc.index_in(values, value_set=vocabulary)
-    return found.fill_null(-1).to_numpy().astype(np.int64)
+    return arrays.numbers(found, missing=-1).astype(np.int64)
 
 
 @dataclass
@@ -43,14 +44,14 @@ class JudgedPairs:
         table = qrels.table
         if queries is None:
             queries = sorted(set(pc.unique(table.column("qid")).to_pylist()))
-        query_names = pa.array(queries, pa.string())
+        query_names = arrays.strings(queries)
         docids = pc.unique(table.column("docid"))
         if isinstance(docids, pa.ChunkedArray):
             docids = docids.combine_chunks()
         query = _positions(table.column("qid"), query_names)
         keys = query * max(len(docids), 1) + _positions(table.column("docid"), docids)
         order = np.argsort(keys, kind="stable")
-        grades = table.column("grade").to_numpy().astype(np.int64)
+        grades = arrays.numbers(table.column("grade")).astype(np.int64)
         return cls(queries, query_names, docids, keys[order], grades[order], query[order])
 
     def relevant_counts(self, level: int) -> np.ndarray:
@@ -110,7 +111,7 @@ def _grades_of(query: np.ndarray, docids: pa.Array | pa.ChunkedArray, pairs: Jud
 def _query_map(run: Run, pairs: JudgedPairs) -> tuple[np.ndarray, np.ndarray]:
     """(entry -> qrels query index or -1, in file order), via the run's query codes."""
     codes, names = run.query_codes()
-    to_qrels = _positions(pa.array(names, pa.string()), pairs.query_names)
+    to_qrels = _positions(arrays.strings(names), pairs.query_names)
     return to_qrels[codes], codes
 
 
@@ -120,7 +121,7 @@ def rank_run(run: Run, pairs: JudgedPairs) -> RankedRun:
     order = run.trec_order()
     order = order[query_of_entry[order] >= 0]
     query = query_of_entry[order]
-    grade = _grades_of(query, run.table.column("docid").take(pa.array(order)), pairs)
+    grade = _grades_of(query, run.table.column("docid").take(arrays.from_numpy(order)), pairs)
     return RankedRun(query, _within_query_ranks(query), grade, len(pairs.queries))
 
 
@@ -128,9 +129,9 @@ def rank_run_by_docid_ascending(run: Run, pairs: JudgedPairs) -> RankedRun:
     """The same join in ir_measures' own order (score as given descending, ties by docid
     ascending), which its Judged@k uses."""
     query_of_entry, _ = _query_map(run, pairs)
-    keys = pa.table({"q": query_of_entry, "s": run.table.column("score"), "d": run.table.column("docid")})
-    order = pc.sort_indices(keys, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "ascending")]).to_numpy().astype(np.int64)
+    keys = arrays.table({"q": query_of_entry, "s": run.table.column("score"), "d": run.table.column("docid")})
+    order = arrays.numbers(pc.sort_indices(keys, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "ascending")])).astype(np.int64)
     order = order[query_of_entry[order] >= 0]
     query = query_of_entry[order]
-    grade = _grades_of(query, run.table.column("docid").take(pa.array(order)), pairs)
+    grade = _grades_of(query, run.table.column("docid").take(arrays.from_numpy(order)), pairs)
     return RankedRun(query, _within_query_ranks(query), grade, len(pairs.queries))

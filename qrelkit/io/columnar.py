@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from qrelkit.errors import InputFormatError
+from qrelkit.io.arrays import from_numpy, numbers
 from qrelkit.io.duplicates import OnDuplicate
 from qrelkit.io.lines import iter_blocks, open_stream
 from qrelkit.io.trec_lines import QRELS_SCHEMA, RUN_SCHEMA, read_qrels_lines, read_run_lines
@@ -113,7 +114,7 @@ def _integers(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
             raise _Fallback
         column = pc.replace_substring_regex(column, r"^\+", "")
     try:
-        return pc.cast(column, pa.int64()).to_numpy()
+        return numbers(pc.cast(column, pa.int64()))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         raise _Fallback from None
 
@@ -121,7 +122,7 @@ def _integers(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 def _scores(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """float64 as parsed, rounded to float32 as trec_eval keeps them; non-finite is a fallback."""
     with np.errstate(over="ignore", invalid="ignore"):
-        scores = column.to_numpy().astype(np.float32)
+        scores = numbers(column).astype(np.float32)
     if not np.isfinite(scores).all():
         raise _Fallback
     return scores
@@ -131,7 +132,7 @@ def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, int]:
     encoded = pc.dictionary_encode(column)
     if isinstance(encoded, pa.ChunkedArray):
         encoded = encoded.combine_chunks()
-    return encoded.indices.to_numpy().astype(np.int64), len(encoded.dictionary)
+    return numbers(encoded.indices).astype(np.int64), len(encoded.dictionary)
 
 
 def _kept_rows(qid: pa.Array, docid: pa.Array, magnitude: np.ndarray, policy: OnDuplicate) -> np.ndarray | None:
@@ -170,8 +171,9 @@ def _fast_run(path: Path, policy: OnDuplicate) -> tuple[pa.Table, list[str]]:
     tags = sorted({value for chunk in table.column("tag").chunks for value in chunk.dictionary.to_pylist()})
     kept = _kept_rows(qid, docid, scores, policy)
     if kept is not None:
-        qid, docid, ranks, scores = qid.take(kept), docid.take(kept), ranks[kept], scores[kept]
-    return pa.Table.from_arrays([qid, docid, pa.array(ranks), pa.array(scores)], schema=RUN_SCHEMA), tags
+        rows = from_numpy(kept)
+        qid, docid, ranks, scores = qid.take(rows), docid.take(rows), ranks[kept], scores[kept]
+    return pa.Table.from_arrays([qid, docid, from_numpy(ranks), from_numpy(scores)], schema=RUN_SCHEMA), tags
 
 
 def _fast_qrels(path: Path, policy: OnDuplicate) -> pa.Table:
@@ -183,8 +185,9 @@ def _fast_qrels(path: Path, policy: OnDuplicate) -> pa.Table:
     grades = _integers(table.column("grade"))
     kept = _kept_rows(qid, docid, grades, policy)
     if kept is not None:
-        qid, iteration, docid, grades = qid.take(kept), iteration.take(kept), docid.take(kept), grades[kept]
-    return pa.Table.from_arrays([qid, iteration, docid, pa.array(grades)], schema=QRELS_SCHEMA)
+        rows = from_numpy(kept)
+        qid, iteration, docid, grades = qid.take(rows), iteration.take(rows), docid.take(rows), grades[kept]
+    return pa.Table.from_arrays([qid, iteration, docid, from_numpy(grades)], schema=QRELS_SCHEMA)
 
 
 def read_run_table(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> tuple[pa.Table, list[str]]:

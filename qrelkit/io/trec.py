@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from qrelkit.io import arrays
 from qrelkit.io.columnar import read_qrels_table, read_run_table
 from qrelkit.io.duplicates import OnDuplicate
 from qrelkit.io.paths import list_run_files, run_files, run_name_from_path
@@ -76,12 +77,12 @@ class Run:
         """Columns ``qid, docid, rank, score`` in file order."""
         if self._table is None:
             entries = self._entries or ()
-            self._table = pa.table(
+            self._table = arrays.table(
                 {
-                    "qid": pa.array([e.qid for e in entries], pa.string()),
-                    "docid": pa.array([e.docid for e in entries], pa.string()),
-                    "rank": pa.array([e.rank for e in entries], pa.int64()),
-                    "score": pa.array([e.score for e in entries], pa.float64()),
+                    "qid": arrays.column([e.qid for e in entries], pa.string()),
+                    "docid": arrays.column([e.docid for e in entries], pa.string()),
+                    "rank": arrays.column([e.rank for e in entries], pa.int64()),
+                    "score": arrays.column([e.score for e in entries], pa.float64()),
                 }
             )
         return self._table
@@ -97,21 +98,21 @@ class Run:
         """(code of each entry's query, the qids by code): queries as integers, in order of first appearance."""
         if self._query_codes is None:
             encoded = pc.dictionary_encode(self.table.column("qid")).combine_chunks()
-            self._query_codes = (encoded.indices.to_numpy().astype(np.int64), encoded.dictionary.to_pylist())
+            self._query_codes = (arrays.numbers(encoded.indices).astype(np.int64), encoded.dictionary.to_pylist())
         return self._query_codes
 
     def scores32(self) -> np.ndarray:
         """Scores as trec_eval compares them: C floats."""
-        return self.table.column("score").to_numpy().astype(np.float32)
+        return arrays.numbers(self.table.column("score")).astype(np.float32)
 
     def trec_order(self) -> np.ndarray:
         """Entry indices grouped by query code, each query in trec_eval order: score (float32)
         descending, ties by docid descending."""
         if self._order is None:
             codes, _ = self.query_codes()
-            keys = pa.table({"q": codes, "s": self.scores32(), "d": self.table.column("docid")})
+            keys = arrays.table({"q": codes, "s": self.scores32(), "d": self.table.column("docid")})
             order = pc.sort_indices(keys, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "descending")])
-            self._order = order.to_numpy().astype(np.int64)
+            self._order = arrays.numbers(order).astype(np.int64)
         return self._order
 
     @property
@@ -137,7 +138,7 @@ class Run:
         if depth is not None:
             rank = np.arange(len(order)) - np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
             order, query, first = order[rank < depth], query[rank < depth], first[rank < depth]
-        docids = self.table.column("docid").take(pa.array(order)).to_pylist()
+        docids = self.table.column("docid").take(arrays.from_numpy(order)).to_pylist()
         starts = np.flatnonzero(first).tolist() + [len(order)]
         return {names[query[a]]: docids[a:b] for a, b in zip(starts[:-1], starts[1:])}
 
@@ -185,12 +186,12 @@ class Qrels:
         """Columns ``qid, iteration, docid, grade`` in file order."""
         if self._table is None:
             entries = self._entries or ()
-            self._table = pa.table(
+            self._table = arrays.table(
                 {
-                    "qid": pa.array([q.qid for q in entries], pa.string()),
-                    "iteration": pa.array([q.iteration for q in entries], pa.string()),
-                    "docid": pa.array([q.docid for q in entries], pa.string()),
-                    "grade": pa.array([q.grade for q in entries], pa.int64()),
+                    "qid": arrays.column([q.qid for q in entries], pa.string()),
+                    "iteration": arrays.column([q.iteration for q in entries], pa.string()),
+                    "docid": arrays.column([q.docid for q in entries], pa.string()),
+                    "grade": arrays.column([q.grade for q in entries], pa.int64()),
                 }
             )
         return self._table

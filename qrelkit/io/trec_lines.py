@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from qrelkit.errors import InputFormatError, LineProblem
+from qrelkit.io import arrays
 from qrelkit.io.duplicates import OnDuplicate
 from qrelkit.io.lines import ProblemLog, iter_lines, raise_if_problems
 
@@ -88,7 +89,8 @@ class _Kept:
 
 def _columns(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
     names = schema.names
-    return pa.table({name: pa.array([row[i] for row in rows], schema.field(name).type) for i, name in enumerate(names)}, schema=schema)
+    columns = [arrays.column([row[i] for row in rows], schema.field(name).type) for i, name in enumerate(names)]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def read_run_lines(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> tuple[pa.Table, list[str]]:

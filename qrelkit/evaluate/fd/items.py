@@ -10,12 +10,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.io import Qrels, Run
+from qrelkit.io import Qrels, Run, arrays
 
 
 def default_relevance_level(qrels: Qrels) -> int:
     """2 for graded qrels (some grade above 1, as TREC DL), 1 for binary ones."""
-    grades = qrels.table.column("grade").to_numpy()
+    grades = arrays.numbers(qrels.table.column("grade"))
     return 2 if len(grades) and grades.max() >= 2 else 1
 
 

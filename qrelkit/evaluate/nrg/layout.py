@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from qrelkit.evaluate.nrg.options import Gain, Grades, NRGConfig, NRGError
+from qrelkit.io import arrays
 from qrelkit.io.trec import Qrels, Run
 
 
@@ -35,7 +36,7 @@ class Items:
 
 
 def _index_in(values: pa.Array | pa.ChunkedArray, vocabulary: pa.Array) -> np.ndarray:
-    return pc.index_in(values, value_set=vocabulary).fill_null(-1).to_numpy().astype(np.int64)
+    return arrays.numbers(pc.index_in(values, value_set=vocabulary), missing=-1).astype(np.int64)
 
 
 def relevant_items(grades: Grades, gain: Gain) -> Items:
@@ -51,7 +52,7 @@ def relevant_items(grades: Grades, gain: Gain) -> Items:
         kept += [(q, docids[i]) for i in keep]
         gains.append(values[keep])
         starts.append(starts[-1] + len(keep))
-    vocabulary = pa.array(sorted({docid for _, docid in kept}), pa.string())
+    vocabulary = arrays.strings(sorted({docid for _, docid in kept}))
     doc_index = {docid: i for i, docid in enumerate(vocabulary.to_pylist())}
     keys = np.array([q * max(len(vocabulary), 1) + doc_index[docid] for q, docid in kept], np.int64)
     # within a query items are sorted by docid and the vocabulary is sorted, so keys ascend
@@ -72,11 +73,11 @@ def positions_of(runs: Sequence[Run], items: Items, depth: int | None, order: st
     Ranks are in trec_eval order (score as float32 descending, docid descending) or in file
     order; entries are joined to items as integers, never one Python object per entry.
     """
-    queries = pa.array(items.queries, pa.string())
+    queries = arrays.strings(items.queries)
     positions = np.zeros((len(runs), items.size), np.int32)
     for r, run in enumerate(runs):
         codes, names = run.query_codes()
-        query_of_entry = _index_in(pa.array(names, pa.string()), queries)[codes]  # -1: a query the qrels lack
+        query_of_entry = _index_in(arrays.strings(names), queries)[codes]  # -1: a query the qrels lack
         if order == "file":
             entries = np.argsort(query_of_entry, kind="stable")
         else:
@@ -86,7 +87,7 @@ def positions_of(runs: Sequence[Run], items: Items, depth: int | None, order: st
         ranks = _segment_ranks(query)
         if depth:
             entries, query, ranks = entries[ranks <= depth], query[ranks <= depth], ranks[ranks <= depth]
-        doc = _index_in(run.table.column("docid").take(pa.array(entries)), items.docids)
+        doc = _index_in(run.table.column("docid").take(arrays.from_numpy(entries)), items.docids)
         key = query * max(len(items.docids), 1) + doc
         item = np.minimum(np.searchsorted(items.keys, key), max(items.size - 1, 0))
         hit = (doc >= 0) & (items.keys[item] == key) if items.size else np.zeros(len(key), bool)
