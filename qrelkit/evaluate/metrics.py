@@ -77,7 +77,7 @@ class _IrMeasuresScorer:
     measures of one family that differ only in parameters (nDCG@10 next to nDCG(gains=...)@10)
     when they share an evaluator."""
 
-    def __init__(self, measures: list[tuple[str, Any]], grades: Mapping[str, Mapping[str, int]], queries: list[str]):
+    def __init__(self, measures: list[tuple[str, Any]], grades: dict[str, dict[str, int]], queries: list[str]):
         import ir_measures
 
         self.position = {qid: i for i, qid in enumerate(queries)}
@@ -95,7 +95,7 @@ class _IrMeasuresScorer:
         return out
 
 
-def evaluate_runs(qrels: Qrels | Mapping[str, Mapping[str, int]], runs: Iterable[Run], measures: Iterable[str]) -> Evaluation:
+def evaluate_runs(qrels: Qrels | dict[str, dict[str, int]], runs: Iterable[Run], measures: Iterable[str]) -> Evaluation:
     parsed = parse_measures(measures)
     if isinstance(qrels, Qrels):
         pairs = JudgedPairs.of(qrels)
