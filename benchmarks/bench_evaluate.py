@@ -88,8 +88,9 @@ def run_ranx(qrels_path: str, run_paths: list[str]) -> dict:
     return {"runs": means}
 
 
-def _rusage_child(command: list[str]) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS in KB, stdout) of one child process, reaped with wait4 for its rusage."""
+def _rusage_child(command: list[str]) -> tuple[float, float, int, str]:
+    """(wall seconds, CPU seconds, peak RSS in KB, stdout) of one child process, reaped with wait4
+    for its rusage. CPU time says more than wall time on a machine shared with other jobs."""
     with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors)
@@ -101,38 +102,38 @@ def _rusage_child(command: list[str]) -> tuple[float, int, str]:
         if child.returncode:
             errors.seek(0)
             raise RuntimeError(f"{' '.join(command[:5])} ... failed: {errors.read().decode()[-800:]}")
-    return seconds, usage.ru_maxrss, out.decode()
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, out.decode()
 
 
-def measure_qrelkit(qrels: Path, runs: list[Path]) -> tuple[float, int, dict]:
+def measure_qrelkit(qrels: Path, runs: list[Path]) -> tuple[float, float, int, dict]:
     command = [sys.executable, "-m", "qrelkit.cli", "evaluate", "--qrels", str(qrels), "--json"]
     for run in runs:
         command += ["--runs", str(run)]
     for m in MEASURES:
         command += ["--measure", m]
-    seconds, rss, out = _rusage_child(command)
-    return seconds, rss, json.loads(out)["runs"]
+    seconds, cpu, rss, out = _rusage_child(command)
+    return seconds, cpu, rss, json.loads(out)["runs"]
 
 
-def measure_script(tool: str, qrels: Path, runs: list[Path]) -> tuple[float, int, dict]:
-    seconds, rss, out = _rusage_child([sys.executable, __file__, "--tool", tool, str(qrels), *map(str, runs)])
-    return seconds, rss, json.loads(out)["runs"]
+def measure_script(tool: str, qrels: Path, runs: list[Path]) -> tuple[float, float, int, dict]:
+    seconds, cpu, rss, out = _rusage_child([sys.executable, __file__, "--tool", tool, str(qrels), *map(str, runs)])
+    return seconds, cpu, rss, json.loads(out)["runs"]
 
 
-def measure_trec_eval(binary: Path, qrels: Path, runs: list[Path]) -> tuple[float, int, dict]:
+def measure_trec_eval(binary: Path, qrels: Path, runs: list[Path]) -> tuple[float, float, int, dict]:
     """One trec_eval call per run, as a user loops over a track's runs."""
-    seconds, peak, means = 0.0, 0, {}
+    seconds, cpu, peak, means = 0.0, 0.0, 0, {}
     for run in runs:
         command = [str(binary), "-c", "-l", "2", "-m", "ndcg_cut.10", "-m", "map", "-m", "recip_rank", str(qrels), str(run)]
-        took, rss, out = _rusage_child(command)
-        seconds, peak = seconds + took, max(peak, rss)
+        took, used, rss, out = _rusage_child(command)
+        seconds, cpu, peak = seconds + took, cpu + used, max(peak, rss)
         values = {}
         for line in out.splitlines():
             name, scope, value = line.split()
             if scope == "all" and name in TREC_EVAL_NAMES:
                 values[TREC_EVAL_NAMES[name]] = float(value)
         means[run.stem] = values
-    return seconds, peak, means
+    return seconds, cpu, peak, means
 
 
 # -- trec_eval from source ----------------------------------------------------------------------------
@@ -211,8 +212,8 @@ def main() -> int:
     print(f"Machine: {machine()}; load average {os.getloadavg()[0]:.1f} at start.")
     ranx_note = "yes" if ranx_ok else ("not installed" if not ranx_installed else "not asked for")
     print(f"trec_eval: {binary or 'not available'}; ranx: {ranx_note}; repeats: {args.repeat}\n")
-    print("| workload | tool | seconds | peak RSS MB | max abs. Δ from pytrec_eval | load |")
-    print("|---|---|---:|---:|---:|---:|")
+    print("| workload | tool | seconds | CPU seconds | peak RSS MB | max abs. Δ from pytrec_eval | load |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for label, qrels, runs in workloads(sizes, not args.no_dl19):
         if ranx_ok:
             measure_script("ranx", qrels, runs[:1])  # numba compiles (and caches) on the first call
@@ -229,13 +230,14 @@ def main() -> int:
                 continue
             samples = [measure() for _ in range(args.repeat)]
             seconds = statistics.median(s[0] for s in samples)
-            rss = max(s[1] for s in samples) / 1024
-            values = samples[-1][2]
+            cpu = statistics.median(s[1] for s in samples)
+            rss = max(s[2] for s in samples) / 1024
+            values = samples[-1][3]
             if name.startswith("pytrec_eval"):
                 reference = values
             delta = largest_difference(values, reference) if reference is not None else float("nan")
             rows.append((name, seconds, rss, delta, os.getloadavg()[0]))
-            print(f"| {label} | {name} | {seconds:.2f} | {rss:.0f} | {delta:.1e} | {rows[-1][4]:.1f} |", flush=True)
+            print(f"| {label} | {name} | {seconds:.2f} | {cpu:.2f} | {rss:.0f} | {delta:.1e} | {rows[-1][4]:.1f} |", flush=True)
         ours = [row for row in rows if row[0] == "qrelkit evaluate"]
         if ours and reference is not None and not ours[0][3] <= 1e-9:
             print(f"\nqrelkit differs from pytrec_eval by {ours[0][3]:.2e} on {label}", file=sys.stderr)
