@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _shared_data() -> Path:
+def shared_data() -> Path:
     """../shared/data next to the project, or next to any folder above it (a git worktree sits deeper)."""
     for folder in ROOT.parents:
         if (folder / "shared" / "data").is_dir():
@@ -19,7 +19,7 @@ def _shared_data() -> Path:
     return ROOT.parent / "shared" / "data"
 
 
-SHARED_DATA = Path(os.environ["QRELKIT_DATA"]).resolve() if os.environ.get("QRELKIT_DATA") else _shared_data()
+SHARED_DATA = Path(os.environ["QRELKIT_DATA"]).resolve() if os.environ.get("QRELKIT_DATA") else shared_data()
 # The example jobs (configs/dl19-minilm.yaml) read ${QRELKIT_DATA}: point them, and any qrelkit the
 # tests start, at the same data the fixtures use.
 os.environ["QRELKIT_DATA"] = str(SHARED_DATA)

@@ -23,7 +23,6 @@ from qrelkit.cli.base import (
     out,
     print_json,
 )
-from qrelkit.report import tables
 
 ModelQrels = Annotated[
     str | None, typer.Option("--model-qrels", help="Model qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db.")
@@ -103,7 +102,9 @@ def agree_cmd(
     Kendall τ / Spearman ρ / Pearson r / τ_AP between the system rankings, Relative Δ toward groups,
     with bootstrap 95% intervals over queries.
     """
+
     from qrelkit.commands.agree import agree
+    from qrelkit.report import tables
 
     result = agree(**_audit_options(**locals()))
     for warning in getattr(result, "warnings", []):
@@ -182,7 +183,9 @@ def fd_cmd(
     (Arabzadeh and Clarke, EACL 2024): lower is better. Reports n and d; FD with fewer
     items than dimensions is exact but its covariance is rank-deficient.
     """
+
     from qrelkit.commands.fd import fd_settings, run_fd
+    from qrelkit.report import tables
     from qrelkit.report.progress import progress_output
 
     chosen = either(resamples, bootstrap, "--resamples", "--bootstrap")
@@ -239,7 +242,9 @@ def nrg_cmd(
     """Normalized Residual Gain (Bigdeli, Arabzadeh, Bagheri and Clarke, SIGIR-AP 2024): what each run
     adds over its prior runs. Means run over the queries of the qrels; a run that misses one scores 0 on it.
     """
+
     from qrelkit.commands.nrg import nrg_command
+    from qrelkit.report import tables
 
     outcome = nrg_command(
         qrels=qrels,

@@ -7,8 +7,6 @@ from typing import Annotated
 import typer
 
 from qrelkit.cli.base import DEFAULT_DB, DbOption, JsonOption, app, out, print_json
-from qrelkit.commands import batches
-from qrelkit.report.batches import batch_line, batches_table
 
 batches_app = typer.Typer(help="Batch API submissions: check and collect them (the default), or cancel one.", invoke_without_command=True)
 app.add_typer(batches_app, name="batches")
@@ -16,6 +14,9 @@ CheckOption = Annotated[bool, typer.Option("--check/--no-check", help="Ask the A
 
 
 def _show(db, check: bool, as_json: bool) -> None:
+    from qrelkit.commands import batches
+    from qrelkit.report.batches import batches_table
+
     found = batches.list_batches(db, check=check)
     if as_json:
         print_json(batches.payload(found))
@@ -44,6 +45,10 @@ def batches_cancel(
 ) -> None:
     """Cancel a running batch. Its answered requests are kept when it is collected; the rest go back
     to pending (the next run of the job sends them again)."""
+
+    from qrelkit.commands import batches
+    from qrelkit.report.batches import batch_line
+
     cancelled = batches.cancel(db, batch_id)
     if as_json:
         print_json(cancelled.to_dict())

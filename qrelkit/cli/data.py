@@ -22,8 +22,6 @@ from qrelkit.cli.base import (
     out,
     print_json,
 )
-from qrelkit.commands import data, judging
-from qrelkit.report import tables
 
 NameOption = Annotated[
     str | None, typer.Option(help="Name of this load (default: the file name without extension, or the ir_datasets id).")
@@ -31,6 +29,8 @@ NameOption = Annotated[
 
 
 def _loaded(results) -> None:
+    from qrelkit.report import tables
+
     for line in tables.describe_loads(results):
         out.print(line, highlight=False)
 
@@ -45,6 +45,9 @@ def load_topics(
     replace: ReplaceOption = False,
 ) -> None:
     """Load topics."""
+
+    from qrelkit.commands import data
+
     _loaded(data.load_topics(db, file, name=name, replace=replace))
 
 
@@ -57,6 +60,9 @@ def load_docs(
     replace: ReplaceOption = False,
 ) -> None:
     """Load documents (text passages or images)."""
+
+    from qrelkit.commands import data
+
     _loaded(data.load_documents(db, file, name=name, image_root=image_root, replace=replace))
 
 
@@ -77,6 +83,9 @@ def load_runs(
     on_duplicate: DuplicateOption = "error",
 ) -> None:
     """Load TREC runs (`qid Q0 docid rank score tag`): all files in one transaction, so all land or none."""
+
+    from qrelkit.commands import data
+
     _loaded(data.load_runs(db, paths, name=name, tag_names=tag_names, group=group, replace=replace, on_duplicate=on_duplicate))
 
 
@@ -89,12 +98,19 @@ def load_qrels(
     on_duplicate: DuplicateOption = "error",
 ) -> None:
     """Load human (or any) qrels as a named qrels set. Loaded sets are never overwritten by grading."""
+
+    from qrelkit.commands import data
+
     _loaded(data.load_qrels(db, file, name=name, replace=replace, on_duplicate=on_duplicate))
 
 
 @app.command()
 def show(db: DbOption = DEFAULT_DB, as_json: JsonOption = False) -> None:
     """Show what the database holds: topics, documents, runs, each qrels set with its origin, judge runs."""
+
+    from qrelkit.commands import data
+    from qrelkit.report import tables
+
     lines = data.show(db)
     if as_json:
         print_json(lines)
@@ -117,6 +133,10 @@ def evaluate(
     Means run over the queries of the qrels; a run that misses one scores 0 on it.
     Run scores are read as float32 and ties broken by docid descending, as trec_eval does.
     """
+
+    from qrelkit.commands import data
+    from qrelkit.report import tables
+
     evaluation = data.evaluate(qrels, runs or [], measure, db, on_duplicate=on_duplicate)
     if as_json:
         print_json(evaluation.to_dict(per_query))
@@ -137,6 +157,9 @@ def import_scores(
 ) -> None:
     """Store scores made by any tool (UMBRELA's output, a colleague's run) as a judge run of origin
     `imported`, so `grade`, `agree` and `report` work on it."""
+
+    from qrelkit.commands import judging
+
     result = judging.import_scores(db, file, name=name, replace=replace)
     if as_json:
         print_json(result.__dict__)
@@ -153,6 +176,9 @@ def export_qrels(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Write a qrels set (graded from a judge run, or loaded) as a TREC qrels file."""
+
+    from qrelkit.commands import judging
+
     qrels = judging.export_qrels_file(db, output, judge_run_id=judge_run, name=name)
     out.print(f"wrote {len(qrels)} judgments of {qrels.name!r} to {output}", highlight=False)
 
@@ -165,5 +191,8 @@ def export_judgments(
 ) -> None:
     """Write judgments with every stored field (raw output, score, parsed and expected grade, status,
     error, tokens, latency, cost, attempts, model id, fingerprint, time; the run's judge and template)."""
+
+    from qrelkit.commands import judging
+
     rows, runs = judging.export_judgments(db, output, judge_run_ref=judge_run)
     out.print(f"wrote {rows} judgments of {len(runs)} judge run(s) ({', '.join(runs) or 'none'}) to {output}", highlight=False)

@@ -8,15 +8,16 @@ from typing import Annotated
 import typer
 
 from qrelkit.cli.base import DEFAULT_DB, DbOption, JsonOption, app, err, out, print_json, prompts_app
-from qrelkit.commands import judging
 from qrelkit.errors import QrelkitError
-from qrelkit.report import tables
-from qrelkit.report.progress import progress_output
 
 
 @prompts_app.command("list")
 def prompts_list(as_json: JsonOption = False) -> None:
     """List the built-in templates (ids usable as `template:` in a job)."""
+
+    from qrelkit.commands import judging
+    from qrelkit.report import tables
+
     templates = judging.builtin_templates()
     if as_json:
         print_json(judging.templates_payload(templates))
@@ -35,6 +36,8 @@ def prompts_show(
 
     Without --topic/--doc, prints the template's parts and identity.
     """
+
+    from qrelkit.commands import judging
     from qrelkit.prompts import load_template
 
     if topic is None and doc is None:
@@ -53,7 +56,9 @@ def judges_list(
     as_json: JsonOption = False,
 ) -> None:
     """List the registered judges and their options (entry-point group `qrelkit.judges`)."""
+
     from qrelkit.judges import describe_judges
+    from qrelkit.report import tables
 
     judges = describe_judges(name)
     if as_json:
@@ -108,7 +113,11 @@ def judge(
     --workers N` judges on Ray actors (the `ray` extra; see docs/ray.md); this process stays the
     only writer.
     """
+
+    from qrelkit.commands import judging
     from qrelkit.jobs import JobStopped
+    from qrelkit.report import tables
+    from qrelkit.report.progress import progress_output
 
     spec = judging.load_judging_job(
         job, sets=overrides, mode=mode, executor=executor, workers=workers, on_duplicate=on_duplicate, allow_import=allow_import
@@ -150,6 +159,10 @@ def grade_cmd(
 ) -> None:
     """Grade a judge run's scores into qrels. Quantile grading (Yang and Lin, LLM4Eval workshop at SIGIR 2024): below the
     median 0, to the 75th percentile 1, above 2; tied scores always share a grade."""
+
+    from qrelkit.commands import judging
+    from qrelkit.report import tables
+
     spec = judging.grading_from_flags(
         method=method,
         quantiles=quantiles,
@@ -171,7 +184,10 @@ def grade_cmd(
 @app.command()
 def demo(out_dir: Annotated[Path, typer.Option("--out", help="Folder for the demo's database and qrels.")] = Path("demo-out")) -> None:
     """Judge the bundled toy collection with MiniLM, grade, and compare system rankings with the human qrels."""
+
     from qrelkit.commands.demo import run_demo
+    from qrelkit.report import tables
+    from qrelkit.report.progress import progress_output
 
     with progress_output("judging the demo collection", console=err) as progress:
         result = run_demo(out_dir, progress=progress)

@@ -13,19 +13,12 @@ from typing import Any
 from qrelkit.errors import QrelkitError
 from qrelkit.io.collection import Document, Topic
 from qrelkit.io.lines import sha256_text
+from qrelkit.io.paths import IRDS_PREFIX
 from qrelkit.io.trec import OnDuplicate, Qrel, Qrels
-
-IRDS_PREFIX = "irds:"
 
 
 class IrdsError(QrelkitError):
     pass
-
-
-def irds_id(ref: object) -> str | None:
-    """The dataset id of an `irds:<id>` reference, None for anything else (a file path)."""
-    text = str(ref)
-    return text[len(IRDS_PREFIX) :] if text.startswith(IRDS_PREFIX) else None
 
 
 def irds_sha256(dataset_id: str) -> str:

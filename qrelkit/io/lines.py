@@ -1,10 +1,12 @@
-"""Line-oriented reading shared by every format: decoding with precise error positions."""
+"""Line-oriented reading shared by every format: streamed decoding with precise error positions."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import BinaryIO, Protocol
 
 from qrelkit.errors import InputFormatError, LineProblem
 from qrelkit.io.files import open_regular, sha256_of
@@ -22,10 +24,17 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+BLOCK = 1 << 23  # 8 MiB: large enough that per-block work is noise, small enough to stream
+
+
 def file_sha256(path: str | Path) -> str:
     """sha256 of a regular file's bytes, read in 1 MiB blocks (never the whole file at once)."""
     with open_regular(path) as handle:
         return sha256_of(handle)
+
+
+class ProblemSink(Protocol):
+    def append(self, problem: LineProblem, /) -> None: ...
 
 
 class ProblemLog(list[LineProblem]):
@@ -44,8 +53,42 @@ class ProblemLog(list[LineProblem]):
         else:
             self.omitted += 1
 
+    @property
+    def full(self) -> bool:
+        return len(self) >= self.LIMIT
 
-def iter_lines(path: str | Path, problems: list[LineProblem]) -> Iterator[tuple[int, str]]:
+
+def open_stream(path: str | Path) -> AbstractContextManager[BinaryIO]:
+    """The file's bytes as a stream, gunzipped on the fly when the file is gzip (TREC runs are often
+    shipped compressed), within the caps of `qrelkit.io.limits`: never the whole file in memory."""
+    return open_input(path)
+
+
+def iter_blocks(stream: BinaryIO, block: int | None = None) -> Iterator[bytes]:
+    """Blocks of whole lines (each ends at a newline, except perhaps the last), BOM removed."""
+    block = block or BLOCK
+    rest = b""
+    first = True
+    while True:
+        data = stream.read(block)
+        if first:
+            first = False
+            if data.startswith(UTF8_BOM):
+                data = data[len(UTF8_BOM) :]
+        if not data:
+            break
+        data = rest + data
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:  # one line longer than a block: keep reading
+            rest = data
+            continue
+        rest = data[cut:]
+        yield data[:cut]
+    if rest:
+        yield rest
+
+
+def iter_lines(path: str | Path, problems: ProblemSink) -> Iterator[tuple[int, str]]:
     """Yield (line number, text) for each non-blank line of a UTF-8 file, streamed (gzip inflated
     on the way, within the caps of `qrelkit.io.limits`).
 
@@ -68,7 +111,7 @@ def iter_lines(path: str | Path, problems: list[LineProblem]) -> Iterator[tuple[
             raise InputFormatError(kept, getattr(problems, "omitted", 0)) from None
 
 
-def _decode(path: Path, number: int, line: bytes | None, max_line_bytes: int, problems: list[LineProblem]) -> str | None:
+def _decode(path: Path, number: int, line: bytes | None, max_line_bytes: int, problems: ProblemSink) -> str | None:
     if line is None:
         problems.append(LineProblem(str(path), number, f"line longer than {size_text(max_line_bytes)} (QRELKIT_MAX_LINE_BYTES)"))
         return None

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from qrelkit.io.collection import Document, Topic, read_documents, read_topics
-from qrelkit.io.irds import irds_id, irds_sha256, read_irds_documents, read_irds_qrels, read_irds_topics
+from qrelkit.io.irds import irds_sha256, read_irds_documents, read_irds_qrels, read_irds_topics
 from qrelkit.io.lines import file_sha256
+from qrelkit.io.paths import irds_id
 from qrelkit.io.trec import OnDuplicate, Qrels, read_qrels, run_name_from_path
 
 

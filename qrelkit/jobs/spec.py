@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from qrelkit.errors import InputFormatError, QrelkitError
 from qrelkit.io import OnDuplicate
-from qrelkit.io.irds import irds_id
+from qrelkit.io.paths import irds_id
 from qrelkit.io.structured import read_yaml, value_problem
 from qrelkit.jobs.grade import GradingSpec
 

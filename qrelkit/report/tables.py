@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from qrelkit.evaluate.audit import Audit
-from qrelkit.evaluate.fd.runs import FDReport
+if TYPE_CHECKING:  # annotations only: printing a table must not load the audit's numerics
+    from qrelkit.evaluate.audit import Audit
+    from qrelkit.evaluate.fd.runs import FDReport
 
 
 def fmt(value: float | None, digits: int = 4) -> str:
