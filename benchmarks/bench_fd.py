@@ -8,7 +8,7 @@ speed: one FD from the same (μ, Σ) statistics, qrelkit (eigenvalues of a symme
 table: Kendall τ between FD@k (k ∈ {1, 10}, at most m ∈ {1, 5, 10, all} relevant per query)
        and NIST's nDCG@10 over the 37 runs, the URR variant, seeds, and the figures.
 
-Usage: python benchmarks/bench_fd.py [--part speed|table|all] [--cache DB] [--backend onnx|torch]
+Usage: python benchmarks/bench_fd.py [--part speed|bootstrap|table|all] [--cache DB] [--backend onnx|torch]
                                      [--figures DIR] [--resamples N]
 Needs ../shared/data/trec-dl-2019. Embeddings come from --cache (a qrelkit database, e.g. the one
 `bench_judging.py --store` writes) or are computed (all 9,139 passages: minutes on 2 cores).
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -27,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import scipy
 import scipy.linalg
+from _data import DL19
 from scipy import stats
 
 from qrelkit.embed import embed_with_cache, load_text_embedder
@@ -41,8 +43,6 @@ from qrelkit.evaluate.fd import (
 from qrelkit.evaluate.fd.bootstrap import bootstrap_fd
 from qrelkit.evaluate.fd.runs import FDSettings, fd_of_runs
 from qrelkit.io import Qrel, Qrels, list_run_files, read_documents, read_qrels, read_runs
-
-DL19 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
 
 
 def sqrtm_fd(mu1, sigma1, mu2, sigma2) -> float:
@@ -63,10 +63,17 @@ def timed(fn, repeat: int = 3) -> tuple[float, object]:
     return statistics.median(samples), value
 
 
-def load(cache: Path | None, backend: str):
+def load(cache: Path | None, backend: str, part: str):
+    """DL19 and the vectors of the passages the chosen part compares (relevant ones and each run's
+    top 10 for the speed parts; every retrieved one for the table, which also scores URR)."""
     qrels = read_qrels(DL19 / "qrels.txt")
     runs = read_runs(list_run_files([DL19 / "runs"]))
-    documents = {d.docid: d.text for d in read_documents(DL19 / "passages.jsonl")}
+    relevant = relevant_items(qrels)
+    needed = {d for docs in relevant.values() for d in docs}
+    for run in runs:
+        lists = run.ranking().values() if part in ("table", "all") else retrieved_items(run, list(relevant), 10).values()
+        needed.update(d for docs in lists for d in docs)
+    documents = {d.docid: d.text for d in read_documents(DL19 / "passages.jsonl") if d.docid in needed}
     embedder = load_text_embedder("minilm", backend, progress=True)
     if cache is not None:
         from qrelkit.storage import Store
@@ -77,6 +84,24 @@ def load(cache: Path | None, backend: str):
         vectors = embed_with_cache(None, embedder, "document", documents)
     nist = {run: v["ndcg_cut_10"] for run, v in json.loads((DL19 / "official-nist.json").read_text()).items()}
     return qrels, runs, vectors, nist, embedder.embedder_id
+
+
+def bootstrap_times(qrels, runs, vectors, resamples: int) -> None:
+    """The query bootstrap of FD@10 for every run, by relevant items per query."""
+    qids = list(relevant_items(qrels))
+    weights = resample_counts(len(qids), resamples, seed=0)
+    print(f"### Bootstrap over queries: {resamples} resamples × {len(runs)} runs, FD@10 (load {os.getloadavg()[0]:.1f})\n")
+    print("| relevant per query | n_rel | drawn relevant per resample (mean) | seconds | CPU seconds (both threads) |")
+    print("|---|---:|---:|---:|---:|")
+    for max_rel in (1, 5, 10, None):
+        rel_sample = item_sample(relevant_items(qrels, max_rel=max_rel), qids, vectors)
+        run_samples = [item_sample(retrieved_items(run, qids, 10), qids, vectors) for run in runs]
+        drawn = np.mean([(row[rel_sample.query_index] > 0).sum() for row in weights])
+        start, cpu = time.perf_counter(), time.process_time()
+        bootstrap_fd(rel_sample, run_samples, weights)
+        label = "all" if max_rel is None else str(max_rel)
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        print(f"| {label} | {len(rel_sample)} | {drawn:.0f} | {wall:.1f} | {cpu:.1f} |", flush=True)
 
 
 def moments(x: np.ndarray):
@@ -209,14 +234,14 @@ def table(qrels, runs, vectors, nist, embedder_id: str, figures: Path | None) ->
         panels.sort(key=lambda panel: (panel[0], panel[1] is None, panel[1] or 0))  # by k, then m
         grid = [(f"FD@{k}, at most {m} relevant per query", values) for k, m, values in panels if m is not None]
         plot_fd_vs_metric(grid, ndcg, "NIST nDCG@10", figures / "fd-vs-ndcg-dl19.png", y_label="FD (MiniLM)")
-        boot = fd_of_runs(qrels, runs, vectors, FDSettings(ks=(10,), max_rel=1, bootstrap=1000), embedder=embedder_id)
+        boot = fd_of_runs(qrels, runs, vectors, FDSettings(ks=(10,), max_rel=1, resamples=1000), embedder=embedder_id)
         plot_fd_bootstrap(boot, "FD@10", figures / "fd-bootstrap-dl19.png", order=ndcg, x_label="runs by NIST nDCG@10, best first")
         print(f"\n(figures written to {figures})", file=sys.stderr)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["speed", "table", "all"], default="all")
+    parser.add_argument("--part", choices=["speed", "bootstrap", "table", "all"], default="all")
     parser.add_argument("--cache", type=Path, default=None)
     parser.add_argument("--backend", choices=["onnx", "torch"], default="onnx")
     parser.add_argument("--figures", type=Path, default=None)
@@ -225,11 +250,13 @@ def main() -> int:
     if not (DL19 / "qrels.txt").is_file():
         print(f"DL19 data not found at {DL19}", file=sys.stderr)
         return 1
-    qrels, runs, vectors, nist, embedder_id = load(args.cache, args.backend)
+    qrels, runs, vectors, nist, embedder_id = load(args.cache, args.backend, args.part)
     print(f"Machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}.\n")
     if args.part in ("speed", "all"):
         speed(qrels, runs, vectors, args.resamples)
         print()
+    if args.part == "bootstrap":
+        bootstrap_times(qrels, runs, vectors, args.resamples)
     if args.part in ("table", "all"):
         table(qrels, runs, vectors, nist, embedder_id, args.figures)
     return 0

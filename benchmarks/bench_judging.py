@@ -25,7 +25,7 @@ from scipy import stats
 from qrelkit.embed import available_cores, load_text_embedder, text_hash
 from qrelkit.io import read_documents, read_qrels, read_topics
 
-DL19 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
+DL19 = Path(os.environ.get("QRELKIT_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data") / "trec-dl-2019"
 
 
 def encode_all(backend: str, batch_size: int, queries: dict[str, str], passages: dict[str, str]):

@@ -12,27 +12,32 @@ collection of 60 runs × 50 queries × depth 100. The reference algorithm's cost
 for every target, so by default it is timed on a few targets and scaled (say --reference-targets 0
 to time all of them).
 
-Usage: python benchmarks/bench_nrg.py [--repeat N] [--reference-targets N]
+Whole process (--part whole): `qrelkit nrg` as a user runs it (startup, reading the files,
+NRG, JSON) on a synthetic track shaped like TREC DL 2021 passage (63 runs × 53 queries × depth
+100, ~200 graded judgments per query; DL21 itself is not available here), with the same
+steps timed in-process.
+
+Usage: python benchmarks/bench_nrg.py [--part algorithm|whole|all] [--repeat N] [--reference-targets N]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from _data import DL19, HERE
 
 from qrelkit.evaluate.nrg import nrg
 from qrelkit.evaluate.nrg.priors import chronological, nrg_from_spec
 from qrelkit.io import Run, RunEntry, read_qrels, read_runs
-
-DL19 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019"
 
 
 def reference_algorithm(grades: dict[str, dict[str, int]], lists: dict[str, dict[str, list[str]]], targets: list[str]) -> dict[str, float]:
@@ -114,13 +119,47 @@ def reference_time(grades, runs, limit: int) -> tuple[float, int, float]:
     return elapsed * len(names) / len(targets), len(targets), diff
 
 
+def whole_process(repeat: int) -> None:
+    """`qrelkit nrg` on the DL21-shaped track as a whole process, and its steps in-process."""
+    sys.path.insert(0, str(HERE))
+    from synthetic_track import ensure_track
+
+    qrels_path, run_paths = ensure_track(63, 53, 100, judged=200, candidates=1500)
+    runs_dir = str(run_paths[0].parent)
+    command = [sys.executable, "-m", "qrelkit.cli", "nrg", "--qrels", str(qrels_path), "--runs", runs_dir, "--depth", "full"]
+    walls = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        child = subprocess.Popen([*command, "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        output = child.communicate()[0]
+        walls.append(time.perf_counter() - start)
+        assert len(json.loads(output)["runs"]) == 63
+    qrels = read_qrels(qrels_path)
+    read_s = best_time(lambda: read_runs([run_paths[0].parent]), repeat)
+    runs = read_runs([run_paths[0].parent])
+    nrg_s = best_time(lambda: nrg(qrels, runs, depth="full"), repeat)
+    startup = best_time(lambda: subprocess.run([sys.executable, "-m", "qrelkit.cli", "nrg", "--help"], capture_output=True), repeat)
+    label = "DL21-shaped synthetic: 63 runs × 53 q × depth 100"
+    print("\n| input | what | seconds (median) |\n|---|---|---:|")
+    print(f"| {label} | `qrelkit nrg --depth full --json`, whole process ({repeat} runs) | {statistics.median(walls):.2f} |")
+    print(f"| {label} | of which: startup (`qrelkit nrg --help`) | {startup:.2f} |")
+    print(f"| {label} | of which: reading 63 run files + qrels (in-process) | {read_s:.2f} |")
+    print(f"| {label} | of which: NRG full depth, all others (in-process) | {nrg_s:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--part", choices=["algorithm", "whole", "all"], default="all")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--reference-targets", type=int, default=6, help="targets to time the reference algorithm on (0: all)")
     args = parser.parse_args()
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}, numpy {np.__version__}")
+    print(f"load average at start: {os.getloadavg()[0]:.1f}")
+    if args.part in ("whole", "all"):
+        whole_process(args.repeat)
+    if args.part == "whole":
+        return
     rows = []
 
     if (DL19 / "qrels.txt").is_file():

@@ -1,13 +1,30 @@
-"""Shared fixtures. Real DL19 data lives in ../shared/data (developer machines and CI only)."""
+"""Shared fixtures. Real DL19 data lives in $QRELKIT_DATA, by default ../shared/data (developer
+machines and CI only): the variable the example jobs read their data root from."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DL19 = ROOT.parent / "shared" / "data" / "trec-dl-2019"
+
+
+def shared_data() -> Path:
+    """../shared/data next to the project, or next to any folder above it (a git worktree sits deeper)."""
+    for folder in ROOT.parents:
+        if (folder / "shared" / "data").is_dir():
+            return folder / "shared" / "data"
+    return ROOT.parent / "shared" / "data"
+
+
+SHARED_DATA = Path(os.environ["QRELKIT_DATA"]).resolve() if os.environ.get("QRELKIT_DATA") else shared_data()
+# The example jobs (configs/dl19-minilm.yaml) read ${QRELKIT_DATA}: point them, and any qrelkit the
+# tests start, at the same data the fixtures use.
+os.environ["QRELKIT_DATA"] = str(SHARED_DATA)
+DL19 = SHARED_DATA / "trec-dl-2019"
+EXTRAPOLATE_EVAL = SHARED_DATA / "extrapolate-eval"
 
 
 @pytest.fixture(scope="session")
@@ -16,6 +33,15 @@ def dl19() -> Path:
     if not (DL19 / "qrels.txt").is_file():
         pytest.skip(f"TREC DL 2019 data not found at {DL19} (only on developer machines and in CI)")
     return DL19
+
+
+@pytest.fixture(scope="session")
+def extrapolate_eval() -> Path:
+    """The splits Zhan et al. (CIKM 2022) released (ReSTTest's DL19 buckets, ReSTrain's 14k training qrels);
+    the test is skipped when ../shared/data is absent."""
+    if not (EXTRAPOLATE_EVAL / "resttest-dl19" / "bucket-1.extrapolate.qids").is_file():
+        pytest.skip(f"the extrapolate-eval splits were not found at {EXTRAPOLATE_EVAL} (only on developer machines and in CI)")
+    return EXTRAPOLATE_EVAL
 
 
 def tiny_open_clip(folder: Path, name: str, embed_dim: int) -> Path:

@@ -42,6 +42,7 @@ class Reply:
     before: Callable[[], None] | None = None  # run first, e.g. send SIGTERM to the test process
     answer: str | None = None  # the completion's text (default "Relevance: <grade>")
     finish_reason: str = "stop"
+    trickle: float = 0.0  # seconds between the body's bytes: a server that is never idle long enough to time out
 
 
 @dataclass
@@ -135,9 +136,9 @@ class FakeOpenAI:
                     payload = reply.body.encode()
                 else:
                     payload = json.dumps(reply.body).encode()
-                self._send(reply.status, payload, reply.headers)
+                self._send(reply.status, payload, reply.headers, reply.trickle)
 
-            def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+            def _send(self, status: int, payload: bytes, headers: dict[str, str], trickle: float = 0.0) -> None:
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
@@ -145,7 +146,14 @@ class FakeOpenAI:
                     for name, value in headers.items():
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(payload)
+                    if not trickle:
+                        self.wfile.write(payload)
+                        return
+                    for index in range(len(payload)):
+                        self.wfile.write(payload[index : index + 1])
+                        self.wfile.flush()
+                        if fake.stopping.wait(trickle):
+                            return
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
 

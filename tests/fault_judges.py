@@ -6,11 +6,12 @@ backends do: a raise for one pair, a parse failure, an interrupt mid-job.
 
 from __future__ import annotations
 
+import time
 from typing import ClassVar
 
 from pydantic import Field
 
-from qrelkit.judges import BaseJudge, JudgeConfig, Judgment
+from qrelkit.judges import BaseJudge, FatalJudgeError, JudgeConfig, Judgment
 from qrelkit.prompts import parse_score
 
 
@@ -18,7 +19,9 @@ class OverlapConfig(JudgeConfig):
     fail_docids: list[str] = Field(default_factory=list)
     interrupt_after: int | None = None
     unparseable_docids: list[str] = Field(default_factory=list)
+    fatal_docids: list[str] = Field(default_factory=list)  # raise FatalJudgeError here (a key revoked mid-job)
     workers: int = Field(1, json_schema_extra={"identity": False})  # operational: not part of the run's identity
+    delay_seconds: float = Field(0.0, json_schema_extra={"identity": False})  # per batch: keeps a job in flight long enough to kill
 
 
 def overlap(query: str, text: str) -> float:
@@ -35,16 +38,40 @@ class OverlapJudge(BaseJudge):
     calls: ClassVar[list[tuple[str, str]]] = []
 
     def judge(self, batch):
+        time.sleep(self.config.delay_seconds)
         out = []
         for pair in batch:
             if self.config.interrupt_after is not None and len(OverlapJudge.calls) >= self.config.interrupt_after:
                 raise KeyboardInterrupt
             OverlapJudge.calls.append(pair.key)
+            if pair.document.docid in self.config.fatal_docids:
+                raise FatalJudgeError(f"the key was revoked while judging {pair.document.docid}")
             if pair.document.docid in self.config.fail_docids:
                 raise RuntimeError(f"backend crashed on {pair.document.docid}")
             if pair.document.docid in self.config.unparseable_docids and self.template is not None:
                 parsed = parse_score("I cannot decide.", self.template)
                 out.append(Judgment(*pair.key, "parse_error", raw_output="I cannot decide.", error=parsed.error))
                 continue
+            out.append(Judgment(*pair.key, "ok", score=overlap(pair.topic.text, pair.document.text or "")))
+        return out
+
+
+class SlowConfig(JudgeConfig):
+    seconds: float = 0.05
+
+
+class SlowJudge(BaseJudge):
+    """Word overlap that takes ``seconds`` per pair: work long enough to report progress on."""
+
+    name = "slow"
+    Config = SlowConfig
+    needs_template = False
+
+    def judge(self, batch):
+        import time
+
+        out = []
+        for pair in batch:
+            time.sleep(self.config.seconds)
             out.append(Judgment(*pair.key, "ok", score=overlap(pair.topic.text, pair.document.text or "")))
         return out

@@ -142,12 +142,12 @@ def test_bootstrap_equals_recomputing_both_orderings_on_resampled_topics():
         by_hand.append(stats.kendalltau(reference[:, topics].mean(axis=1), model[:, topics].mean(axis=1)).statistic)
     assert result.ci95["kendall_tau"] == pytest.approx(percentile_interval(np.array(by_hand)))
     assert result.kendall_tau == pytest.approx(stats.kendalltau(reference.mean(axis=1), model.mean(axis=1)).statistic)
-    assert result.samples == 50 and result.runs == 8 and result.topics == 12
+    assert result.resamples == 50 and result.runs == 8 and result.queries == 12
 
 
 def test_identical_qrels_agree_perfectly_with_a_degenerate_interval():
     matrix = np.random.default_rng(0).random((6, 9))
-    result = correlate_systems(_evaluation(matrix), _evaluation(matrix), samples=100, seed=0)["m"]
+    result = correlate_systems(_evaluation(matrix), _evaluation(matrix), resamples=100, seed=0)["m"]
     for name in ("kendall_tau", "spearman_rho", "pearson_r", "tau_ap"):
         assert getattr(result, name) == pytest.approx(1.0)
         assert result.ci95[name] == pytest.approx((1.0, 1.0))
@@ -188,7 +188,7 @@ def test_dl19_umbrela_label_agreement_matches_the_known_numbers(dl19_agree_json)
 
 def test_dl19_umbrela_system_ranking_tau_is_0_9159_over_37_runs(dl19_agree_json):
     ndcg = dl19_agree_json["systems"]["nDCG@10"]
-    assert ndcg["runs"] == 37 and ndcg["topics"] == 43
+    assert ndcg["runs"] == 37 and ndcg["queries"] == 43
     assert round(ndcg["kendall_tau"], 4) == 0.9159
     low, high = ndcg["kendall_tau_ci95"]
     assert low < ndcg["kendall_tau"] <= high <= 1.0
@@ -219,7 +219,7 @@ def test_dl19_binarised_kappa_is_0_5244(dl19):
     )
     payload = json.loads(result.stdout)
     assert round(payload["labels"]["cohen_kappa_binary"], 4) == 0.5244
-    assert payload["labels"]["binarize_at"] == 2
+    assert payload["labels"]["rel_level"] == 2
     assert round(payload["labels"]["cohen_kappa"], 4) == 0.3626  # the four-grade κ is still reported
     assert payload["systems"]["nDCG@10"]["kendall_tau_ci95"] is None  # no resamples, no interval
 

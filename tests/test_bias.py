@@ -35,7 +35,7 @@ def test_relative_delta_by_hand():
     model = _evaluation({"clip-a": [0.5, 0.7], "clip-b": [0.4, 0.4], "bm25": [0.2, 0.4]})
     # Under the reference the group is worse: M_g = (0.2 + 0.3)/2 = 0.25, M_o = 0.5 -> Δ = 2·(−0.25)/0.75·100.
     reference = _evaluation({"clip-a": [0.2, 0.2], "clip-b": [0.3, 0.3], "bm25": [0.5, 0.5]})
-    result = group_bias(model, reference, {"clip": ["clip-a", "clip-b"]}, samples=0)["clip"]["nDCG@10"]
+    result = group_bias(model, reference, {"clip": ["clip-a", "clip-b"]}, resamples=0)["clip"]["nDCG@10"]
     assert result.model == pytest.approx(50.0)
     assert result.reference == pytest.approx(-200 / 3)
     assert result.difference == pytest.approx(50.0 + 200 / 3)
@@ -58,8 +58,8 @@ def test_bootstrap_interval_is_seeded_and_brackets_a_stable_bias():
     runs = {f"n{i}": list(0.6 + rng.normal(0, 0.05, 30)) for i in range(4)}
     runs |= {f"t{i}": list(0.4 + rng.normal(0, 0.05, 30)) for i in range(4)}
     evaluation = _evaluation(runs)
-    first = group_bias(evaluation, evaluation, {"neural": ["n0", "n1", "n2", "n3"]}, samples=300, seed=5)
-    again = group_bias(evaluation, evaluation, {"neural": ["n0", "n1", "n2", "n3"]}, samples=300, seed=5)
+    first = group_bias(evaluation, evaluation, {"neural": ["n0", "n1", "n2", "n3"]}, resamples=300, seed=5)
+    again = group_bias(evaluation, evaluation, {"neural": ["n0", "n1", "n2", "n3"]}, resamples=300, seed=5)
     result = first["neural"]["nDCG@10"]
     assert result == again["neural"]["nDCG@10"]
     assert result.model_ci95[0] < result.model < result.model_ci95[1]

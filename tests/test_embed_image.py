@@ -103,7 +103,7 @@ def test_fd_over_an_image_collection(tiny_model, tmp_path):
         runs=[str(tmp_path / "a.run")],
         docs=tmp_path / "docs.jsonl",
         embedder=f"open_clip:{name}:{checkpoint}",
-        settings=FDSettings(ks=(2,), bootstrap=20),
+        settings=FDSettings(ks=(2,), resamples=20),
     )
     fd = report.runs["a"]["FD@2"]
     assert report.d == 16 and report.embedder.startswith("openclip:") and report.n_rel == 4

@@ -3,6 +3,8 @@ small-space identity, item selection (sparsification, URR) and the query bootstr
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -23,6 +25,7 @@ from qrelkit.evaluate.fd import (
     retrieved_items,
     trace_sqrt_product,
 )
+from qrelkit.evaluate.fd import bootstrap as fd_bootstrap
 from qrelkit.evaluate.fd.bootstrap import bootstrap_fd
 from qrelkit.io import Qrel, Qrels, Run, RunEntry
 
@@ -223,3 +226,34 @@ def test_bootstrap_gives_nan_where_a_resample_leaves_a_run_too_few_items():
     weights = np.array([[3.0, 0.0, 0.0], [0.0, 3.0, 0.0], [1.0, 1.0, 1.0]])
     got = bootstrap_fd(relevant, [sparse_run], weights)
     assert np.isfinite(got[0, 0]) and np.isnan(got[0, 1]) and np.isfinite(got[0, 2])
+
+
+@pytest.mark.parametrize("rel_per_query,d", [(5, 16), (5, 4)])
+def test_bootstrap_in_d_dimensions_equals_the_explicitly_resampled_items(monkeypatch, rel_per_query, d):
+    """The route for very deep k (per-query second moments in d dimensions) gives the same values."""
+    monkeypatch.setattr(fd_bootstrap, "TENSOR_LIMIT", 0)
+    rng = np.random.default_rng(rel_per_query * 10 + d + 1)
+    relevant = _sample(rng, [rel_per_query] * 12, d, 0.0)
+    runs = [_sample(rng, [k] * 12, d, s) for k, s in ((3, 0.6), (10, 0.1))]
+    weights = resample_counts(12, 5, seed=2)
+    got = bootstrap_fd(relevant, runs, weights)
+    for b, row in enumerate(weights):
+        x = np.repeat(relevant.vectors, row[relevant.query_index].astype(int), axis=0)
+        for j, run in enumerate(runs):
+            y = np.repeat(run.vectors, row[run.query_index].astype(int), axis=0)
+            assert got[j, b] == pytest.approx(frechet_distance(x, y).value, rel=1e-9)
+
+
+def test_bootstrap_reports_progress_in_the_calling_thread_up_to_every_pair():
+    rng = np.random.default_rng(3)
+    relevant = _sample(rng, [2] * 6, 5, 0.0)
+    runs = [_sample(rng, [3] * 6, 5, 0.2) for _ in range(3)]
+    seen: list[tuple[int, int, str]] = []
+
+    def progress(done: int, total: int) -> None:
+        seen.append((done, total, threading.current_thread().name))
+
+    bootstrap_fd(relevant, runs, resample_counts(6, 120, seed=1), chunk=25, progress=progress)
+    assert seen[-1][:2] == (360, 360) and all(total == 360 for _, total, _ in seen)
+    assert [done for done, _, _ in seen] == sorted(done for done, _, _ in seen)
+    assert {name for _, _, name in seen} == {threading.current_thread().name}

@@ -173,7 +173,7 @@ def test_fd_of_runs_on_plain_vectors_without_an_embedder():
     qrels = Qrels("q", tuple(Qrel(str(q), f"d{q * 10 + i}", 2) for q in range(3) for i in range(4)))
     near = Run("near", tuple(RunEntry(str(q), f"d{q * 10 + i}", i + 1, 10.0 - i) for q in range(3) for i in range(5)))
     far = Run("far", tuple(RunEntry(str(q), f"d{q * 10 + 5 + i}", i + 1, 10.0 - i) for q in range(3) for i in range(5)))
-    report = fd_of_runs(qrels, [near, far], vectors, FDSettings(ks=(4,), bootstrap=20))
+    report = fd_of_runs(qrels, [near, far], vectors, FDSettings(ks=(4,), resamples=20))
     assert report.runs["near"]["FD@4"].value == pytest.approx(0.0, abs=1e-9)  # the same 12 items
     assert report.runs["far"]["FD@4"].value > 1.0
-    assert report.to_json()["runs"]["near"]["n_ret"] == 12
+    assert report.to_dict()["runs"]["near"]["n_ret"] == 12

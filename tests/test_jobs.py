@@ -40,6 +40,7 @@ def job(tmp_path):
             "collection": {"topics": "topics.tsv", "documents": "docs.jsonl", "qrels": {"human": "human.qrels"}},
             "pool": {"qrels": "human"},
             "judge": {"name": "fault_judges:OverlapJudge", "options": judge_options},
+            "allow_import": True,  # a test judge loaded by `module:Class`
             "batch_size": 2,
             "flush_seconds": 0.001,
         }
@@ -169,7 +170,7 @@ def test_dry_run_counts_without_judging(job):
 
 def test_unknown_judge_and_option_list_the_valid_ones(job):
     spec = job(temperature=0.5)
-    valid = "valid options of .*: fail_docids, interrupt_after, unparseable_docids, workers"
+    valid = "valid options of .*: delay_seconds, fail_docids, fatal_docids, interrupt_after, unparseable_docids, workers"
     with pytest.raises(JudgeError, match="option 'temperature': unknown option\n" + valid):
         run_job(spec, progress=False)
     spec = job().model_copy(update={"judge": job().judge.model_copy(update={"name": "gpt-5-turbo"})})

@@ -128,7 +128,7 @@ def test_nist_four_grades_mapped_onto_seed_003_three_grades():
 def test_binarized_kappa_cuts_both_sides_at_the_level():
     reference = {"q": {"a": 0, "b": 1, "c": 2, "d": 3}}
     model = {"q": {"a": 1, "b": 0, "c": 3, "d": 2}}
-    result = label_agreement(model, reference, binarize_at=2)
+    result = label_agreement(model, reference, rel_level=2)
     assert result.cohen_kappa_binary == pytest.approx(1.0)  # {0,1} vs {2,3} agree exactly
     assert result.cohen_kappa < 0  # every four-grade label differs
     assert label_agreement(model, reference).cohen_kappa_binary is None

@@ -243,7 +243,7 @@ def test_groups_file_errors(tmp_path):
     with pytest.raises(InputFormatError, match="no column 'group'"):
         read_run_groups(groups, ["R1"])
     assert read_run_groups(groups, ["R1"], "team") == {"R1": "X"}
-    with pytest.raises(InputFormatError, match="no group for run"):
+    with pytest.raises(InputFormatError, match="no line for run"):
         read_run_groups(groups, ["R1", "R2"], "team")
 
 

@@ -56,7 +56,7 @@ def test_placeholders_the_topics_lack_are_named_with_the_topic(tmp_path):
 
 
 def test_unknown_template_lists_the_builtins():
-    with pytest.raises(TemplateError, match="built-ins: atomic-image-suggestion, binary, trec-dl-graded"):
+    with pytest.raises(TemplateError, match="built-ins: atomic-image-suggestion, binary, trec-dl-graded, umbrela"):
         load_template("no-such-template")
 
 
@@ -133,3 +133,40 @@ def test_parser_reads_real_looking_outputs(template, output, score):
 def test_parser_refuses_what_it_cannot_trust(template, output, error):
     parsed = parse_score(output, template)
     assert not parsed.ok and parsed.score is None and error in parsed.error
+
+
+# UMBRELA's published zero-shot prompt (castorini/umbrela, qrel_zeroshot_bing.yaml; Upadhyay et al.,
+# arXiv 2406.06519, 2024), trailing spaces included, with its {query} and {passage} slots.
+UMBRELA_PROMPT = (
+    "Given a query and a passage, you must provide a score on an integer scale of 0 to 3 with the following meanings:\n"
+    "0 = represent that the passage has nothing to do with the query, \n"
+    "1 = represents that the passage seems related to the query but does not answer it, \n"
+    "2 = represents that the passage has some answer for the query, but the answer may be a bit unclear, "
+    "or hidden amongst extraneous information and \n"
+    "3 = represents that the passage is dedicated to the query and contains the exact answer.\n\n"
+    "Important Instruction: Assign category 1 if the passage is somewhat related to the topic but not completely, "
+    "category 2 if passage presents something very important related to the entire topic but also has some extra information "
+    "and category 3 if the passage only and entirely refers to the topic. If none of the above satisfies give it category 0.\n\n"
+    "Query: {query}\n"
+    "Passage: {passage}\n\n"
+    "Split this problem into steps:\n"
+    "Consider the underlying intent of the search.\n"
+    "Measure how well the content matches a likely intent of the query (M).\n"
+    "Measure how trustworthy the passage is (T).\n"
+    "Consider the aspects above and the relative importance of each, and decide on a final score (O). "
+    "Final score must be an integer value only.\n"
+    "Do not provide any code in result. Provide each score in the format of: ##final score: score without providing any reasoning."
+)
+
+
+def test_the_umbrela_template_is_umbrelas_published_prompt():
+    template = load_template("umbrela")
+    assert template.score_range == (0, 3) and template.grade_token_list == ["0", "1", "2", "3"] and template.system is None
+    assert "Upadhyay et al., arXiv 2406.06519, 2024" in template.description
+    rendered = template.render(Topic("q1", "do goldfish grow"), Document("d1", "Goldfish grow with their pond."))
+    published = UMBRELA_PROMPT.format(query="do goldfish grow", passage="Goldfish grow with their pond.")
+    # The one difference of layout: qrelkit separates the query and the passage by a blank line.
+    assert rendered.user_text == published.replace("\nPassage: ", "\n\nPassage: ")
+    assert parse_score("M: 2\nT: 1\n##final score: 2", template).score == 2
+    assert parse_score("##Final Score:3", template).score == 3
+    assert parse_score("I would say 2.", template).score is None  # no fallback to 0, unlike UMBRELA's parser

@@ -12,6 +12,7 @@ from qrelkit.evaluate.audit import DEFAULT_MEASURES, Audit, audit
 from qrelkit.evaluate.bias import groups_from_file, groups_from_patterns
 from qrelkit.evaluate.labels import parse_grade_map
 from qrelkit.io import OnDuplicate, Qrels, Run
+from qrelkit.io.groups import split_groups_spec
 
 
 @dataclass(frozen=True)
@@ -24,24 +25,24 @@ class AuditInputs:
 
 def load_inputs(
     *,
-    qrels: str | None,
-    reference: str,
+    model_qrels: str | None,
+    reference_qrels: str,
     runs: list[str],
     db: str | Path | None,
     judge_run: str | None = None,
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
 ) -> AuditInputs:
     """Model qrels from a file, a qrels set in ``db``, or the newest graded qrels of ``judge_run``."""
-    if (qrels is None) == (judge_run is None):
-        raise QrelkitError("give the model qrels with exactly one of --qrels FILE_OR_NAME or --judge-run ID (with --db)")
+    if (model_qrels is None) == (judge_run is None):
+        raise QrelkitError("give the model qrels with exactly one of --model-qrels FILE_OR_NAME or --judge-run ID (with --db)")
     judge_run_id = None
     if judge_run is not None:
         model, judge_run_id = judge_run_qrels(db, judge_run)
     else:
-        model = resolve_qrels(qrels, db, on_duplicate=on_duplicate)  # type: ignore[arg-type]
+        model = resolve_qrels(model_qrels, db, on_duplicate=on_duplicate)  # type: ignore[arg-type]
     return AuditInputs(
         model,
-        resolve_qrels(reference, db, on_duplicate=on_duplicate),
+        resolve_qrels(reference_qrels, db, on_duplicate=on_duplicate),
         resolve_runs(runs, db, on_duplicate=on_duplicate),
         judge_run_id,
     )
@@ -51,53 +52,59 @@ def resolve_groups(
     run_names: list[str],
     *,
     patterns: list[str] | None = None,
-    groups_file: str | Path | None = None,
+    groups: str | Path | None = None,
     group_by: str | None = None,
 ) -> dict[str, list[str]]:
-    """`--group NAME=REGEX ...` and/or `--groups FILE --group-by COLUMN` as group -> runs."""
-    if group_by is not None and groups_file is None:
-        raise QrelkitError("--group-by names a column of a --groups FILE; give the file too")
-    groups = groups_from_patterns(patterns, run_names) if patterns else {}
-    if groups_file is not None:
-        for name, members in groups_from_file(groups_file, group_by, run_names).items():
-            if name in groups:
-                raise QrelkitError(f"group {name!r} comes from both --group and {groups_file}")
-            groups[name] = members
-    return groups
+    """`--group NAME=REGEX ...` and/or `--groups FILE[:COLUMN]` (or `--groups FILE --group-by COLUMN`) as group -> runs."""
+    if groups is None:
+        if group_by is not None:
+            raise QrelkitError("--group-by names a column of a --groups FILE; give the file too")
+        return groups_from_patterns(patterns, run_names) if patterns else {}
+    file, column = split_groups_spec(groups)
+    if group_by is not None and column is not None and group_by != column:
+        raise QrelkitError(f"--groups {groups} names column {column!r} but --group-by says {group_by!r}")
+    found = groups_from_patterns(patterns, run_names) if patterns else {}
+    for name, members in groups_from_file(file, column or group_by, run_names).items():
+        if name in found:
+            raise QrelkitError(f"group {name!r} comes from both --group and {file}")
+        found[name] = members
+    return found
 
 
 def agree(
     *,
-    qrels: str | None,
-    reference: str,
+    model_qrels: str | None = None,
+    reference_qrels: str,
     runs: list[str],
     db: str | Path | None = None,
     judge_run: str | None = None,
     measures: list[str] | None = None,
     group_patterns: list[str] | None = None,
-    groups_file: str | Path | None = None,
+    groups: str | Path | None = None,
     group_by: str | None = None,
     reference_map: str | None = None,
     model_map: str | None = None,
-    binarize_at: int | None = None,
-    samples: int = 1000,
+    rel_level: int | None = None,
+    resamples: int = 1000,
     seed: int | None = 0,
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
 ) -> Audit:
-    """`qrelkit agree`: resolve what the command line names, then :func:`audit`."""
+    """`qrelkit agree`: resolve what the command line names, then :func:`qrelkit.evaluate.audit.audit`."""
     parsed_reference_map = parse_grade_map(reference_map, "--map") if reference_map else None
     parsed_model_map = parse_grade_map(model_map, "--map-model") if model_map else None
-    inputs = load_inputs(qrels=qrels, reference=reference, runs=runs, db=db, judge_run=judge_run, on_duplicate=on_duplicate)
-    groups = resolve_groups([r.name for r in inputs.runs], patterns=group_patterns, groups_file=groups_file, group_by=group_by)
+    inputs = load_inputs(
+        model_qrels=model_qrels, reference_qrels=reference_qrels, runs=runs, db=db, judge_run=judge_run, on_duplicate=on_duplicate
+    )
+    run_groups = resolve_groups([r.name for r in inputs.runs], patterns=group_patterns, groups=groups, group_by=group_by)
     return audit(
         inputs.model,
         inputs.reference,
         inputs.runs,
         measures=measures or DEFAULT_MEASURES,
-        groups=groups,
+        groups=run_groups,
         reference_map=parsed_reference_map,
         model_map=parsed_model_map,
-        binarize_at=binarize_at,
-        samples=samples,
+        rel_level=rel_level,
+        resamples=resamples,
         seed=seed,
     )

@@ -1,20 +1,19 @@
-"""`qrelkit demo`: judge the bundled toy collection with MiniLM (int8 ONNX), grade the scores
-into qrels by per-topic quantiles, and compare how the model qrels and the human qrels rank
-the bundled runs."""
+"""`qrelkit demo`: judge the bundled toy collection with MiniLM (int8 ONNX), grade the scores into
+qrels by per-topic quantiles, and compare how the model qrels and the human qrels rank the
+bundled runs."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
-from scipy.stats import kendalltau
-
-from qrelkit.commands.judging import describe_grading, export_qrels_file
+from qrelkit.commands.judging import export_qrels_file, run_judging
+from qrelkit.embed.onnx import check_onnx_extra
 from qrelkit.evaluate import evaluate_runs
-from qrelkit.jobs.grade import grade_judge_run
-from qrelkit.jobs.runner import run_job
+from qrelkit.evaluate.agreement import kendall_tau_b
+from qrelkit.jobs.grade import GradingResult
+from qrelkit.jobs.runner import JobReport, ProgressCallback
 from qrelkit.jobs.spec import load_job
 from qrelkit.storage import Store
 
@@ -22,52 +21,47 @@ DEMO_JOB = Path(__file__).resolve().parents[1] / "data" / "demo" / "job.yaml"
 MEASURE = "nDCG@10"
 
 
-def run_demo(out_dir: Path, console: Console) -> dict[str, float]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+@dataclass
+class DemoResult:
+    report: JobReport
+    grading: GradingResult
+    measure: str
+    under_human: dict[str, float]  # run -> mean under the human qrels
+    under_model: dict[str, float]
+    kendall_tau: float
+    binary_agreement: tuple[int, int]  # pairs agreeing on grade >= 2, shared pairs
+    qrels_file: Path
+    database: Path
+    seconds: float
+
+
+def run_demo(out_dir: Path, progress: ProgressCallback | None = None) -> DemoResult:
+    check_onnx_extra("qrelkit demo (MiniLM, int8 ONNX)")  # before anything is written: no half-made out_dir
     started = time.perf_counter()
+    out_dir.mkdir(parents=True, exist_ok=True)
     spec = load_job(DEMO_JOB, {"database": str((out_dir / "demo.duckdb").resolve())})
-    report = run_job(spec, console=console, progress=console.is_terminal)
-    console.print(
-        f"judged {report.judged} of {report.pairs} pairs with MiniLM (int8 ONNX) [{report.already_ok} already in the database]",
-        highlight=False,
-    )
-    grading = spec.grading
-    assert grading is not None
-    with Store(spec.database) as store:
-        result = grade_judge_run(
-            store,
-            report.judge_run_id,
-            name=grading.name,
-            method=grading.method,
-            quantiles=grading.quantiles,
-            labels=grading.labels,
-            per_topic=grading.per_topic,
-        )
-        console.print(describe_grading(result), highlight=False)
+    outcome = run_judging(spec, progress=progress)
+    assert outcome.grading is not None  # the demo job grades
+    with Store(spec.database, read_only=True) as store:
         human = store.qrels("human")
         runs = store.runs()
     qrels_file = out_dir / "minilm.qrels"
-    export_qrels_file(spec.database, qrels_file, judge_run_id=report.judge_run_id, name=None)
-
-    under_human = evaluate_runs(human, runs, [MEASURE]).means()
-    under_model = evaluate_runs(result.qrels, runs, [MEASURE]).means()
-    table = Table(title=f"{MEASURE} of the bundled runs under human and MiniLM qrels")
-    for column in ("run", "human qrels", "MiniLM qrels"):
-        table.add_column(column, justify="left" if column == "run" else "right")
-    order = sorted(under_human, key=lambda r: -under_human[r][MEASURE])
-    for run in order:
-        table.add_row(run, f"{under_human[run][MEASURE]:.4f}", f"{under_model[run][MEASURE]:.4f}")
-    console.print(table)
-    tau = kendalltau([under_human[r][MEASURE] for r in order], [under_model[r][MEASURE] for r in order]).statistic
-    agree = sum(
-        1
-        for q in result.qrels.entries
-        if human.grades.get(q.qid, {}).get(q.docid) is not None and (human.grades[q.qid][q.docid] >= 2) == (q.grade >= 2)
+    export_qrels_file(spec.database, qrels_file, judge_run_id=outcome.report.judge_run_id, name=None)
+    under_human = {run: v[MEASURE] for run, v in evaluate_runs(human, runs, [MEASURE]).means().items()}
+    under_model = {run: v[MEASURE] for run, v in evaluate_runs(outcome.grading.qrels, runs, [MEASURE]).means().items()}
+    order = sorted(under_human, key=lambda r: -under_human[r])
+    tau = kendall_tau_b([under_human[r] for r in order], [under_model[r] for r in order])
+    shared = [(human.grades[q.qid][q.docid], q.grade) for q in outcome.grading.qrels.entries if q.docid in human.grades.get(q.qid, {})]
+    agree = sum(1 for h, m in shared if (h >= 2) == (m >= 2))
+    return DemoResult(
+        outcome.report,
+        outcome.grading,
+        MEASURE,
+        under_human,
+        under_model,
+        tau,
+        (agree, len(shared)),
+        qrels_file,
+        spec.database,
+        time.perf_counter() - started,
     )
-    console.print(
-        f"Kendall τ between the two system rankings: {tau:.3f}; binary agreement (grade ≥ 2) on "
-        f"{agree}/{len(result.qrels)} pairs. Model qrels: {qrels_file}. Database: {spec.database}. "
-        f"Done in {time.perf_counter() - started:.1f}s.",
-        highlight=False,
-    )
-    return {"kendall_tau": float(tau), "seconds": time.perf_counter() - started}

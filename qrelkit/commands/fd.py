@@ -3,7 +3,7 @@ documents FD@k needs (through the store's cache), then score the runs (`evaluate
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +43,7 @@ def document_vectors(embedder, documents: Mapping[str, Document], docids: Iterab
         raise QrelkitError(
             f"{len(not_texts)} document(s) are images, e.g. {not_texts[0]!r}: use an image embedder (--embedder open_clip:MODEL:WEIGHTS)"
         )
-    return embed_with_cache(store, embedder, "document", {d.docid: d.text for d in wanted})
+    return embed_with_cache(store, embedder, "document", {d.docid: d.text for d in wanted if d.text is not None})
 
 
 def _qrels(qrels: str | None, judge_run: str | None, db: Path | None, on_duplicate) -> Qrels:
@@ -52,6 +52,7 @@ def _qrels(qrels: str | None, judge_run: str | None, db: Path | None, on_duplica
         raise QrelkitError("give either --qrels (a file or a qrels set in --db) or --judge-run (its graded qrels)")
     if judge_run is not None:
         return judge_run_qrels(db, judge_run)[0]
+    assert qrels is not None  # exactly one of the two, checked above
     return resolve_qrels(qrels, db, on_duplicate=on_duplicate)
 
 
@@ -64,6 +65,13 @@ def _documents(docs: Path | None, db: Path | None, docids: set[str], image_root:
 
     with Store(db, read_only=True) as store:
         return store.documents(sorted(docids)), f"the documents of {db}"
+
+
+def fd_settings(
+    ks: list[int] | None, *, urr: bool, max_rel: int | None, rel_level: int | None, resamples: int | None, seed: int
+) -> FDSettings:
+    """The command line's FD options (cut-offs default 10, resamples default 1000)."""
+    return FDSettings(tuple(ks or [10]), urr, max_rel, rel_level, 1000 if resamples is None else resamples, seed)
 
 
 def run_fd(
@@ -85,6 +93,7 @@ def run_fd(
     plot_metric: Path | None = None,
     metric: str = "nDCG@10",
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
+    bootstrap_progress: Callable[[int, int], None] | None = None,
 ) -> FDReport:
     """Everything `qrelkit fd` does before printing. ``cache`` (a database file) keeps the
     vectors; by default the --db itself when one is given. ``plot`` writes the bootstrap
@@ -96,7 +105,7 @@ def run_fd(
     documents, where = _documents(docs, db, all_docids, image_root)
     check_vectors(needed, documents, where)
     model = load_embedder(embedder, backend, batch_size=batch_size, progress=progress)
-    cache = cache if cache is not None else db
+    cache = cache if cache is not None else (db if db is not None and Path(db).exists() else None)
     if cache is not None:
         from qrelkit.storage import Store
 
@@ -104,7 +113,9 @@ def run_fd(
             vectors = document_vectors(model, documents, all_docids, store)
     else:
         vectors = document_vectors(model, documents, all_docids)
-    report = fd_of_runs(qrels_data, run_list, vectors, settings, embedder=model.embedder_id, keep_samples=keep_samples)
+    report = fd_of_runs(
+        qrels_data, run_list, vectors, settings, embedder=model.embedder_id, keep_samples=keep_samples, progress=bootstrap_progress
+    )
     if plot is not None or plot_metric is not None:
         _write_plots(report, qrels_data, run_list, plot, plot_metric, metric)
     return report
@@ -115,8 +126,8 @@ def _write_plots(report: FDReport, qrels: Qrels, runs, plot: Path | None, plot_m
     from qrelkit.report.plots.fd import plot_fd_bootstrap, plot_fd_vs_metric
 
     if plot is not None:
-        if not report.settings.bootstrap:
-            raise QrelkitError("--plot draws the bootstrap intervals: give --bootstrap N (N > 0)")
+        if not report.settings.resamples:
+            raise QrelkitError("--plot draws the bootstrap intervals: give --resamples N (N > 0)")
         plot_fd_bootstrap(report, report.labels[0], plot)
     if plot_metric is not None:
         means = evaluate_runs(qrels, runs, [metric]).means()

@@ -1,27 +1,46 @@
-"""The functions behind `qrelkit judge | grade | export | prompts show`: one call each, text out."""
+"""The use cases behind `qrelkit judge | grade | import scores | export | prompts show`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 from qrelkit.errors import QrelkitError
-from qrelkit.io import write_qrels
-from qrelkit.io.trec import Qrels
-from qrelkit.jobs.grade import GradingResult, grade_judge_run
-from qrelkit.jobs.runner import JobReport
+from qrelkit.io import Qrels, write_qrels
+from qrelkit.io.files import check_writable
+from qrelkit.io.numbers import ascii_int, ascii_number
+from qrelkit.jobs.grade import GradingResult, GradingSpec, grade_judge_run, grading_spec
+from qrelkit.jobs.runner import JobReport, JobStopped, ProgressCallback, run_job
 from qrelkit.jobs.spec import JobSpec
-from qrelkit.prompts import RenderedPrompt, load_template
+from qrelkit.prompts import PromptTemplate, RenderedPrompt, load_template
+from qrelkit.report.tables import describe_grading, describe_job
 from qrelkit.storage import Store
-from qrelkit.storage.judgments import graded_qrels
+from qrelkit.storage.judgments import graded_qrels, judge_run
+
+# `qrelkit grade` flags, for error messages that name the flag a user typed.
+GRADE_FLAGS = {
+    "method": "--method",
+    "quantiles": "--quantiles",
+    "thresholds": "--thresholds",
+    "labels": "--labels",
+    "per_topic": "--per-topic",
+    "map": "--map",
+    "score": "--score",
+    "name": "--name",
+}
 
 
-def _floats(text: str, what: str) -> list[float]:
-    try:
-        return [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise QrelkitError(f"{what}: expected comma-separated numbers, got {text!r}") from None
+def builtin_templates() -> list[PromptTemplate]:
+    from qrelkit.prompts import builtin_templates as templates
+
+    return templates()
+
+
+def templates_payload(templates: list[PromptTemplate]) -> list[dict[str, Any]]:
+    return [t.content() for t in templates]
 
 
 def render_pair(template_ref: str, db: Path, qid: str, docid: str) -> RenderedPrompt:
@@ -37,85 +56,197 @@ def render_pair(template_ref: str, db: Path, qid: str, docid: str) -> RenderedPr
     return template.render(topics[qid], documents[docid])
 
 
-def describe_grading(result: GradingResult) -> str:
-    counts: dict[int, int] = {}
-    for q in result.qrels.entries:
-        counts[q.grade] = counts.get(q.grade, 0) + 1
-    d = result.description
-    if d["per_topic"]:
-        cuts = f"per-topic quantiles {d['quantiles']} over {len(result.thresholds)} topics"
-    else:
-        cuts = "cut points " + ", ".join(f"{c:.4g}" for c in next(iter(result.thresholds.values())))
-    grades = ", ".join(f"{g}: {n}" for g, n in sorted(counts.items()))
-    return f"graded {d['n_scores']} scores into qrels {result.qrels.name!r} ({cuts}); grades {grades}"
+def _numbers(text: str | None, flag: str, kind: type = float) -> list[Any] | None:
+    """Comma-separated ASCII numbers (`1_0` or non-ASCII digits are refused, as in files; a `nan`
+    goes on to the grading specification, which says why it cannot stand, as for a job file)."""
+    if text is None:
+        return None
+    parse = (lambda v: ascii_int(v, flag)) if kind is int else (lambda v: ascii_number(v, flag))
+    try:
+        return [parse(v.strip()) for v in text.split(",") if v.strip()]
+    except ValueError:
+        what = "integers" if kind is int else "numbers"
+        raise QrelkitError(f"{flag}: expected comma-separated {what}, got {text!r}") from None
 
 
-def grade_and_describe(
-    db: Path,
-    judge_run_id: str,
+def _mapping(text: str | None) -> dict[str, int] | None:
+    """`3:2,2:2,1:1,0:0` or `1-25:0,26-75:1,76-100:2` -> {"3": 2, ...}; the spec checks the keys."""
+    if text is None:
+        return None
+    mapping: dict[str, int] = {}
+    for item in (part.strip() for part in text.split(",") if part.strip()):
+        key, colon, grade = item.rpartition(":")
+        try:
+            if not colon or not key:
+                raise ValueError
+            mapping[key.strip()] = ascii_int(grade.strip(), "--map")
+        except ValueError:
+            raise QrelkitError(f"--map {text!r}: {item!r} is not SCORE:GRADE or LOW-HIGH:GRADE (e.g. 3:2,2:2,1:1,0:0)") from None
+    return mapping
+
+
+def grading_from_flags(
     *,
-    quantiles: str,
-    thresholds: str | None,
-    labels: str,
-    per_topic: bool,
-    score: str,
-    name: str | None,
-) -> str:
-    label_values = [int(v) for v in _floats(labels, "--labels")]
+    method: str | None = None,
+    quantiles: str | None = None,
+    thresholds: str | None = None,
+    labels: str | None = None,
+    per_topic: bool = False,
+    grade_map: str | None = None,
+    score: str | None = None,
+    name: str | None = None,
+) -> GradingSpec:
+    """The command line's grading flags as the same validated specification a job file gives."""
+    options: dict[str, Any] = {
+        "method": method,
+        "quantiles": _numbers(quantiles, "--quantiles"),
+        "thresholds": _numbers(thresholds, "--thresholds"),
+        "labels": _numbers(labels, "--labels", int),
+        "per_topic": per_topic or None,
+        "map": _mapping(grade_map),
+        "score": score,
+        "name": name,
+    }
+    if method is None and options["thresholds"] is not None:
+        options["method"] = "thresholds"  # --thresholds alone means fixed cut points, as before
+    if method is None and options["map"] is not None:
+        options["method"] = "map"
+    return grading_spec({k: v for k, v in options.items() if v is not None}, option_names=GRADE_FLAGS)
+
+
+def grade_run(db: Path, judge_run_id: str, spec: GradingSpec, *, replace: bool = False) -> GradingResult:
     with Store(db) as store:
-        result = grade_judge_run(
-            store,
-            judge_run_id,
-            name=name,
-            score_column=score,
-            method="thresholds" if thresholds else "quantile",
-            quantiles=_floats(quantiles, "--quantiles"),
-            thresholds=_floats(thresholds, "--thresholds") if thresholds else None,
-            labels=label_values,
-            per_topic=per_topic,
-        )
-    return describe_grading(result)
+        return grade_judge_run(store, judge_run_id, spec, replace=replace)
+
+
+def grade_job(spec: JobSpec, judge_run_id: str) -> GradingResult | None:
+    """The job's own grading step: it may re-grade the set it graded before from the same judge run,
+    never a loaded set or one graded from another run."""
+    if spec.grading is None:
+        return None
+    with Store(spec.database) as store:
+        name = spec.grading.name or f"graded-{judge_run_id}"
+        origin = store.qrels_origin(name)
+        own = origin is not None and origin[0] == "graded" and origin[1] == judge_run_id
+        return grade_judge_run(store, judge_run_id, spec.grading, replace=own)
+
+
+@dataclass
+class JudgingOutcome:
+    report: JobReport
+    grading: GradingResult | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.report.to_dict()
+        if self.grading is not None:
+            out["grading"] = {"qrels": self.grading.qrels.name, "grades": self.grading.grade_counts(), **self.grading.description}
+        return out
+
+
+def executor_sets(executor: str | None, workers: int | None) -> list[str]:
+    """`--executor KIND --workers N` as the job overrides they stand for (validated with the job)."""
+    if executor is not None and executor not in ("local", "ray"):
+        raise QrelkitError(f"--executor {executor!r}: choose local or ray")
+    # --executor local runs a Ray job here: the job's Ray options are dropped, not an error
+    sets = {None: [], "local": ["executor={kind: local}"], "ray": ["executor.kind=ray"]}[executor]
+    if workers is not None:
+        if workers < 1:
+            raise QrelkitError(f"--workers must be 1 or more, got {workers}")
+        sets.append(f"executor.workers={workers}")
+    return sets
+
+
+def load_judging_job(
+    path: Path,
+    *,
+    sets: list[str] | None = None,
+    mode: str | None = None,
+    executor: str | None = None,
+    workers: int | None = None,
+    on_duplicate: str | None = None,
+    allow_import: bool = False,
+) -> JobSpec:
+    """The job file with `--set` overrides, `--mode` (the judge's `mode` option: sync or batch),
+    `--executor`/`--workers`, `--on-duplicate` (the collection's on_duplicate) and
+    `--allow-import` (a `module:Class` judge may be imported)."""
+    from qrelkit.jobs import load_job
+
+    if mode is not None and mode not in ("sync", "batch"):
+        raise QrelkitError(f"--mode {mode!r}: choose sync or batch")
+    extra = [f"judge.options.mode={mode}"] if mode else []
+    extra += [f"collection.on_duplicate={on_duplicate}"] if on_duplicate else []
+    overrides = {"allow_import": True} if allow_import else None
+    return load_job(path, overrides, sets=[*(sets or []), *extra, *executor_sets(executor, workers)])
+
+
+def run_judging(
+    spec: JobSpec,
+    *,
+    limit: int | None = None,
+    dry_run: bool = False,
+    retry_failed: bool = False,
+    grade: bool = True,
+    progress: ProgressCallback | None = None,
+    wait: bool = False,
+) -> JudgingOutcome:
+    """`qrelkit judge`: run the job, then grade it when the job asks, the run was not interrupted and
+    no pair is still in a batch."""
+    report = run_job(spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, progress=progress, wait=wait)
+    if report.mostly_failed:
+        raise JobStopped(report.failure_message(), report)
+    outcome = JudgingOutcome(report)
+    settled = not report.interrupted and report.in_batches == 0
+    if grade and not dry_run and settled and (report.judged or report.to_judge == 0):
+        outcome.grading = grade_job(spec, report.judge_run_id)
+    return outcome
+
+
+def finish_job(spec: JobSpec, report: JobReport, *, dry_run: bool, grade: bool, console: Console) -> GradingResult | None:
+    """Say what a run did, and grade it when the job asks (for callers that ran `run_job` themselves)."""
+    for line in describe_job(report, dry_run=dry_run):
+        console.print(line, highlight=False)
+    if dry_run or report.interrupted or not grade:
+        return None
+    result = grade_job(spec, report.judge_run_id)
+    if result is not None:
+        for line in describe_grading(result):
+            console.print(line, highlight=False)
+    return result
 
 
 def export_qrels_file(db: Path, output: Path, *, judge_run_id: str | None, name: str | None) -> Qrels:
     if (judge_run_id is None) == (name is None):
         raise QrelkitError("name what to export: --judge-run ID or --name QRELS_SET")
+    check_writable(output)
     with Store(db, read_only=True) as store:
-        qrels = graded_qrels(store, judge_run_id)[0] if judge_run_id is not None else store.qrels(name)
+        qrels = graded_qrels(store, judge_run_id)[0] if judge_run_id is not None else store.qrels(name)  # type: ignore[arg-type]
     write_qrels(qrels, output)
     return qrels
 
 
-def finish_job(spec: JobSpec, report: JobReport, *, dry_run: bool, grade: bool, console: Console) -> None:
-    """Say what the run did, and grade it when the job asks and nothing is left to judge."""
-    console.print(
-        f"judge run {report.judge_run_id}: {report.pairs} pairs in the pool; before this run "
-        f"{report.already_ok} ok, {report.already_failed} failed; {report.to_judge} to judge",
-        highlight=False,
-    )
-    if dry_run:
-        if report.estimate:
-            console.print("estimate for the pairs to judge: " + ", ".join(f"{k} {v}" for k, v in report.estimate.items()), highlight=False)
-        return
-    if report.judged:
-        statuses = ", ".join(f"{s} {n}" for s, n in sorted(report.statuses.items()))
-        rate = report.judged / report.seconds if report.seconds else 0.0
-        console.print(f"judged {report.judged} pairs in {report.seconds:.1f}s ({rate:.1f}/s): {statuses}", highlight=False)
-    if report.interrupted:
-        console.print("interrupted: what was judged is saved; run the same command again to resume")
-        return
-    if grade and spec.grading is not None:
-        g = spec.grading
-        with Store(spec.database) as store:
-            result = grade_judge_run(
-                store,
-                report.judge_run_id,
-                name=g.name,
-                score_column=g.score,
-                method=g.method,
-                quantiles=g.quantiles,
-                thresholds=g.thresholds,
-                labels=g.labels,
-                per_topic=g.per_topic,
-            )
-        console.print(describe_grading(result), highlight=False)
+def export_judgments(db: Path, output: Path, *, judge_run_ref: str | None = None) -> tuple[int, list[str]]:
+    """`qrelkit export judgments`: every stored field of a judge run's judgments (or of all runs)
+    as Parquet, CSV or JSON Lines; returns the row count and the judge runs written."""
+    from qrelkit.io.tables import write_table
+    from qrelkit.storage.judgments import judgments_table
+
+    with Store(db, read_only=True) as store:
+        judge_run_id = judge_run(store, judge_run_ref).judge_run_id if judge_run_ref is not None else None
+        table = judgments_table(store, judge_run_id)
+    write_table(table, output)
+    return table.num_rows, sorted(set(table.column("judge_run_id").to_pylist()))
+
+
+def import_scores(db: Path, path: Path, *, name: str, replace: bool = False):
+    """`qrelkit import scores`: scores made by any tool, stored as a judge run of origin `imported`."""
+    from qrelkit.io.scores import read_scores
+
+    scores = read_scores(path)
+    with Store(db) as store:
+        return store.import_scores(scores, name=name, path=path, replace=replace)
+
+
+def judge_run_of(db: Path, ref: str) -> str:
+    """The full id of a judge run named by id, unique id prefix, or name."""
+    with Store(db, read_only=True) as store:
+        return judge_run(store, ref).judge_run_id

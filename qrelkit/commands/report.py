@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from qrelkit import __version__
 from qrelkit.commands.agree import agree
-from qrelkit.report.html import JudgeSummary, write_report
+from qrelkit.io.files import check_writable
+from qrelkit.report.html import JudgeSummary, Provenance, write_report
 from qrelkit.storage import Store, judgments
 
 
@@ -37,8 +40,19 @@ def summarize_judge_run(db: str | Path, judge_run: str) -> JudgeSummary:
         )
 
 
-def build_report(*, out: str | Path, judge_run: str | None = None, db: str | Path | None = None, **agree_options: Any) -> Path:
-    """`qrelkit report`: audit (as :func:`qrelkit.commands.agree.agree`) and write the page."""
+def report_path(out: str | Path) -> Path:
+    """``out`` itself when it names an .html file, else ``out/report.html``."""
+    out = Path(out)
+    return out if out.suffix.lower() in (".html", ".htm") else out / "report.html"
+
+
+def build_report(
+    *, out: str | Path, judge_run: str | None = None, db: str | Path | None = None, command: str = "qrelkit report", **agree_options: Any
+) -> Path:
+    """`qrelkit report`: audit (as :func:`qrelkit.commands.agree.agree`) and write the page; ``command``
+    is the command line shown at its bottom. Everything is computed before the file is written."""
+    check_writable(report_path(out))
     result = agree(judge_run=judge_run, db=db, **agree_options)
     judge = summarize_judge_run(db, judge_run) if judge_run is not None and db is not None else None
-    return write_report(result, out, judge)
+    provenance = Provenance(__version__, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), command)
+    return write_report(result, report_path(out), judge, provenance)

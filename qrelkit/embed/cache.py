@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from qrelkit.embed.base import TextEmbedder
+from qrelkit.io import sha256_text
 from qrelkit.io.images import ImageFile
 
 
@@ -20,9 +21,39 @@ class VectorStore(Protocol):
     def write_embeddings(self, embedder_id: str, item_kind: str, keys: Sequence[tuple[str, str]], vectors: np.ndarray) -> int: ...
 
 
+@dataclass
+class ComputedEmbeddings:
+    """Vectors encoded where the database cannot be reached (a Ray worker), for the writer to store."""
+
+    embedder_id: str
+    item_kind: str
+    keys: list[tuple[str, str]]  # (item_id, content_hash)
+    vectors: np.ndarray  # float32, one row per key
+
+
+class CollectingVectorStore:
+    """A VectorStore for a process that cannot reach the database: nothing is cached in it, and what
+    is encoded is kept until the process that can write collects it with `take`. (The judges keep
+    their own vectors for the rest of the job, so this keeps only the not yet collected ones.)"""
+
+    def __init__(self) -> None:
+        self.computed: list[ComputedEmbeddings] = []
+
+    def read_embeddings(self, embedder_id: str, item_kind: str, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+        return {}
+
+    def write_embeddings(self, embedder_id: str, item_kind: str, keys: Sequence[tuple[str, str]], vectors: np.ndarray) -> int:
+        self.computed.append(ComputedEmbeddings(embedder_id, item_kind, list(keys), np.asarray(vectors, dtype=np.float32)))
+        return len(keys)
+
+    def take(self) -> list[ComputedEmbeddings]:
+        computed, self.computed = self.computed, []
+        return computed
+
+
 def text_hash(text: str) -> str:
     """sha256 of the UTF-8 text: the same content hash the store keeps for text documents."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_text(text)
 
 
 def content_hash(item: Any) -> str:

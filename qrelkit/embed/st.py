@@ -15,6 +15,7 @@ import numpy as np
 
 from qrelkit.embed.base import l2_normalise, missing_extra
 from qrelkit.errors import QrelkitError
+from qrelkit.io.limits import cut_text
 
 
 class SentenceTransformerEmbedder:
@@ -49,7 +50,7 @@ class SentenceTransformerEmbedder:
         self.progress = progress
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        texts = list(texts)
+        texts = [cut_text(t) for t in texts]  # the model keeps 256 tokens: bound the tokenizer's work on giant texts
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         # sentence-transformers sorts by length internally and restores the order.

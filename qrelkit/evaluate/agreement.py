@@ -1,11 +1,11 @@
 """How two qrels rank the same systems: Kendall τ-b, Spearman ρ, Pearson r and τ_AP, with
-95% confidence intervals from bootstrapping topics.
+95% confidence intervals from bootstrapping queries.
 
 The statistics are vectorised over rows (one row = one ordering of the same systems), so all
-bootstrap resamples are scored in one call. A resample is a vector of topic weights
-(multinomial counts / number of topics); the systems' means under it are one matrix product
-with the runs × topics matrix of ``Evaluation.matrix``: ir_measures runs once, never per
-resample, and the model and reference orderings of a resample use the same topics.
+bootstrap resamples are scored in one call. A resample is a vector of query weights
+(multinomial counts / number of queries); the systems' means under it are one matrix product
+with the runs × queries matrix of ``Evaluation.matrix``: ir_measures runs once, never per
+resample, and the model and reference orderings of a resample use the same queries.
 """
 
 from __future__ import annotations
@@ -108,12 +108,12 @@ class SystemCorrelation:
 
     measure: str
     runs: int
-    topics: int
+    queries: int
     kendall_tau: float
     spearman_rho: float
     pearson_r: float
     tau_ap: float  # the reference ordering is the truth
-    samples: int  # bootstrap resamples behind the intervals
+    resamples: int  # bootstrap resamples behind the intervals
     ci95: dict[str, tuple[float, float]] = field(default_factory=dict)
     undefined: int = 0  # resamples where τ was undefined (an ordering all tied), left out of the CI
 
@@ -136,21 +136,21 @@ def correlate_systems(
     model: Evaluation,
     reference: Evaluation,
     *,
-    samples: int = 1000,
+    resamples: int = 1000,
     seed: int | None = 0,
     weights: np.ndarray | None = None,
 ) -> dict[str, SystemCorrelation]:
     """Per measure: the four correlations between the systems' mean scores under the model and
     under the reference qrels (means over the shared queries), with bootstrap 95% intervals.
 
-    ``weights`` (from :func:`qrelkit.evaluate.bootstrap.resample_weights`) overrides ``samples``/``seed`` so that other
+    ``weights`` (from :func:`qrelkit.evaluate.bootstrap.resample_weights`) overrides ``resamples``/``seed`` so that other
     analyses can share the same resamples.
     """
     check_aligned(model, reference)
     if len(model.runs) < 2:
         raise QrelkitError(f"system correlations need at least 2 runs, got {len(model.runs)}")
     if weights is None:
-        weights = resample_weights(len(model.queries), samples, seed)
+        weights = resample_weights(len(model.queries), resamples, seed)
     uniform = np.full((1, len(model.queries)), 1.0 / len(model.queries))
     out = {}
     for measure in model.measures:
@@ -160,9 +160,9 @@ def correlate_systems(
         out[measure] = SystemCorrelation(
             measure=measure,
             runs=len(model.runs),
-            topics=len(model.queries),
+            queries=len(model.queries),
             **{name: float(point[name][0]) for name in STATISTICS},
-            samples=len(weights),
+            resamples=len(weights),
             ci95={name: percentile_interval(resampled[name]) for name in STATISTICS} if len(weights) else {},
             undefined=int(np.isnan(resampled["kendall_tau"]).sum()),
         )

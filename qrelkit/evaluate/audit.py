@@ -1,9 +1,24 @@
 """One call that audits model qrels against reference qrels: label agreement, system-ranking
-correlations and group bias, with bootstrap intervals over topics. Plain data in, plain data
+correlations and group bias, with bootstrap intervals over queries. Plain data in, plain data
 out: `qrelkit.commands.agree` resolves files, qrels sets and judge runs into it.
 
-Systems are scored on the topics both qrels judge, each side with its own grades; a grade
+Systems are scored on the queries both qrels judge, each side with its own grades; a grade
 map (`--map`) changes only the label agreement, never the measures.
+
+The audit also says, in plain sentences (`Audit.warnings`), when its numbers should not be read as
+they stand: grades on different scales (κ then counts every grade one side never uses as a
+disagreement), or too little data for a statistic. The size thresholds, and why:
+
+- κ on fewer than ``MIN_KAPPA_PAIRS`` = 50 shared pairs: κ's standard error is about
+  √(p_o(1−p_o)/n)/(1−p_e) (Cohen, Educational and Psychological Measurement 1960); with typical
+  p_o = 0.5–0.7 and p_e = 0.3–0.4 that is 0.1 at n = 50, a 95% interval of ±0.2, wider than one band
+  of the usual reading of κ (Landis and Koch, Biometrics 1977). Below 50 the value says little.
+- τ on fewer than ``MIN_RUNS`` = 5 runs: with 4 runs even a perfect Kendall τ = 1 has a two-sided
+  exact p of 2/4! = 0.083, so no ranking agreement could be told from chance at the 5% level.
+- System means on fewer than ``MIN_QUERIES`` = 10 queries: system orderings from small query sets
+  swap often (Voorhees and Buckley, SIGIR 2002: swap rates rise steadily as topic sets shrink), and a
+  percentile bootstrap over n queries draws from few distinct resamples; τ, ρ, τ_AP, Relative Δ
+  and their intervals all rest on those means.
 """
 
 from __future__ import annotations
@@ -20,25 +35,97 @@ from qrelkit.evaluate.metrics import Evaluation, evaluate_runs
 from qrelkit.io import Qrels, Run
 
 DEFAULT_MEASURES = ("nDCG@10", "AP(rel=2)")
+MIN_KAPPA_PAIRS = 50
+MIN_RUNS = 5
+MIN_QUERIES = 10
 
 
 @dataclass(frozen=True)
 class Audit:
     model_name: str
     reference_name: str
-    topics: list[str]  # judged by both qrels: the topics systems are scored on
+    queries: list[str]  # judged by both qrels: the queries systems are scored on
     labels: LabelAgreement
     systems: dict[str, SystemCorrelation]
     bias: dict[str, dict[str, GroupBias]]
     model_evaluation: Evaluation
     reference_evaluation: Evaluation
-    samples: int
+    resamples: int
     seed: int | None
     reference_map: dict[int, int] | None = None
     model_map: dict[int, int] | None = None
     groups: dict[str, list[str]] = field(default_factory=dict)
     model_grades: dict[str, dict[str, int]] = field(default_factory=dict)  # as given, before any map
     reference_grades: dict[str, dict[str, int]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # sentences for a reader: scale mismatch, too little data
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (`qrelkit agree --json`)."""
+        return audit_to_dict(self)
+
+    def to_pandas(self):
+        """One row per (run, measure): the run's mean under the model and the reference qrels."""
+        import pandas as pd
+
+        model, reference = self.model_evaluation.means(), self.reference_evaluation.means()
+        rows = [(run, m, model[run][m], reference[run][m]) for run in self.model_evaluation.runs for m in self.model_evaluation.measures]
+        return pd.DataFrame(rows, columns=["run", "measure", "model", "reference"])
+
+
+def _grade_scale(grades: dict[str, dict[str, int]], mapping: dict[int, int] | None) -> tuple[int, int] | None:
+    """(lowest, highest) grade after the map; None for no grades."""
+    seen = {grade for docs in grades.values() for grade in docs.values()}
+    if mapping is not None:
+        seen = {mapping.get(grade, grade) for grade in seen}
+    return (min(seen), max(seen)) if seen else None
+
+
+def _onto(scale: tuple[int, int], target: tuple[int, int]) -> str:
+    """A `--map` spec that clips the grades of ``scale`` into ``target`` (highest grades first)."""
+    low, high = target
+    return ",".join(f"{g}:{min(max(g, low), high)}" for g in range(scale[1], scale[0] - 1, -1))
+
+
+def scale_warning(
+    model_grades: dict[str, dict[str, int]],
+    reference_grades: dict[str, dict[str, int]],
+    *,
+    reference_map: dict[int, int] | None = None,
+    model_map: dict[int, int] | None = None,
+) -> str | None:
+    """A sentence when the model's grades and the reference's span different ranges (after the maps)."""
+    model, reference = _grade_scale(model_grades, model_map), _grade_scale(reference_grades, reference_map)
+    if model is None or reference is None or model == reference:
+        return None
+    if reference[1] - reference[0] > model[1] - model[0]:
+        hint = f"--map {_onto(reference, model)} (reference grades onto the model's scale)"
+    else:
+        hint = f"--map-model {_onto(model, reference)} (model grades onto the reference's scale)"
+    return (
+        f"the grades are on different scales: the model's span {model[0]}–{model[1]}, the reference's {reference[0]}–{reference[1]}; "
+        f"Cohen's κ counts every grade one side never gives as a disagreement. Put both on one scale with {hint}."
+    )
+
+
+def size_warnings(shared_pairs: int, queries: int, runs: int) -> list[str]:
+    """Sentences for each statistic the audit prints on too little data (thresholds: module docstring)."""
+    warnings = []
+    if shared_pairs < MIN_KAPPA_PAIRS:
+        warnings.append(
+            f"Cohen's κ and α rest on only {shared_pairs} shared pairs (fewer than {MIN_KAPPA_PAIRS}): "
+            "at that size κ's 95% interval is about ±0.2 or wider."
+        )
+    if runs < MIN_RUNS:
+        warnings.append(
+            f"the system-ranking correlations compare only {runs} runs (fewer than {MIN_RUNS}): "
+            "even a perfect Kendall τ cannot be told from chance at the 5% level."
+        )
+    if queries < MIN_QUERIES:
+        warnings.append(
+            f"systems are scored on only {queries} queries judged by both qrels (fewer than {MIN_QUERIES}): "
+            "the rankings, τ, Relative Δ and their bootstrap intervals rest on too few queries."
+        )
+    return warnings
 
 
 def audit(
@@ -50,35 +137,38 @@ def audit(
     groups: dict[str, list[str]] | None = None,
     reference_map: dict[int, int] | None = None,
     model_map: dict[int, int] | None = None,
-    binarize_at: int | None = None,
-    samples: int = 1000,
+    rel_level: int | None = None,
+    resamples: int = 1000,
     seed: int | None = 0,
 ) -> Audit:
     """Audit ``model`` qrels against ``reference`` qrels over ``runs``; see the module docstring."""
-    labels = label_agreement(model.grades, reference.grades, reference_map=reference_map, model_map=model_map, binarize_at=binarize_at)
-    topics = sorted(set(model.grades) & set(reference.grades))  # non-empty: label_agreement found shared pairs
+    labels = label_agreement(model.grades, reference.grades, reference_map=reference_map, model_map=model_map, rel_level=rel_level)
+    queries = sorted(set(model.grades) & set(reference.grades))  # non-empty: label_agreement found shared pairs
     measures = list(dict.fromkeys(measures))
-    model_evaluation = evaluate_runs({q: model.grades[q] for q in topics}, runs, measures)
-    reference_evaluation = evaluate_runs({q: reference.grades[q] for q in topics}, runs, measures)
+    model_evaluation = evaluate_runs({q: model.grades[q] for q in queries}, runs, measures)
+    reference_evaluation = evaluate_runs({q: reference.grades[q] for q in queries}, runs, measures)
     # One set of resamples for every statistic, so intervals of τ and Δ describe the same topic draws.
-    weights = resample_weights(len(topics), samples, seed)
+    weights = resample_weights(len(queries), resamples, seed)
     groups = check_groups(groups or {}, model_evaluation.runs)
+    scale = scale_warning(model.grades, reference.grades, reference_map=reference_map, model_map=model_map)
+    warnings = ([scale] if scale else []) + size_warnings(labels.shared_pairs, len(queries), len(model_evaluation.runs))
     return Audit(
         model_name=model.name,
         reference_name=reference.name,
-        topics=topics,
+        queries=queries,
         labels=labels,
         systems=correlate_systems(model_evaluation, reference_evaluation, weights=weights),
         bias=group_bias(model_evaluation, reference_evaluation, groups, weights=weights) if groups else {},
         model_evaluation=model_evaluation,
         reference_evaluation=reference_evaluation,
-        samples=samples,
+        resamples=resamples,
         seed=seed,
         reference_map=reference_map,
         model_map=model_map,
         groups=groups,
         model_grades=model.grades,
         reference_grades=reference.grades,
+        warnings=warnings,
     )
 
 
@@ -101,12 +191,12 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
         "exact_agreement": _number(labels.exact_agreement),
         "confusion": {"rows": "reference", "columns": "model", "labels": labels.labels, "matrix": labels.confusion.tolist()},
     }
-    if labels.binarize_at is not None:
-        label_part["binarize_at"] = labels.binarize_at
+    if labels.rel_level is not None:
+        label_part["rel_level"] = labels.rel_level
         label_part["cohen_kappa_binary"] = _number(labels.cohen_kappa_binary)
     systems = {}
     for measure, corr in result.systems.items():
-        entry: dict[str, Any] = {"runs": corr.runs, "topics": corr.topics}
+        entry: dict[str, Any] = {"runs": corr.runs, "queries": corr.queries}
         for name in STATISTICS:
             entry[name] = _number(getattr(corr, name))
             entry[f"{name}_ci95"] = _interval(corr.ci95.get(name))
@@ -130,11 +220,12 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
     return {
         "model": result.model_name,
         "reference": result.reference_name,
-        "topics": len(result.topics),
+        "queries": len(result.queries),
         "pairs": {"model": labels.model_pairs, "reference": labels.reference_pairs, "shared": labels.shared_pairs},
         "labels": label_part,
         "systems": systems,
         "bias": bias,
-        "bootstrap": {"samples": result.samples, "seed": result.seed},
+        "bootstrap": {"resamples": result.resamples, "seed": result.seed},
         "maps": {"reference": result.reference_map, "model": result.model_map},
+        "warnings": list(result.warnings),
     }

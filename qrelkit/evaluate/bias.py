@@ -3,7 +3,7 @@
 Relative Δ = 2·(M_g − M_o)/(M_g + M_o)·100, where M_g and M_o are the measure averaged over the
 systems in the group and over the others (each system's value itself a mean over topics).
 Positive Δ favours the group. A bias the model qrels introduce shows as a Δ under the model
-qrels larger than under the reference qrels; bootstrap intervals over topics say whether the
+qrels larger than under the reference qrels; bootstrap intervals over queries say whether the
 gap is larger than topic sampling alone would produce.
 
 Groups are named three ways: explicit lists (API), regular expressions searched in run names
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from qrelkit.errors import InputFormatError, LineProblem, QrelkitError
+from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import check_aligned
-from qrelkit.evaluate.bootstrap import percentile_interval, resample_weights
+from qrelkit.evaluate.bootstrap import Interval, percentile_interval, resample_weights
 from qrelkit.evaluate.metrics import Evaluation
-from qrelkit.io.lines import iter_lines
+from qrelkit.io.groups import read_groups_table, run_groups
 
 
 def check_groups(groups: dict[str, list[str]], runs: list[str], how: dict[str, str] | None = None) -> dict[str, list[str]]:
@@ -63,65 +63,17 @@ def groups_from_patterns(specs: list[str], runs: list[str]) -> dict[str, list[st
 
 
 def read_groups_file(path: str | Path) -> tuple[list[str], dict[str, dict[str, str]]]:
-    """Columns (after `run`) and run -> column -> value of a groups TSV.
-
-    A first line whose first field is `run` is a header naming the columns; without one the
-    grouping columns are named by number (`2`, `3`, ...). Tabs separate fields; a file without
-    tabs may use any whitespace. Lines starting with `#` are comments.
-    """
-    path = Path(path)
-    problems: list[LineProblem] = []
-    columns: list[str] | None = None
-    rows: dict[str, dict[str, str]] = {}
-    first_seen: dict[str, int] = {}
-    for number, line in iter_lines(path, problems):
-        if line.lstrip().startswith("#"):
-            continue
-        fields = [f.strip() for f in line.split("\t")] if "\t" in line else line.split()
-        if columns is None:
-            if fields[0].lower() == "run":
-                columns = fields[1:]
-                if not columns or len(set(columns)) != len(columns) or not all(columns):
-                    problems.append(LineProblem(str(path), number, "header needs `run` and distinct grouping column names"))
-                    break
-                continue
-            columns = [str(i) for i in range(2, len(fields) + 1)]
-            if not columns:
-                problems.append(LineProblem(str(path), number, "expected `run<TAB>group...`, found one column"))
-                break
-        if len(fields) != len(columns) + 1:
-            problems.append(
-                LineProblem(str(path), number, f"expected {len(columns) + 1} columns (run, {', '.join(columns)}), found {len(fields)}")
-            )  # noqa: E501
-            continue
-        if fields[0] in first_seen:
-            problems.append(LineProblem(str(path), number, f"run {fields[0]!r} again (first on line {first_seen[fields[0]]})"))
-            continue
-        first_seen[fields[0]] = number
-        rows[fields[0]] = dict(zip(columns, fields[1:]))
-    if problems:
-        raise InputFormatError(problems)
-    if not rows or columns is None:
-        raise InputFormatError.single(path, 0, "no runs found (empty file?)")
-    return columns, rows
+    """Columns (after `run`) and run -> column -> value of a groups file (see `qrelkit.io.groups`)."""
+    return read_groups_table(path)
 
 
 def groups_from_file(path: str | Path, column: str | None, runs: list[str]) -> dict[str, list[str]]:
-    """One group per distinct value of ``column`` (optional when the file has one grouping column)."""
-    columns, rows = read_groups_file(path)
-    if column is None:
-        if len(columns) != 1:
-            raise QrelkitError(f"{path} has grouping columns {', '.join(columns)}: choose one with --group-by")
-        column = columns[0]
-    if column not in columns:
-        raise QrelkitError(f"{path} has no column {column!r} (columns: {', '.join(columns)})")
-    missing = [run for run in runs if run not in rows]
-    if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise QrelkitError(f"{path} has no line for run(s) {shown}; every evaluated run needs a group")
-    values = sorted({rows[run][column] for run in runs})
-    groups = {value: [run for run in runs if rows[run][column] == value] for value in values}
-    return check_groups(groups, runs, {value: f"{column} = {value!r} in {path}" for value in values})
+    """One group per distinct value of ``column`` (optional when the file has one grouping column, or a `group` column)."""
+    assigned = run_groups(path, runs, column, hint="--group-by COLUMN or --groups FILE:COLUMN")
+    column_name = column or "the grouping column"
+    values = sorted(set(assigned.values()))
+    groups = {value: [run for run in runs if assigned[run] == value] for value in values}
+    return check_groups(groups, runs, {value: f"{column_name} = {value!r} in {path}" for value in values})
 
 
 def relative_delta(group_mean, other_mean):
@@ -165,30 +117,32 @@ def group_bias(
     reference: Evaluation,
     groups: dict[str, list[str]],
     *,
-    samples: int = 1000,
+    resamples: int = 1000,
     seed: int | None = 0,
     weights: np.ndarray | None = None,
 ) -> dict[str, dict[str, GroupBias]]:
-    """group -> measure -> Relative Δ under both qrels, with bootstrap intervals over topics."""
+    """group -> measure -> Relative Δ under both qrels, with bootstrap intervals over queries."""
     check_aligned(model, reference)
     groups = check_groups(groups, model.runs)
     if weights is None:
-        weights = resample_weights(len(model.queries), samples, seed)
+        weights = resample_weights(len(model.queries), resamples, seed)
     uniform = np.full((1, len(model.queries)), 1.0 / len(model.queries))
     out: dict[str, dict[str, GroupBias]] = {}
     for name, members in groups.items():
         inside = np.isin(np.array(model.runs), members)
         out[name] = {}
         for measure in model.measures:
-            results, resampled = {}, {}
+            results: dict[str, tuple[float, tuple[float, float], Interval | None]] = {}
+            resampled: dict[str, np.ndarray] = {}
             for side, evaluation in (("model", model), ("reference", reference)):
                 matrix = evaluation.matrix(measure)
                 delta, group_mean, other_mean = _delta(uniform @ matrix.T, inside)
-                resampled[side] = _delta(weights @ matrix.T, inside)[0] if len(weights) else None
+                if len(weights):
+                    resampled[side] = _delta(weights @ matrix.T, inside)[0]
                 results[side] = (
                     float(delta[0]),
                     (float(group_mean[0]), float(other_mean[0])),
-                    percentile_interval(resampled[side]) if len(weights) else None,
+                    percentile_interval(resampled[side]) if side in resampled else None,
                 )
             out[name][measure] = GroupBias(
                 group=name,
@@ -201,6 +155,6 @@ def group_bias(
                 reference_means=results["reference"][1],
                 model_ci95=results["model"][2],
                 reference_ci95=results["reference"][2],
-                difference_ci95=percentile_interval(resampled["model"] - resampled["reference"]) if len(weights) else None,
+                difference_ci95=percentile_interval(resampled["model"] - resampled["reference"]) if resampled else None,
             )
     return out

@@ -168,8 +168,8 @@ class LabelAgreement:
     cohen_kappa_linear: float
     cohen_kappa_quadratic: float
     krippendorff_alpha_ordinal: float
-    binarize_at: int | None = None
-    cohen_kappa_binary: float | None = None  # both sides as grade >= binarize_at
+    rel_level: int | None = None
+    cohen_kappa_binary: float | None = None  # both sides as grade >= rel_level
 
 
 def label_agreement(
@@ -178,12 +178,12 @@ def label_agreement(
     *,
     reference_map: dict[int, int] | None = None,
     model_map: dict[int, int] | None = None,
-    binarize_at: int | None = None,
+    rel_level: int | None = None,
 ) -> LabelAgreement:
     """Agreement of the model's grades with the reference's on the pairs both judge.
 
     The maps apply first (``reference_map`` to the reference, ``model_map`` to the model);
-    ``binarize_at`` then adds κ on both sides cut at grade >= level.
+    ``rel_level`` then adds κ on both sides cut at grade >= level.
     """
     pairs = shared_pairs(map_grades(model, model_map, "model", "--map-model"), map_grades(reference, reference_map, "reference"))
     if len(pairs.qids) == 0:
@@ -203,6 +203,6 @@ def label_agreement(
         cohen_kappa_linear=cohen_kappa(pairs.reference, pairs.model, "linear"),
         cohen_kappa_quadratic=cohen_kappa(pairs.reference, pairs.model, "quadratic"),
         krippendorff_alpha_ordinal=krippendorff_alpha(np.vstack([pairs.reference, pairs.model]), "ordinal"),
-        binarize_at=binarize_at,
-        cohen_kappa_binary=None if binarize_at is None else cohen_kappa(pairs.reference >= binarize_at, pairs.model >= binarize_at),
+        rel_level=rel_level,
+        cohen_kappa_binary=None if rel_level is None else cohen_kappa(pairs.reference >= rel_level, pairs.model >= rel_level),
     )

@@ -6,14 +6,14 @@ root (by default the documents file's folder). Image paths may not escape that r
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from qrelkit.errors import InputFormatError, LineProblem
-from qrelkit.io.lines import iter_lines, raise_if_problems
+from qrelkit.io.files import FileRefused, open_under_root, sha256_of
+from qrelkit.io.lines import ProblemLog, iter_lines, raise_if_problems, sha256_text
+from qrelkit.io.structured import json_value
 
 
 @dataclass(frozen=True)
@@ -46,13 +46,18 @@ class Document:
         return "image" if self.image is not None else "text"
 
     def content_hash(self) -> str:
-        """sha256 of the text, or of the image file's bytes (None if the image is missing)."""
+        """sha256 of the text, or of the image file's bytes ("" when the image cannot be read: a
+        missing file, not a regular file, outside its root; the judge reports it per pair)."""
         if self.text is not None:
-            return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+            return sha256_text(self.text)
         path = self.image_path
-        if path is None or not path.is_file():
+        if path is None:
             return ""
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        try:  # hostile-input: image read under its root, at read time
+            with open_under_root(path, self.image_root) as handle:
+                return sha256_of(handle)
+        except FileRefused:
+            return ""
 
 
 def _string_id(value: Any) -> str | None:
@@ -67,9 +72,9 @@ def _string_id(value: Any) -> str | None:
 def _json_records(path: Path, problems: list[LineProblem]):
     for number, text in iter_lines(path, problems):
         try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            problems.append(LineProblem(str(path), number, f"invalid JSON: {exc.msg} at column {exc.colno}"))
+            record = json_value(text)
+        except ValueError as exc:
+            problems.append(LineProblem(str(path), number, str(exc)))
             continue
         if not isinstance(record, dict):
             problems.append(LineProblem(str(path), number, "expected a JSON object per line"))
@@ -88,7 +93,7 @@ def _check_unique(seen: dict[str, int], key: str, number: int, path: Path, probl
 def read_topics(path: str | Path) -> list[Topic]:
     """Read topics from `.jsonl`/`.json` (JSON Lines) or anything else as TSV."""
     path = Path(path)
-    problems: list[LineProblem] = []
+    problems = ProblemLog()
     topics: list[Topic] = []
     seen: dict[str, int] = {}
     if path.suffix in (".jsonl", ".json"):
@@ -123,7 +128,7 @@ def read_documents(path: str | Path, *, image_root: str | Path | None = None) ->
     path = Path(path)
     root = Path(image_root) if image_root is not None else path.parent
     resolved_root = root.resolve()
-    problems: list[LineProblem] = []
+    problems = ProblemLog()
     documents: list[Document] = []
     seen: dict[str, int] = {}
     for number, record in _json_records(path, problems):

@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import stat
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qrelkit.errors import QrelkitError
+from qrelkit.errors import PairInputError
+from qrelkit.io.files import FileRefused, open_under_root
 
 if TYPE_CHECKING:
     from PIL import Image as PILImage
@@ -29,10 +29,9 @@ MAX_IMAGE_PIXELS = 89_478_485 * 2
 MAX_IMAGE_BYTES = 256 * 2**20
 
 
-class ImageError(QrelkitError, ValueError):
+class ImageError(PairInputError):
     """An image that cannot be used: missing, not a regular file, outside its root, not an image,
-    corrupt, or too large. The message names the file. (A ValueError too, so that any code that
-    classifies input errors by ValueError counts it as one.)"""
+    corrupt, or too large. The message names the file; its pairs are `input_error`s."""
 
 
 @dataclass(frozen=True)
@@ -45,36 +44,23 @@ class ImageFile:
 
 
 def read_image_file(path: str | Path, root: str | Path | None = None) -> ImageFile:
-    """Read an image file once: a regular file, inside ``root`` when given (checked after
-    resolving links, at read time)."""
+    """Read an image file once: a regular file, inside ``root`` when given (checked on the file
+    actually opened, at read time; the policy of `qrelkit.io.files`)."""
     path = Path(path)
     try:
-        resolved = path.resolve(strict=True)
-    except FileNotFoundError:
-        raise ImageError(f"image {path} not found") from None
-    except (OSError, RuntimeError) as exc:  # a symlink loop, a permission problem on the way
-        raise ImageError(f"image {path} cannot be read: {exc}") from None
-    if root is not None and not resolved.is_relative_to(Path(root).resolve()):
-        raise ImageError(f"image {path} is outside the image root {root}")
-    # O_NONBLOCK: opening a FIFO must not hang the job; O_NOFOLLOW: the resolved path cannot be
-    # swapped for a link between the check above and the open.
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        descriptor = os.open(resolved, flags)
-    except OSError as exc:
-        raise ImageError(f"image {path} cannot be read: {exc.strerror or exc}") from None
-    try:
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode):
-            raise ImageError(f"image {path} is not a regular file")
-        if info.st_size > MAX_IMAGE_BYTES:
-            raise ImageError(f"image {path} has {info.st_size:,} bytes, over the limit of {MAX_IMAGE_BYTES:,}")
-        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+        with open_under_root(path, root) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_IMAGE_BYTES:
+                raise ImageError(f"image {path} has {size:,} bytes, over the limit of {MAX_IMAGE_BYTES:,}")
             data = handle.read()
+    except FileRefused as exc:
+        if exc.reason == "file not found":
+            raise ImageError(f"image {path} not found") from None
+        if exc.reason.startswith("is outside the root"):
+            raise ImageError(f"image {path} is outside the image root {root}") from None
+        raise ImageError(f"image {path} {exc.reason}") from None
     except OSError as exc:
         raise ImageError(f"image {path} cannot be read: {exc.strerror or exc}") from None
-    finally:
-        os.close(descriptor)
     return ImageFile(str(path), data, hashlib.sha256(data).hexdigest())
 
 

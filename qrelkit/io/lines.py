@@ -1,62 +1,133 @@
-"""Line-oriented reading shared by every format: decoding with precise error positions."""
+"""Line-oriented reading shared by every format: streamed decoding with precise error positions."""
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import BinaryIO, Protocol
 
 from qrelkit.errors import InputFormatError, LineProblem
+from qrelkit.io.files import open_regular, sha256_of
+from qrelkit.io.limits import StreamError, iter_capped_lines, limits, open_input, size_text
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def sha256_text(text: str) -> str:
+    """sha256 of the UTF-8 text, in hex: the one content hash for texts, templates and identities."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+BLOCK = 1 << 23  # 8 MiB: large enough that per-block work is noise, small enough to stream
 
 
 def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """sha256 of a regular file's bytes, read in 1 MiB blocks (never the whole file at once)."""
+    with open_regular(path) as handle:
+        return sha256_of(handle)
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputFormatError.single(path, 0, "file not found") from None
-    except IsADirectoryError:
-        raise InputFormatError.single(path, 0, "is a directory, expected a file") from None
-    if raw[:2] == b"\x1f\x8b":  # gzip magic: TREC runs are often shipped compressed
-        raw = gzip.decompress(raw)
-    return raw
+class ProblemSink(Protocol):
+    def append(self, problem: LineProblem, /) -> None: ...
 
 
-def iter_lines(path: str | Path, problems: list[LineProblem]) -> Iterator[tuple[int, str]]:
-    """Yield (line number, text) for each non-blank line of a UTF-8 file.
+class ProblemLog(list[LineProblem]):
+    """The problems of one file: the first ``LIMIT`` kept, the rest only counted, so a file
+    of millions of bad lines costs neither the memory nor the time of millions of messages."""
 
-    A line that is not valid UTF-8 is reported in ``problems`` (with the byte and column)
-    and skipped, so that one bad byte does not hide the rest of the file's problems.
+    LIMIT = 50
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.omitted = 0
+
+    def append(self, problem: LineProblem, /) -> None:
+        if len(self) < self.LIMIT:
+            super().append(problem)
+        else:
+            self.omitted += 1
+
+    @property
+    def full(self) -> bool:
+        return len(self) >= self.LIMIT
+
+
+def open_stream(path: str | Path) -> AbstractContextManager[BinaryIO]:
+    """The file's bytes as a stream, gunzipped on the fly when the file is gzip (TREC runs are often
+    shipped compressed), within the caps of `qrelkit.io.limits`: never the whole file in memory."""
+    return open_input(path)
+
+
+def iter_blocks(stream: BinaryIO, block: int | None = None) -> Iterator[bytes]:
+    """Blocks of whole lines (each ends at a newline, except perhaps the last), BOM removed."""
+    block = block or BLOCK
+    rest = b""
+    first = True
+    while True:
+        data = stream.read(block)
+        if first:
+            first = False
+            if data.startswith(UTF8_BOM):
+                data = data[len(UTF8_BOM) :]
+        if not data:
+            break
+        data = rest + data
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:  # one line longer than a block: keep reading
+            rest = data
+            continue
+        rest = data[cut:]
+        yield data[:cut]
+    if rest:
+        yield rest
+
+
+def iter_lines(path: str | Path, problems: ProblemSink) -> Iterator[tuple[int, str]]:
+    """Yield (line number, text) for each non-blank line of a UTF-8 file, streamed (gzip inflated
+    on the way, within the caps of `qrelkit.io.limits`).
+
+    A line that is not valid UTF-8, holds a NUL byte or is longer than the line cap is reported in
+    ``problems`` (with the column) and skipped, so that one bad line does not hide the rest of the
+    file's problems. A stream that fails (a truncated gzip) ends in an error naming the line.
     """
     path = Path(path)
-    raw = _read_bytes(path)
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    for number, line in enumerate(raw.split(b"\n"), start=1):
+    caps = limits()
+    number = 0
+    with open_input(path) as stream:
         try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            problems.append(
-                LineProblem(
-                    str(path),
-                    number,
-                    f"invalid UTF-8 byte 0x{line[exc.start]:02x} at column {exc.start + 1}",
-                )
-            )
-            continue
-        text = text.rstrip("\r")
-        if text.strip():
-            yield number, text
+            for line in iter_capped_lines(stream, caps.max_line_bytes):
+                number += 1
+                text = _decode(path, number, line, caps.max_line_bytes, problems)
+                if text is not None and text.strip():
+                    yield number, text
+        except StreamError as exc:
+            kept = [LineProblem(str(path), number + 1, exc.reason), *list(problems)]  # type: ignore[call-overload]  # the reason the file stopped comes first
+            raise InputFormatError(kept, getattr(problems, "omitted", 0)) from None
+
+
+def _decode(path: Path, number: int, line: bytes | None, max_line_bytes: int, problems: ProblemSink) -> str | None:
+    if line is None:
+        problems.append(LineProblem(str(path), number, f"line longer than {size_text(max_line_bytes)} (QRELKIT_MAX_LINE_BYTES)"))
+        return None
+    if number == 1 and line.startswith(UTF8_BOM):
+        line = line[len(UTF8_BOM) :]
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problems.append(LineProblem(str(path), number, f"invalid UTF-8 byte 0x{line[exc.start]:02x} at column {exc.start + 1}"))
+        return None
+    if "\x00" in text:
+        problems.append(LineProblem(str(path), number, f"NUL byte at column {text.index(chr(0)) + 1} (a binary file?)"))
+        return None
+    return text.rstrip("\r")
 
 
 def raise_if_problems(problems: list[LineProblem]) -> None:
     if problems:
-        raise InputFormatError(problems)
+        raise InputFormatError(list(problems), getattr(problems, "omitted", 0))

@@ -1,30 +1,35 @@
-"""TREC run (`qid Q0 docid rank score tag`) and qrels (`qid iter docid grade`) files.
+"""TREC run (`qid Q0 docid rank score tag`) and qrels (`qid iter docid grade`) files, and the
+in-memory `Run` and `Qrels`.
 
 Columns are split on any whitespace, as trec_eval does. Run scores read from text are
 rounded to float32: trec_eval stores them as C floats, so ties and orderings (and hence
-NIST's published numbers) only reproduce at that precision.
+NIST's published numbers) only reproduce at that precision. `qrelkit.io.trec_lines` states
+the rules; `qrelkit.io.columnar` reads files by them.
+
+A `Run` or `Qrels` holds columns (an Arrow table); the per-entry objects (`entries`) and the
+dictionaries (`scores`, `grades`, `ranking()`) are views built on first use, so code that
+works on the columns never pays for a Python object per line.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from enum import StrEnum
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from qrelkit.errors import InputFormatError, LineProblem
+from qrelkit.io import arrays
+from qrelkit.io.columnar import read_qrels_table, read_run_table
+from qrelkit.io.duplicates import OnDuplicate
 from qrelkit.io.lines import iter_lines, raise_if_problems
+from qrelkit.io.paths import list_run_files, run_files, run_name_from_path
 
-
-class OnDuplicate(StrEnum):
-    """How to resolve a repeated (qid, docid) within one file."""
-
-    error = "error"
-    first = "first"  # keep the first occurrence
-    last = "last"  # keep the last occurrence
-    max = "max"  # keep the highest score / grade
+__all__ = ["OnDuplicate", "Qrel", "Qrels", "Run", "RunEntry", "list_run_files", "run_name_from_path", "run_tag"]
 
 
 @dataclass(frozen=True)
@@ -35,37 +40,116 @@ class RunEntry:
     score: float
 
 
-@dataclass(frozen=True)
 class Run:
-    """A ranked list per query. ``entries`` keep file order; ``scores`` is the trec_eval view."""
+    """A ranked list per query. ``entries`` keep file order; ``scores`` is the trec_eval view.
 
-    name: str
-    entries: tuple[RunEntry, ...]
-    tag: str = ""
-    source: str | None = None
+    Build one from entries (``Run(name, entries)``) or from columns (``Run.from_table``): a
+    table of ``qid``, ``docid`` (strings), ``rank`` (int64) and ``score`` (float32 as read from a
+    file, or float64).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        entries: Iterable[RunEntry] | None = None,
+        tag: str = "",
+        source: str | None = None,
+        *,
+        table: pa.Table | None = None,
+    ):
+        if (entries is None) == (table is None):
+            raise TypeError("give a Run either entries or a table")
+        self.name = name
+        self.tag = tag
+        self.source = source
+        self._entries: tuple[RunEntry, ...] | None = None if entries is None else tuple(entries)
+        self._table = table
+        self._query_codes: tuple[np.ndarray, list[str]] | None = None
+        self._order: np.ndarray | None = None
+
+    @classmethod
+    def from_table(cls, name: str, table: pa.Table, tag: str = "", source: str | None = None) -> Run:
+        return cls(name, tag=tag, source=source, table=table)
+
+    def __repr__(self) -> str:
+        return f"Run(name={self.name!r}, entries={len(self)}, tag={self.tag!r}, source={self.source!r})"
+
+    @property
+    def table(self) -> pa.Table:
+        """Columns ``qid, docid, rank, score`` in file order."""
+        if self._table is None:
+            entries = self._entries or ()
+            self._table = arrays.table(
+                {
+                    "qid": arrays.column([e.qid for e in entries], pa.string()),
+                    "docid": arrays.column([e.docid for e in entries], pa.string()),
+                    "rank": arrays.column([e.rank for e in entries], pa.int64()),
+                    "score": arrays.column([e.score for e in entries], pa.float64()),
+                }
+            )
+        return self._table
+
+    @property
+    def entries(self) -> tuple[RunEntry, ...]:
+        if self._entries is None:
+            columns = [self.table.column(name).to_pylist() for name in ("qid", "docid", "rank", "score")]
+            self._entries = tuple(map(RunEntry, *columns))
+        return self._entries
+
+    def query_codes(self) -> tuple[np.ndarray, list[str]]:
+        """(code of each entry's query, the qids by code): queries as integers, in order of first appearance."""
+        if self._query_codes is None:
+            encoded = pc.dictionary_encode(self.table.column("qid")).combine_chunks()
+            self._query_codes = (arrays.numbers(encoded.indices).astype(np.int64), encoded.dictionary.to_pylist())
+        return self._query_codes
+
+    def scores32(self) -> np.ndarray:
+        """Scores as trec_eval compares them: C floats."""
+        return arrays.numbers(self.table.column("score")).astype(np.float32)
+
+    def trec_order(self) -> np.ndarray:
+        """Entry indices grouped by query code, each query in trec_eval order: score (float32)
+        descending, ties by docid descending."""
+        if self._order is None:
+            codes, _ = self.query_codes()
+            keys = arrays.table({"q": codes, "s": self.scores32(), "d": self.table.column("docid")})
+            order = pc.sort_indices(keys, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "descending")])
+            self._order = arrays.numbers(order).astype(np.int64)
+        return self._order
 
     @property
     def scores(self) -> dict[str, dict[str, float]]:
         """qid -> docid -> score, the input pytrec_eval and ir_measures take."""
         out: dict[str, dict[str, float]] = {}
-        for entry in self.entries:
-            out.setdefault(entry.qid, {})[entry.docid] = entry.score
+        qids, docids, scores = (self.table.column(name).to_pylist() for name in ("qid", "docid", "score"))
+        for qid, docid, score in zip(qids, docids, scores):
+            out.setdefault(qid, {})[docid] = score
         return out
 
-    def ranking(self, qid: str | None = None) -> dict[str, list[str]]:
-        """qid -> docids in trec_eval order: score descending, ties by docid descending."""
-        by_query: dict[str, list[RunEntry]] = {}
-        for entry in self.entries:
-            if qid is None or entry.qid == qid:
-                by_query.setdefault(entry.qid, []).append(entry)
-        return {q: [e.docid for e in sorted(items, key=lambda e: (e.score, e.docid), reverse=True)] for q, items in by_query.items()}
+    def ranking(self, qid: str | None = None, depth: int | None = None) -> dict[str, list[str]]:
+        """qid -> docids in trec_eval order (score descending, ties by docid descending), the
+        first ``depth`` of each query when given."""
+        codes, names = self.query_codes()
+        order = self.trec_order()
+        if qid is not None:
+            if qid not in names:
+                return {}
+            order = order[codes[order] == names.index(qid)]
+        query = codes[order]
+        first = np.concatenate(([True], query[1:] != query[:-1])) if len(order) else np.zeros(0, bool)
+        if depth is not None:
+            rank = np.arange(len(order)) - np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+            order, query, first = order[rank < depth], query[rank < depth], first[rank < depth]
+        docids = self.table.column("docid").take(arrays.from_numpy(order)).to_pylist()
+        starts = np.flatnonzero(first).tolist() + [len(order)]
+        return {names[query[a]]: docids[a:b] for a, b in zip(starts[:-1], starts[1:])}
 
     @property
     def qids(self) -> list[str]:
-        return sorted({entry.qid for entry in self.entries})
+        return sorted(self.query_codes()[1])
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self._entries) if self._entries is not None else self.table.num_rows
 
 
 @dataclass(frozen=True)
@@ -76,63 +160,86 @@ class Qrel:
     iteration: str = "0"
 
 
-@dataclass(frozen=True)
 class Qrels:
-    name: str
-    entries: tuple[Qrel, ...]
-    source: str | None = None
-    _lookup: dict[str, dict[str, int]] = field(default_factory=dict, repr=False, compare=False)
+    """Graded judgments under a name; ``grades`` is the qid -> docid -> grade view.
+
+    Build from entries (``Qrels(name, entries)``) or from columns (``Qrels.from_table``): a
+    table of ``qid``, ``iteration``, ``docid`` (strings) and ``grade`` (int64).
+    """
+
+    def __init__(self, name: str, entries: Iterable[Qrel] | None = None, source: str | None = None, *, table: pa.Table | None = None):
+        if entries is not None and table is not None:
+            raise TypeError("give Qrels either entries or a table")
+        self.name = name
+        self.source = source
+        self._entries: tuple[Qrel, ...] | None = None if table is not None else tuple(entries or ())
+        self._table = table
+        self._grades: dict[str, dict[str, int]] | None = None
+
+    @classmethod
+    def from_table(cls, name: str, table: pa.Table, source: str | None = None) -> Qrels:
+        return cls(name, source=source, table=table)
+
+    def __repr__(self) -> str:
+        return f"Qrels(name={self.name!r}, entries={len(self)}, source={self.source!r})"
+
+    @property
+    def table(self) -> pa.Table:
+        """Columns ``qid, iteration, docid, grade`` in file order."""
+        if self._table is None:
+            entries = self._entries or ()
+            self._table = arrays.table(
+                {
+                    "qid": arrays.column([q.qid for q in entries], pa.string()),
+                    "iteration": arrays.column([q.iteration for q in entries], pa.string()),
+                    "docid": arrays.column([q.docid for q in entries], pa.string()),
+                    "grade": arrays.column([q.grade for q in entries], pa.int64()),
+                }
+            )
+        return self._table
+
+    @property
+    def entries(self) -> tuple[Qrel, ...]:
+        if self._entries is None:
+            qids, iterations, docids, grades = (self.table.column(name).to_pylist() for name in ("qid", "iteration", "docid", "grade"))
+            self._entries = tuple(map(Qrel, qids, docids, grades, iterations))
+        return self._entries
 
     @property
     def grades(self) -> dict[str, dict[str, int]]:
         """qid -> docid -> grade."""
-        if not self._lookup and self.entries:
-            for q in self.entries:
-                self._lookup.setdefault(q.qid, {})[q.docid] = q.grade
-        return self._lookup
+        if self._grades is None:
+            grades: dict[str, dict[str, int]] = {}
+            qids, docids, values = (self.table.column(name).to_pylist() for name in ("qid", "docid", "grade"))
+            for qid, docid, grade in zip(qids, docids, values):
+                grades.setdefault(qid, {})[docid] = grade
+            self._grades = grades
+        return self._grades
 
     @property
     def qids(self) -> list[str]:
         return sorted(self.grades)
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self._entries) if self._entries is not None else self.table.num_rows
 
 
-def run_name_from_path(path: str | Path) -> str:
-    """A run's name is its file name without the extension (`runs/bm25.run` -> `bm25`)."""
-    name = Path(path).name
-    if name.endswith(".gz"):
-        name = name[:-3]
-    return Path(name).stem if "." in name else name
-
-
-def _keep(
-    kept: dict[tuple[str, str], tuple[int, float, object]],
-    key: tuple[str, str],
-    value: object,
-    magnitude: float,
-    line: int,
-    policy: OnDuplicate,
-    path: Path,
-    problems: list[LineProblem],
-    what: str,
-) -> None:
-    """Record one (qid, docid) item, resolving a repeat by ``policy``; magnitude drives `max`."""
-    previous = kept.get(key)
-    if previous is None:
-        kept[key] = (line, magnitude, value)
-    elif policy is OnDuplicate.error:
-        problems.append(
-            LineProblem(
-                str(path),
-                line,
-                f"duplicate {what} for qid {key[0]!r}, docid {key[1]!r} (first on line {previous[0]}); "
-                "choose how to resolve with --on-duplicate first|last|max",
-            )
-        )
-    elif policy is OnDuplicate.last or (policy is OnDuplicate.max and magnitude > previous[1]):
-        kept[key] = (line, magnitude, value)
+def run_tag(path: str | Path) -> str:
+    """The one tag (column 6) a run file's lines carry, for naming a run by its tag; an error
+    names the file when its lines carry several tags or none."""
+    path = Path(path)
+    problems: list[LineProblem] = []
+    tags: dict[str, int] = {}
+    for number, text in iter_lines(path, problems):
+        cols = text.split()
+        if len(cols) == 6:
+            tags.setdefault(cols[5], number)
+    raise_if_problems(problems)
+    if len(tags) != 1:
+        found = ", ".join(f"{tag!r} (line {line})" for tag, line in list(tags.items())[:5])
+        what = f"several tags: {found}" if tags else "no `qid Q0 docid rank score tag` line"
+        raise InputFormatError.single(path, 0, f"cannot name the run by its tag: the file has {what}; name it with --name")
+    return next(iter(tags))
 
 
 def read_run(
@@ -141,48 +248,11 @@ def read_run(
     name: str | None = None,
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
 ) -> Run:
-    path = Path(path)
-    policy = OnDuplicate(on_duplicate)
-    problems: list[LineProblem] = []
-    kept: dict[tuple[str, str], tuple[int, float, object]] = {}
-    tags: set[str] = set()
-    for number, text in iter_lines(path, problems):
-        cols = text.split()
-        if len(cols) != 6:
-            problems.append(
-                LineProblem(
-                    str(path),
-                    number,
-                    f"expected 6 columns `qid Q0 docid rank score tag`, found {len(cols)}",
-                )
-            )
-            continue
-        qid, _, docid, rank_text, score_text, tag = cols
-        try:
-            rank = int(rank_text)
-        except ValueError:
-            problems.append(LineProblem(str(path), number, f"rank (column 4) must be an integer, found {rank_text!r}"))
-            continue
-        try:
-            score = float(score_text)
-        except ValueError:
-            problems.append(LineProblem(str(path), number, f"score (column 5) must be a number, found {score_text!r}"))
-            continue
-        if not math.isfinite(score):
-            problems.append(LineProblem(str(path), number, f"score (column 5) is not finite: {score_text!r}"))
-            continue
-        score32 = float(np.float32(score))
-        tags.add(tag)
-        entry = RunEntry(qid, docid, rank, score32)
-        _keep(kept, (qid, docid), entry, score32, number, policy, path, problems, "run entry")
-    raise_if_problems(problems)
-    if not kept:
-        raise InputFormatError.single(path, 0, "no run entries found (empty file?)")
-    entries = tuple(item[2] for item in sorted(kept.values(), key=lambda item: item[0]))  # type: ignore[misc]
-    return Run(
-        name=name or run_name_from_path(path),
-        entries=entries,
-        tag=sorted(tags)[0] if len(tags) == 1 else ",".join(sorted(tags)),
+    table, tags = read_run_table(path, on_duplicate)
+    return Run.from_table(
+        name or run_name_from_path(path),
+        table,
+        tag=tags[0] if len(tags) == 1 else ",".join(tags),
         source=str(path),
     )
 
@@ -193,28 +263,7 @@ def read_qrels(
     name: str | None = None,
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
 ) -> Qrels:
-    path = Path(path)
-    policy = OnDuplicate(on_duplicate)
-    problems: list[LineProblem] = []
-    kept: dict[tuple[str, str], tuple[int, float, object]] = {}
-    for number, text in iter_lines(path, problems):
-        cols = text.split()
-        if len(cols) != 4:
-            problems.append(LineProblem(str(path), number, f"expected 4 columns `qid iter docid grade`, found {len(cols)}"))
-            continue
-        qid, iteration, docid, grade_text = cols
-        try:
-            grade = int(grade_text)
-        except ValueError:
-            problems.append(LineProblem(str(path), number, f"grade (column 4) must be an integer, found {grade_text!r}"))
-            continue
-        qrel = Qrel(qid, docid, grade, iteration)
-        _keep(kept, (qid, docid), qrel, grade, number, policy, path, problems, "judgment")
-    raise_if_problems(problems)
-    if not kept:
-        raise InputFormatError.single(path, 0, "no judgments found (empty file?)")
-    entries = tuple(item[2] for item in sorted(kept.values(), key=lambda item: item[0]))  # type: ignore[misc]
-    return Qrels(name=name or run_name_from_path(path), entries=entries, source=str(path))
+    return Qrels.from_table(name or run_name_from_path(path), read_qrels_table(path, on_duplicate), source=str(path))
 
 
 def _format_score(score: float) -> str:
@@ -224,9 +273,9 @@ def _format_score(score: float) -> str:
 def write_run(run: Run, path: str | Path, *, tag: str | None = None) -> None:
     """Write in trec_eval order with ranks renumbered from 1."""
     lines = []
-    by_query = run.scores
-    for qid in sorted(by_query):
-        for rank, docid in enumerate(run.ranking(qid)[qid], start=1):
+    by_query, ranking = run.scores, run.ranking()
+    for qid in sorted(ranking):
+        for rank, docid in enumerate(ranking[qid], start=1):
             lines.append(f"{qid} Q0 {docid} {rank} {_format_score(by_query[qid][docid])} {tag or run.tag or run.name}")
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -236,25 +285,25 @@ def write_qrels(qrels: Qrels, path: str | Path) -> None:
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def list_run_files(paths: list[str | Path]) -> list[Path]:
-    """Expand files and directories (every regular, non-hidden file inside) into run files."""
-    out: list[Path] = []
-    for item in paths:
-        p = Path(item)
-        if p.is_dir():
-            out.extend(sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".")))
-        elif p.exists():
-            out.append(p)
-        else:
-            raise InputFormatError.single(p, 0, "no such file or directory")
-    return out
+def iter_runs(paths: list[str | Path], *, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> Iterator[Run]:
+    """Read the runs one at a time, so that a caller that keeps only results holds two runs in
+    memory: the one it works on and the next, read meanwhile in a thread (Arrow parses and
+    hashes without the GIL, so reading overlaps the caller's work on a second core).
+
+    Every name is checked before the first file is read.
+    """
+    files = run_files(paths)
+    if len(files) < 2:
+        yield from (read_run(path, on_duplicate=on_duplicate) for path in files)
+        return
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        pending = reader.submit(read_run, files[0], on_duplicate=on_duplicate)
+        for path in files[1:]:
+            run = pending.result()
+            pending = reader.submit(read_run, path, on_duplicate=on_duplicate)
+            yield run
+        yield pending.result()
 
 
 def read_runs(paths: list[str | Path], *, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> list[Run]:
-    runs = [read_run(p, on_duplicate=on_duplicate) for p in list_run_files(paths)]
-    names: dict[str, str | None] = {}
-    for run in runs:
-        if run.name in names:
-            raise InputFormatError.single(run.source or run.name, 0, f"run name {run.name!r} also comes from {names[run.name]}")
-        names[run.name] = run.source
-    return runs
+    return list(iter_runs(paths, on_duplicate=on_duplicate))

@@ -1,31 +1,214 @@
-"""Scores to qrels (seed 003, section 3.3): below the median 0, median to 75th percentile 1,
-at or above the 75th percentile 2 — quantiles and labels configurable, over all scores or per
-topic, or fixed thresholds. The thresholds used are returned so they can be stored."""
+"""Scores to qrels: one validated grading specification (the job's `grading:` and `qrelkit grade`
+build the same model, so they accept and refuse the same things) and four methods.
+
+* ``quantile`` (Yang and Lin, LLM4Eval workshop at SIGIR 2024, §3.3): below the median 0, from the median to the 75th
+  percentile 1, from the 75th percentile up 2 — quantiles and labels configurable, over all scores
+  or within each topic. **Ties are never split.** Real judges tie in large blocks (an LLM answers
+  0–3 or 1–100, CLIPScore clamps negatives to 0), so a score is placed by the mid-rank of its tied
+  block on the scale numpy's default quantiles use:
+
+      p(s) = (#scores below s + (#scores equal to s − 1) / 2) / (n − 1)      (p = ½ when n = 1)
+
+  and gets labels[k], k = the number of quantiles q with p(s) ≥ q. Without ties p(sᵢ) = i/(n−1),
+  and p ≥ q exactly when sᵢ ≥ numpy.quantile(scores, q): the same grades as comparing each score
+  with the quantile values (tested). With ties every equal score gets one grade: six 0.0 and four
+  3.0 give p(0) = 2.5/9 → 0 and p(3) = 7.5/9 → 2, where comparing with the quantile values
+  (q50 = 0, q75 = 3) would grade the zeros 1. The mid-rank over n (Hazen's (i+½)/n) splits
+  nothing either, but does not reproduce numpy's quantile on tie-free data (five scores 1..5:
+  q75 = 4 grades two scores 2 by the seed's rule, (i+½)/n grades one); docs/grading.md has both.
+* ``thresholds``: fixed cut points; a score equal to a cut takes the upper label.
+* ``identity``: the score already is a grade (an UMBRELA-style judge answering on the qrels'
+  scale): it must be an integer, and one of ``labels`` when they are given.
+* ``map``: an explicit mapping of scores to grades, single values (``3: 2``) or inclusive ranges
+  (``"1-25": 0``); a score the mapping does not cover is an error naming the pair.
+
+A scope (all scores, or one topic) whose scores are all equal, and a grade that no pair of a
+scope received, are counted and reported, never silently.
+"""
 
 from __future__ import annotations
 
+import math
+import re
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from qrelkit.errors import QrelkitError
 from qrelkit.io import Qrel, Qrels
 
 ALL_TOPICS = "*"
+DEFAULT_LABELS = [0, 1, 2]
+METHOD_OPTIONS = {"quantile": {"quantiles", "per_topic"}, "thresholds": {"thresholds"}, "identity": set(), "map": {"map"}}
+_RANGE = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*(?:-|\.\.)\s*([+-]?\d+(?:\.\d+)?)\s*$")
+
+
+class GradingError(QrelkitError):
+    """A grading specification that does not fit, or scores it cannot grade."""
+
+
+@dataclass(frozen=True)
+class ScoreRange:
+    """Scores low..high (inclusive) map to ``grade``; low == high is a single value."""
+
+    low: float
+    high: float
+    grade: int
+
+    def covers(self, score: float) -> bool:
+        return self.low <= score <= self.high
+
+
+def parse_map_key(key: Any) -> tuple[float, float]:
+    """`3` -> (3, 3); `"1-25"` or `"1..25"` -> (1, 25)."""
+    if isinstance(key, bool):
+        raise ValueError(f"map key {key!r} is not a score or a range")
+    if isinstance(key, (int, float)):
+        return float(key), float(key)
+    text = str(key).strip()
+    match = _RANGE.match(text)
+    if match:
+        low, high = float(match.group(1)), float(match.group(2))
+        if low > high:
+            raise ValueError(f"map range {text!r} runs backwards")
+        return low, high
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"map key {text!r} is not a score or a range LOW-HIGH") from None
+    return value, value
+
+
+class GradingSpec(BaseModel):
+    """How to turn a judge run's scores into qrels (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: Literal["quantile", "thresholds", "identity", "map"] = "quantile"
+    quantiles: list[float] = Field(default_factory=lambda: [0.5, 0.75], description="Cut points as quantiles of the scores.")
+    thresholds: list[float] | None = Field(None, description="Fixed cut points (method thresholds).")
+    labels: list[int] | None = Field(None, description="Grades, low to high (default 0,1,2; identity: any integer).")
+    per_topic: bool = Field(False, description="Quantiles within each topic instead of over all scores.")
+    map: dict[str, int] | None = Field(None, description="Score or LOW-HIGH range -> grade (method map).")
+    score: Literal["score", "parsed", "expected"] = Field("score", description="Which stored score to grade.")
+    name: str | None = Field(None, description="Name of the qrels set (default: graded-<judge run id>).")
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _old_score_name(cls, value: Any) -> Any:
+        return "expected" if value == "score_expected" else value  # the column's name before 0.2
+
+    @field_validator("map", mode="before")
+    @classmethod
+    def _keys_as_text(cls, value: Any) -> Any:
+        return {str(k): v for k, v in value.items()} if isinstance(value, dict) else value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GradingSpec:
+        given = self.model_fields_set - {"method", "labels", "score", "name"}
+        stray = sorted(given - METHOD_OPTIONS[self.method])
+        if stray:
+            raise ValueError(f"{', '.join(stray)} do not apply to method {self.method}")
+        if self.labels is not None and (len(set(self.labels)) != len(self.labels) or self.labels != sorted(self.labels)):
+            raise ValueError("labels must be strictly increasing")
+        if self.method == "quantile":
+            self._check_cuts(self.quantiles)
+            if not all(0 < q < 1 for q in self.quantiles):
+                raise ValueError("quantiles must lie strictly between 0 and 1")
+        elif self.method == "thresholds":
+            if not self.thresholds:
+                raise ValueError("method `thresholds` needs `thresholds`")
+            self._check_cuts(self.thresholds)
+        elif self.method == "map":
+            if not self.map:
+                raise ValueError("method `map` needs `map` (e.g. {3: 2, 2: 2, 1: 1, 0: 0})")
+            self.ranges()  # keys parse and do not overlap
+        return self
+
+    def _check_cuts(self, cuts: list[float]) -> None:
+        if not all(math.isfinite(c) for c in cuts):
+            raise ValueError("cut points must be finite numbers")
+        if cuts != sorted(cuts) or len(set(cuts)) != len(cuts):
+            raise ValueError("cut points must be strictly increasing")
+        labels = self.effective_labels()
+        if len(labels) != len(cuts) + 1:
+            raise ValueError(f"{len(cuts)} cut points need {len(cuts) + 1} labels, got {len(labels)}")
+
+    def effective_labels(self) -> list[int]:
+        return list(self.labels) if self.labels is not None else list(DEFAULT_LABELS)
+
+    def ranges(self) -> list[ScoreRange]:
+        ranges = []
+        for key, grade in (self.map or {}).items():
+            low, high = parse_map_key(key)
+            ranges.append(ScoreRange(low, high, int(grade)))
+        ranges.sort(key=lambda r: (r.low, r.high))
+        for before, after in zip(ranges, ranges[1:]):
+            if after.low <= before.high:
+                raise ValueError(f"map entries {before.low:g}-{before.high:g} and {after.low:g}-{after.high:g} overlap")
+        if self.labels is not None:
+            unknown = sorted({r.grade for r in ranges} - set(self.labels))
+            if unknown:
+                raise ValueError(f"map grades {unknown} are not among the labels {self.labels}")
+        return ranges
+
+    def describe(self) -> str:
+        if self.method == "quantile":
+            scope = "within each topic" if self.per_topic else "over all scores"
+            return f"quantiles {self.quantiles} {scope}, tied scores kept together"
+        if self.method == "thresholds":
+            return "cut points " + ", ".join(f"{c:g}" for c in self.thresholds or [])
+        if self.method == "map":
+            return "map " + ", ".join(f"{k}:{v}" for k, v in (self.map or {}).items())
+        return "identity (the scores are the grades)"
+
+
+def grading_spec(options: dict[str, Any], *, where: str = "", option_names: dict[str, str] | None = None) -> GradingSpec:
+    """Validate grading options, with one error message per problem naming where it came from
+    (``where``: "job.yaml: grading", or "" for the command line, where ``option_names`` maps a
+    field to its flag)."""
+    try:
+        return GradingSpec.model_validate(options)
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            loc = ".".join(str(p) for p in error["loc"])
+            if option_names is not None:
+                loc = option_names.get(loc, loc)
+            message = "unknown option" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+            lines.append(f"{where + '.' if where and loc else where}{loc}: {message}" if (where or loc) else message)
+        raise GradingError("\n".join(lines)) from None
 
 
 @dataclass(frozen=True)
 class GradingResult:
     qrels: Qrels
-    thresholds: dict[str, list[float]]  # qid (or "*" for all topics) -> cut points
-    description: dict[str, Any]
+    thresholds: dict[str, list[float]]  # scope ("*" or a qid) -> cut points in score units (see record)
+    description: dict[str, Any]  # the stored grading record
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"qrels": self.qrels.name, "grades": self.grade_counts(), **self.description}
+
+    def to_pandas(self):
+        """The graded qrels, one row per (qid, docid, grade); pandas is optional."""
+        import pandas as pd
+
+        return pd.DataFrame([(q.qid, q.docid, q.grade) for q in self.qrels.entries], columns=["qid", "docid", "grade"])
+
+    def grade_counts(self) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for qrel in self.qrels.entries:
+            counts[qrel.grade] = counts.get(qrel.grade, 0) + 1
+        return dict(sorted(counts.items()))
 
 
 def quantile_cuts(scores: Sequence[float], quantiles: Sequence[float]) -> list[float]:
-    """Cut points at the given quantiles (numpy's default linear interpolation)."""
+    """The quantile values (numpy's default linear interpolation), as the seed reports them."""
     return [float(v) for v in np.quantile(np.asarray(scores, dtype=np.float64), quantiles)]
 
 
@@ -34,59 +217,140 @@ def label_for(score: float, cuts: Sequence[float], labels: Sequence[int]) -> int
     return labels[bisect_right(cuts, score)]
 
 
-def grade_scores(
-    scores: Sequence[tuple[str, str, float]],
-    *,
-    name: str,
-    method: str = "quantile",
-    quantiles: Sequence[float] = (0.5, 0.75),
-    thresholds: Sequence[float] | None = None,
-    labels: Sequence[int] = (0, 1, 2),
-    per_topic: bool = False,
-) -> GradingResult:
-    if not scores:
-        raise QrelkitError("no scores to grade: the judge run has no `ok` judgments yet")
-    if method == "thresholds":
-        if not thresholds:
-            raise QrelkitError("grading by thresholds needs thresholds")
-        cuts_by_topic = {ALL_TOPICS: [float(t) for t in thresholds]}
-    elif per_topic:
-        by_topic: dict[str, list[float]] = {}
-        for qid, _, score in scores:
-            by_topic.setdefault(qid, []).append(score)
-        cuts_by_topic = {qid: quantile_cuts(values, quantiles) for qid, values in by_topic.items()}
+def tie_aware_labels(scores: np.ndarray, quantiles: Sequence[float], labels: Sequence[int]) -> np.ndarray:
+    """Each score's label by the mid-rank percentile of its tied block (module docstring)."""
+    n = len(scores)
+    ordered = np.sort(scores)
+    below = np.searchsorted(ordered, scores, side="left")
+    equal = np.searchsorted(ordered, scores, side="right") - below
+    # p >= q  <=>  2·below + equal − 1 >= 2·q·(n − 1), in integers on the left
+    twice_rank = 2 * below + equal - 1
+    if n == 1:
+        level = np.array([sum(0.5 >= q for q in quantiles)])
     else:
-        cuts_by_topic = {ALL_TOPICS: quantile_cuts([s for _, _, s in scores], quantiles)}
-    if len(labels) != len(next(iter(cuts_by_topic.values()))) + 1:
-        raise QrelkitError(f"{len(labels)} labels do not fit {len(next(iter(cuts_by_topic.values())))} cut points")
-    entries = tuple(
-        Qrel(qid, docid, label_for(score, cuts_by_topic.get(qid, cuts_by_topic.get(ALL_TOPICS, [])), labels))
-        for qid, docid, score in scores
-    )
-    description = {
-        "method": method,
-        "quantiles": list(quantiles) if method == "quantile" else None,
-        "labels": list(labels),
-        "per_topic": per_topic and method == "quantile",
-        "thresholds": cuts_by_topic,
+        level = np.zeros(n, dtype=np.int64)
+        for q in quantiles:
+            level += twice_rank >= 2.0 * q * (n - 1)
+    return np.asarray(labels)[level]
+
+
+class _Scopes:
+    """Groups scores into scopes (all, or per topic) and counts the oddities to report."""
+
+    def __init__(self) -> None:
+        self.all_equal: list[str] = []
+        self.empty: dict[int, list[str]] = {}
+
+    def check(self, scope: str, scores: np.ndarray, grades: np.ndarray, labels: Sequence[int]) -> None:
+        if len(scores) > 1 and scores.min() == scores.max():
+            self.all_equal.append(scope)
+        present = set(grades.tolist())
+        for label in labels:
+            if label not in present:
+                self.empty.setdefault(label, []).append(scope)
+
+    def warnings(self, total_scopes: int, per_topic: bool) -> list[str]:
+        what = "topics" if per_topic else "scope"
+        out = []
+        if self.all_equal:
+            shown = ", ".join(self.all_equal[:5]) + (" ..." if len(self.all_equal) > 5 else "")
+            out.append(f"{len(self.all_equal)} of {total_scopes} {what} have all scores equal ({shown}): each got one grade")
+        for label, scopes in sorted(self.empty.items()):
+            out.append(f"grade {label} is empty in {len(scopes)} of {total_scopes} {what}")
+        return out
+
+
+def _scored(scores: Sequence[tuple[str, str, float]]) -> None:
+    if not scores:
+        raise GradingError("no scores to grade: the judge run has no `ok` judgments yet")
+
+
+def grade_scores(scores: Sequence[tuple[str, str, float]], spec: GradingSpec | None = None, *, name: str, **options: Any) -> GradingResult:
+    """Grade (qid, docid, score) triples by ``spec`` (or by ``options``, validated into one)."""
+    spec = spec or grading_spec(options)
+    _scored(scores)
+    if spec.method == "quantile":
+        return _grade_quantile(scores, spec, name)
+    grades: list[int] = []
+    for qid, docid, score in scores:
+        grades.append(_grade_one(spec, qid, docid, score))
+    labels = spec.effective_labels() if spec.method != "identity" else sorted(set(grades))
+    scopes = _Scopes()
+    scopes.check(ALL_TOPICS, np.asarray([s for _, _, s in scores]), np.asarray(grades), labels if spec.method == "thresholds" else [])
+    thresholds = {ALL_TOPICS: [float(t) for t in spec.thresholds or []]}
+    warnings = scopes.warnings(1, False)
+    entries = tuple(Qrel(qid, docid, grade) for (qid, docid, _), grade in zip(scores, grades))
+    return GradingResult(Qrels(name, entries), thresholds, _record(spec, scores, thresholds, warnings), warnings)
+
+
+def _grade_one(spec: GradingSpec, qid: str, docid: str, score: float) -> int:
+    if spec.method == "thresholds":
+        return label_for(score, spec.thresholds or [], spec.effective_labels())
+    if spec.method == "identity":
+        if not float(score).is_integer():
+            raise GradingError(f"pair ({qid}, {docid}): score {score:g} is not an integer grade (method identity); use map or quantile")
+        if spec.labels is not None and int(score) not in spec.labels:
+            raise GradingError(f"pair ({qid}, {docid}): score {score:g} is not one of the labels {spec.labels} (method identity)")
+        return int(score)
+    for entry in spec.ranges():
+        if entry.covers(score):
+            return entry.grade
+    raise GradingError(f"pair ({qid}, {docid}): score {score:g} is not covered by the map {spec.map} (method map)")
+
+
+def _grade_quantile(scores: Sequence[tuple[str, str, float]], spec: GradingSpec, name: str) -> GradingResult:
+    labels = spec.effective_labels()
+    by_scope: dict[str, list[int]] = {}
+    for i, (qid, _, _) in enumerate(scores):
+        by_scope.setdefault(qid if spec.per_topic else ALL_TOPICS, []).append(i)
+    values = np.asarray([s for _, _, s in scores], dtype=np.float64)
+    grades = np.zeros(len(scores), dtype=np.int64)
+    thresholds: dict[str, list[float]] = {}
+    lowest: dict[str, dict[int, float]] = {}
+    scopes = _Scopes()
+    for scope, members in by_scope.items():
+        index = np.asarray(members)
+        scope_scores = values[index]
+        scope_grades = tie_aware_labels(scope_scores, spec.quantiles, labels)
+        grades[index] = scope_grades
+        thresholds[scope] = quantile_cuts(scope_scores, spec.quantiles)
+        lowest[scope] = {int(g): float(scope_scores[scope_grades == g].min()) for g in sorted(set(scope_grades.tolist()))}
+        scopes.check(scope, scope_scores, scope_grades, labels)
+    warnings = scopes.warnings(len(by_scope), spec.per_topic)
+    entries = tuple(Qrel(qid, docid, int(g)) for (qid, docid, _), g in zip(scores, grades))
+    record = _record(spec, scores, thresholds, warnings)
+    record["lowest_score_per_grade"] = {scope: {str(g): v for g, v in per.items()} for scope, per in lowest.items()}
+    return GradingResult(Qrels(name, entries), thresholds, record, warnings)
+
+
+def _record(
+    spec: GradingSpec, scores: Sequence[tuple[str, str, float]], thresholds: dict[str, list[float]], warnings: list[str]
+) -> dict[str, Any]:
+    """The grading record stored with the qrels set."""
+    return {
+        "method": spec.method,
+        "quantiles": list(spec.quantiles) if spec.method == "quantile" else None,
+        "labels": spec.labels if spec.labels is not None or spec.method == "identity" else spec.effective_labels(),
+        "per_topic": spec.per_topic and spec.method == "quantile",
+        "map": spec.map,
+        "score": spec.score,
+        "thresholds": thresholds if spec.method in ("quantile", "thresholds") else None,
+        "ties": "mid-rank of the tied block, (below + (equal - 1)/2) / (n - 1)" if spec.method == "quantile" else None,
         "n_scores": len(scores),
+        "warnings": warnings,
     }
-    return GradingResult(Qrels(name, entries), cuts_by_topic, description)
 
 
-def grade_judge_run(
-    store: Any,
-    judge_run_id: str,
-    *,
-    name: str | None = None,
-    score_column: str = "score",
-    **options: Any,
-) -> GradingResult:
-    """Grade a stored judge run's `ok` scores and store the qrels set with its thresholds."""
+def grade_judge_run(store: Any, judge_run_id: str, spec: GradingSpec, *, replace: bool = False) -> GradingResult:
+    """Grade a stored judge run's `ok` scores and store the qrels set with its grading record.
+
+    A qrels set that was loaded from a file is never overwritten; one graded earlier is replaced
+    only with ``replace`` (a job re-grading its own judge run's set counts as asked)."""
     from qrelkit.storage.judgments import judge_run, ok_scores
 
     info = judge_run(store, judge_run_id)
-    result = grade_scores(ok_scores(store, info.judge_run_id, score_column), name=name or f"graded-{info.judge_run_id}", **options)
-    description = {**result.description, "score": score_column, "judge_run_id": info.judge_run_id}
-    store.save_qrels(result.qrels, judge_run_id=info.judge_run_id, grading=description)
-    return GradingResult(result.qrels, result.thresholds, description)
+    name = spec.name or f"graded-{info.judge_run_id}"
+    result = grade_scores(ok_scores(store, info.judge_run_id, spec.score), spec, name=name)
+    description = {**result.description, "judge_run_id": info.judge_run_id}
+    store.save_qrels(result.qrels, judge_run_id=info.judge_run_id, grading=description, replace=replace)
+    return GradingResult(result.qrels, result.thresholds, description, result.warnings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from qrelkit.errors import LineProblem
-from qrelkit.io.lines import iter_lines, raise_if_problems
+from qrelkit.io.lines import ProblemLog, iter_lines, raise_if_problems
 from qrelkit.storage import Store
 
 
@@ -24,7 +24,7 @@ def qrels_pool(store: Store, name: str) -> list[tuple[str, str]]:
 
 def pairs_file_pool(path: str | Path) -> list[tuple[str, str]]:
     """A file of `qid docid` lines (extra columns, as in a qrels or run file, are ignored)."""
-    problems: list[LineProblem] = []
+    problems = ProblemLog()
     pairs: set[tuple[str, str]] = set()
     for number, text in iter_lines(path, problems):
         cols = text.split()

@@ -2,30 +2,35 @@
 
 Re-running a job judges only pairs with no judgment yet (and failed ones when asked);
 judgments are committed every few seconds, so a kill loses at most the unflushed batch
-and never leaves a duplicate.
+and never leaves a duplicate. A judge is built once, checked once (`preflight`), and a job
+whose judge is evidently broken stops early instead of failing every pair (see `FailureWatch`).
+Where batches run is an executor's business (`LocalExecutor` here; others run elsewhere and
+hand judgments back); this module stays the single writer.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import re
 import signal
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+import numpy as np
 
-from qrelkit.errors import QrelkitError
-from qrelkit.jobs.pool import depth_pool, pairs_file_pool, qrels_pool
-from qrelkit.jobs.spec import JobError, JobSpec
-from qrelkit.judges import FatalJudgeError, JudgeContext, Judgment, Pair, create_judge, judge_class, make_config
-from qrelkit.prompts import PromptTemplate, TemplateError, load_template
-from qrelkit.storage import Store
-from qrelkit.storage.judgments import JudgeRunInfo, ensure_judge_run, judgment_states, write_judgments
+from qrelkit.embed.cache import ComputedEmbeddings, VectorStore
+from qrelkit.errors import JobFailed, PairInputError, QrelkitError, StorageFailure
+from qrelkit.jobs.plan import JobPlan, JudgeFactory, collection_unchanged, plan_job, resolve_judge
+from qrelkit.jobs.spec import ExecutorSpec, JobSpec
+from qrelkit.judges import FatalJudgeError, JudgeContext, Judgment, Pair
+from qrelkit.prompts import TemplateError
+from qrelkit.storage import LoadResult, Store
+from qrelkit.storage.judgments import JudgmentWriteError, ensure_judge_run, write_judgments
+from qrelkit.storage.schema import SCHEMA_VERSION
+
+ProgressCallback = Callable[[int, int], None]  # (pairs done, pairs to judge)
 
 
 @dataclass
@@ -40,70 +45,214 @@ class JobReport:
     interrupted: bool = False
     seconds: float = 0.0
     estimate: dict[str, Any] | None = None  # a judge's cost estimate for the pending pairs (dry run)
+    loads: list[LoadResult] = field(default_factory=list)  # what the job loaded into its database
+    mode: str = "sync"  # or "batch": the judge's requests go through a Batch API
+    in_batches: int = 0  # pairs in batches not yet collected (after this run)
+    batches: list[dict[str, Any]] = field(default_factory=list)  # the judge run's batch submissions (batch mode)
+    submitted: int = 0  # requests this run sent in new batches
+
+    @property
+    def failed(self) -> int:
+        return sum(n for status, n in self.statuses.items() if status != "ok")
+
+    @property
+    def mostly_failed(self) -> bool:
+        """More than half of this run's judgments are not ok (any failure status counts)."""
+        return not self.interrupted and self.judged > 0 and self.failed * 2 > self.judged
+
+    def failure_message(self) -> str:
+        return f"most judgments failed: {self.failed} of the {self.judged} made by this run are not ok" + saved_note(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "judge_run_id": self.judge_run_id,
+            "pairs": self.pairs,
+            "already_ok": self.already_ok,
+            "already_failed": self.already_failed,
+            "to_judge": self.to_judge,
+            "judged": self.judged,
+            "statuses": dict(self.statuses),
+            "interrupted": self.interrupted,
+            "seconds": round(self.seconds, 3),
+            "estimate": self.estimate,
+            "mode": self.mode,
+            "in_batches": self.in_batches,
+            "submitted": self.submitted,
+            "batches": self.batches,
+        }
 
 
-def judge_run_id_for(judge: str, config: dict[str, Any], template: PromptTemplate | None, model_id: str) -> str:
-    """Identity of a judge run: any change of judge, option, template content or model is a new run."""
-    identity = {
-        "judge": judge,
-        "config": config,
-        "template": template.content_hash if template else None,
-        "model": model_id,
-    }
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+class JobStopped(JobFailed):
+    """The job stopped early or ended with most judgments failed; what was judged is saved."""
 
-
-def identity_options(config_class: Any, config_data: dict[str, Any]) -> dict[str, Any]:
-    """The options that can change a judgment. Fields marked `json_schema_extra={"identity": False}`
-    (concurrency, rate limits, timeouts, prices, batch sizes) are left out, so tuning them resumes
-    the same judge run instead of starting a new one."""
-
-    def counts(name: str) -> bool:
-        extra = config_class.model_fields[name].json_schema_extra
-        return not (isinstance(extra, dict) and extra.get("identity") is False)
-
-    return {name: value for name, value in config_data.items() if counts(name)}
-
-
-def load_collection(store: Store, spec: JobSpec, console: Console | None = None) -> None:
-    """Load the job's files into its database (idempotent: unchanged files are skipped)."""
-    from qrelkit.io import list_run_files
-
-    c = spec.collection
-    results = []
-    if c.topics:
-        results.append(store.load_topics(c.topics))
-    if c.documents:
-        results.append(store.load_documents(c.documents, image_root=c.image_root))
-    for path in list_run_files(list(c.runs)):
-        results.append(store.load_run(path))
-    for name, path in c.qrels.items():
-        results.append(store.load_qrels(path, name=name))
-    if console:
-        loaded = [r for r in results if r.status != "unchanged"]
-        for r in loaded:
-            console.print(f"{r.status} {r.kind} {r.name!r} ({r.rows} rows)")
-
-
-def build_pool(store: Store, spec: JobSpec) -> list[tuple[str, str]]:
-    pool = spec.pool
-    if pool.depth is not None:
-        return depth_pool(store, pool.depth, pool.runs)
-    if pool.pairs is not None:
-        return pairs_file_pool(pool.pairs)
-    return qrels_pool(store, pool.qrels or "")
+    def __init__(self, message: str, report: JobReport):
+        super().__init__(message)
+        self.report = report
 
 
 class StoreEmbeddingCache:
-    """Gives judges cached embeddings; the runner's store does the writing."""
+    """Gives judges cached embeddings; the runner's store does the writing. In a process that cannot
+    reach the database (a Ray worker) the store is a `CollectingVectorStore`, and the executor hands
+    what it collected to the driver's cache, whose `save` writes it."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: VectorStore):
         self.store = store
 
-    def vectors(self, embedder: Any, item_kind: str, items: dict[str, str], content_hashes: dict[str, str] | None = None):
+    def vectors(
+        self, embedder: Any, item_kind: str, items: Mapping[str, str], content_hashes: Mapping[str, str] | None = None
+    ) -> dict[str, np.ndarray]:
         from qrelkit.embed import embed_with_cache
 
         return embed_with_cache(self.store, embedder, item_kind, items, content_hashes=content_hashes)
+
+    def save(self, computed: Iterable[ComputedEmbeddings]) -> None:
+        for batch in computed:
+            self.store.write_embeddings(batch.embedder_id, batch.item_kind, batch.keys, batch.vectors)
+
+
+# -- judging a batch -------------------------------------------------------------------------------
+
+# Not a judgment's business: the machine (database, disk, memory) failed, or the user stopped the job.
+PASS_THROUGH = (KeyboardInterrupt, FatalJudgeError, StorageFailure, MemoryError)
+
+
+def failure_judgment(pair: Pair, exc: BaseException) -> Judgment:
+    """The judgment of a pair whose judge raised: an input error when the pair could not be put to
+    the model (judges.scoring's status policy), a model error otherwise."""
+    if isinstance(exc, (TemplateError, PairInputError)):
+        return Judgment.failed(pair, "input_error", f"{type(exc).__name__}: {exc}")
+    return Judgment.failed(pair, "model_error", f"{type(exc).__name__}: {exc}")
+
+
+def salvaged(judge: Any) -> list[Judgment]:
+    """What a judge made in a batch that then raised (answers that arrived; see BaseJudge.salvage)."""
+    salvage = getattr(judge, "salvage", None)
+    return list(salvage()) if callable(salvage) else []
+
+
+def judge_batch_safely(judge: Any, batch: Sequence[Pair]) -> list[Judgment]:
+    """A batch that raises is judged again pair by pair, so one bad pair fails alone; pairs whose
+    answers had already arrived are not asked again (their judgments are salvaged)."""
+    try:
+        results = judge.judge(batch)
+    except PASS_THROUGH:
+        raise
+    except OSError as exc:
+        if _is_disk_full(exc):
+            raise StorageFailure(f"the disk is full ({exc})") from None
+        return _pair_by_pair(judge, batch, exc)
+    except Exception as exc:  # the backend failed; record it on the pair(s) and go on
+        return _pair_by_pair(judge, batch, exc)
+    if len(results) != len(batch):
+        raise QrelkitError(f"judge {judge.name!r} returned {len(results)} judgments for {len(batch)} pairs")
+    return results
+
+
+def _pair_by_pair(judge: Any, batch: Sequence[Pair], exc: Exception) -> list[Judgment]:
+    keys = {pair.key for pair in batch}
+    kept = [j for j in salvaged(judge) if (j.qid, j.docid) in keys]
+    done = {(j.qid, j.docid) for j in kept}
+    rest = [pair for pair in batch if pair.key not in done]
+    if len(rest) == 1 and len(batch) == 1:
+        return [failure_judgment(rest[0], exc)]
+    return kept + [j for pair in rest for j in judge_batch_safely(judge, [pair])]
+
+
+def _is_disk_full(exc: OSError) -> bool:
+    import errno
+
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+# -- noticing a broken judge -----------------------------------------------------------------------
+
+_NUMBERS = re.compile(r"\d+(\.\d+)?")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def failure_class(judgment: Judgment) -> str:
+    """What makes two failures 'the same error': the status and the error text with numbers and
+    quoted names (paths, ids) blanked, so 'HTTP 503 ... (after 6 tries)' on every pair is one class."""
+    text = _QUOTED.sub("'…'", judgment.error or "")
+    text = _NUMBERS.sub("#", text)
+    return f"{judgment.status}: {' '.join(text.split())[:160]}"
+
+
+class FailureWatch:
+    """Stops a job whose judge is evidently broken: ``limit`` judgments in a row (the first ones of a
+    run included) failing with the same error class. 0 never stops."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.streak = 0
+        self.current: str | None = None
+        self.example: Judgment | None = None
+
+    def see(self, judgment: Judgment) -> bool:
+        """True when the job should stop."""
+        if judgment.status == "ok":
+            self.streak, self.current = 0, None
+            return False
+        kind = failure_class(judgment)
+        if kind == self.current:
+            self.streak += 1
+        else:
+            self.current, self.streak, self.example = kind, 1, judgment
+        return self.limit > 0 and self.streak >= self.limit
+
+    def message(self) -> str:
+        example = self.example
+        assert example is not None
+        return (
+            f"stopped: {self.streak} judgments in a row failed with the same error, so the judge looks broken "
+            f"(max_consecutive_failures: {self.limit}); e.g. {example.qid}/{example.docid}: {example.status}: {example.error}"
+        )
+
+
+# -- where batches run -----------------------------------------------------------------------------
+
+
+class Executor(Protocol):
+    """Runs batches of pairs through judges built from a factory and yields the judgments as they
+    arrive (any order, one list per batch). It never writes to the database."""
+
+    def open(self, factory: JudgeFactory, context: JudgeContext) -> None: ...
+
+    def map(self, batches: Sequence[list[Pair]]) -> Iterator[list[Judgment]]: ...
+
+    def close(self) -> None: ...
+
+
+class LocalExecutor:
+    """One judge in this process, batch after batch."""
+
+    def __init__(self) -> None:
+        self.judge: Any = None
+
+    def open(self, factory: JudgeFactory, context: JudgeContext) -> None:
+        self.judge = factory.create(context)
+        self.judge.preflight()
+
+    def map(self, batches: Sequence[list[Pair]]) -> Iterator[list[Judgment]]:
+        for batch in batches:
+            yield judge_batch_safely(self.judge, batch)
+
+    def salvage(self) -> list[Judgment]:
+        """Judgments made in the batch that was stopped (an interrupt, a fatal error)."""
+        return salvaged(self.judge) if self.judge is not None else []
+
+    def close(self) -> None:
+        if self.judge is not None:
+            self.judge.close()
+
+
+def executor_for(spec: ExecutorSpec) -> Executor:
+    """The job's `executor:`; Ray is imported only when chosen (it is the optional extra `qrelkit[ray]`)."""
+    if spec.kind == "ray":
+        from qrelkit.jobs.ray_executor import RayExecutor
+
+        return RayExecutor(spec)
+    return LocalExecutor()
 
 
 @contextmanager
@@ -120,24 +269,45 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _failure(pair: Pair, exc: Exception) -> Judgment:
-    status = "input_error" if isinstance(exc, (TemplateError, ValueError, OSError)) else "model_error"
-    return Judgment.failed(pair, status, f"{type(exc).__name__}: {exc}")
+def _batches(pairs: list[Pair], size: int) -> list[list[Pair]]:
+    return [pairs[start : start + size] for start in range(0, len(pairs), size)]
 
 
-def _judge_safely(judge: Any, batch: Sequence[Pair]) -> list[Judgment]:
-    """A batch that raises is judged again pair by pair, so one bad pair fails alone."""
-    try:
-        results = judge.judge(batch)
-    except (KeyboardInterrupt, FatalJudgeError):
-        raise
-    except Exception as exc:  # the backend failed; record it on the pair(s) and go on
-        if len(batch) == 1:
-            return [_failure(batch[0], exc)]
-        return [j for pair in batch for j in _judge_safely(judge, [pair])]
-    if len(results) != len(batch):
-        raise QrelkitError(f"judge {judge.name!r} returned {len(results)} judgments for {len(batch)} pairs")
-    return results
+class _Writer:
+    """Collects judgments and commits them every few seconds; the only path to the judgments table."""
+
+    def __init__(self, store: Store, plan: JobPlan, report: JobReport, on_flush: Callable[[int], None] | None):
+        self.store, self.plan, self.report, self.on_flush = store, plan, report, on_flush
+        self.pending: list[Judgment] = []
+        self.last = time.monotonic()
+
+    def add(self, judgments: Iterable[Judgment]) -> None:
+        for judgment in judgments:
+            earlier = self.plan.earlier_attempts((judgment.qid, judgment.docid))
+            if earlier and isinstance(judgment.attempts, int):
+                judgment.attempts += earlier
+            self.pending.append(judgment)
+
+    def due(self) -> bool:
+        return time.monotonic() - self.last >= self.plan.spec.flush_seconds
+
+    def flush(self) -> None:
+        if self.pending:
+            try:
+                statuses = write_judgments(self.store, self.plan.judge_run_id, self.pending, self.plan.content_hashes)
+            except JudgmentWriteError as exc:
+                self._count(exc.statuses)
+                raise
+            self._count(statuses)
+        self.last = time.monotonic()
+
+    def _count(self, statuses: list[str]) -> None:
+        self.pending.clear()
+        self.report.judged += len(statuses)
+        for status in statuses:
+            self.report.statuses[status] = self.report.statuses.get(status, 0) + 1
+        if self.on_flush:
+            self.on_flush(self.report.judged)
 
 
 def run_job(
@@ -146,116 +316,131 @@ def run_job(
     limit: int | None = None,
     dry_run: bool = False,
     retry_failed: bool = False,
-    console: Console | None = None,
-    progress: bool = True,
+    progress: ProgressCallback | bool | None = None,
     on_flush: Callable[[int], None] | None = None,
+    executor: Executor | None = None,
+    wait: bool = False,
+    sleep: Callable[[float], Any] = time.sleep,
 ) -> JobReport:
-    console = console or Console(stderr=True)
-    source = str(spec.source or "job")
-    template = load_template(spec.template) if spec.template else None
-    cls = judge_class(spec.judge.name)
-    config = make_config(spec.judge.name, spec.judge.options, source=source)
-    model_id = cls.model_id_for(config)
-    config_data = config.model_dump(mode="json")
-    run_id = judge_run_id_for(spec.judge.name, identity_options(cls.Config, config_data), template, model_id)
+    """Judge what the job's pool still lacks. ``progress(done, total)`` is called after each batch.
 
+    Raises JobStopped (after saving what was judged) when the judge looks broken or most of this
+    run's judgments failed, FatalJudgeError when the judge says going on is pointless, and
+    StorageFailure when the database cannot be written.
+
+    In batch mode (a judge option `mode: batch`) the pending pairs are sent through a Batch API
+    and judged when their batches finish: on a later run, or in this one with ``wait``.
+    A dry run writes nothing (see `dry_run_report`)."""
+    if dry_run:
+        return dry_run_report(spec, limit=limit, retry_failed=retry_failed)
+    report_progress = progress if callable(progress) else None
+    if limit is not None and limit < 0:  # before the database is opened: a refused command creates nothing
+        raise QrelkitError(f"--limit must be 0 or more, got {limit}")
+    spec.check_paths()  # a job refused for its files or its judge leaves no database behind
+    resolve_judge(spec)
     with Store(spec.database) as store:
-        load_collection(store, spec, console)
-        pairs = build_pool(store, spec)
-        if not pairs:
-            raise JobError(f"{source}: the pool is empty")
-        topics = {t.qid: t for t in store.topics()}
-        documents = store.documents()
-        if template is not None:
-            template.check_topics([topics[q] for q in sorted({q for q, _ in pairs}) if q in topics], source=source)
-        states = judgment_states(store, run_id)
-        done_ok = sum(1 for p in pairs if states.get(p, ("",))[0] == "ok")
-        failed = sum(1 for p in pairs if p in states and states[p][0] != "ok")
-        todo = [p for p in pairs if p not in states or (retry_failed and states[p][0] != "ok")]
-        if limit is not None:
-            todo = todo[:limit]
-        report = JobReport(run_id, len(pairs), done_ok, failed, len(todo))
-        if dry_run and todo and hasattr(cls, "estimate"):
-            # e.g. tokens and cost of an API judge, computed from rendered prompts without a request
-            report.estimate = cls.estimate(
-                config, template, [Pair(topics[q], documents[d]) for q, d in todo if q in topics and d in documents]
-            )
-        if dry_run or not todo:
-            return report
+        plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
+        report = JobReport(plan.judge_run_id, len(plan.pairs), plan.already_ok, plan.already_failed, len(plan.todo), loads=plan.loads)
+        report.in_batches = len(plan.in_batches)
+        report.mode = getattr(plan.config, "mode", "sync")
+        valid, missing = plan.pending_pairs()
+        if report.mode == "batch":
+            from qrelkit.jobs.batch_job import run_batch_job
 
-        ensure_judge_run(
-            store,
-            JudgeRunInfo(
-                run_id,
-                spec.judge.name,
-                config_data,
-                template.id if template else None,
-                template.content_hash if template else None,
-                template.content() if template else None,
-                model_id,
-            ),
-        )
-        judge = create_judge(spec.judge.name, spec.judge.options, template, JudgeContext(StoreEmbeddingCache(store)), source=source)
-        started = time.perf_counter()
-        pending: list[Judgment] = []
-
-        def flush() -> None:
-            write_judgments(store, run_id, pending)
-            report.judged += len(pending)
-            for j in pending:
-                report.statuses[j.status] = report.statuses.get(j.status, 0) + 1
-            if on_flush:
-                on_flush(report.judged)
-            pending.clear()
-
-        invalid, valid = [], []
-        for qid, docid in todo:
-            if qid not in topics or docid not in documents:
-                missing = f"topic {qid!r}" if qid not in topics else f"document {docid!r}"
-                invalid.append(
-                    Judgment(
-                        qid,
-                        docid,
-                        "input_error",
-                        error=f"{missing} is not in the collection ({spec.database})",
-                        attempts=states.get((qid, docid), ("", 0))[1] + 1,
-                    )
+            with _sigterm_as_interrupt():
+                return run_batch_job(
+                    store, plan, report, missing, limit=limit, retry_failed=retry_failed, wait=wait, progress=report_progress, sleep=sleep
                 )
-            else:
-                valid.append(Pair(topics[qid], documents[docid]))
-        pending.extend(invalid)
-        columns = [
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]} pairs/s"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-        ]
+        if not plan.todo:
+            return report
+        ensure_judge_run(store, plan.info())
+        executor = executor or executor_for(spec.executor)
+        writer = _Writer(store, plan, report, on_flush)
+        writer.add(
+            Judgment(qid, docid, "input_error", error=f"{what} is not in the collection ({spec.database})") for qid, docid, what in missing
+        )
+        watch = FailureWatch(spec.max_consecutive_failures)
+        started = time.perf_counter()
+        done = len(missing)
         try:
-            with _sigterm_as_interrupt(), Progress(*columns, console=console, disable=not progress) as bar:
-                task = bar.add_task(f"judging with {spec.judge.name}", total=len(todo), completed=len(invalid), rate="-")
-                last_flush = time.monotonic()
-                for start in range(0, len(valid), spec.batch_size):
-                    batch = valid[start : start + spec.batch_size]
-                    for judgment in _judge_safely(judge, batch):
-                        judgment.attempts += states.get((judgment.qid, judgment.docid), ("", 0))[1]
-                        pending.append(judgment)
-                    done = start + len(batch)
-                    elapsed = time.perf_counter() - started
-                    bar.update(task, completed=len(invalid) + done, rate=f"{done / elapsed:.1f}" if elapsed else "-")
-                    if time.monotonic() - last_flush >= spec.flush_seconds:
-                        flush()
-                        last_flush = time.monotonic()
-                flush()
+            with _sigterm_as_interrupt():
+                if report_progress:
+                    report_progress(done, len(plan.todo))
+                executor.open(plan.factory, JudgeContext(StoreEmbeddingCache(store)))
+                for judgments in executor.map(_batches(valid, spec.batch_size)):
+                    writer.add(judgments)
+                    done += len(judgments)
+                    if report_progress:
+                        report_progress(done, len(plan.todo))
+                    if any(watch.see(j) for j in judgments):
+                        writer.flush()
+                        report.seconds = time.perf_counter() - started
+                        raise JobStopped(watch.message() + saved_note(report), report)
+                    if writer.due():
+                        writer.flush()
+                writer.flush()
         except KeyboardInterrupt:
-            flush()
+            writer.add(_salvage(executor))
+            _flush_or_stop(writer, report)
             report.interrupted = True
         except FatalJudgeError:
-            flush()
+            writer.add(_salvage(executor))
+            _flush_or_stop(writer, report)
             raise
+        except JudgmentWriteError as exc:
+            raise JobStopped(f"stopped: {exc}" + saved_note(report), report) from None
+        except StorageFailure as exc:
+            raise StorageFailure(f"{exc}; the job stopped at once: {report.judged} judgments of this run were saved before") from None
         finally:
-            judge.close()
+            executor.close()
             report.seconds = time.perf_counter() - started
     return report
+
+
+def planning_store(spec: JobSpec) -> Store:
+    """Where a dry run plans, writing nothing: the database itself, read-only, when it holds every
+    collection file unchanged; otherwise an in-memory copy the collection is loaded into."""
+    spec.check_paths()
+    if spec.database.exists():
+        store = Store(spec.database, read_only=True)
+        try:
+            if store.schema_version() == SCHEMA_VERSION and collection_unchanged(store, spec):
+                return store
+        except BaseException:
+            store.close()
+            raise
+        store.close()
+    return Store.in_memory_copy(spec.database)
+
+
+def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False) -> JobReport:
+    """What a run would do (what it would load, the pool, what is done, failed and left to judge, and
+    an API judge's cost estimate), with no file written: not the database, not its folder."""
+    with planning_store(spec) as store:
+        plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
+    report = JobReport(plan.judge_run_id, len(plan.pairs), plan.already_ok, plan.already_failed, len(plan.todo), loads=plan.loads)
+    report.in_batches = len(plan.in_batches)
+    report.mode = getattr(plan.config, "mode", "sync")
+    valid, _ = plan.pending_pairs()
+    if valid and hasattr(plan.judge_class, "estimate"):
+        # e.g. tokens and cost of an API judge, computed from rendered prompts without a request
+        report.estimate = plan.judge_class.estimate(plan.config, plan.factory.template, valid)
+    return report
+
+
+def _salvage(executor: Any) -> list[Judgment]:
+    salvage = getattr(executor, "salvage", None)
+    return list(salvage()) if callable(salvage) else []
+
+
+def _flush_or_stop(writer: _Writer, report: JobReport) -> None:
+    """The last flush of a job that is stopping anyway: a write failure still ends it clearly."""
+    try:
+        writer.flush()
+    except JudgmentWriteError as exc:
+        raise JobStopped(f"stopped: {exc}" + saved_note(report), report) from None
+
+
+def saved_note(report: JobReport) -> str:
+    statuses = ", ".join(f"{status} {n}" for status, n in sorted(report.statuses.items()))
+    return f" ({report.judged} judgments saved by this run: {statuses or 'none'}; fix the judge and run the job again to resume)"

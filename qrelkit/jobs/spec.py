@@ -5,13 +5,20 @@ Relative paths are relative to the job file's folder, so a job can be run from a
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from qrelkit.errors import QrelkitError
+from qrelkit.errors import InputFormatError, QrelkitError
+from qrelkit.io import OnDuplicate
+from qrelkit.io.paths import irds_id
+from qrelkit.io.structured import read_yaml, value_problem
+from qrelkit.jobs.grade import GradingSpec
 
 
 class JobError(QrelkitError):
@@ -23,11 +30,16 @@ class _Strict(BaseModel):
 
 
 class CollectionSpec(_Strict):
+    """Files (relative to the job file), or ir_datasets ids (`irds:<id>`) for topics, documents and qrels."""
+
     topics: Path | None = None
     documents: Path | None = None
     image_root: Path | None = None
     runs: list[Path] = Field(default_factory=list, description="Run files or folders to load.")
     qrels: dict[str, Path] = Field(default_factory=dict, description="Qrels sets to load: name -> file.")
+    on_duplicate: OnDuplicate = Field(
+        OnDuplicate.error, description="A repeated (qid, docid) in a run or qrels file: error, or keep the first, last or max."
+    )
 
 
 class PoolSpec(_Strict):
@@ -53,71 +65,150 @@ class JudgeSpec(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class GradingSpec(_Strict):
-    method: Literal["quantile", "thresholds"] = "quantile"
-    quantiles: list[float] = Field(default_factory=lambda: [0.5, 0.75])
-    thresholds: list[float] | None = None
-    labels: list[int] = Field(default_factory=lambda: [0, 1, 2])
-    per_topic: bool = False
-    score: Literal["score", "parsed", "expected"] = "score"
-    name: str | None = Field(None, description="Name of the qrels set (default: graded-<judge run id>).")
+class ExecutorSpec(_Strict):
+    """Where the judging runs: in this process (`local`, the default) or on Ray actors (`ray`), each
+    building the judge once and pulling shards of the pending pairs; the driver stays the only writer."""
 
-    @field_validator("score", mode="before")
-    @classmethod
-    def _old_score_name(cls, value: Any) -> Any:
-        return "expected" if value == "score_expected" else value  # the column's name before 0.2
+    kind: Literal["local", "ray"] = "local"
+    address: str | None = Field(
+        None, description="Ray cluster: `auto` (the one `ray start` made on this node), `ray://host:10001`, or none (start a local Ray)."
+    )
+    workers: int = Field(1, ge=1, description="Ray actors, each with its own judge (a model loads once per worker).")
+    num_gpus: float = Field(0, ge=0, description="GPUs per worker: 0, a fraction below 1 (workers share a GPU), or a whole number.")
+    num_cpus: float = Field(1, gt=0, description="CPUs per worker.")
+    runtime_env: dict[str, Any] | None = Field(
+        None,
+        description="Ray runtime environment of the workers (env_vars, pip, py_modules, working_dir), e.g. for your own judge module.",
+    )
 
     @model_validator(mode="after")
-    def _consistent(self) -> GradingSpec:
-        cuts = self.thresholds if self.method == "thresholds" else self.quantiles
-        if self.method == "thresholds" and not self.thresholds:
-            raise ValueError("method `thresholds` needs `thresholds`")
-        if cuts != sorted(cuts) or len(set(cuts)) != len(cuts):
-            raise ValueError("cut points must be strictly increasing")
-        if self.method == "quantile" and not all(0 < q < 1 for q in cuts):
-            raise ValueError("quantiles must lie strictly between 0 and 1")
-        if len(self.labels) != len(cuts) + 1:
-            raise ValueError(f"{len(cuts)} cut points need {len(cuts) + 1} labels, got {len(self.labels)}")
+    def _ray_options_go_with_ray(self) -> ExecutorSpec:
+        if self.kind == "local":
+            given = sorted(self.model_fields_set - {"kind"})
+            if given:
+                raise ValueError(f"{', '.join(given)}: only with `kind: ray` (or --executor ray); the local executor runs one judge here")
+        if self.num_gpus > 1 and not float(self.num_gpus).is_integer():
+            raise ValueError(f"num_gpus: {self.num_gpus} GPUs per worker: use a fraction below 1 or a whole number (Ray's rule)")
         return self
 
 
 class JobSpec(_Strict):
     database: Path
-    collection: CollectionSpec = Field(default_factory=CollectionSpec)
+    collection: CollectionSpec = Field(default_factory=lambda: CollectionSpec())
     pool: PoolSpec
     judge: JudgeSpec
     template: str | None = Field(None, description="A template file or built-in id.")
     grading: GradingSpec | None = None
     batch_size: int = Field(64, ge=1)
     flush_seconds: float = Field(2.0, gt=0, description="Write judgments at least this often.")
+    allow_import: bool = Field(
+        False, description="Allow `judge.name: module:Class`, which imports and runs that Python module (also --allow-import)."
+    )
+    max_consecutive_failures: int = Field(
+        20, ge=0, description="Stop when this many judgments in a row fail with the same error (the judge is broken); 0: never."
+    )
+    executor: ExecutorSpec = Field(default_factory=lambda: ExecutorSpec())
     source: Path | None = Field(None, exclude=True)
+
+    def check_paths(self) -> None:
+        """Every file the job names exists (and is a file, or a folder where one is expected)."""
+        c = self.collection
+        files = [("collection.topics", c.topics), ("collection.documents", c.documents), ("pool.pairs", self.pool.pairs)]
+        files += [(f"collection.qrels.{name}", q) for name, q in c.qrels.items()]
+        for key, file in files:
+            if file is not None and irds_id(file) is None and not file.is_file():
+                reason = "is a directory, not a file" if file.is_dir() else "is not a regular file" if file.exists() else "not found"
+                raise JobError(f"{self.source}: {key}: {file} {reason}")
+        for i, run in enumerate(c.runs):
+            if not run.exists():
+                raise JobError(f"{self.source}: collection.runs[{i}]: {run} not found")
+        if c.image_root is not None and not c.image_root.is_dir():
+            raise JobError(f"{self.source}: collection.image_root: {c.image_root} is not a folder")
+        if self.database.is_dir():
+            raise JobError(f"{self.source}: database: {self.database} is a directory; name a database file")
+        if not self.database.parent.is_dir():
+            raise JobError(f"{self.source}: database: the folder {self.database.parent} does not exist")
 
     def resolve_paths(self, base: Path) -> JobSpec:
         def fix(path: Path | None) -> Path | None:
-            return path if path is None or path.is_absolute() else base / path
+            return path if path is None or path.is_absolute() or irds_id(path) is not None else base / path
 
         data = self.model_copy(deep=True)
         data.database = base / data.database
         c = data.collection
         c.topics, c.documents, c.image_root = fix(c.topics), fix(c.documents), fix(c.image_root)
         c.runs = [base / p for p in c.runs]
-        c.qrels = {name: base / p for name, p in c.qrels.items()}
+        c.qrels = {name: fix(p) for name, p in c.qrels.items()}  # type: ignore[misc]
         data.pool.pairs = fix(data.pool.pairs)
         if data.template and not Path(data.template).is_absolute() and (base / data.template).is_file():
             data.template = str(base / data.template)
         return data
 
 
-def load_job(path: str | Path, overrides: dict[str, Any] | None = None) -> JobSpec:
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_variables(value: Any, where: str, path: Path, environ: Mapping[str, str]) -> Any:
+    """``${VAR}`` and ``${VAR:-default}`` in every string of the job, from the environment."""
+    if isinstance(value, dict):
+        return {key: expand_variables(item, f"{where}.{key}" if where else str(key), path, environ) for key, item in value.items()}
+    if isinstance(value, list):
+        return [expand_variables(item, f"{where}[{i}]", path, environ) for i, item in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def substitute(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in environ and environ[name] != "":
+            return environ[name]
+        if default is not None:
+            return default
+        raise JobError(f"{path}: {where}: ${{{name}}} is not set; export {name}=... or write ${{{name}:-default}}")
+
+    return _VARIABLE.sub(substitute, value)
+
+
+def apply_sets(data: dict[str, Any], sets: list[str], path: Path) -> None:
+    """``--set key.path=value`` overrides; the value is read as YAML (numbers, booleans, lists)."""
+    for item in sets:
+        key, equals, raw = item.partition("=")
+        if not equals or not key.strip():
+            raise JobError(f"--set {item!r}: expected KEY.PATH=VALUE, e.g. judge.options.batch_size=32")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except (yaml.YAMLError, ValueError, RecursionError):
+            value = raw
+        problem = value_problem(value)
+        if problem:
+            raise JobError(f"--set {key.strip()}: {problem}")
+        parts = key.strip().split(".")
+        node = data
+        for depth, part in enumerate(parts[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise JobError(f"--set {item!r}: {'.'.join(parts[: depth + 1])} in {path} is not a mapping")
+            node = child
+        node[parts[-1]] = value
+
+
+def load_job(
+    path: str | Path, overrides: dict[str, Any] | None = None, *, sets: list[str] | None = None, environ: Mapping[str, str] | None = None
+) -> JobSpec:
+    """Read, expand (``${VAR}``), override (``--set``), validate and resolve a job file; every
+    problem is one line naming the job file and the key."""
     path = Path(path)
+    if not path.exists():
+        raise JobError(f"job file {path} not found")
+    if path.is_dir():
+        raise JobError(f"job file {path} is a directory, not a YAML file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise JobError(f"job file {path} not found") from None
-    except yaml.YAMLError as exc:
-        raise JobError(f"{path}: not valid YAML: {exc}") from None
+        data = read_yaml(path)
+    except InputFormatError as exc:
+        raise JobError(str(exc)) from None
     if not isinstance(data, dict):
         raise JobError(f"{path}: expected a mapping (database, collection, pool, judge, template, grading)")
+    apply_sets(data, sets or [], path)  # first, so that a --set value may use ${VAR} as well
+    data = expand_variables(data, "", path, os.environ if environ is None else environ)
     data.update(overrides or {})
     try:
         spec = JobSpec.model_validate(data)

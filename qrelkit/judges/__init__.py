@@ -1,6 +1,6 @@
 """The judge protocol and registry; one module per backend. Judges never write to the database."""
 
-from qrelkit.judges.base import BaseJudge, FatalJudgeError, Judge, JudgeConfig, JudgeContext, JudgeError, Judgment, Pair
+from qrelkit.judges.base import BaseJudge, BatchJudge, FatalJudgeError, Judge, JudgeConfig, JudgeContext, JudgeError, Judgment, Pair
 from qrelkit.judges.registry import (
     create_judge,
     describe_judges,
@@ -11,6 +11,7 @@ from qrelkit.judges.registry import (
 
 __all__ = [
     "BaseJudge",
+    "BatchJudge",
     "Judge",
     "JudgeConfig",
     "JudgeContext",

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from qrelkit.errors import QrelkitError
+from qrelkit.errors import FatalJobError, QrelkitError
 from qrelkit.io import Document, Topic
 from qrelkit.prompts import PromptTemplate
 
@@ -24,7 +24,7 @@ class JudgeError(QrelkitError):
     """A judge cannot be built or configured as asked."""
 
 
-class FatalJudgeError(JudgeError):
+class FatalJudgeError(JudgeError, FatalJobError):
     """Raised by a judge when going on is pointless (a rejected API key, a missing model, a dead
     endpoint): the runner saves what was judged and stops, instead of failing every remaining pair."""
 
@@ -105,20 +105,47 @@ class Judge(Protocol):
     def close(self) -> None: ...
 
 
-class BaseJudge:
-    """Convenience base: holds config, template and context; `close` does nothing."""
+@runtime_checkable
+class BatchJudge(Protocol):
+    """A judge that can also run through a Batch API (files of requests answered within hours, at a
+    lower price). It still never writes: the job's batch driver records, submits and collects, and
+    asks the judge only for request bodies, a client, and the judgment an answer line makes."""
+
+    def batch_settings(self) -> Any: ...  # qrelkit.judges.batch.BatchSettings
+
+    def batch_request(self, pair: Pair) -> dict[str, Any] | Judgment: ...  # the body, or the pair's input_error
+
+    def batch_client(self) -> Any: ...  # qrelkit.judges.batch.BatchClient
+
+    def batch_judgment(self, qid: str, docid: str, line: Any) -> Judgment | None: ...  # None: send the pair again
+
+    def preflight(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+ConfigT = TypeVar("ConfigT", bound=JudgeConfig)
+
+
+class BaseJudge(Generic[ConfigT]):
+    """Convenience base, generic over the judge's config model (``class MyJudge(BaseJudge[MyConfig])``,
+    so ``self.config`` has the judge's own options): holds config, template and context; `close`
+    does nothing. A judge that needs a template gets one (the registry refuses to build it without),
+    so ``self.template`` is a PromptTemplate there; the others may see None."""
 
     name: ClassVar[str] = ""
     Config: ClassVar[type[JudgeConfig]] = JudgeConfig
     needs_template: ClassVar[bool] = True
+    config: ConfigT
+    template: PromptTemplate
 
-    def __init__(self, config: JudgeConfig, template: PromptTemplate | None, context: JudgeContext | None = None):
+    def __init__(self, config: ConfigT, template: PromptTemplate | None, context: JudgeContext | None = None):
         self.config = config
-        self.template = template
+        self.template = template  # type: ignore[assignment]  # None only for judges that need none
         self.context = context or JudgeContext()
 
     @classmethod
-    def model_id_for(cls, config: JudgeConfig) -> str:
+    def model_id_for(cls, config: Any) -> str:
         """The model this configuration runs, known without loading it (part of the run's identity)."""
         return cls.name
 
@@ -133,6 +160,11 @@ class BaseJudge:
 
     def judge(self, batch: Sequence[Pair]) -> list[Judgment]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def salvage(self) -> list[Judgment]:
+        """Judgments made in a batch that then raised (answers that arrived before another pair
+        failed), handed over once: the runner stores them rather than asking for them again."""
+        return []
 
     def close(self) -> None:
         return None

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from qrelkit.io.images import ImageFile, decode_image, open_image, read_image_file
+from qrelkit.judges.http import checked_image_url
 from qrelkit.prompts import ImagePart, RenderedPrompt, TextPart
 
 # Formats the OpenAI API accepts; anything else Pillow reads is re-encoded as PNG.
@@ -41,19 +43,26 @@ def data_url(image: ImageFile) -> str:
 
 
 def build_messages(
-    rendered: RenderedPrompt, *, detail: str = "auto", image_urls: bool = False, image_root: str | None = None
+    rendered: RenderedPrompt,
+    *,
+    detail: str = "auto",
+    image_urls: bool = False,
+    image_root: str | None = None,
+    url_hosts: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """Chat messages: a text-only prompt's user content is a plain string (what every server
     takes); one with an image is a list of `text` and `image_url` content parts."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": rendered.system}] if rendered.system else []
-    if all(isinstance(part, TextPart) for part in rendered.parts):
-        return messages + [{"role": "user", "content": "\n\n".join(part.text for part in rendered.parts if isinstance(part, TextPart))}]
+    texts = [part for part in rendered.parts if isinstance(part, TextPart)]
+    if len(texts) == len(rendered.parts):
+        return messages + [{"role": "user", "content": "\n\n".join(part.text for part in texts)}]
     content: list[dict[str, Any]] = []
     for part in rendered.parts:
         if isinstance(part, TextPart):
             content.append({"type": "text", "text": part.text})
         elif isinstance(part, ImagePart):
-            url = part.url if image_urls and part.url else image_data_url(part.path, image_root)
+            # hostile-input: a URL is forwarded only when judges.http allows it (never file:, link-local, ...)
+            url = checked_image_url(part.url, url_hosts) if image_urls and part.url else image_data_url(part.path, image_root)
             content.append({"type": "image_url", "image_url": {"url": url, "detail": detail}})
     return messages + [{"role": "user", "content": content}]
 

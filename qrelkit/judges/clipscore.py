@@ -64,7 +64,7 @@ class ClipScoreJudge(BaseJudge):
     needs_template = False
 
     @classmethod
-    def model_id_for(cls, config: ClipScoreConfig) -> str:  # type: ignore[override]
+    def model_id_for(cls, config: ClipScoreConfig) -> str:
         return config.source().model_id
 
     def __init__(self, config, template, context=None):
@@ -149,7 +149,7 @@ class ClipScoreJudge(BaseJudge):
         if newly_truncated:
             warnings.warn(
                 f"{len(newly_truncated)} topic text(s) exceed CLIP's {self.clip.context_length}-token context "
-                "and were truncated (seed 003: CLIP sees only the context part)",
+                "and were truncated (as in Yang and Lin, LLM4Eval workshop at SIGIR 2024: CLIP sees only the context part)",
                 stacklevel=2,
             )
 

@@ -9,21 +9,27 @@
   backoff with jitter; every wait capped.
 * `RateLimiter` — requests-per-minute and tokens-per-minute token buckets (async).
 * `redact` — removes secrets from any text that may be stored or logged.
+* `checked_image_url` — which image URLs may be forwarded to an endpoint (never `file:`, never
+  loopback, link-local or private addresses unless the job lists the host).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import math
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from qrelkit.errors import PairInputError
 
 RETRYABLE_STATUS = {408, 409, 429}  # plus every 5xx
 FATAL_STATUS = {401: "the API key was rejected", 403: "the API key lacks permission", 404: "no such model or endpoint"}
@@ -37,6 +43,14 @@ class MalformedResponse(ValueError):
     def __init__(self, message: str, body: str | None = None):
         super().__init__(message)
         self.body = body
+
+
+class DeadlineExceeded(TimeoutError):
+    """One try did not bring a complete answer within its deadline (the judge's `timeout`)."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"no complete answer within {seconds:g} s")
+        self.seconds = seconds
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None, *, now: datetime | None = None) -> float | None:
@@ -85,28 +99,35 @@ def _error_detail(body: Any) -> tuple[str | None, str]:
     return None, str(body or "")[:500]
 
 
+def classify_status(status: int, body: Any, headers: Mapping[str, str] | None = None) -> ErrorVerdict:
+    """What to do about an HTTP error status and its body: the rule for a live request and for a
+    line of a Batch API output file alike."""
+    code, message = _error_detail(body)
+    text = f"HTTP {status}" + (f" {code}" if code else "") + (f": {message}" if message else "")
+    if code in FATAL_CODES:
+        return ErrorVerdict("fatal", f"{FATAL_CODES[code]} ({text})", status=status)
+    if status in FATAL_STATUS:
+        return ErrorVerdict("fatal", f"{FATAL_STATUS[status]} ({text})", status=status)
+    if status in RETRYABLE_STATUS or status >= 500:
+        return ErrorVerdict("retry", text, retry_after_seconds(headers), status)
+    return ErrorVerdict("fail", text, status=status)  # 400 (bad request, content filter, context too long), 413, 422
+
+
 def classify_error(exc: BaseException) -> ErrorVerdict:
     """What to do about an exception from one HTTP try (openai client exceptions, or ours)."""
     import openai
 
     if isinstance(exc, MalformedResponse):
         return ErrorVerdict("fail", f"malformed response: {exc}")
+    if isinstance(exc, DeadlineExceeded):
+        return ErrorVerdict("retry", "request timed out")
     if isinstance(exc, openai.APITimeoutError):
         return ErrorVerdict("retry", "request timed out")
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         return ErrorVerdict("retry", f"connection error: {type(cause).__name__ if cause else exc}")
     if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        code, message = _error_detail(exc.body)
-        text = f"HTTP {status}" + (f" {code}" if code else "") + (f": {message}" if message else "")
-        if code in FATAL_CODES:
-            return ErrorVerdict("fatal", f"{FATAL_CODES[code]} ({text})", status=status)
-        if status in FATAL_STATUS:
-            return ErrorVerdict("fatal", f"{FATAL_STATUS[status]} ({text})", status=status)
-        if status in RETRYABLE_STATUS or status >= 500:
-            return ErrorVerdict("retry", text, retry_after_seconds(exc.response.headers), status)
-        return ErrorVerdict("fail", text, status=status)  # 400 (bad request, content filter, context too long), 413, 422
+        return classify_status(exc.status_code, exc.body, exc.response.headers)
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
         return ErrorVerdict("fail", f"malformed response: {exc}")
     return ErrorVerdict("fail", f"{type(exc).__name__}: {exc}")
@@ -189,3 +210,70 @@ def redact(text: str | None, secrets: Iterable[str] = ()) -> str | None:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "[redacted]")
     return _KEY_PATTERN.sub("sk-[redacted]", text)
+
+
+# -- image URLs ------------------------------------------------------------------------------
+# The endpoint fetches what it is sent, from where it runs: a `file:` URL, or an `http://` URL of a
+# loopback, link-local (169.254.x.x, a cloud's metadata service) or private address would let a
+# documents file read what the endpoint's machine can reach. So only `https://` URLs to public
+# hosts are forwarded; `http://`, and local or private hosts, only when the job lists the host.
+
+
+class ImageURLRefused(PairInputError):
+    """A document's image URL that the job does not allow to be forwarded."""
+
+
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None
+
+
+def _local_reason(host: str) -> str | None:
+    """Why a host is not a public one, or None."""
+    address = _address(host)
+    mapped = getattr(address, "ipv4_mapped", None)
+    if mapped is not None:  # ::ffff:a.b.c.d is the IPv4 address a.b.c.d
+        return _local_reason(str(mapped))
+    if address is not None:
+        for test, what in (
+            ("is_loopback", "a loopback address"),
+            ("is_link_local", "a link-local address"),
+            ("is_private", "a private address"),
+            ("is_unspecified", "an unspecified address"),
+            ("is_multicast", "a multicast address"),
+            ("is_reserved", "a reserved address"),
+        ):
+            if getattr(address, test):
+                return what
+        return None
+    if host == "localhost" or host.endswith((".localhost", ".local", ".internal")):
+        return "a local name"
+    last = host.rstrip(".").rsplit(".", 1)[-1]
+    if not any(c.isalpha() for c in last):
+        return "a numeric host (an address in another spelling)"
+    return None
+
+
+def checked_image_url(url: str, allowed_hosts: Collection[str] = ()) -> str:
+    """``url`` when it may be forwarded; ImageURLRefused saying why not."""
+    try:
+        parts = urlsplit(url.strip())
+        host = (parts.hostname or "").lower()
+    except ValueError as exc:
+        raise ImageURLRefused(f"image URL {url!r} is not a URL: {exc}") from None
+    scheme = parts.scheme.lower()
+    allowed = {h.lower().rstrip(".") for h in allowed_hosts}
+    if scheme not in ("https", "http"):
+        raise ImageURLRefused(f"image URL {url!r}: only https:// URLs are forwarded (not {scheme or 'a relative'}: URLs)")
+    if not host:
+        raise ImageURLRefused(f"image URL {url!r} names no host")
+    if host.rstrip(".") in allowed:
+        return url
+    if scheme == "http":
+        raise ImageURLRefused(f"image URL {url!r}: http:// only to hosts listed in the judge's `image_url_hosts`")
+    reason = _local_reason(host)
+    if reason:
+        raise ImageURLRefused(f"image URL {url!r} names {reason}; list {host!r} in `image_url_hosts` to allow it")
+    return url

@@ -34,11 +34,23 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
+from pydantic.json_schema import JsonDict
 
-from qrelkit.io.images import ImageError
+from qrelkit.errors import PairInputError
+from qrelkit.io.files import open_under_root
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
+from qrelkit.judges.batch import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, BatchClient, BatchLine, BatchSettings
 from qrelkit.judges.chat import build_messages
-from qrelkit.judges.http import BackoffWait, MalformedResponse, RateLimiter, classify_error, is_retryable, redact
+from qrelkit.judges.http import (
+    BackoffWait,
+    DeadlineExceeded,
+    MalformedResponse,
+    RateLimiter,
+    classify_error,
+    classify_status,
+    is_retryable,
+    redact,
+)
 from qrelkit.judges.scoring import TokenPositions, answer_candidates, judgment_from_answer
 from qrelkit.prompts import ImagePart, PromptTemplate, RenderedPrompt, TemplateError, TextPart
 
@@ -48,7 +60,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOCAL_PLACEHOLDER_KEY = "no-key-needed"  # local servers without --api-key accept any bearer token
 # How the judge runs, not what it judges: a change should resume the same judge run. The runner
 # can leave these out of the run's identity (see docs/openai-judge.md).
-OPERATIONAL = {"identity": False}
+OPERATIONAL: JsonDict = {"identity": False}
 IMAGE_TOKENS_LOW, IMAGE_TOKENS_BASE, IMAGE_TOKENS_PER_TILE = 85, 85, 170
 UNKNOWN_IMAGE_SIZE = (1024, 1024)
 
@@ -69,6 +81,11 @@ class OpenAIConfig(JudgeConfig):
     max_tokens: int = Field(16, ge=1, description="Completion tokens per answer.")
     detail: Literal["auto", "low", "high"] = Field("auto", description="Image detail (cost and resolution).")
     image_urls: bool = Field(False, description="Send a document's `url` field instead of its image bytes when it has one.")
+    image_url_hosts: list[str] = Field(
+        default_factory=list,
+        description="Hosts image URLs may name over http://, or at a loopback/private address (default: public https:// only).",
+        json_schema_extra=OPERATIONAL,
+    )
     logprobs: bool = Field(False, description="Ask for token logprobs and store the expected grade.")
     top_logprobs: int = Field(5, ge=1, le=20, description="Alternatives per position when logprobs is on.")
     score: Literal["parsed", "expected"] = Field("parsed", description="parsed answer, or Σ g·p(g)/Σ p(g) (needs logprobs).")
@@ -77,13 +94,32 @@ class OpenAIConfig(JudgeConfig):
     tpm: int | None = Field(
         None, ge=1, description="Tokens-per-minute limit (estimated prompt + max_tokens).", json_schema_extra=OPERATIONAL
     )
-    timeout: float = Field(60.0, gt=0, description="Seconds per HTTP try.", json_schema_extra=OPERATIONAL)
+    timeout: float = Field(
+        60.0, gt=0, description="Seconds per HTTP try, a deadline for the whole answer (not idle time).", json_schema_extra=OPERATIONAL
+    )
     max_tries: int = Field(6, ge=1, description="HTTP tries per pair (first try included).", json_schema_extra=OPERATIONAL)
     initial_backoff: float = Field(1.0, ge=0, description="First retry wait in seconds (doubles).", json_schema_extra=OPERATIONAL)
     max_backoff: float = Field(60.0, ge=0, description="Longest wait, Retry-After included.", json_schema_extra=OPERATIONAL)
     prices: Prices | None = Field(
         None, description="{input_per_million, output_per_million} in USD, for cost.", json_schema_extra=OPERATIONAL
     )
+    # The Batch API (docs/openai-batch.md): the same requests, answered within 24 hours at half the price.
+    mode: Literal["sync", "batch"] = Field(
+        "sync", description="sync: a live request per pair; batch: the Batch API (see docs/openai-batch.md).", json_schema_extra=OPERATIONAL
+    )
+    batch_prices: Prices | None = Field(
+        None, description="USD per million tokens in batch mode (default: half of `prices`).", json_schema_extra=OPERATIONAL
+    )
+    batch_max_requests: int = Field(
+        MAX_REQUESTS_PER_FILE, ge=1, le=MAX_REQUESTS_PER_FILE, description="Requests per batch file.", json_schema_extra=OPERATIONAL
+    )
+    batch_max_bytes: int = Field(
+        MAX_BYTES_PER_FILE, ge=1, le=MAX_BYTES_PER_FILE, description="Bytes per batch file.", json_schema_extra=OPERATIONAL
+    )
+    batch_poll: float = Field(
+        30.0, gt=0, description="First wait in seconds between checks with --wait (doubles).", json_schema_extra=OPERATIONAL
+    )
+    batch_poll_max: float = Field(600.0, gt=0, description="Longest wait between checks with --wait.", json_schema_extra=OPERATIONAL)
 
     @model_validator(mode="after")
     def _expected_needs_logprobs(self) -> OpenAIConfig:
@@ -116,34 +152,48 @@ def image_tokens(width: int, height: int, detail: str) -> int:
     if detail == "low":
         return IMAGE_TOKENS_LOW
     scale = min(1.0, 2048 / max(width, height))
-    width, height = width * scale, height * scale
-    scale = min(1.0, 768 / min(width, height))
-    width, height = width * scale, height * scale
-    return IMAGE_TOKENS_BASE + IMAGE_TOKENS_PER_TILE * math.ceil(width / 512) * math.ceil(height / 512)
+    fitted_width, fitted_height = width * scale, height * scale
+    scale = min(1.0, 768 / min(fitted_width, fitted_height))
+    fitted_width, fitted_height = fitted_width * scale, fitted_height * scale
+    return IMAGE_TOKENS_BASE + IMAGE_TOKENS_PER_TILE * math.ceil(fitted_width / 512) * math.ceil(fitted_height / 512)
 
 
-def _image_size(part: ImagePart, image_urls: bool) -> tuple[int, int]:
+def _image_size(part: ImagePart, image_urls: bool, image_root: str | None = None) -> tuple[int, int]:
     if image_urls and part.url:
         return UNKNOWN_IMAGE_SIZE
     try:
         from PIL import Image
 
-        with Image.open(part.path) as image:  # reads the header only
+        # a regular file under the root only: a FIFO there must not hang even a dry run
+        with open_under_root(part.path, image_root) as handle, Image.open(handle) as image:  # reads the header only
             return image.size
     except Exception:  # noqa: BLE001 - an estimate; the real request reports the problem
         return UNKNOWN_IMAGE_SIZE
 
 
-def prompt_token_estimate(rendered: RenderedPrompt, detail: str = "auto", image_urls: bool = False) -> int:
+def prompt_token_estimate(rendered: RenderedPrompt, detail: str = "auto", image_urls: bool = False, image_root: str | None = None) -> int:
     chars = len(rendered.system or "") + sum(len(p.text) for p in rendered.parts if isinstance(p, TextPart))
     images = [p for p in rendered.parts if isinstance(p, ImagePart)]
-    return math.ceil(chars / 4) + sum(image_tokens(*_image_size(p, image_urls), detail) for p in images)
+    return math.ceil(chars / 4) + sum(image_tokens(*_image_size(p, image_urls, image_root), detail) for p in images)
 
 
 def cost_of(tokens_in: int | None, tokens_out: int | None, prices: Prices | None) -> float | None:
     if prices is None or tokens_in is None or tokens_out is None:
         return None
     return (tokens_in * prices.input_per_million + tokens_out * prices.output_per_million) / 1e6
+
+
+BATCH_DISCOUNT = 0.5  # OpenAI's Batch API: "50% lower costs" than the same requests made live
+
+
+def batch_prices(config: OpenAIConfig) -> Prices | None:
+    """The prices of a batch request: `batch_prices` when given, else half of `prices`."""
+    if config.batch_prices is not None or config.prices is None:
+        return config.batch_prices
+    return Prices(
+        input_per_million=config.prices.input_per_million * BATCH_DISCOUNT,
+        output_per_million=config.prices.output_per_million * BATCH_DISCOUNT,
+    )
 
 
 # -- response reading --------------------------------------------------------------------------
@@ -219,15 +269,17 @@ def api_key(config: OpenAIConfig) -> str:
     )
 
 
-class OpenAIJudge(BaseJudge):
+class OpenAIJudge(BaseJudge[OpenAIConfig]):
     """GPT-4V/GPT-4o or any OpenAI-compatible chat endpoint; retries, rate limits, cost."""
 
     name = "openai"
     Config = OpenAIConfig
     needs_template = True
+    config: OpenAIConfig
+    template: PromptTemplate
 
     @classmethod
-    def model_id_for(cls, config: OpenAIConfig) -> str:  # type: ignore[override]
+    def model_id_for(cls, config: OpenAIConfig) -> str:
         return config.model
 
     def __init__(self, config: OpenAIConfig, template: PromptTemplate | None, context=None):
@@ -241,6 +293,7 @@ class OpenAIJudge(BaseJudge):
         self._slots = asyncio.Semaphore(config.concurrency)
         self._limiter = RateLimiter(config.rpm, config.tpm) if (config.rpm or config.tpm) else None
         self._wait = BackoffWait(config.initial_backoff, config.max_backoff)
+        self._arrived: dict[tuple[str, str], Judgment] = {}
 
     def judge(self, batch: Sequence[Pair]) -> list[Judgment]:
         task = self._loop.create_task(self._judge_batch(list(batch)))
@@ -268,21 +321,54 @@ class OpenAIJudge(BaseJudge):
         tasks = [asyncio.ensure_future(self._judge_pair(pair)) for pair in batch]
         try:
             return list(await asyncio.gather(*tasks))
+        except BaseException:
+            # Answers that arrived are paid for: keep them for the runner (see `salvage`).
+            for task in tasks:
+                if task.done() and not task.cancelled() and task.exception() is None:
+                    judgment = task.result()
+                    self._arrived[(judgment.qid, judgment.docid)] = judgment
+            raise
         finally:
             for task in tasks:  # after a fatal error, the other requests stop too
                 task.cancel()
 
-    async def _judge_pair(self, pair: Pair) -> Judgment:
+    def salvage(self) -> list[Judgment]:
+        """Judgments whose answers arrived in a batch that then failed (a fatal error on another
+        pair, an interrupt), handed over once, so the runner stores them instead of asking again."""
+        arrived, self._arrived = list(self._arrived.values()), {}
+        return arrived
+
+    def _prepare(self, pair: Pair) -> tuple[dict[str, Any], RenderedPrompt] | Judgment:
+        """The pair's Chat Completions request (and its rendered prompt), or its input_error."""
         c = self.config
         try:
             rendered = self.template.render(pair.topic, pair.document)
-            messages = build_messages(rendered, detail=c.detail, image_urls=c.image_urls, image_root=pair.document.image_root)
-        except (TemplateError, ImageError) as exc:
+            messages = build_messages(
+                rendered, detail=c.detail, image_urls=c.image_urls, image_root=pair.document.image_root, url_hosts=c.image_url_hosts
+            )
+        except (TemplateError, PairInputError) as exc:
             return Judgment.failed(pair, "input_error", str(exc), model_id=self.model_id)
-        request = build_request(c, messages)
-        cost_tokens = prompt_token_estimate(rendered, c.detail, c.image_urls) + c.max_tokens
+        return build_request(c, messages), rendered
+
+    async def _judge_pair(self, pair: Pair) -> Judgment:
+        prepared = self._prepare(pair)
+        if isinstance(prepared, Judgment):
+            return prepared
+        request, rendered = prepared
+        c = self.config
+        cost_tokens = prompt_token_estimate(rendered, c.detail, c.image_urls, pair.document.image_root) + c.max_tokens
         async with self._slots:
             return await self._send(pair, request, cost_tokens)
+
+    async def _post(self, request: dict[str, Any]) -> str:
+        """One try: the whole answer's body within `timeout` seconds, however the server sends it
+        (the client's own timeout is per read, so a server trickling bytes would never trip it)."""
+        timeout = self.config.timeout
+        try:
+            response = await asyncio.wait_for(self._client.chat.completions.with_raw_response.create(**request), timeout)
+        except TimeoutError:
+            raise DeadlineExceeded(timeout) from None
+        return response.http_response.text
 
     async def _send(self, pair: Pair, request: dict[str, Any], cost_tokens: int) -> Judgment:
         from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
@@ -302,40 +388,65 @@ class OpenAIJudge(BaseJudge):
                     if self._limiter is not None:
                         await self._limiter.acquire(cost_tokens)
                     started = time.perf_counter()
-                    response = await self._client.chat.completions.with_raw_response.create(**request)
+                    body = await self._post(request)
                     latency_ms = (time.perf_counter() - started) * 1000
-                    reply = read_reply(response.http_response.text)
         except Exception as exc:
             verdict = classify_error(exc)
             message = redact(verdict.message, self._secrets)
             if verdict.action == "fatal":
                 hint = "check `model` and `base_url`" if verdict.status == 404 else f"check the key in ${c.api_key_env}"
                 raise FatalJudgeError(f"judge 'openai' at {self._base_url}: {message}; {hint}") from None
-            body = exc.body[:2000] if isinstance(exc, MalformedResponse) and exc.body else None
             return Judgment.failed(
                 pair,
                 "model_error",
                 f"{message} (after {attempts} {'try' if attempts == 1 else 'tries'})",
+                attempts=attempts,
+                model_id=self.model_id,
+                latency_ms=latency_ms,
+            )
+        return self._answer(pair, body, attempts, latency_ms)
+
+    def _answer(self, pair: Pair, body: str, attempts: int, latency_ms: float | None) -> Judgment:
+        """The judgment of an answer that arrived. Never raises: whatever goes wrong reading it, the
+        raw body is kept (as the raw output of a model error), so the pair is never sent again
+        because of a problem after its answer came back."""
+        try:
+            return self._judgment(pair, read_reply(body), attempts, latency_ms)
+        except Exception as exc:  # noqa: BLE001 - a malformed body, or a bug reading an odd one
+            what = (
+                f"malformed response: {exc}"
+                if isinstance(exc, MalformedResponse)
+                else f"could not read the answer: {type(exc).__name__}: {exc}"
+            )
+            return Judgment.failed(
+                pair,
+                "model_error",
+                f"{redact(what, self._secrets)} (after {attempts} {'try' if attempts == 1 else 'tries'})",
                 raw_output=redact(body, self._secrets),
                 attempts=attempts,
                 model_id=self.model_id,
                 latency_ms=latency_ms,
             )
-        return self._judgment(pair, reply, attempts, latency_ms)
 
     def _judgment(self, pair: Pair, reply: Reply, attempts: int, latency_ms: float | None) -> Judgment:
+        """A live reply as a judgment."""
+        return self._reply_judgment(*pair.key, reply, attempts, latency_ms, self.config.prices)
+
+    def _reply_judgment(
+        self, qid: str, docid: str, reply: Reply, attempts: int, latency_ms: float | None, prices: Prices | None
+    ) -> Judgment:
+        """A reply as a judgment under the one scoring rule and status policy (live or from a batch)."""
         c = self.config
         common: dict[str, Any] = dict(
             raw_output=redact(reply.text, self._secrets),
             tokens_in=reply.tokens_in,
             tokens_out=reply.tokens_out,
             latency_ms=latency_ms,
-            cost=cost_of(reply.tokens_in, reply.tokens_out, c.prices),
+            cost=cost_of(reply.tokens_in, reply.tokens_out, prices),
             attempts=attempts,
             model_id=self.model_id,
             system_fingerprint=reply.fingerprint,
         )
-        qid, docid = pair.key
         if reply.finish_reason == "content_filter":
             return Judgment(qid, docid, "model_error", error="the answer was withheld by the content filter", **common)
         positions = reply.positions() if c.logprobs else None
@@ -365,16 +476,87 @@ class OpenAIJudge(BaseJudge):
                 continue  # will be an input_error, costs nothing
             requests += 1
             images += sum(isinstance(p, ImagePart) for p in rendered.parts)
-            tokens_in += prompt_token_estimate(rendered, config.detail, config.image_urls)
+            tokens_in += prompt_token_estimate(rendered, config.detail, config.image_urls, pair.document.image_root)
         tokens_out = requests * config.max_tokens  # an upper bound: answers stop earlier
         cost = cost_of(tokens_in, tokens_out, config.prices)
+        batch_cost = cost_of(tokens_in, tokens_out, batch_prices(config))
         return {
             "requests": requests,
             "images": images,
             "tokens_in": tokens_in,
             "tokens_out_max": tokens_out,
             "cost_usd_max": None if cost is None else round(cost, 6),
+            "batch_cost_usd_max": None if batch_cost is None else round(batch_cost, 6),
         }
+
+    # -- batch mode (qrelkit.judges.base.BatchJudge; the job's batch driver does the rest) ---------
+
+    def batch_settings(self) -> BatchSettings:
+        c = self.config
+        return BatchSettings(c.batch_max_requests, c.batch_max_bytes, c.max_tries, c.batch_poll, c.batch_poll_max)
+
+    def batch_request(self, pair: Pair) -> dict[str, Any] | Judgment:
+        """The request body a batch line carries: the very request the live route sends, images included."""
+        prepared = self._prepare(pair)
+        return prepared if isinstance(prepared, Judgment) else prepared[0]
+
+    def batch_client(self) -> BatchClient:
+        c = self.config
+        return BatchClient(
+            api_key=self._secrets[0],
+            base_url=self._base_url,
+            key_variable=f"${c.api_key_env}",
+            timeout=c.timeout,
+            max_tries=c.max_tries,
+            initial_backoff=c.initial_backoff,
+            max_backoff=c.max_backoff,
+        )
+
+    def batch_judgment(self, qid: str, docid: str, line: BatchLine | None) -> Judgment | None:
+        """A batch's answer for one pair, by the live route's reader and rules; None when the request
+        never ran or failed in a way a later batch can fix (expired, cancelled, 429, 5xx)."""
+        if line is None or line.status_code is None:
+            return None
+        if line.status_code == 200:
+            try:
+                reply = read_reply(line.body or "")
+            except MalformedResponse as exc:
+                body = (line.body or "")[:2000] or None
+                error = f"malformed response: {exc}"
+                return Judgment(qid, docid, "model_error", error=error, raw_output=redact(body, self._secrets), model_id=self.model_id)
+            return self._reply_judgment(qid, docid, reply, 1, None, batch_prices(self.config))
+        try:
+            error_body: Any = json.loads(line.body) if line.body else None
+        except ValueError:
+            error_body = line.body
+        verdict = classify_status(line.status_code, error_body)
+        if verdict.action == "retry":
+            return None
+        return Judgment(qid, docid, "model_error", error=redact(verdict.message, self._secrets), model_id=self.model_id)
+
+    def preflight(self) -> None:
+        """One `GET /models` before the first batch, with a short deadline and no retries: a dead
+        endpoint or a rejected key stops the job at once, naming the URL, instead of costing each
+        pair its full round of retries."""
+        import urllib.error
+        import urllib.request
+
+        url = self._base_url.rstrip("/") + "/models"
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self._secrets[0]}"})
+        try:
+            with urllib.request.urlopen(request, timeout=min(self.config.timeout, 10.0)):
+                pass
+        except urllib.error.HTTPError as exc:
+            if exc.code in (401, 403):
+                raise FatalJudgeError(
+                    f"judge 'openai' at {self._base_url}: the API key was rejected (HTTP {exc.code}); check ${self.config.api_key_env}"
+                ) from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = redact(f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}", self._secrets)
+            raise FatalJudgeError(
+                f"judge 'openai': cannot reach {self._base_url} ({reason}); is the server running and the URL right?"
+            ) from None
+        # Any other answer (200, or 404 from servers without a model list) means the endpoint is there.
 
     def close(self) -> None:
         loop = getattr(self, "_loop", None)

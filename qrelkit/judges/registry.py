@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import entry_points
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import ValidationError
 
@@ -22,9 +23,17 @@ def judge_names() -> list[str]:
     return sorted(_entry_points())
 
 
-def judge_class(name: str) -> type:
-    """A registered judge by name, or any judge class by `package.module:ClassName`."""
+def judge_class(name: str, *, allow_import: bool = False) -> type[Any]:
+    """A registered judge by name, or, with ``allow_import``, any judge class by
+    `package.module:ClassName`. Importing a module runs its code, so a job file may name one only
+    when the job (`allow_import: true`) or the command (`--allow-import`) says so; without that,
+    nothing is imported."""
     if ":" in name:
+        if not allow_import:
+            raise JudgeError(
+                f"judge {name!r} would import and run the Python module {name.partition(':')[0]!r}; "
+                "allow it with `allow_import: true` in the job or --allow-import (registered judges need neither)"
+            )
         module_name, _, class_name = name.partition(":")
         try:
             return getattr(importlib.import_module(module_name), class_name)
@@ -39,8 +48,8 @@ def judge_class(name: str) -> type:
         raise JudgeError(f"judge {name!r} cannot be imported: {exc}") from None
 
 
-def make_config(name: str, options: dict[str, Any] | None, *, source: str = "") -> JudgeConfig:
-    cls = judge_class(name)
+def make_config(name: str, options: dict[str, Any] | None, *, source: str = "", allow_import: bool = False) -> JudgeConfig:
+    cls = judge_class(name, allow_import=allow_import)
     try:
         return cls.Config.model_validate(options or {})
     except ValidationError as exc:
@@ -60,28 +69,49 @@ def create_judge(
     context: JudgeContext | None = None,
     *,
     source: str = "",
+    allow_import: bool = False,
 ):
-    cls = judge_class(name)
-    config = make_config(name, options, source=source)
+    cls = judge_class(name, allow_import=allow_import)
+    config = make_config(name, options, source=source, allow_import=allow_import)
     if getattr(cls, "needs_template", True) and template is None:
         raise JudgeError(f"judge {name!r} needs a prompt template (set `template:` in the job)")
     return cls(config, template, context)
 
 
-def describe_judges() -> list[dict[str, Any]]:
-    """Each judge's name, summary and options (name, type, default, description)."""
-    out = []
-    for name in judge_names():
+def type_name(annotation: Any) -> str:
+    """A readable type: Literal values spelled out ("parsed | expected"), Optional as "... | None"."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        return " | ".join(repr(a) if isinstance(a, str) else str(a) for a in args)
+    if origin in (Union, UnionType):
+        return " | ".join(type_name(a) for a in args)
+    if origin is not None and args:
+        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(type_name(a) for a in args)}]"
+    if annotation is type(None):
+        return "None"
+    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+
+
+def describe_judges(name: str | None = None) -> list[dict[str, Any]]:
+    """Each judge's name, summary and options (name, type with allowed values, default, description);
+    with ``name``, that judge only."""
+    if name is not None and name not in judge_names():
+        raise JudgeError(f"unknown judge {name!r}; available: {', '.join(judge_names()) or 'none'}")
+    out: list[dict[str, Any]] = []
+    for judge in [name] if name is not None else judge_names():
         try:
-            cls = judge_class(name)
+            cls = judge_class(judge)
         except JudgeError as exc:
-            out.append({"name": name, "summary": str(exc), "options": []})
+            out.append({"name": judge, "summary": str(exc), "options": []})
             continue
-        options = []
+        options: list[dict[str, Any]] = []
         for field_name, field in cls.Config.model_fields.items():
-            annotation = getattr(field.annotation, "__name__", None) or str(field.annotation).replace("typing.", "")
-            default = None if field.is_required() else field.default
-            options.append({"name": field_name, "type": annotation, "default": default, "description": field.description or ""})
+            default: Any = None if field.is_required() else field.default
+            if hasattr(default, "model_dump"):
+                default = default.model_dump()
+            options.append(
+                {"name": field_name, "type": type_name(field.annotation), "default": default, "description": field.description or ""}
+            )
         summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        out.append({"name": name, "summary": summary, "options": options})
+        out.append({"name": judge, "summary": summary, "options": options})
     return out

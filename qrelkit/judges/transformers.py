@@ -161,7 +161,7 @@ class TransformersJudge(BaseJudge):
     needs_template = True
 
     @classmethod
-    def model_id_for(cls, config: TransformersConfig) -> str:  # type: ignore[override]
+    def model_id_for(cls, config: TransformersConfig) -> str:
         return f"{config.model}/{config.gguf_file}" if config.gguf_file else config.model
 
     def __init__(self, config, template, context=None):

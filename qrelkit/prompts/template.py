@@ -8,18 +8,17 @@ canonical content, so any change makes a new judge run.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from qrelkit.errors import QrelkitError
-from qrelkit.io import Document, Topic
+from qrelkit.errors import InputFormatError, QrelkitError
+from qrelkit.io import Document, Topic, sha256_text
+from qrelkit.io.structured import read_yaml
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 TOPIC_PLACEHOLDERS = {"query", "qid"}  # always present in a topic record
@@ -79,7 +78,7 @@ class PromptTemplate(BaseModel):
     output_instruction: str
     topic_fields: list[str] = Field(default_factory=list, description="Extra topic fields the parts use.")
     score_range: tuple[float, float]
-    parser: OutputParser = Field(default_factory=OutputParser)
+    parser: OutputParser = Field(default_factory=lambda: OutputParser())
     grade_tokens: list[str] | None = Field(
         None, description="Tokens whose probabilities give an expected score (default: each integer of the range)."
     )
@@ -130,7 +129,7 @@ class PromptTemplate(BaseModel):
     @property
     def content_hash(self) -> str:
         canonical = json.dumps(self.content(), sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        return sha256_text(canonical)
 
     @property
     def grade_token_list(self) -> list[str]:
@@ -246,9 +245,9 @@ def load_template(ref: str | Path) -> PromptTemplate:
             raise TemplateError(f"prompt template {str(ref)!r}: no such file or built-in (built-ins: {known})")
         path = builtin
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise TemplateError(f"{path}: not valid YAML: {exc}") from None
+        data = read_yaml(path)
+    except InputFormatError as exc:
+        raise TemplateError(str(exc)) from None
     if not isinstance(data, dict):
         raise TemplateError(f"{path}: expected a mapping of template fields")
     try:

@@ -1,22 +1,43 @@
-"""`qrelkit report`'s HTML page: the audit's tables and figures, and the judge run's configuration,
-failures, tokens and cost."""
+"""`qrelkit report`'s page: one self-contained HTML file that leads with the answer.
+
+Order: a summary box (κ, τ with its interval, Relative Δ, coverage, the audit's warnings), then
+the system-ranking scatter, label agreement and confusion, score distributions, bias, the judge
+with its failures (the model's own answers), the grading thresholds as a compact table, and the
+version, date and command line. Figures are SVG data URIs inside the page, numbered in order of
+appearance, so the file can be moved, mailed or attached alone.
+"""
 
 from __future__ import annotations
 
+import base64
 import html
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from qrelkit.evaluate.audit import Audit
 from qrelkit.evaluate.labels import map_grades
-from qrelkit.report.plots.audit import plot_confusion, plot_score_cdf, plot_system_scatter
-from qrelkit.report.tables import BIAS_HEADER, SYSTEM_HEADER, bias_rows, fmt, label_rows, system_rows
+from qrelkit.report.plots.audit import figure_svg, plot_confusion, plot_relative_delta, plot_score_cdf, plot_system_scatter
+from qrelkit.report.tables import BIAS_HEADER, SYSTEM_HEADER, bias_rows, ci, fmt, label_rows, system_rows
 
-FIGURES = {"systems": "figure1-systems", "cdf": "figure2-score-cdf", "confusion": "figure3-confusion"}
+
+class FailureRow(Protocol):
+    """A failed judgment as the report shows it (storage's rows have these fields)."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def qid(self) -> str: ...
+    @property
+    def docid(self) -> str: ...
+    @property
+    def answer(self) -> str: ...
+    @property
+    def error(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -37,63 +58,41 @@ class JudgeSummary:
     tokens_out: int
     cost: float | None
     mean_latency_ms: float | None
-    failures: list[tuple[str, str, str, str]] = field(default_factory=list)  # status, qid, docid, error (a sample)
+    failures: Sequence[FailureRow] = field(default_factory=list)  # a sample, with the model's raw answers
     scores: list[tuple[str, str, float]] = field(default_factory=list)  # (qid, docid, raw score) of ok judgments
 
 
-def write_figures(result: Audit, out_dir: Path, scores: list[tuple[str, str, float]] | None = None) -> dict[str, list[Path]]:
-    """The three figures; without raw judge scores, Figure 2 shows the model's grades instead."""
-    model_means, reference_means = result.model_evaluation.means(), result.reference_evaluation.means()
-    measures = result.model_evaluation.measures
-    figures = {
-        "systems": plot_system_scatter(
-            reference_means,
-            model_means,
-            measures,
-            out_dir / FIGURES["systems"],
-            groups=result.groups,
-            reference_name=result.reference_name,
-            model_name=result.model_name,
-        ),
-        "confusion": plot_confusion(
-            result.labels.confusion,
-            result.labels.labels,
-            out_dir / FIGURES["confusion"],
-            reference_name=result.reference_name,
-            model_name=result.model_name,
-        ),
-    }
-    reference = map_grades(result.reference_grades, result.reference_map, "reference")
-    if scores:
-        values, xlabel = [(q, d, s) for q, d, s in scores], "judge score (raw, before grading)"
-    else:
-        model = map_grades(result.model_grades, result.model_map, "model", "--map-model")
-        values = [(q, d, float(g)) for q, docs in model.items() for d, g in docs.items()]
-        xlabel = "model grade (no raw scores: qrels from a file)"
-    by_grade: dict[int, list[float]] = {}
-    for qid, docid, value in values:
-        grade = reference.get(qid, {}).get(docid)
-        if grade is not None:
-            by_grade.setdefault(grade, []).append(value)
-    figures["cdf"] = plot_score_cdf(
-        {f"{result.reference_name} grade {g}": np.array(by_grade[g]) for g in sorted(by_grade)},
-        np.array([v for _, _, v in values]),
-        out_dir / FIGURES["cdf"],
-        xlabel=xlabel,
-        title="Judge scores by reference grade" if scores else "Model grades by reference grade",
-    )
-    return figures
+@dataclass(frozen=True)
+class Provenance:
+    """What made the page, printed at its bottom."""
+
+    version: str
+    created: str  # e.g. 2025-01-31 14:05 UTC
+    command: str  # the command line, shell-quoted
 
 
 CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;margin:2rem auto;padding:0 1rem;
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;margin:1.2rem auto;padding:0 1rem;
 color:#1a1a1a;line-height:1.45}
-h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ccc;padding-bottom:.2rem}
-table{border-collapse:collapse;margin:.6rem 0}th,td{border:1px solid #d0d0d0;padding:.25rem .6rem}
-th{background:#f1f3f5;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
+h1{font-size:1.4rem;margin:.2rem 0 .6rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ccc;padding-bottom:.2rem}
+h3{font-size:1rem}
+table{border-collapse:collapse;margin:.6rem 0}
+th,td{border:1px solid #d0d0d0;padding:.25rem .6rem;vertical-align:top}
+th{background:#f1f3f5;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.text{white-space:pre-wrap;overflow-wrap:anywhere;max-width:34rem;font-family:ui-monospace,monospace;font-size:.85rem}
 figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid #e0e0e0}
-figcaption{font-size:.9rem;color:#444}pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;font-size:.85rem}
+figcaption{font-size:.9rem;color:#444}
+pre{background:#f6f8fa;padding:.6rem;font-size:.85rem;white-space:pre-wrap;overflow-wrap:anywhere}
 .note{font-size:.9rem;color:#444}
+.summary{border:2px solid #0072B2;border-radius:6px;padding:.8rem 1rem;background:#f5f9fc}
+.stats{display:flex;flex-wrap:wrap;gap:.6rem 2.2rem;margin:.2rem 0 .4rem}.stat{max-width:19rem}
+.stat .value{font-size:1.6rem;font-weight:600;font-variant-numeric:tabular-nums}
+.stat .ci{font-size:.95rem;color:#333;font-variant-numeric:tabular-nums}
+.label{font-size:.85rem;color:#444}
+.warnings{margin:.5rem 0 0;padding:.4rem .8rem .4rem 1.8rem;background:#fff4e5;border-left:4px solid #D55E00}
+.compact td,.compact th{padding:.1rem .45rem;font-size:.85rem}
+footer{margin:2.5rem 0 1rem;padding-top:.5rem;border-top:1px solid #ccc;font-size:.85rem;color:#444}
+footer code{overflow-wrap:anywhere}
 """
 
 
@@ -101,53 +100,252 @@ def _esc(value: Any) -> str:
     return html.escape(str(value))
 
 
-def _html_table(header: list[str] | None, rows: list[list[Any]], text_columns: int = 1) -> str:
+def _html_table(header: list[str] | None, rows: list[list[Any]], text_columns: int = 1, css: str = "") -> str:
+    klass = f" class={css}" if css else ""
     if header is None:  # a key-value table: the first column is the header of each row
         body = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in rows)
-        return f"<table><tbody>{body}</tbody></table>"
+        return f"<table{klass}><tbody>{body}</tbody></table>"
     head = "".join(f"<th>{_esc(h)}</th>" for h in header)
     body = "".join(
         "<tr>" + "".join(f"<td{'' if i < text_columns else ' class=n'}>{_esc(v)}</td>" for i, v in enumerate(row)) + "</tr>" for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<table{klass}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _figure(paths: list[Path], alt: str, caption: str, width: int) -> str:
-    png, svg = (p.name for p in paths)
+class Figures:
+    """Numbers figures in the order the page shows them and embeds each as an SVG data URI."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, figure: Any, alt: str, caption: str, width: int) -> str:
+        self.count += 1
+        uri = "data:image/svg+xml;base64," + base64.b64encode(figure_svg(figure).encode("utf-8")).decode("ascii")
+        return (
+            f'<figure id="figure-{self.count}"><img src="{uri}" alt="{_esc(alt)}" style="width:{width}px">'
+            f"<figcaption><b>Figure {self.count}.</b> {_esc(caption)}</figcaption></figure>"
+        )
+
+
+def _stat(key: str, value: str, label: str, interval: str = "") -> str:
+    interval_html = f' <span class=ci data-summary="{key}-ci">{_esc(interval)}</span>' if interval else ""
     return (
-        f'<figure><img src="{_esc(png)}" alt="{_esc(alt)}" style="width:{width}px"><figcaption>{_esc(caption)} '
-        f'(<a href="{_esc(svg)}">SVG</a>)</figcaption></figure>'
+        f'<div class=stat><div><span class=value data-summary="{key}">{_esc(value)}</span>{interval_html}</div>'
+        f"<div class=label>{_esc(label)}</div></div>"
+    )
+
+
+def _maps_note(result: Audit) -> str:
+    sides = (("reference", result.reference_map), ("model", result.model_map))
+    return "; ".join(f"{side} grades mapped {','.join(f'{k}:{v}' for k, v in m.items())}" for side, m in sides if m)
+
+
+def _bias_summary(result: Audit) -> str:
+    """Relative Δ the model qrels add (model − reference), a row per group and a column per measure."""
+    measures = result.model_evaluation.measures
+    head = "".join(f"<th>{_esc(m)}</th>" for m in measures)
+    rows = []
+    for g, (group, by_measure) in enumerate(result.bias.items()):
+        cells = []
+        for m, measure in enumerate(measures):
+            b = by_measure[measure]
+            title = _esc(f"model {fmt(b.model, 1)} %, reference {fmt(b.reference, 1)} %")
+            cells.append(
+                f'<td class=n title="{title}"><span data-summary="delta-{g}-{m}">{_esc(fmt(b.difference, 1))}</span> '
+                f'<span data-summary="delta-{g}-{m}-ci">{_esc(ci(b.difference_ci95, 1))}</span></td>'
+            )
+        rows.append(f"<tr><th>{_esc(group)}</th>{''.join(cells)}</tr>")
+    return (
+        "<div class=label>Relative Δ toward each group that the model qrels add (model − reference, %) [95% CI]</div>"
+        "<table class=compact style='margin-top:.2rem'>"
+        f"<thead><tr><th>group</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def summary_box(result: Audit, judge: JudgeSummary | None) -> str:
+    """The answer first: κ, τ [CI] per measure, Relative Δ added by the model qrels, coverage, warnings."""
+    labels = result.labels
+    maps = _maps_note(result)
+    stats = [_stat("kappa", fmt(labels.cohen_kappa), "Cohen's κ on the shared pairs" + (f" ({maps})" if maps else ""))]
+    if labels.rel_level is not None:
+        stats.append(_stat("kappa-binary", fmt(labels.cohen_kappa_binary), f"Cohen's κ, both sides cut at grade ≥ {labels.rel_level}"))
+    for i, (measure, corr) in enumerate(result.systems.items()):
+        stats.append(
+            _stat(f"tau-{i}", fmt(corr.kendall_tau), f"Kendall τ-b, {measure} over {corr.runs} runs", ci(corr.ci95.get("kendall_tau"), 3))
+        )
+    bias = _bias_summary(result) if result.bias else ""
+    coverage = (
+        f'<span data-summary="pairs">{labels.shared_pairs:,}</span> shared pairs (model {labels.model_pairs:,}, '
+        f'reference {labels.reference_pairs:,}) · <span data-summary="queries">{len(result.queries)}</span> queries judged by both · '
+        f"{len(result.model_evaluation.runs)} runs"
+    )
+    if judge is not None:
+        ok = judge.statuses.get("ok", 0)
+        share = f" ({ok / judge.judgments:.1%})" if judge.judgments else ""
+        coverage += f" · judge {_esc(judge.judge)}: {ok:,} of {judge.judgments:,} judgments ok{share}"
+    intervals = "No intervals (--bootstrap 0)."
+    if result.resamples:
+        intervals = f"95% percentile bootstrap over queries, {result.resamples} resamples, seed {result.seed}."
+    if not result.bias:
+        intervals += " Relative Δ: no groups given (--group or --groups)."
+    warnings = "".join(f"<li>{_esc(w)}</li>" for w in result.warnings)
+    return (
+        "<section class=summary id=summary><div class=stats>"
+        + "".join(stats)
+        + f"</div>{bias}<div class=note>{coverage}. {_esc(intervals)}</div>"
+        + (f'<ul class=warnings data-summary="warnings">{warnings}</ul>' if warnings else "")
+        + "</section>"
+    )
+
+
+def _systems_section(result: Audit, figure: Figures) -> str:
+    scatter = plot_system_scatter(
+        result.reference_evaluation.means(),
+        result.model_evaluation.means(),
+        result.model_evaluation.measures,
+        groups=result.groups,
+        reference_name=result.reference_name,
+        model_name=result.model_name,
+    )
+    return "\n".join(
+        [
+            "<h2>System ranking</h2>",
+            figure(
+                scatter,
+                "per-run scatter of reference vs model means",
+                "Each run's mean under the reference (x) and model (y) qrels; dashed: equal scores.",
+                min(1040, 440 * len(result.model_evaluation.measures)),
+            ),
+            _html_table(SYSTEM_HEADER, [list(r) for r in system_rows(result)], text_columns=1),
+            "<p class=note>τ_AP takes the reference ordering as the truth and weighs swaps near the top more.</p>",
+            _runs_table(result),
+        ]
+    )
+
+
+def _labels_section(result: Audit, figure: Figures) -> str:
+    confusion = plot_confusion(
+        result.labels.confusion, result.labels.labels, reference_name=result.reference_name, model_name=result.model_name
+    )
+    maps = _maps_note(result)
+    return "\n".join(
+        [
+            "<h2>Label agreement</h2>",
+            _html_table(["statistic", "value"], [list(r) for r in label_rows(result)]),
+            figure(
+                confusion,
+                "confusion matrix heat map",
+                "Model grades against reference grades on the shared pairs: share of each reference grade and count"
+                + (f" ({maps})." if maps else "."),
+                480,
+            ),
+        ]
+    )
+
+
+def _scores_section(result: Audit, judge: JudgeSummary | None, figure: Figures) -> str:
+    """The judge's raw scores per reference grade; without them (qrels from a file), the model's grades."""
+    reference = map_grades(result.reference_grades, result.reference_map, "reference")
+    scores = judge.scores if judge else None
+    if scores:
+        values, xlabel = list(scores), "judge score (raw, before grading)"
+        caption = "Cumulative distribution of the judge's raw scores for each reference grade, and overall."
+    else:
+        model = map_grades(result.model_grades, result.model_map, "model", "--map-model")
+        values = [(q, d, float(g)) for q, docs in model.items() for d, g in docs.items()]
+        xlabel = "model grade (no raw scores: qrels from a file)"
+        caption = "Cumulative distribution of the model's grades for each reference grade (no raw scores: qrels from a file)."
+    by_grade: dict[int, list[float]] = {}
+    for qid, docid, value in values:
+        grade = reference.get(qid, {}).get(docid)
+        if grade is not None:
+            by_grade.setdefault(grade, []).append(value)
+    cdf = plot_score_cdf(
+        {f"{result.reference_name} grade {g}": np.array(by_grade[g]) for g in sorted(by_grade)},
+        np.array([v for _, _, v in values]),
+        xlabel=xlabel,
+        title="Judge scores by reference grade" if scores else "Model grades by reference grade",
+    )
+    return "<h2>Score distributions</h2>\n" + figure(cdf, "score CDF per reference grade", caption, 560)
+
+
+def _bias_section(result: Audit, figure: Figures) -> str:
+    if not result.bias:
+        return ""
+    deltas = plot_relative_delta(result.bias, reference_name=result.reference_name, model_name=result.model_name)
+    return "\n".join(
+        [
+            "<h2>Relative Δ toward groups</h2>",
+            "<p class=note>Δ = 2·(M_g − M_o)/(M_g + M_o)·100, M averaged over the runs in and out of the group; "
+            "positive favours the group. The last column is the bias the model qrels add over the reference.</p>",
+            _html_table(BIAS_HEADER, bias_rows(result), text_columns=2),
+            figure(
+                deltas,
+                "Relative Δ per group under each qrels",
+                "Relative Δ toward each group under the reference and the model qrels, 95% intervals; dashed: no bias.",
+                min(1040, 440 * len(result.model_evaluation.measures)),
+            ),
+        ]
     )
 
 
 def _judge_section(judge: JudgeSummary) -> str:
-    ok = judge.statuses.get("ok", 0)
     rows = [[status, count, f"{count / judge.judgments:.1%}" if judge.judgments else "–"] for status, count in judge.statuses.items()]
-    facts = [
+    facts: list[list[Any]] = [
         ["judge run", judge.judge_run_id],
         ["judge", judge.judge],
         ["model", judge.model_id or "–"],
         ["template", judge.template_id or "–"],
         ["judgments", judge.judgments],
-        ["ok", ok],
+        ["ok", judge.statuses.get("ok", 0)],
         ["tokens in / out", f"{judge.tokens_in} / {judge.tokens_out}"],
         ["cost", "–" if judge.cost is None else f"{judge.cost:.4f}"],
         ["mean latency (ms)", fmt(judge.mean_latency_ms, 1)],
         ["graded qrels set", judge.qrels_set or "–"],
     ]
-    parts = [
-        "<h2>Judge</h2>",
-        _html_table(None, facts),
-        "<h3>Judgments by status</h3>",
-        _html_table(["status", "judgments", "share"], rows),
-    ]
+    parts = ["<h2>Judge</h2>", _html_table(None, facts)]
+    parts += ["<h3>Judgments by status</h3>", _html_table(["status", "judgments", "share"], rows)]
     if judge.failures:
-        parts += ["<h3>Failures (a sample)</h3>", _html_table(["status", "qid", "docid", "error"], [list(f) for f in judge.failures], 4)]
+        body = "".join(
+            f"<tr><td>{_esc(f.status)}</td><td>{_esc(f.qid)}</td><td>{_esc(f.docid)}</td>"
+            f"<td class=text>{_esc(f.answer) if f.answer else '<i>no answer</i>'}</td><td class=text>{_esc(f.error)}</td></tr>"
+            for f in judge.failures
+        )
+        parts += [
+            "<h3>Failures (a sample), with the model's answer</h3>",
+            "<table><thead><tr><th>status</th><th>qid</th><th>docid</th><th>model's answer</th><th>why it failed</th></tr></thead>"
+            f"<tbody>{body}</tbody></table>",
+        ]
     parts += ["<h3>Configuration</h3>", f"<pre>{_esc(json.dumps(judge.config, indent=2, sort_keys=True))}</pre>"]
-    if judge.grading:
-        parts += ["<h3>Grading</h3>", f"<pre>{_esc(json.dumps(judge.grading, indent=2, sort_keys=True))}</pre>"]
     if judge.template:
-        parts += ["<h3>Prompt template</h3>", f"<pre>{_esc(json.dumps(judge.template, indent=2, ensure_ascii=False))}</pre>"]
+        parts.append("<h3>Prompt template</h3>")
+        for key, value in judge.template.items():
+            if key == "id":  # already in the facts above
+                continue
+            text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
+            parts.append(f"<h4>{_esc(key)}</h4><pre>{_esc(text)}</pre>")
+    return "\n".join(parts)
+
+
+def _number(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def grading_section(grading: dict[str, Any], per_row: int = 4) -> str:
+    """The grading record: its settings as one key-value table, per-topic cut points as a compact grid."""
+    scalars = [[k, ", ".join(map(str, v)) if isinstance(v, list) else v] for k, v in grading.items() if not isinstance(v, dict)]
+    parts = ["<h2>Grading</h2>", _html_table(None, scalars, css="compact")]
+    for key, table in grading.items():
+        if not isinstance(table, dict):
+            continue
+        cells = [(k, ", ".join(map(_number, v)) if isinstance(v, list) else v) for k, v in table.items()]
+        header = "".join("<th>qid</th><th>" + _esc(key) + "</th>" for _ in range(min(per_row, len(cells))))
+        rows = [
+            "<tr>" + "".join(f"<td>{_esc(q)}</td><td class=n>{_esc(v)}</td>" for q, v in cells[i : i + per_row]) + "</tr>"
+            for i in range(0, len(cells), per_row)
+        ]
+        parts.append(f"<h3>{_esc(key)} ({len(cells)})</h3>")
+        parts.append(f"<table class=compact><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
     return "\n".join(parts)
 
 
@@ -163,59 +361,40 @@ def _runs_table(result: Audit) -> str:
         for run in sorted(reference, key=lambda r: reference_rank[r])
     ]
     header = ["run", "group", f"{measure} reference", "rank", f"{measure} model", "rank"]
-    return f"<h2>Runs by {_esc(measure)}</h2>" + _html_table(header, rows, text_columns=2)
-
-
-def render_html(result: Audit, figures: dict[str, list[Path]], judge: JudgeSummary | None = None) -> str:
-    title = f"Audit of {result.model_name} against {result.reference_name}"
-    maps = "; ".join(f"{side} grades mapped {m}" for side, m in (("reference", result.reference_map), ("model", result.model_map)) if m)
-    confusion_rows = [[f"reference {label}", *row] for label, row in zip(result.labels.labels, result.labels.confusion.tolist())]
-    cdf_caption = (
-        "Figure 2: cumulative distribution of the judge's raw scores for each reference grade, and overall."
-        if judge and judge.scores
-        else "Figure 2: cumulative distribution of the model's grades for each reference grade (no raw scores: qrels from a file)."
+    return (
+        f"<details><summary>Runs by {_esc(measure)} ({len(rows)})</summary>"
+        + _html_table(header, rows, text_columns=2, css="compact")
+        + "</details>"
     )
+
+
+def render_html(result: Audit, judge: JudgeSummary | None = None, provenance: Provenance | None = None) -> str:
+    title = f"Audit of {result.model_name} against {result.reference_name}"
+    figure = Figures()
     parts = [
-        f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_esc(title)}</title><style>{CSS}</style></head><body>",
+        f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><meta name=viewport content='width=device-width'>"
+        f"<title>{_esc(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{_esc(title)}</h1>",
-        f"<p class=note>{len(result.topics)} topics judged by both qrels; {len(result.model_evaluation.runs)} runs. "
-        f"Confidence intervals: percentile bootstrap over topics, {result.samples} resamples, seed {result.seed}. "
-        f"{_esc(maps)}</p>",
+        summary_box(result, judge),
+        _systems_section(result, figure),
+        _labels_section(result, figure),
+        _scores_section(result, judge, figure),
+        _bias_section(result, figure),
         _judge_section(judge) if judge else "",
-        "<h2>Label agreement</h2>",
-        _html_table(["statistic", "value"], [list(r) for r in label_rows(result)]),
-        _html_table(["reference \\ model", *map(str, result.labels.labels)], confusion_rows),
-        _figure(figures["confusion"], "confusion matrix heat map", "Figure 3: model grades against reference grades.", 480),
-        "<h2>System ranking</h2>",
-        _html_table(SYSTEM_HEADER, system_rows(result), text_columns=1),
-        "<p class=note>τ_AP takes the reference ordering as the truth and weighs swaps near the top more.</p>",
-        _figure(
-            figures["systems"],
-            "per-run scatter of reference vs model means",
-            "Figure 1: each run's mean under the reference (x) and model (y) qrels; dashed: equal scores.",
-            min(1040, 440 * len(result.model_evaluation.measures)),
-        ),
+        grading_section(judge.grading) if judge and judge.grading else "",
     ]
-    if result.bias:
-        parts += [
-            "<h2>Relative Δ toward groups</h2>",
-            "<p class=note>Δ = 2·(M_g − M_o)/(M_g + M_o)·100, M averaged over the runs in and out of the group; "
-            "positive favours the group. The last column is the bias the model qrels add over the reference.</p>",
-            _html_table(BIAS_HEADER, bias_rows(result), text_columns=2),
-        ]
-    parts += [
-        "<h2>Score distributions</h2>",
-        _figure(figures["cdf"], "score CDF per reference grade", cdf_caption, 560),
-    ]
-    parts += [_runs_table(result), "</body></html>"]
+    if provenance is not None:
+        parts.append(
+            f"<footer>qrelkit {_esc(provenance.version)} · {_esc(provenance.created)} · "
+            f"<code data-summary=command>{_esc(provenance.command)}</code></footer>"
+        )
+    parts.append("</body></html>")
     return "\n".join(p for p in parts if p)
 
 
-def write_report(result: Audit, out_dir: str | Path, judge: JudgeSummary | None = None) -> Path:
-    """`report.html` plus the figures (PNG and SVG) in ``out_dir``; returns the page's path."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    figures = write_figures(result, out_dir, judge.scores if judge else None)
-    page = out_dir / "report.html"
-    page.write_text(render_html(result, figures, judge), encoding="utf-8")
-    return page
+def write_report(result: Audit, path: str | Path, judge: JudgeSummary | None = None, provenance: Provenance | None = None) -> Path:
+    """Write the page to ``path`` (an .html file; its folder is made) and return it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(result, judge, provenance), encoding="utf-8")
+    return path

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from qrelkit.evaluate.audit import Audit
-from qrelkit.evaluate.fd.runs import FDReport
+if TYPE_CHECKING:  # annotations only: printing a table must not load the audit's numerics
+    from qrelkit.evaluate.audit import Audit
+    from qrelkit.evaluate.fd.runs import FDReport
 
 
 def fmt(value: float | None, digits: int = 4) -> str:
@@ -30,8 +32,8 @@ def label_rows(result: Audit) -> list[tuple[str, str]]:
         ("Cohen's κ, quadratic weights", fmt(labels.cohen_kappa_quadratic)),
         ("Krippendorff's α (ordinal)", fmt(labels.krippendorff_alpha_ordinal)),
     ]
-    if labels.binarize_at is not None:
-        rows.append((f"Cohen's κ, binary (grade ≥ {labels.binarize_at})", fmt(labels.cohen_kappa_binary)))
+    if labels.rel_level is not None:
+        rows.append((f"Cohen's κ, binary (grade ≥ {labels.rel_level})", fmt(labels.cohen_kappa_binary)))
     return rows
 
 
@@ -71,7 +73,7 @@ BIAS_HEADER = ["group", "measure", "runs in / out", "Δ model qrels", "Δ refere
 def audit_tables(result: Audit) -> list[Text | Table]:
     """`qrelkit agree` without --json: a heading, then labels, confusion, systems and bias as tables."""
     heading = Text(
-        f"{result.model_name} (model) vs {result.reference_name} (reference): {len(result.topics)} topics judged by both, "
+        f"{result.model_name} (model) vs {result.reference_name} (reference): {len(result.queries)} queries judged by both, "
         f"{len(result.model_evaluation.runs)} runs",
         style="bold",
     )
@@ -86,7 +88,7 @@ def audit_tables(result: Audit) -> list[Text | Table]:
         confusion.add_column(str(label), justify="right")
     for label, row in zip(result.labels.labels, result.labels.confusion.tolist()):
         confusion.add_row(str(label), *(str(v) for v in row))
-    systems = Table(title=f"System rankings [95% CI, {result.samples} resamples]", title_justify="left", min_width=52)
+    systems = Table(title=f"System rankings [95% CI, {result.resamples} resamples]", title_justify="left", min_width=52)
     systems.add_column("statistic")
     for measure, corr in result.systems.items():
         systems.add_column(f"{measure} ({corr.runs} runs)", justify="right")
@@ -125,8 +127,8 @@ def fd_table(report: FDReport):
     for label in report.labels:
         table.add_column(f"n_ret@{label.rsplit('@', 1)[1]}", justify="right")
         table.add_column(label, justify="right")
-        if s.bootstrap:
-            table.add_column(f"{label} 95% ({s.bootstrap} resamples)", justify="right")
+        if s.resamples:
+            table.add_column(f"{label} 95% ({s.resamples} resamples)", justify="right")
     first = report.labels[0]
     ordered = sorted(report.runs, key=lambda r: (report.runs[r][first].value is None, report.runs[r][first].value or 0.0))
     deficient = False
@@ -136,7 +138,7 @@ def fd_table(report: FDReport):
             fd = report.runs[run][label]
             deficient |= bool(fd.result and fd.result.rank_deficient)
             cells += [str(fd.n_ret), "-" if fd.value is None else f"{fd.value:.4f}"]
-            if s.bootstrap:
+            if s.resamples:
                 cells.append(f"[{fd.bootstrap.low:.4f}, {fd.bootstrap.high:.4f}]" if fd.bootstrap else "-")
         table.add_row(*cells)
     notes = ["lower is better; '-': fewer than 2 retrieved items"]
@@ -147,3 +149,168 @@ def fd_table(report: FDReport):
         )
     table.caption = "; ".join(notes)
     return table
+
+
+def describe_job(report: Any, *, dry_run: bool = False) -> list[str]:
+    """What a judging run did, as lines (qrelkit.jobs.runner.JobReport)."""
+    verbs = {"loaded": "would load", "replaced": "would replace"} if dry_run else {}
+    lines = [
+        f"skipped {load.name}: {load.reason}"
+        if load.status == "skipped"
+        else f"{verbs.get(load.status, load.status)} {load.kind} {load.name!r} ({load.rows} rows)"
+        for load in report.loads
+        if load.status != "unchanged"
+    ]
+    lines.append(
+        f"judge run {report.judge_run_id}: {report.pairs} pairs in the pool; before this run "
+        f"{report.already_ok} ok, {report.already_failed} failed; {report.to_judge} to judge"
+    )
+    if dry_run:
+        if report.estimate:
+            lines.append("estimate for the pairs to judge: " + ", ".join(f"{k} {v}" for k, v in report.estimate.items()))
+        return lines
+    if report.judged:
+        statuses = ", ".join(f"{s} {n}" for s, n in sorted(report.statuses.items()))
+        rate = report.judged / report.seconds if report.seconds else 0.0
+        lines.append(f"judged {report.judged} pairs in {report.seconds:.1f}s ({rate:.1f}/s): {statuses}")
+    if getattr(report, "mode", "sync") == "batch" or getattr(report, "in_batches", 0):
+        from qrelkit.report.batches import batch_job_lines
+
+        lines += batch_job_lines(report)
+    if report.interrupted:
+        lines.append("interrupted: what was judged is saved; run the same command again to resume")
+    return lines
+
+
+def describe_grading(result: Any) -> list[str]:
+    """What grading did (qrelkit.jobs.grade.GradingResult): the rule, the grades, and any warning."""
+    d = result.description
+    if d["method"] == "quantile" and d["per_topic"]:
+        rule = f"per-topic quantiles {d['quantiles']} over {len(result.thresholds)} topics, ties kept together"
+    elif d["method"] == "quantile":
+        rule = f"quantiles {d['quantiles']} at " + ", ".join(f"{c:.4g}" for c in result.thresholds["*"]) + ", ties kept together"
+    elif d["method"] == "thresholds":
+        rule = "cut points " + ", ".join(f"{c:g}" for c in result.thresholds["*"])
+    elif d["method"] == "map":
+        rule = "map " + ",".join(f"{k}:{v}" for k, v in (d["map"] or {}).items())
+    else:
+        rule = "identity: the scores are the grades"
+    grades = ", ".join(f"{g}: {n}" for g, n in result.grade_counts().items())
+    which = "" if d["score"] == "score" else f", by the {d['score']} score"
+    lines = [f"graded {d['n_scores']} scores into qrels {result.qrels.name!r} ({rule}{which}); grades {grades}"]
+    lines += [f"warning: {w}" for w in result.warnings]
+    return lines
+
+
+def describe_loads(results: Any) -> list[str]:
+    """One line per LoadResult."""
+    verbs = {"loaded": "loaded", "replaced": "replaced", "unchanged": "already loaded, unchanged:"}
+    lines = []
+    for r in results:
+        if r.status == "skipped":
+            lines.append(f"skipped {r.name}: {r.reason}")
+        else:
+            lines.append(f"{verbs[r.status]} {r.kind} {r.name!r}" + (f" ({r.rows} rows)" if r.rows else ""))
+    return lines
+
+
+def summary_table(title: str, lines: list[dict[str, Any]]) -> Table:
+    table = Table(title=title)
+    for column in ("what", "count", "detail"):
+        table.add_column(column, justify="right" if column == "count" else "left")
+    for line in lines:
+        table.add_row(str(line["what"]), str(line["count"]), str(line["detail"]))
+    return table
+
+
+def evaluation_table(evaluation: Any) -> Table:
+    table = Table(title=f"mean over {len(evaluation.queries)} queries of the qrels")
+    table.add_column("run")
+    for m in evaluation.measures:
+        table.add_column(m, justify="right")
+    for run, values in evaluation.means().items():
+        table.add_row(run, *(f"{values[m]:.4f}" for m in evaluation.measures))
+    return table
+
+
+def per_query_lines(evaluation: Any) -> list[str]:
+    """`run<TAB>qid<TAB>value...` for every run and query."""
+    return [
+        "\t".join([run, qid] + [f"{evaluation.values[run][m][i]:.4f}" for m in evaluation.measures])
+        for run in evaluation.runs
+        for i, qid in enumerate(evaluation.queries)
+    ]
+
+
+def judges_tables(judges: list[dict[str, Any]]) -> list[Table]:
+    """One table per judge: its options with type, allowed values, default and description."""
+    out = []
+    for judge in judges:
+        table = Table(title=f"{judge['name']}: {judge['summary']}", title_justify="left")
+        for column in ("option", "type", "default", "description"):
+            table.add_column(column)
+        for option in judge["options"]:
+            table.add_row(option["name"], option["type"], repr(option["default"]), option["description"])
+        out.append(table)
+    return out
+
+
+def demo_lines(result: Any) -> list[Table | str]:
+    """What `qrelkit demo` prints (qrelkit.commands.demo.DemoResult)."""
+    report = result.report
+    table = Table(title=f"{result.measure} of the bundled runs under human and MiniLM qrels")
+    for column in ("run", "human qrels", "MiniLM qrels"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    for run in sorted(result.under_human, key=lambda r: -result.under_human[r]):
+        table.add_row(run, f"{result.under_human[run]:.4f}", f"{result.under_model[run]:.4f}")
+    agree, shared = result.binary_agreement
+    return [
+        f"judged {report.judged} of {report.pairs} pairs with MiniLM (int8 ONNX) [{report.already_ok} already in the database]",
+        *describe_grading(result.grading),
+        table,
+        f"Kendall τ between the two system rankings: {result.kendall_tau:.3f}; binary agreement (grade ≥ 2) on "
+        f"{agree}/{shared} pairs. Model qrels: {result.qrels_file}. Database: {result.database}. Done in {result.seconds:.1f}s.",
+    ]
+
+
+def prompts_table(templates: list[Any]) -> Table:
+    table = Table()
+    for column in ("id", "modality", "scores", "description"):
+        table.add_column(column)
+    for t in templates:
+        table.add_row(t.id, t.modality, f"{t.score_range[0]:g}-{t.score_range[1]:g}", t.description)
+    return table
+
+
+def nrg_table(outcome: Any) -> Table:
+    result, groups, extra = outcome.result, outcome.groups, outcome.extra
+    means = result.means()
+    table = Table(title=f"{result.config.label}, prior {outcome.prior}: mean over {len(result.queries)} queries of the qrels")
+    for column in ["run"] + (["group"] if groups else []) + [result.config.base_label, "NRG", "priors"] + list(extra):
+        table.add_column(column, justify="left" if column in ("run", "group") else "right")
+    for run in sorted(result.runs, key=lambda r: -means[r]["base"]):
+        cells = [run] + ([groups[run]] if groups else [])
+        cells += [f"{means[run]['base']:.4f}", f"{means[run]['nrg']:.4f}", str(len(result.priors[run]))]
+        table.add_row(*cells, *(f"{extra[m][run]:.4f}" for m in extra))
+    return table
+
+
+def nrg_per_query_lines(result: Any) -> list[str]:
+    return [
+        f"{run}\t{qid}\t{result.base[i, j]:.4f}\t{result.nrg[i, j]:.4f}"
+        for i, run in enumerate(result.runs)
+        for j, qid in enumerate(result.queries)
+    ]
+
+
+def trec_eval_lines(evaluation: Any) -> list[str]:
+    """trec_eval's `-q` layout, one block per run: `runid all <run>`, then `measure<TAB>qid<TAB>value`
+    for every query, then the mean as `measure<TAB>all<TAB>value` (over the qrels' queries, as
+    trec_eval -c). A measure is printed as the user spelled it (a trec_eval name stays one)."""
+    lines = []
+    for run in evaluation.runs:
+        lines.append(f"{'runid':<22}\tall\t{run}")
+        for i, qid in enumerate(evaluation.queries):
+            lines += [f"{m:<22}\t{qid}\t{evaluation.values[run][m][i]:.4f}" for m in evaluation.measures]
+        lines += [f"{m:<22}\tall\t{evaluation.mean(run, m):.4f}" for m in evaluation.measures]
+    return lines

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from qrelkit.errors import StoreError
+from qrelkit.errors import FatalJobError, StorageFailure, StoreError
+from qrelkit.storage.coerce import fallback_row, judgment_row
 from qrelkit.storage.store import Store
 
 # What a judgment's score can be graded by: the judge's own score, the parsed grade, the expected grade.
@@ -30,6 +32,8 @@ JUDGMENT_COLUMNS = [
     "attempts",
     "model_id",
     "system_fingerprint",
+    "content_hash",
+    "notes",
 ]
 _TYPES = {
     "score": pa.float64(),
@@ -77,18 +81,74 @@ def ensure_judge_run(store: Store, info: JudgeRunInfo) -> bool:
 
 
 def judge_run(store: Store, judge_run_id: str) -> JudgeRunInfo:
-    """A judge run by id or unique id prefix."""
-    rows = store.con.execute(
-        "SELECT judge_run_id, judge, config, template_id, template_hash, template, model_id FROM judge_runs "
-        "WHERE judge_run_id LIKE ? || '%'",
-        [judge_run_id],
-    ).fetchall()
+    """A judge run by its name, its id, or a unique prefix of its id (taken literally, never as a pattern)."""
+    columns = "judge_run_id, judge, config, template_id, template_hash, template, model_id"
+    ref = judge_run_id.strip()
+    rows = store.con.execute(f"SELECT {columns} FROM judge_runs WHERE name = ?", [ref]).fetchall() if ref else []
+    if not rows and ref:
+        rows = store.con.execute(f"SELECT {columns} FROM judge_runs WHERE starts_with(judge_run_id, ?)", [ref]).fetchall()
     if len(rows) != 1:
-        known = [r[0] for r in store.con.execute("SELECT judge_run_id FROM judge_runs ORDER BY created_at").fetchall()]
+        known = [
+            r[0] + (f" ({r[1]})" if r[1] else "")
+            for r in store.con.execute("SELECT judge_run_id, name FROM judge_runs ORDER BY created_at").fetchall()
+        ]
         what = "no" if not rows else "more than one"
-        raise StoreError(f"{what} judge run matches {judge_run_id!r} (judge runs: {', '.join(known) or 'none'})")
+        raise StoreError(f"{what} judge run matches {judge_run_id!r} in {store.path} (judge runs: {', '.join(known) or 'none'})")
     rid, judge, config, template_id, template_hash, template, model_id = rows[0]
     return JudgeRunInfo(rid, judge, json.loads(config), template_id, template_hash, json.loads(template) if template else None, model_id)
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    judge_run_id: str
+    name: str
+    rows: int
+    status: str  # "imported", "replaced" or "unchanged"
+
+
+def import_scores(store: Store, scores: Any, *, name: str, replace: bool = False) -> ImportResult:
+    """Store externally made scores (``qrelkit.io.scores.ScoresFile``) as a judge run of origin
+    `imported` named ``name``: each score an `ok` judgment, so grading, agree and report work on it.
+    The judge run's identity is the name and the file's hash; the same file again is unchanged, a
+    changed file under the same name needs ``replace`` (which drops the earlier import)."""
+    from qrelkit.io import sha256_text
+
+    config = {"file": scores.path, "sha256": scores.sha256, "format": scores.format}
+    run_id = sha256_text(json.dumps({"judge": "imported", "name": name, "sha256": scores.sha256}, sort_keys=True))[:16]
+    earlier = store.con.execute("SELECT judge_run_id FROM judge_runs WHERE name = ?", [name]).fetchall()
+    if any(r[0] == run_id for r in earlier):
+        return ImportResult(run_id, name, 0, "unchanged")
+    if earlier and not replace:
+        raise StoreError(
+            f"judge run {name!r} ({earlier[0][0]}) was imported from a different file; pass --replace to import "
+            f"{scores.path} in its place, or choose another --name"
+        )
+    rows = pa.table(
+        {
+            "judge_run_id": [run_id] * len(scores.entries),
+            "qid": [q for q, _, _ in scores.entries],
+            "docid": [d for _, d, _ in scores.entries],
+            "status": ["ok"] * len(scores.entries),
+            "score": pa.array([s for _, _, s in scores.entries], pa.float64()),
+            "parsed": pa.array([s for _, _, s in scores.entries], pa.float64()),
+            "model_id": [name] * len(scores.entries),
+        }
+    )
+    with store.transaction() as con:
+        for (old,) in earlier:
+            con.execute("DELETE FROM judgments WHERE judge_run_id = ?", [old])
+            con.execute("DELETE FROM judge_runs WHERE judge_run_id = ?", [old])
+        con.execute(
+            "INSERT INTO judge_runs (judge_run_id, judge, config, model_id, name) VALUES (?, 'imported', ?, ?, ?)",
+            [run_id, json.dumps(config, sort_keys=True), name, name],
+        )
+        con.register("imported_scores", rows)
+        try:
+            columns = ", ".join(rows.column_names)
+            con.execute(f"INSERT INTO judgments ({columns}) SELECT {columns} FROM imported_scores").fetchall()
+        finally:
+            con.unregister("imported_scores")
+    return ImportResult(run_id, name, len(scores.entries), "replaced" if earlier else "imported")
 
 
 def judgment_states(store: Store, judge_run_id: str) -> dict[tuple[str, str], tuple[str, int]]:
@@ -97,23 +157,106 @@ def judgment_states(store: Store, judge_run_id: str) -> dict[tuple[str, str], tu
     return {(q, d): (s, a) for q, d, s, a in rows}
 
 
-def write_judgments(store: Store, judge_run_id: str, judgments: list[Any]) -> None:
-    """Insert or replace a batch of judgments in one transaction (Arrow bulk path)."""
+class JudgmentWriteError(FatalJobError):
+    """Judgments of a batch that could not be stored as given. What could be kept was kept (the
+    others of the batch; the failed ones as model errors with their raw answers where possible);
+    the job stops, because a judge or provider is sending what qrelkit cannot store."""
+
+    def __init__(self, message: str, statuses: list[str]):
+        super().__init__(message)
+        self.statuses = statuses  # of the judgments that were stored
+
+
+def _insert_rows_in(con: Any, judge_run_id: str, rows: list[dict[str, Any]]) -> None:
+    """Insert (or replace) coerced rows inside a transaction the caller holds."""
+    columns = {"judge_run_id": pa.array([judge_run_id] * len(rows), pa.string())}
+    for name in JUDGMENT_COLUMNS[1:]:
+        columns[name] = pa.array([r.get(name) for r in rows], _TYPES.get(name, pa.string()))
+    con.register("incoming_judgments", pa.table(columns))
+    try:
+        cols = ", ".join(JUDGMENT_COLUMNS)
+        # A retried pair replaces its earlier (failed) judgment: one row per (run, qid, docid).
+        con.execute(f"INSERT OR REPLACE INTO judgments ({cols}) SELECT {cols} FROM incoming_judgments")
+    finally:
+        con.unregister("incoming_judgments")
+
+
+def _insert_rows(store: Store, judge_run_id: str, rows: list[dict[str, Any]]) -> None:
+    with store.transaction() as con:
+        _insert_rows_in(con, judge_run_id, rows)
+
+
+def insert_judgments(con: Any, judge_run_id: str, judgments: list[Any], content_hashes: Mapping[str, str] | None = None) -> None:
+    """The insert of :func:`write_judgments` (fields coerced alike) inside a transaction the caller
+    holds, so that judgments and the caller's own bookkeeping (a collected batch) commit together."""
     if not judgments:
         return
-    records = [asdict(j) for j in judgments]
-    columns = {"judge_run_id": pa.array([judge_run_id] * len(records), pa.string())}
-    for name in JUDGMENT_COLUMNS[1:]:
-        columns[name] = pa.array([r[name] for r in records], _TYPES.get(name, pa.string()))
-    table = pa.table(columns)
-    with store.transaction() as con:
-        con.register("incoming_judgments", table)
+    hashes = content_hashes or {}
+    rows = []
+    for judgment in judgments:
+        row = judgment_row(judgment)
+        row["content_hash"] = hashes.get(row["docid"])
+        rows.append(row)
+    _insert_rows_in(con, judge_run_id, rows)
+
+
+def _try_insert(store: Store, judge_run_id: str, rows: list[dict[str, Any]]) -> BaseException | None:
+    """None when the rows were stored; the exception otherwise (a machine failure is raised)."""
+    try:
+        _insert_rows(store, judge_run_id, rows)
+        return None
+    except StorageFailure:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any other failure is about these rows
+        return exc
+
+
+def write_judgments(store: Store, judge_run_id: str, judgments: list[Any], content_hashes: Mapping[str, str] | None = None) -> list[str]:
+    """Insert or replace a batch of judgments in one transaction (Arrow bulk path); the statuses
+    stored, in order. Every field is coerced to its column (`storage.coerce`), so an odd value never
+    fails the batch; should a row fail anyway, the others are stored one by one, the failed ones as
+    model errors keeping their raw answers, and JudgmentWriteError says so after they are saved.
+    ``content_hashes`` (docid -> hash) records which content of each document was judged."""
+    if not judgments:
+        return []
+    hashes = content_hashes or {}
+    pending: list[tuple[Any, dict[str, Any]]] = []
+    failed: list[tuple[Any, BaseException]] = []
+    for judgment in judgments:
         try:
-            cols = ", ".join(JUDGMENT_COLUMNS)
-            # A retried pair replaces its earlier (failed) judgment: one row per (run, qid, docid).
-            con.execute(f"INSERT OR REPLACE INTO judgments ({cols}) SELECT {cols} FROM incoming_judgments")
-        finally:
-            con.unregister("incoming_judgments")
+            row = judgment_row(judgment)
+        except Exception as exc:  # noqa: BLE001 - a judgment object too broken to read
+            failed.append((judgment, exc))
+            continue
+        row["content_hash"] = hashes.get(row["docid"])
+        pending.append((judgment, row))
+    stored = [row for _, row in pending]
+    if stored and _try_insert(store, judge_run_id, stored) is not None:
+        stored = []
+        for judgment, row in pending:  # the batch failed: keep every row that can be kept
+            problem = _try_insert(store, judge_run_id, [row])
+            if problem is None:
+                stored.append(row)
+            else:
+                failed.append((judgment, problem))
+    if not failed:
+        return [r["status"] for r in stored]
+    lost = []
+    for judgment, problem in failed:
+        row = fallback_row(judgment, problem)
+        row["content_hash"] = hashes.get(row["docid"])
+        if row["qid"] and row["docid"] and _try_insert(store, judge_run_id, [row]) is None:
+            stored.append(row)
+        else:
+            lost.append(f"{row['qid'] or '?'}/{row['docid'] or '?'}")
+    judgment, problem = failed[0]
+    first = f"{getattr(judgment, 'qid', '?')}/{getattr(judgment, 'docid', '?')}: {type(problem).__name__}: {str(problem)[:200]}"
+    kept = len(failed) - len(lost)
+    message = (
+        f"{len(failed)} judgment(s) could not be stored as given (e.g. {first}); "
+        f"{kept} kept as model errors with their raw answers" + (f", {len(lost)} lost ({', '.join(lost[:5])})" if lost else "")
+    )
+    raise JudgmentWriteError(message, [r["status"] for r in stored])
 
 
 def ok_scores(store: Store, judge_run_id: str, column: str = "score") -> list[tuple[str, str, float]]:
@@ -165,21 +308,51 @@ class JudgeRunTotals:
 
 
 def judge_run_totals(store: Store, judge_run_id: str) -> JudgeRunTotals:
-    total, tokens_in, tokens_out, cost, latency = store.con.execute(
+    row = store.con.execute(
         "SELECT count(*), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), sum(cost), avg(latency_ms) "
         "FROM judgments WHERE judge_run_id = ?",
         [judge_run_id],
     ).fetchone()
+    assert row is not None  # an aggregate always answers one row
+    total, tokens_in, tokens_out, cost, latency = row
     return JudgeRunTotals(
         int(total), int(tokens_in), int(tokens_out), None if cost is None else float(cost), None if latency is None else float(latency)
     )
 
 
-def failed_sample(store: Store, judge_run_id: str, *, limit: int = 10) -> list[tuple[str, str, str, str]]:
-    """(status, qid, docid, error) of the first failed judgments, by status, qid, docid."""
+class FailedJudgment(NamedTuple):
+    status: str
+    qid: str
+    docid: str
+    answer: str  # the model's raw output, whitespace-trimmed and cut at ANSWER_CHARS ("" when it gave none)
+    error: str  # why it failed (the parser's or the backend's message), cut likewise
+
+
+ANSWER_CHARS = 300
+
+
+def failed_sample(store: Store, judge_run_id: str, *, limit: int = 10) -> list[FailedJudgment]:
+    """The first failed judgments by status, qid, docid, with what the model actually answered."""
     rows = store.con.execute(
-        "SELECT status, qid, docid, left(coalesce(error, ''), 300) FROM judgments WHERE judge_run_id = ? AND status <> 'ok' "
-        "ORDER BY status, qid, docid LIMIT ?",
+        "SELECT status, qid, docid, coalesce(raw_output, ''), coalesce(error, '') FROM judgments "
+        "WHERE judge_run_id = ? AND status <> 'ok' ORDER BY status, qid, docid LIMIT ?",
         [judge_run_id, limit],
     ).fetchall()
-    return [(s, q, d, e) for s, q, d, e in rows]
+    return [FailedJudgment(s, q, d, _cut(answer), _cut(error)) for s, q, d, answer, error in rows]
+
+
+def _cut(text: str) -> str:
+    text = text.strip()  # SQL's trim() strips spaces only, not the newlines models end with
+    return text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS].rstrip() + " …"
+
+
+def judgments_table(store: Store, judge_run_id: str | None = None) -> pa.Table:
+    """Every stored field of the judgments of one judge run (a full id), or of all: the judgments
+    table's own columns, whatever the schema version adds, and the run's judge and template id."""
+    where, params = ("WHERE judge_run_id = ?", [judge_run_id]) if judge_run_id is not None else ("", [])
+    with store.con.cursor() as cursor:  # its own result: the store's connection may hold an unfinished one
+        return cursor.sql(
+            f"SELECT j.*, r.judge, r.template_id FROM judgments j JOIN judge_runs r USING (judge_run_id) {where} "
+            "ORDER BY judge_run_id, qid, docid",
+            params=params,
+        ).to_arrow_table()

@@ -58,4 +58,53 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # 3: every qrels set records its origin, `loaded` (a file and its hash) or `graded` (a judge run
+    # and its grading record); a judge run may carry a name (imported scores are named by the user).
+    [
+        "UPDATE qrels_sets SET origin = 'loaded' WHERE origin = 'file'",
+        "ALTER TABLE judge_runs ADD COLUMN name TEXT",
+    ]
+)
+
+MIGRATIONS.append(
+    # 4: Batch API submissions of a judge run (docs/openai-batch.md). A submission is recorded with
+    # its pairs before its file is uploaded, its file id before the batch is created, and its batch
+    # id as soon as the API returns it; `state` says how far it got (prepared, uploaded, submitted,
+    # collected), `status` and the counts are the API's. `options` are the judge's options when it
+    # was submitted (how to reach and price it; never a key).
+    [
+        """CREATE TABLE batch_submissions (
+            submission_id TEXT PRIMARY KEY, judge_run_id TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('prepared', 'uploaded', 'submitted', 'collected')),
+            file_name TEXT NOT NULL, request_file TEXT, requests INTEGER NOT NULL, bytes BIGINT NOT NULL,
+            options JSON NOT NULL, input_file_id TEXT, batch_id TEXT, status TEXT,
+            total INTEGER, completed INTEGER, failed INTEGER, output_file_id TEXT, error_file_id TEXT, errors TEXT,
+            judged INTEGER, resubmitted INTEGER, created_unix BIGINT NOT NULL,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp, checked_at TIMESTAMP, collected_at TIMESTAMP)""",
+        """CREATE TABLE batch_pairs (
+            submission_id TEXT NOT NULL, judge_run_id TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL,
+            outcome TEXT CHECK (outcome IN ('judged', 'resubmit')),
+            PRIMARY KEY (submission_id, qid, docid))""",
+    ]
+)
+
+MIGRATIONS.append(
+    # 5: a judgment records which content of its document it judged (the document's content hash),
+    # and notes on fields that were coerced or dropped to store it. A document whose content
+    # changes has its judgments moved to `judgment_history`: kept, never used for the new content.
+    # Judgments made before this version are taken to have judged the content loaded now.
+    [
+        "ALTER TABLE judgments ADD COLUMN content_hash TEXT",
+        "ALTER TABLE judgments ADD COLUMN notes TEXT",
+        "UPDATE judgments SET content_hash = d.content_hash FROM documents d WHERE d.docid = judgments.docid",
+        """CREATE TABLE judgment_history (
+            judge_run_id TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL, status TEXT NOT NULL,
+            score DOUBLE, parsed DOUBLE, expected DOUBLE, raw_output TEXT, error TEXT,
+            tokens_in INTEGER, tokens_out INTEGER, latency_ms DOUBLE, cost DOUBLE, attempts INTEGER,
+            model_id TEXT, system_fingerprint TEXT, judged_at TIMESTAMP, content_hash TEXT, notes TEXT,
+            retired_at TIMESTAMP NOT NULL DEFAULT current_timestamp)""",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -10,15 +10,16 @@ import json
 import os
 import re
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from qrelkit.errors import DatabaseInUseError, StoreError
+from qrelkit.errors import DatabaseInUseError, StorageFailure, StoreError
 from qrelkit.io import (
     Document,
     OnDuplicate,
@@ -28,21 +29,36 @@ from qrelkit.io import (
     RunEntry,
     Topic,
     file_sha256,
-    read_documents,
-    read_qrels,
     read_run,
-    read_topics,
     run_name_from_path,
 )
+from qrelkit.io.sources import documents_from, qrels_from, source_name, source_sha256, topics_from
 from qrelkit.storage.schema import MIGRATIONS, SCHEMA_VERSION
+
+HISTORY_COLUMNS = (
+    "judge_run_id, qid, docid, status, score, parsed, expected, raw_output, error, tokens_in, tokens_out, "
+    "latency_ms, cost, attempts, model_id, system_fingerprint, judged_at, content_hash, notes"
+).split(", ")
 
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>\S+) \(PID (?P<pid>\d+)\)")
 
 
-def _crash_point(name: str) -> None:
+def crash_point(name: str) -> None:
     """Test hook: die here, uncleanly, when QRELKIT_CRASH_AT names this point."""
     if os.environ.get("QRELKIT_CRASH_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def machine_failure(exc: BaseException) -> bool:
+    """A database error that says the machine failed (disk, I/O, memory), not the data or the query."""
+    text = str(exc).lower()
+    return isinstance(exc, (duckdb.IOException, duckdb.OutOfMemoryException, duckdb.FatalException)) or any(
+        marker in text for marker in ("no space left", "disk full", "input/output error", "database has been invalidated")
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 @dataclass(frozen=True)
@@ -50,7 +66,8 @@ class LoadResult:
     kind: str
     name: str
     rows: int
-    status: str  # "loaded", "replaced" or "unchanged"
+    status: str  # "loaded", "replaced", "unchanged", or "skipped" (a file of a folder that is not one)
+    reason: str = ""  # why a file was skipped
 
 
 class Store:
@@ -58,22 +75,55 @@ class Store:
 
     def __init__(self, path: str | Path, *, read_only: bool = False):
         self.path = Path(path)
+        self._depth = 0  # open transactions: an inner one joins the outer (see `transaction`)
+        if str(path).strip() in ("", ":memory:") or str(path).startswith(":memory:"):
+            raise StoreError(f"--db {str(path)!r}: an in-memory database keeps nothing; name a database file")
+        if self.path.is_dir():
+            raise StoreError(f"database {self.path} is a directory; name a database file")
         if read_only and not self.path.exists():
             raise StoreError(f"database {self.path} does not exist; load data into it first (qrelkit load ...)")
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.IOException as exc:
-            holder = _LOCK_HOLDER.search(str(exc))
-            if holder:
-                raise DatabaseInUseError(
-                    f"database {self.path} is in use by process {holder['pid']} ({Path(holder['program']).name}); "
-                    "wait for it to finish or stop it, then try again"
-                ) from None
-            raise StoreError(f"cannot open database {self.path}: {exc}") from None
-        if not read_only:
-            self._migrate()
-        else:
-            self._check_version()
+        except duckdb.Error as exc:
+            raise self._open_error(exc) from None
+        try:
+            if not read_only:
+                self._migrate()
+            elif self._check_version() == 0:
+                raise StoreError(f"database {self.path} holds no qrelkit data yet; load data into it first (qrelkit load ...)")
+        except BaseException:
+            self.con.close()
+            raise
+
+    @classmethod
+    def in_memory_copy(cls, path: str | Path) -> Store:
+        """A database in memory holding what the file ``path`` holds (an empty, current-schema one when
+        there is no file yet). The file is attached read-only and never written: a dry run loads and
+        plans on the copy, so it can tell what a real run would load without changing anything."""
+        store = cls.__new__(cls)
+        store.path = Path(path)
+        store._depth = 0
+        store.con = duckdb.connect(":memory:")
+        if store.path.exists():
+            quoted = str(store.path).replace("'", "''")
+            try:
+                store.con.execute(f"ATTACH '{quoted}' AS planned_source (READ_ONLY)")
+            except duckdb.Error as exc:
+                store.con.close()
+                raise store._open_error(exc) from None
+            store.con.execute("COPY FROM DATABASE planned_source TO memory")
+            store.con.execute("DETACH planned_source")
+        store._migrate()
+        return store
+
+    def _open_error(self, exc: duckdb.Error) -> StoreError:
+        holder = _LOCK_HOLDER.search(str(exc))
+        if holder:
+            return DatabaseInUseError(
+                f"database {self.path} is in use by process {holder['pid']} ({Path(holder['program']).name}); "
+                "wait for it to finish or stop it, then try again"
+            )
+        return StoreError(f"cannot open database {self.path}: {_first_line(exc)}")
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -88,17 +138,48 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        self.con.execute("BEGIN TRANSACTION")
+        """One transaction: all of it lands, or none. A transaction opened inside another joins it
+        (several loads land together). A failure of the machine (disk full, I/O error, out of
+        memory, an invalidated database) becomes a StorageFailure naming the file."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield self.con
+            finally:
+                self._depth -= 1
+            return
         try:
-            yield self.con
-        except BaseException:
-            self.con.execute("ROLLBACK")
+            self.con.execute("BEGIN TRANSACTION")
+            self._depth = 1
+            try:
+                yield self.con
+            except BaseException:
+                self._rollback()
+                raise
+            finally:
+                self._depth = 0
+            crash_point("before-commit")
+            self.con.execute("COMMIT")
+        except duckdb.Error as exc:
+            if machine_failure(exc):
+                self._rollback()
+                raise StorageFailure(f"cannot write to the database {self.path}: {_first_line(exc)}") from None
             raise
-        _crash_point("before-commit")
-        self.con.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        try:
+            self.con.execute("ROLLBACK")
+        except duckdb.Error:
+            pass  # the transaction is already gone (a failed commit, an invalidated database)
+
+    def _scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The one value a query such as ``SELECT count(*)`` answers."""
+        row = self.con.execute(sql, list(params)).fetchone()
+        assert row is not None, sql  # an aggregate always answers one row
+        return row[0]
 
     def schema_version(self) -> int:
-        exists = self.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'").fetchone()[0]
+        exists = self._scalar("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'")
         if not exists:
             return 0
         row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -106,6 +187,16 @@ class Store:
 
     def _check_version(self) -> int:
         version = self.schema_version()
+        if version == 0:
+            tables = [
+                r[0]
+                for r in self.con.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database() ORDER BY 1"
+                ).fetchall()
+            ]
+            if tables:
+                shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+                raise StoreError(f"{self.path} is a DuckDB database, but not a qrelkit one (it holds {shown}); name another --db")
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"database {self.path} has schema version {version}, newer than this qrelkit "
@@ -128,19 +219,25 @@ class Store:
         row = self.con.execute("SELECT file_hash, path FROM loads WHERE kind = ? AND name = ?", [kind, name]).fetchone()
         return (row[0], row[1]) if row else None
 
-    def _plan_load(self, kind: str, name: str, file_hash: str, path: Path, replace: bool) -> str | None:
+    def _plan_load(self, kind: str, name: str, file_hash: str, path: Path, replace: bool) -> str:
         """'unchanged' if this exact file is loaded under this name; 'replaced' or 'loaded' otherwise."""
         previous = self._previous_load(kind, name)
         if previous is None:
             return "loaded"
+        if replace:
+            return "replaced"  # asked for: reload whatever the hash says
         if previous[0] == file_hash:
             return "unchanged"
-        if not replace:
-            raise StoreError(
-                f"{kind} {name!r} is already loaded from {previous[1]} with different content; "
-                f"{path} changed it. Pass --replace to load the new version, or choose another --name"
-            )
-        return "replaced"
+        raise StoreError(
+            f"{kind} {name!r} is already loaded from {previous[1]} with different content; "
+            f"{path} changed it. Pass --replace to load the new version, or choose another --name"
+        )
+
+    def load_status(self, kind: str, path: str | Path, name: str | None = None) -> str:
+        """What loading ``path`` as ``kind`` would do, read-only: 'unchanged' or 'loaded' (raises as the
+        load would when the file changed under a name already loaded)."""
+        path = Path(path)
+        return self._plan_load(kind, name or source_name(path), source_sha256(path), path, replace=False)
 
     def _record_load(self, con: duckdb.DuckDBPyConnection, kind: str, name: str, path: Path, file_hash: str, rows: int) -> None:
         con.execute("DELETE FROM loads WHERE kind = ? AND name = ?", [kind, name])
@@ -170,56 +267,135 @@ class Store:
             listed = ", ".join(f"{k!r} (from {s!r})" for k, s in clash)
             raise StoreError(f"{what} already loaded from another file: {listed}")
 
-    def load_topics(self, path: str | Path, *, name: str | None = None, replace: bool = False) -> LoadResult:
+    def _load(
+        self,
+        kind: str,
+        path: str | Path,
+        name: str | None,
+        replace: bool,
+        prepare: Callable[[Path, str], tuple[int, Callable[[duckdb.DuckDBPyConnection], None]]],
+    ) -> LoadResult:
+        """The one load path: skip an unchanged file, parse (``prepare`` returns the row count and the
+        writer), then write and record the load in one transaction."""
         path = Path(path)
-        name = name or run_name_from_path(path)
-        file_hash = file_sha256(path)
-        status = self._plan_load("topics", name, file_hash, path, replace)
+        name = name or source_name(path)
+        file_hash = source_sha256(path)
+        status = self._plan_load(kind, name, file_hash, path, replace)
         if status == "unchanged":
-            return LoadResult("topics", name, 0, status)
-        topics = read_topics(path)
-        rows = pa.table(
-            {
-                "qid": [t.qid for t in topics],
-                "text": [t.text for t in topics],
-                "fields": [json.dumps(t.fields, ensure_ascii=False) for t in topics],
-                "source": [name] * len(topics),
-            }
-        )
+            return LoadResult(kind, name, 0, status)
+        rows, write = prepare(path, name)
         with self.transaction() as con:
-            con.execute("DELETE FROM topics WHERE source = ?", [name])
-            self._refuse_foreign_keys(con, "topics", "qid", rows, name, "topics")
-            self._insert(con, "topics", rows)
-            self._record_load(con, "topics", name, path, file_hash, len(topics))
-        return LoadResult("topics", name, len(topics), status)
+            write(con)
+            self._record_load(con, kind, name, path, file_hash, rows)
+        return LoadResult(kind, name, rows, status)
+
+    def load_topics(self, path: str | Path, *, name: str | None = None, replace: bool = False) -> LoadResult:
+        def prepare(path: Path, name: str):
+            topics = topics_from(path)
+            rows = pa.table(
+                {
+                    "qid": [t.qid for t in topics],
+                    "text": [t.text for t in topics],
+                    "fields": [json.dumps(t.fields, ensure_ascii=False) for t in topics],
+                    "source": [name] * len(topics),
+                }
+            )
+
+            def write(con: duckdb.DuckDBPyConnection) -> None:
+                con.execute("DELETE FROM topics WHERE source = ?", [name])
+                self._refuse_foreign_keys(con, "topics", "qid", rows, name, "topics")
+                self._insert(con, "topics", rows)
+
+            return len(topics), write
+
+        return self._load("topics", path, name, replace, prepare)
 
     def load_documents(
         self, path: str | Path, *, name: str | None = None, image_root: str | Path | None = None, replace: bool = False
     ) -> LoadResult:
-        path = Path(path)
-        name = name or run_name_from_path(path)
-        file_hash = file_sha256(path)
-        status = self._plan_load("documents", name, file_hash, path, replace)
-        if status == "unchanged":
-            return LoadResult("documents", name, 0, status)
-        documents = read_documents(path, image_root=image_root)
+        def prepare(path: Path, name: str):
+            documents = documents_from(path, image_root=image_root)
+            rows = pa.table(
+                {
+                    "docid": [d.docid for d in documents],
+                    "text": pa.array([d.text for d in documents], pa.string()),
+                    "image_path": pa.array([d.image for d in documents], pa.string()),
+                    "image_root": pa.array([str(Path(d.image_root).resolve()) if d.image_root else None for d in documents], pa.string()),
+                    "content_hash": [d.content_hash() for d in documents],
+                    "fields": [json.dumps(d.fields, ensure_ascii=False) for d in documents],
+                    "source": [name] * len(documents),
+                }
+            )
+
+            def write(con: duckdb.DuckDBPyConnection) -> None:
+                con.execute("DELETE FROM documents WHERE source = ?", [name])
+                self._refuse_foreign_keys(con, "documents", "docid", rows, name, "documents")
+                self._insert(con, "documents", rows)
+                self.retire_stale_judgments()  # joins this load's transaction
+
+            return len(documents), write
+
+        return self._load("documents", path, name, replace, prepare)
+
+    def load_runs(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        names: Sequence[str | None] | None = None,
+        group: str | None = None,
+        replace: bool = False,
+        on_duplicate: OnDuplicate | str = OnDuplicate.error,
+    ) -> list[LoadResult]:
+        """Load several run files as one transaction: all of them land, or none (a bad fourth file
+        leaves the first three unloaded too). Every file is parsed before anything is written."""
+        names = list(names) if names is not None else [None] * len(paths)
+        plans, results = [], []
+        for path, name in zip(paths, names):
+            path = Path(path)
+            name = name or run_name_from_path(path)
+            file_hash = file_sha256(path)
+            status = self._plan_load("runs", name, file_hash, path, replace)
+            if status == "unchanged":
+                if group is not None:
+                    self.con.execute("UPDATE runs SET run_group = ? WHERE name = ?", [group, name])
+                results.append(LoadResult("runs", name, 0, status))
+                continue
+            run = read_run(path, name=name, on_duplicate=on_duplicate)
+            plans.append((path, name, file_hash, run))
+            results.append(LoadResult("runs", name, len(run), status))
+        seen: dict[str, Path] = {}
+        for path, name, _, _ in plans:
+            if name in seen:
+                raise StoreError(
+                    f"run name {name!r} comes from both {seen[name]} and {path}; load one of them with --name NAME, "
+                    "or name every run by its tag with --tag-names"
+                )
+            seen[name] = path
+        if plans:
+            with self.transaction() as con:
+                for path, name, file_hash, run in plans:
+                    self._write_run(con, path, name, file_hash, run, group)
+        return results
+
+    def _write_run(self, con: duckdb.DuckDBPyConnection, path: Path, name: str, file_hash: str, run: Run, group: str | None) -> None:
         rows = pa.table(
             {
-                "docid": [d.docid for d in documents],
-                "text": pa.array([d.text for d in documents], pa.string()),
-                "image_path": pa.array([d.image for d in documents], pa.string()),
-                "image_root": pa.array([str(Path(d.image_root).resolve()) if d.image_root else None for d in documents], pa.string()),
-                "content_hash": [d.content_hash() for d in documents],
-                "fields": [json.dumps(d.fields, ensure_ascii=False) for d in documents],
-                "source": [name] * len(documents),
+                "run": [name] * len(run),
+                "qid": [e.qid for e in run.entries],
+                "docid": [e.docid for e in run.entries],
+                "rank": pa.array([e.rank for e in run.entries], pa.int32()),
+                "score": pa.array([e.score for e in run.entries], pa.float64()),
             }
         )
-        with self.transaction() as con:
-            con.execute("DELETE FROM documents WHERE source = ?", [name])
-            self._refuse_foreign_keys(con, "documents", "docid", rows, name, "documents")
-            self._insert(con, "documents", rows)
-            self._record_load(con, "documents", name, path, file_hash, len(documents))
-        return LoadResult("documents", name, len(documents), status)
+        con.execute("DELETE FROM run_entries WHERE run = ?", [name])
+        con.execute("DELETE FROM runs WHERE name = ?", [name])
+        self._insert(con, "run_entries", rows)
+        crash_point("mid-load")
+        con.execute(
+            "INSERT INTO runs (name, run_group, tag, path, file_hash, n_entries) VALUES (?, ?, ?, ?, ?, ?)",
+            [name, group, run.tag, str(path), file_hash, len(run)],
+        )
+        self._record_load(con, "runs", name, path, file_hash, len(run))
 
     def load_run(
         self,
@@ -230,35 +406,7 @@ class Store:
         replace: bool = False,
         on_duplicate: OnDuplicate | str = OnDuplicate.error,
     ) -> LoadResult:
-        path = Path(path)
-        name = name or run_name_from_path(path)
-        file_hash = file_sha256(path)
-        status = self._plan_load("runs", name, file_hash, path, replace)
-        if status == "unchanged":
-            if group is not None:
-                self.con.execute("UPDATE runs SET run_group = ? WHERE name = ?", [group, name])
-            return LoadResult("runs", name, 0, status)
-        run = read_run(path, name=name, on_duplicate=on_duplicate)
-        rows = pa.table(
-            {
-                "run": [name] * len(run),
-                "qid": [e.qid for e in run.entries],
-                "docid": [e.docid for e in run.entries],
-                "rank": pa.array([e.rank for e in run.entries], pa.int32()),
-                "score": pa.array([e.score for e in run.entries], pa.float64()),
-            }
-        )
-        with self.transaction() as con:
-            con.execute("DELETE FROM run_entries WHERE run = ?", [name])
-            con.execute("DELETE FROM runs WHERE name = ?", [name])
-            self._insert(con, "run_entries", rows)
-            _crash_point("mid-load")
-            con.execute(
-                "INSERT INTO runs (name, run_group, tag, path, file_hash, n_entries) VALUES (?, ?, ?, ?, ?, ?)",
-                [name, group, run.tag, str(path), file_hash, len(run)],
-            )
-            self._record_load(con, "runs", name, path, file_hash, len(run))
-        return LoadResult("runs", name, len(run), status)
+        return self.load_runs([path], names=[name], group=group, replace=replace, on_duplicate=on_duplicate)[0]
 
     def load_qrels(
         self,
@@ -268,17 +416,26 @@ class Store:
         replace: bool = False,
         on_duplicate: OnDuplicate | str = OnDuplicate.error,
     ) -> LoadResult:
-        path = Path(path)
-        name = name or run_name_from_path(path)
-        file_hash = file_sha256(path)
-        status = self._plan_load("qrels", name, file_hash, path, replace)
-        if status == "unchanged":
-            return LoadResult("qrels", name, 0, status)
-        qrels = read_qrels(path, name=name, on_duplicate=on_duplicate)
-        with self.transaction() as con:
-            self._replace_qrels(con, qrels, origin="file", path=str(path), file_hash=file_hash)
-            self._record_load(con, "qrels", name, path, file_hash, len(qrels))
-        return LoadResult("qrels", name, len(qrels), status)
+        def prepare(path: Path, name: str):
+            graded = self.qrels_origin(name)
+            if graded is not None and graded[0] == "graded" and not replace:
+                raise StoreError(
+                    f"qrels set {name!r} holds qrels graded from judge run {graded[1]}; loading {path} would replace them: "
+                    "choose another --name, or pass --replace"
+                )
+            qrels = qrels_from(path, name=name, on_duplicate=on_duplicate)
+
+            def write(con: duckdb.DuckDBPyConnection) -> None:
+                self._replace_qrels(con, qrels, origin="loaded", path=str(path), file_hash=source_sha256(path))
+
+            return len(qrels), write
+
+        return self._load("qrels", path, name, replace, prepare)
+
+    def qrels_origin(self, name: str) -> tuple[str, str | None, str | None] | None:
+        """(origin, judge run id, path) of a qrels set, or None when there is no set of that name."""
+        row = self.con.execute("SELECT origin, judge_run_id, path FROM qrels_sets WHERE name = ?", [name]).fetchone()
+        return (row[0], row[1], row[2]) if row else None
 
     def _replace_qrels(
         self,
@@ -308,8 +465,24 @@ class Store:
         )
         self._insert(con, "qrels", rows)
 
-    def save_qrels(self, qrels: Qrels, *, judge_run_id: str, grading: dict) -> None:
-        """Store qrels graded from a judge run, with the thresholds that produced them."""
+    def save_qrels(self, qrels: Qrels, *, judge_run_id: str, grading: dict, replace: bool = False) -> None:
+        """Store qrels graded from a judge run, with the record of how they were graded.
+
+        Reference qrels are protected: a set loaded from a file is never overwritten by grading,
+        and a set graded earlier is replaced only when asked (``replace``)."""
+        existing = self.qrels_origin(qrels.name)
+        if existing is not None:
+            origin, previous_run, path = existing
+            if origin != "graded":
+                raise StoreError(
+                    f"qrels set {qrels.name!r} holds qrels loaded from {path}; grading judge run {judge_run_id} into it "
+                    f"would overwrite them. Grade into another name (--name, or grading.name in the job)"
+                )
+            if not replace:
+                raise StoreError(
+                    f"qrels set {qrels.name!r} was already graded from judge run {previous_run}; pass --replace to grade it again, "
+                    "or choose another --name"
+                )
         with self.transaction() as con:
             self._replace_qrels(con, qrels, origin="graded", judge_run_id=judge_run_id, grading=grading)
 
@@ -328,6 +501,28 @@ class Store:
         return {
             docid: Document(docid, text, image, root, json.loads(fields) if fields else {}) for docid, text, image, root, fields in rows
         }
+
+    def document_hashes(self) -> dict[str, str]:
+        """docid -> the content hash of the document as loaded now."""
+        return dict(self.con.execute("SELECT docid, content_hash FROM documents").fetchall())
+
+    def retire_stale_judgments(self) -> int:
+        """Move judgments of documents whose content changed since they were judged into
+        `judgment_history` (kept as the history of the old content, never used for the new one);
+        the number moved. A changed document is then judged again."""
+        stale = (
+            "FROM judgments j JOIN documents d ON d.docid = j.docid WHERE j.content_hash IS NOT NULL AND j.content_hash <> d.content_hash"
+        )
+        with self.transaction() as con:
+            moved = con.execute(f"SELECT count(*) {stale}").fetchall()[0][0]
+            if moved:
+                columns = ", ".join(HISTORY_COLUMNS)
+                con.execute(f"INSERT INTO judgment_history ({columns}) SELECT {', '.join('j.' + c for c in HISTORY_COLUMNS)} {stale}")
+                con.execute(
+                    "DELETE FROM judgments WHERE content_hash IS NOT NULL AND EXISTS (SELECT 1 FROM documents d "
+                    "WHERE d.docid = judgments.docid AND d.content_hash <> judgments.content_hash)"
+                )
+        return int(moved)
 
     def run_names(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT name FROM runs ORDER BY name").fetchall()]
@@ -359,6 +554,11 @@ class Store:
         rows = self.con.execute("SELECT qid, docid, grade, iteration FROM qrels WHERE qrels_set = ? ORDER BY qid, docid", [name]).fetchall()
         return Qrels(name, tuple(Qrel(*row) for row in rows), source=meta[0])
 
+    def import_scores(self, scores, *, name: str, path: Path, replace: bool = False):
+        from qrelkit.storage.judgments import import_scores
+
+        return import_scores(self, scores, name=name, replace=replace)
+
     # -- the embedding cache (qrelkit.embed.cache.VectorStore) ---------------------------------
 
     def read_embeddings(self, embedder_id: str, item_kind: str, keys):
@@ -378,7 +578,7 @@ class Store:
 
     def summary(self) -> list[tuple[str, int, str]]:
         """(what, count, detail) lines describing what the database holds."""
-        count = lambda sql: self.con.execute(sql).fetchone()[0]  # noqa: E731
+        count = self._scalar
         lines = [
             ("topics", count("SELECT count(*) FROM topics"), ""),
             (
@@ -388,11 +588,16 @@ class Store:
             ),
             ("runs", count("SELECT count(*) FROM runs"), f"{count('SELECT count(*) FROM run_entries')} entries"),
         ]
-        for name, origin, n in self.con.execute(
-            "SELECT s.name, s.origin, count(q.qid) FROM qrels_sets s LEFT JOIN qrels q ON q.qrels_set = s.name "
-            "GROUP BY s.name, s.origin ORDER BY s.name"
+        for name, origin, judge_run_id, path, file_hash, grading, n in self.con.execute(
+            "SELECT s.name, s.origin, s.judge_run_id, s.path, s.file_hash, s.grading, count(q.qid) FROM qrels_sets s "
+            "LEFT JOIN qrels q ON q.qrels_set = s.name GROUP BY ALL ORDER BY s.name"
         ).fetchall():
-            lines.append((f"qrels {name}", n, origin))
+            if origin == "graded":
+                method = (json.loads(grading) or {}).get("method", "?") if grading else "?"
+                detail = f"graded from judge run {judge_run_id} ({method})"
+            else:
+                detail = f"loaded from {path} (sha256 {str(file_hash)[:12]})"
+            lines.append((f"qrels {name}", n, detail))
         for run_id, judge, template, total, statuses in self.con.execute(
             "SELECT r.judge_run_id, r.judge, coalesce(r.template_id, '-'), coalesce(sum(j.n), 0), "
             "string_agg(j.status || '=' || j.n, ' ' ORDER BY j.status) "

@@ -8,24 +8,38 @@ is the original items with weights, and its statistics are weighted sums:
 
 with n_q, s_q (sum of vectors) and ‖x‖²_q (sum of squared norms) kept per query: one matrix
 product gives every resample's mean and trace term at once. Only the cross term
-Tr (Σ₁^½ Σ₂ Σ₁^½)^½ needs an eigenvalue problem per (resample, run), and it is solved in the
-smallest space available (see `fd.py`): the drawn relevant items' own rows when they are fewer
-than d (FD@k with at most m relevant per query), else the run's drawn rows against Σ₁, else d.
-The relevant side's factor is built once per resample and shared by every run.
+Tr (Σ₁^½ Σ₂ Σ₁^½)^½ = Σ √λ(G) needs an eigenvalue problem per (resample, run), on a Gram
+matrix G of the smallest size available (see `distance.py` for the identity):
+
+- at most d drawn relevant items (FD@k with at most m relevant per query): G = K Kᵀ or KᵀK with
+  K = A₁A₂ᵀ, read off the inner products of relevant and retrieved items (computed once per run)
+  and centred with rank-one corrections;
+- more: G = A₂ Σ₁ A₂ᵀ over the run's drawn items, with Σ₁ a weighted sum of per-query second
+  moments, so that Y Σ₁ Yᵀ = Σ_q w_q (X_q Yᵀ)ᵀ(X_q Yᵀ) − … is one matrix product for a whole
+  chunk of resamples (the per-query terms are computed once per run);
+- when that tensor would not fit in memory (very deep k), Σ₁ and Σ₂ in d dimensions, from the
+  same per-query second moments.
+
+Runs are independent, so they are spread over threads (one per core) with single-threaded BLAS:
+the matrices are small, and BLAS threads on a busy machine cost more than they give.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import queue
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from qrelkit.evaluate.fd.distance import sum_sqrt_eigenvalues, trace_sqrt_product
+from qrelkit.evaluate.fd.distance import factor_from_covariance, sum_sqrt_eigenvalues
 from qrelkit.evaluate.fd.items import ItemSample
+
+Progress = Callable[[int, int], None]
+TENSOR_LIMIT = 40_000_000  # float64 entries (320 MB) of one run's per-query Gram tensor
 
 
 @dataclass(frozen=True)
@@ -55,6 +69,16 @@ class QueryStats:
         return n, mean, trace
 
 
+def _second_moments(sample: ItemSample) -> np.ndarray:
+    """(Q, d, d) Σ_{items of q} x xᵀ."""
+    n_queries, d = len(sample.qids), sample.vectors.shape[1]
+    out = np.zeros((n_queries, d, d))
+    for q in range(n_queries):
+        rows = sample.vectors[sample.query_index == q]
+        out[q] = rows.T @ rows
+    return out
+
+
 def _cores() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -62,117 +86,167 @@ def _cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class _RelevantSide:
-    """The relevant items under one resample: which are drawn, their weights and mean, and Σ₁
-    when the drawn items outnumber the dimensions."""
-
-    def __init__(self, sample: ItemSample, weights: np.ndarray, n: float, mean: np.ndarray):
-        item_weights = weights[sample.query_index]
-        self.drawn = np.flatnonzero(item_weights > 0)
-        self.weights = item_weights[self.drawn]
-        self.n = n
-        self.mean = mean
-        self.d = sample.vectors.shape[1]
-        self.small = len(self.drawn) <= self.d
-        self.cov: np.ndarray | None = None
-        self.square_factor: np.ndarray | None = None
-        if not self.small:
-            rows = np.sqrt(self.weights / (n - 1))[:, None] * (sample.vectors[self.drawn] - mean)
-            self.cov = rows.T @ rows
-
-    def factor(self) -> np.ndarray:
-        """A d×d factor of Σ₁ (Cholesky; eigenvectors when Σ₁ is singular), for large runs."""
-        if self.square_factor is None:
-            try:
-                self.square_factor = np.linalg.cholesky(self.cov).T
-            except np.linalg.LinAlgError:
-                values, vectors = np.linalg.eigh(self.cov)
-                keep = values > 0
-                self.square_factor = np.sqrt(values[keep])[:, None] * vectors[:, keep].T
-        return self.square_factor
+def _drawn(sample: ItemSample, weights_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(indices of the items whose query was drawn, their weights)."""
+    item_weights = weights_row[sample.query_index]
+    drawn = np.flatnonzero(item_weights > 0)
+    return drawn, item_weights[drawn]
 
 
-def _trace_from_products(side: _RelevantSide, products: np.ndarray, drawn: np.ndarray, weights: np.ndarray, n2: float) -> float:
-    """Tr (Σ₁^½ Σ₂ Σ₁^½)^½ when the drawn relevant items are at most d, from P = X_rel Y_runᵀ.
-
-    K = A₁A₂ᵀ = D₁ (X − 1μ₁ᵀ)(Y − 1μ₂ᵀ)ᵀ D₂ needs only inner products: with P_s the drawn block of
-    P, Xμ₂ = P_s u/n₂, Yμ₁ = P_sᵀw/n₁ and μ₁·μ₂ = wᵀP_s u/(n₁n₂). So a resample costs r×c
-    operations on numbers already computed, not r×c×d.
-    """
-    block = products[np.ix_(side.drawn, drawn)]
-    rel_dot_run_mean = block @ weights / n2
-    run_dot_rel_mean = side.weights @ block / side.n
-    means_dot = side.weights @ rel_dot_run_mean / side.n
-    centred = block - rel_dot_run_mean[:, None] - run_dot_rel_mean[None, :] + means_dot
-    k = np.sqrt(side.weights / (side.n - 1))[:, None] * centred * np.sqrt(weights / (n2 - 1))[None, :]
+def _cross_from_products(
+    products: np.ndarray, rel: tuple[np.ndarray, np.ndarray, float], run: tuple[np.ndarray, np.ndarray, float]
+) -> float:
+    """Σ √λ of K Kᵀ for K = A₁A₂ᵀ, from P = X Yᵀ: with P_s the drawn block, Xμ₂ = P_s u/n₂ and
+    μ₁ᵀ(Y − μ₂) = wᵀ(P_s − Xμ₂ 1ᵀ)/n₁, so K costs r×c operations on P, not r×c×d."""
+    (rows, w, n1), (cols, u, n2) = rel, run
+    k = products[rows][:, cols]  # a copy, centred and scaled in place below
+    k -= (k @ u / n2)[:, None]
+    k -= (w @ k / n1)[None, :]
+    k *= np.sqrt(w / (n1 - 1))[:, None]
+    k *= np.sqrt(u / (n2 - 1))[None, :]
     return sum_sqrt_eigenvalues(k @ k.T if k.shape[0] <= k.shape[1] else k.T @ k)
 
 
-def _trace_from_rows(side: _RelevantSide, run_rows: np.ndarray) -> float:
-    """Tr (Σ₁^½ Σ₂ Σ₁^½)^½ when the drawn relevant items outnumber d, with Σ₂ = run_rowsᵀ run_rows."""
-    if run_rows.shape[0] <= side.d:
-        # eigenvalues of A₂ Σ₁ A₂ᵀ (c×c) = those of K Kᵀ with K = A₂ A₁ᵀ, without forming K
-        return sum_sqrt_eigenvalues(run_rows @ side.cov @ run_rows.T)
-    return trace_sqrt_product(side.factor(), run_rows)
+def _cross_from_run_gram(moments: np.ndarray, y_mean: np.ndarray, n1: float, cols: np.ndarray, u: np.ndarray, n2: float) -> float:
+    """Σ √λ of A₂ Σ₁ A₂ᵀ from the run's items' Σ_q w_q (X_q Yᵀ)ᵀ(X_q Yᵀ) (``moments``) and Y μ₁
+    (``y_mean``): M = Y Σ₁ Yᵀ = (moments − n₁ Yμ₁ μ₁ᵀYᵀ)/(n₁ − 1) on the drawn items, then centring
+    by μ₂ = Yᵀu/n₂ only needs M u (Y Σ₁ μ₂ = M u/n₂, μ₂ᵀΣ₁μ₂ = uᵀM u/n₂²)."""
+    m = moments[cols][:, cols]
+    mean = y_mean[cols]
+    m -= n1 * mean[:, None] * mean[None, :]
+    m /= n1 - 1
+    v = m @ u / n2
+    m -= v[:, None]
+    m -= v[None, :]
+    m += (u @ v) / n2
+    root = np.sqrt(u / (n2 - 1))
+    m *= root[:, None]
+    m *= root[None, :]
+    return sum_sqrt_eigenvalues(m)
+
+
+class _RunScorer:
+    """The cross terms of one run under every resample."""
+
+    def __init__(self, relevant: ItemSample, rel_stats: QueryStats, rel_moments: np.ndarray | None, sample: ItemSample, d: int):
+        self.relevant, self.sample, self.d = relevant, sample, d
+        self.rel_stats, self.rel_moments = rel_stats, rel_moments
+        self._products: np.ndarray | None = None
+        self._tensor: np.ndarray | None = None  # (Q, n_run, n_run): (X_q Yᵀ)ᵀ (X_q Yᵀ)
+        self._run_moments: np.ndarray | None = None
+
+    def products(self) -> np.ndarray:
+        if self._products is None:
+            self._products = self.relevant.vectors @ self.sample.vectors.T
+        return self._products
+
+    def tensor_fits(self) -> bool:
+        return len(self.relevant.qids) * len(self.sample) ** 2 <= TENSOR_LIMIT
+
+    def tensor(self) -> np.ndarray:
+        if self._tensor is None:
+            n_queries, n_run = len(self.relevant.qids), len(self.sample)
+            self._tensor = np.zeros((n_queries, n_run, n_run))
+            products = self.products()
+            for q in range(n_queries):
+                block = products[self.relevant.query_index == q]
+                self._tensor[q] = block.T @ block
+        return self._tensor
+
+    def run_moments(self, weights: np.ndarray, n1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For a chunk of resamples (rows of ``weights``): Σ_q w_q (X_q Yᵀ)ᵀ(X_q Yᵀ), (c, n_run,
+        n_run), and Y μ₁, (c, n_run). One matrix product for the whole chunk."""
+        moments = np.tensordot(weights, self.tensor(), axes=(1, 0))
+        y_sums = self.sample.vectors @ self.rel_stats.sums.T  # (n_run, Q): Y s_q
+        return moments, (weights @ y_sums.T) / n1[:, None]
+
+    def cross_in_d(self, weights_row: np.ndarray, n1: float, mean1: np.ndarray, n2: float, mean2: np.ndarray) -> float:
+        """Both covariances in d dimensions, from per-query second moments (very deep k only)."""
+        if self._run_moments is None:
+            self._run_moments = _second_moments(self.sample)
+        assert self.rel_moments is not None
+        cov1 = (np.tensordot(weights_row, self.rel_moments, axes=(0, 0)) - n1 * np.outer(mean1, mean1)) / (n1 - 1)
+        cov2 = (np.tensordot(weights_row, self._run_moments, axes=(0, 0)) - n2 * np.outer(mean2, mean2)) / (n2 - 1)
+        rows = factor_from_covariance(mean1, cov1).rows
+        return sum_sqrt_eigenvalues(rows @ cov2 @ rows.T)
 
 
 def _score_run(
-    sample: ItemSample,
-    moments: tuple[np.ndarray, np.ndarray, np.ndarray],
-    products: np.ndarray | None,
-    sides: list[tuple[int, _RelevantSide | None]],
+    scorer: _RunScorer,
     weights: np.ndarray,
-    rel_trace: np.ndarray,
-    out: np.ndarray,
-) -> None:
-    n2, mean2, trace2 = moments
-    for b, side in sides:
-        if side is None or not n2[b] >= 2:
-            continue
-        item_weights = weights[b][sample.query_index]
-        drawn = np.flatnonzero(item_weights > 0)
-        run_weights = item_weights[drawn]
-        if side.small:
-            cross = _trace_from_products(side, products, drawn, run_weights, n2[b])
-        else:
-            run_rows = np.sqrt(run_weights / (n2[b] - 1))[:, None] * (sample.vectors[drawn] - mean2[b])
-            cross = _trace_from_rows(side, run_rows)
-        diff = side.mean - mean2[b]
-        out[b] = max(float(diff @ diff) + rel_trace[b] + trace2[b] - 2.0 * cross, 0.0)
+    rel: tuple[np.ndarray, np.ndarray, np.ndarray],
+    chunk: int,
+    report: Callable[[int], None],
+) -> np.ndarray:
+    n1, mean1, trace1 = rel
+    n2, mean2, trace2 = QueryStats.of(scorer.sample).moments(weights)
+    out = np.full(weights.shape[0], np.nan)
+    for start in range(0, weights.shape[0], chunk):
+        stop = min(start + chunk, weights.shape[0])
+        valid = [b for b in range(start, stop) if n1[b] >= 2 and n2[b] >= 2]
+        sides = {b: _drawn(scorer.relevant, weights[b]) for b in valid}
+        large = [b for b in valid if len(sides[b][0]) > scorer.d]
+        grams: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        if large and scorer.tensor_fits():
+            moments, y_means = scorer.run_moments(weights[large], n1[large])
+            grams = {b: (moments[i], y_means[i]) for i, b in enumerate(large)}
+        for b in valid:
+            cols, u = _drawn(scorer.sample, weights[b])
+            if b not in large:
+                rows, w = sides[b]
+                cross = _cross_from_products(scorer.products(), (rows, w, n1[b]), (cols, u, n2[b]))
+            elif b in grams:
+                cross = _cross_from_run_gram(*grams.pop(b), n1[b], cols, u, n2[b])
+            else:
+                cross = scorer.cross_in_d(weights[b], n1[b], mean1[b], n2[b], mean2[b])
+            diff = mean1[b] - mean2[b]
+            out[b] = max(float(diff @ diff) + trace1[b] + trace2[b] - 2.0 * cross, 0.0)
+        report(stop - start)
+    return out
 
 
 def bootstrap_fd(
-    relevant: ItemSample, retrieved: Sequence[ItemSample], weights: np.ndarray, *, workers: int | None = None, chunk: int = 50
+    relevant: ItemSample,
+    retrieved: Sequence[ItemSample],
+    weights: np.ndarray,
+    *,
+    workers: int | None = None,
+    chunk: int = 50,
+    progress: Progress | None = None,
 ) -> np.ndarray:
     """FD of each retrieved sample against the relevant one under each resample: (runs, N).
 
     ``weights`` (N, Q) are query multiplicities over ``relevant.qids`` (the retrieved samples
     must use the same qids). A resample in which either side has fewer than 2 items gives NaN.
-    Runs are scored in ``workers`` threads (default: the available cores) with single-threaded
-    BLAS each: the matrices are small, and BLAS threads on a busy machine cost more than they give.
+    Runs are scored in ``workers`` threads (default: the available cores). ``progress(done,
+    total)`` is called from the calling thread as (run, resample) pairs complete.
     """
     for sample in retrieved:
         if sample.qids != relevant.qids:
             raise ValueError("retrieved samples must be grouped by the relevant sample's qids")
     weights = np.asarray(weights, dtype=np.float64)
-    n1, mean1, trace1 = QueryStats.of(relevant).moments(weights)
-    run_moments = [QueryStats.of(sample).moments(weights) for sample in retrieved]
+    rel_stats = QueryStats.of(relevant)
+    rel = rel_stats.moments(weights)
+    d = relevant.vectors.shape[1]
+    deep = any(len(sample) ** 2 * len(relevant.qids) > TENSOR_LIMIT for sample in retrieved) and len(relevant) > d
+    rel_moments = _second_moments(relevant) if deep else None
+    total = len(retrieved) * weights.shape[0]
+    events: queue.Queue[int] = queue.Queue()
     out = np.full((len(retrieved), weights.shape[0]), np.nan)
-    workers = workers or _cores()
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(max_workers=workers) as pool:
-        products: list[np.ndarray | None] = [None] * len(retrieved)
-        for start in range(0, weights.shape[0], chunk):
-            sides = [
-                (b, _RelevantSide(relevant, weights[b], n1[b], mean1[b]) if n1[b] >= 2 else None)
-                for b in range(start, min(start + chunk, weights.shape[0]))
-            ]
-            if any(side is not None and side.small for _, side in sides) and products[0] is None:
-                # inner products of every relevant item with every retrieved item, once per run
-                products = list(pool.map(lambda sample: relevant.vectors @ sample.vectors.T, retrieved))
-            jobs = [
-                pool.submit(_score_run, sample, run_moments[j], products[j], sides, weights, trace1, out[j])
-                for j, sample in enumerate(retrieved)
-            ]
-            for job in jobs:
-                job.result()
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(max_workers=workers or _cores()) as pool:
+        jobs = [
+            pool.submit(_score_run, _RunScorer(relevant, rel_stats, rel_moments, sample, d), weights, rel, chunk, events.put)
+            for sample in retrieved
+        ]
+        done, running = 0, list(jobs)
+        while running or not events.empty():
+            try:
+                done += events.get(timeout=0.2)
+            except queue.Empty:
+                running = [job for job in running if not job.done()]
+                continue
+            if progress is not None:
+                progress(done, total)
+        for j, job in enumerate(jobs):
+            out[j] = job.result()  # a worker's exception is raised here
     return out

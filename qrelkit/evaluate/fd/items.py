@@ -10,12 +10,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.io import Qrels, Run
+from qrelkit.io import Qrels, Run, arrays
 
 
 def default_relevance_level(qrels: Qrels) -> int:
     """2 for graded qrels (some grade above 1, as TREC DL), 1 for binary ones."""
-    return 2 if any(q.grade >= 2 for q in qrels.entries) else 1
+    grades = arrays.numbers(qrels.table.column("grade"))
+    return 2 if len(grades) and grades.max() >= 2 else 1
 
 
 def relevant_items(qrels: Qrels, *, rel_level: int | None = None, max_rel: int | None = None, seed: int = 0) -> dict[str, list[str]]:
@@ -56,7 +57,7 @@ def retrieved_items(run: Run, qids: Sequence[str], k: int, *, skip: Mapping[str,
     """
     if k < 1:
         raise QrelkitError(f"k must be at least 1 (got {k})")
-    ranking = run.ranking()
+    ranking = run.ranking(depth=None if skip is not None else k)  # URR reads past judged items
     out: dict[str, list[str]] = {}
     for qid in qids:
         docids = ranking.get(qid, [])

@@ -6,7 +6,7 @@ Works on vectors already computed (docid -> array); `qrelkit.commands.fd` does t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,7 +33,7 @@ class FDSettings:
     urr: bool = False
     max_rel: int | None = None
     rel_level: int | None = None
-    bootstrap: int = 0
+    resamples: int = 0  # bootstrap resamples of the queries (0: no intervals)
     seed: int = 0
 
 
@@ -70,7 +70,19 @@ class FDReport:
     def values(self, label: str) -> dict[str, float | None]:
         return {run: by_label[label].value for run, by_label in self.runs.items()}
 
-    def to_json(self) -> dict:
+    def to_pandas(self):
+        """One row per (run, cut-off): FD, its interval and the item counts; pandas is optional."""
+        import pandas as pd
+
+        rows = []
+        for run, by_label in self.runs.items():
+            for label, fd in by_label.items():
+                low = fd.bootstrap.low if fd.bootstrap else None
+                high = fd.bootstrap.high if fd.bootstrap else None
+                rows.append((run, label, fd.value, low, high, fd.n_ret, self.n_rel, self.d))
+        return pd.DataFrame(rows, columns=["run", "measure", "fd", "ci95_low", "ci95_high", "n_ret", "n_rel", "d"])
+
+    def to_dict(self) -> dict:
         """The CLI's `--json`: {"embedder", "d", "runs": {run: {"FD@10": x, "FD@10_ci95": [lo, hi], "n_ret": n}}, "n_rel"}."""
         runs: dict[str, dict] = {}
         for run, by_label in self.runs.items():
@@ -78,7 +90,7 @@ class FDReport:
             for label in self.labels:
                 fd = by_label[label]
                 entry[label] = fd.value
-                if self.settings.bootstrap:
+                if self.settings.resamples:
                     entry[f"{label}_ci95"] = [fd.bootstrap.low, fd.bootstrap.high] if fd.bootstrap else None
                     entry[f"{label}_mean"] = fd.bootstrap.mean if fd.bootstrap else None
                 entry[f"n_ret@{label.rsplit('@', 1)[1]}"] = fd.n_ret
@@ -96,7 +108,7 @@ class FDReport:
             "max_rel": s.max_rel,
             "urr": s.urr,
             "ks": list(s.ks),
-            "bootstrap": s.bootstrap,
+            "resamples": s.resamples,
             "seed": s.seed,
             "runs": runs,
         }
@@ -121,7 +133,7 @@ def selected_docids(qrels: Qrels, runs: Sequence[Run], settings: FDSettings) -> 
     return out
 
 
-def check_vectors(needed: Mapping[str, set[str]], vectors: Mapping[str, np.ndarray], documents: str = "the documents") -> None:
+def check_vectors(needed: Mapping[str, set[str]], vectors: Mapping[str, object], documents: str = "the documents") -> None:
     """A clear error naming the run (or the qrels) whose docids have no document."""
     for owner, docids in needed.items():
         missing = sorted(d for d in docids if d not in vectors)
@@ -139,9 +151,10 @@ def fd_of_runs(
     *,
     embedder: str = "",
     keep_samples: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> FDReport:
     """FD@k (or URR-FD@k) of each run against the relevant judged items, over the qrels' queries
-    that have a relevant item. With ``settings.bootstrap`` = N, the same N query resamples
+    that have a relevant item. With ``settings.resamples`` = N, the same N query resamples
     (seeded) score every run, so the runs' intervals are paired.
     """
     if not runs:
@@ -158,12 +171,12 @@ def fd_of_runs(
     d = relevant_sample.vectors.shape[1]
     relevant_factor = factor_from_samples(relevant_sample.vectors)  # shared by every run and cut-off
     skip = judged_items(qrels) if settings.urr else None
-    weights = resample_counts(len(qids), settings.bootstrap, settings.seed) if settings.bootstrap else None
+    weights = resample_counts(len(qids), settings.resamples, settings.seed) if settings.resamples else None
     labels = tuple(fd_label(k, settings.urr) for k in settings.ks)
     out: dict[str, dict[str, RunFD]] = {run.name: {} for run in runs}
     for k, label in zip(settings.ks, labels):
         samples = [item_sample(retrieved_items(run, qids, k, skip=skip), qids, vectors) for run in runs]
-        resampled = bootstrap_fd(relevant_sample, samples, weights) if weights is not None else None
+        resampled = bootstrap_fd(relevant_sample, samples, weights, progress=progress) if weights is not None else None
         for j, (run, sample) in enumerate(zip(runs, samples)):
             values = resampled[j] if resampled is not None else None
             out[run.name][label] = RunFD(

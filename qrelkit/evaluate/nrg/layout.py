@@ -8,15 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from operator import attrgetter
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from qrelkit.evaluate.nrg.options import Gain, Grades, NRGConfig, NRGError
+from qrelkit.io import arrays
 from qrelkit.io.trec import Qrels, Run
-
-_QID, _DOCID, _SCORE = attrgetter("qid"), attrgetter("docid"), attrgetter("score")
 
 
 @dataclass(frozen=True)
@@ -27,76 +26,72 @@ class Items:
     gains: np.ndarray  # (U,)
     query_of_item: np.ndarray  # (U,) index into queries, non-decreasing
     starts: np.ndarray  # (Q+1,) items of query q are starts[q]:starts[q+1]
-    index: dict[tuple[str, str], int]  # (qid, docid) -> item
+    docids: pa.Array  # distinct docids of the items
+    keys: np.ndarray  # (U,) query × len(docids) + docid, sorted: an item's key is its index's
+    # (items are numbered in key order, so a run entry's item is a binary search away)
 
     @property
     def size(self) -> int:
         return len(self.gains)
 
 
+def _index_in(values: pa.Array | pa.ChunkedArray, vocabulary: pa.Array) -> np.ndarray:
+    return arrays.numbers(pc.index_in(values, value_set=vocabulary), missing=-1).astype(np.int64)
+
+
 def relevant_items(grades: Grades, gain: Gain) -> Items:
     queries = sorted(grades)
-    index: dict[tuple[str, str], int] = {}
+    kept: list[tuple[int, str]] = []
     gains: list[np.ndarray] = []
     starts = [0]
-    for qid in queries:
+    for q, qid in enumerate(queries):
         judged = grades[qid]
         docids = sorted(judged)
         values = gain.values(np.fromiter((judged[d] for d in docids), np.float64, len(docids)))
         keep = np.flatnonzero(values > 0)
-        index.update({(qid, docids[i]): starts[-1] + n for n, i in enumerate(keep)})
+        kept += [(q, docids[i]) for i in keep]
         gains.append(values[keep])
         starts.append(starts[-1] + len(keep))
+    vocabulary = arrays.strings(sorted({docid for _, docid in kept}))
+    doc_index = {docid: i for i, docid in enumerate(vocabulary.to_pylist())}
+    keys = np.array([q * max(len(vocabulary), 1) + doc_index[docid] for q, docid in kept], np.int64)
+    # within a query items are sorted by docid and the vocabulary is sorted, so keys ascend
     flat = np.concatenate(gains) if gains else np.zeros(0)
-    counts = np.diff(starts)
-    return Items(queries, flat, np.repeat(np.arange(len(queries)), counts), np.asarray(starts), index)
+    return Items(queries, flat, np.repeat(np.arange(len(queries)), np.diff(starts)), np.asarray(starts), vocabulary, keys)
 
 
-def _ranks_within_query(qidx: np.ndarray, scores: np.ndarray, docids: list[str], order: str) -> np.ndarray:
-    """1-based rank of each entry within its query, in trec_eval order or file order."""
-    n = len(qidx)
-    if order == "file":
-        perm = np.argsort(qidx, kind="stable")
-    else:
-        perm = np.lexsort((-scores, qidx))
-        q_sorted, s_sorted = qidx[perm], scores[perm]
-        tied = (q_sorted[1:] == q_sorted[:-1]) & (s_sorted[1:] == s_sorted[:-1])
-        if tied.any():  # equal scores: docid descending, as trec_eval; few blocks, sorted in Python
-            edges = np.flatnonzero(np.diff(np.concatenate(([0], tied.astype(np.int8), [0]))))
-            for start, last in zip(edges[::2], edges[1::2]):
-                block = perm[start : last + 1]
-                perm[start : last + 1] = sorted(block.tolist(), key=docids.__getitem__, reverse=True)
-    q_sorted = qidx[perm]
-    first = np.concatenate(([True], q_sorted[1:] != q_sorted[:-1]))
-    group_start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
-    ranks = np.empty(n, np.int64)
-    ranks[perm] = np.arange(n) - group_start + 1
-    return ranks
+def _segment_ranks(query: np.ndarray) -> np.ndarray:
+    """1-based position of each entry within its run of equal (contiguous) query values."""
+    n = len(query)
+    first = np.concatenate(([True], query[1:] != query[:-1])) if n else np.zeros(0, bool)
+    return np.arange(n) - np.maximum.accumulate(np.where(first, np.arange(n), 0)) + 1
 
 
 def positions_of(runs: Sequence[Run], items: Items, depth: int | None, order: str) -> np.ndarray:
-    """(runs × items) rank of each relevant item in each run, 0 where absent or below depth."""
-    query_index = {qid: i for i, qid in enumerate(items.queries)}
+    """(runs × items) rank of each relevant item in each run, 0 where absent or below depth.
+
+    Ranks are in trec_eval order (score as float32 descending, docid descending) or in file
+    order; entries are joined to items as integers, never one Python object per entry.
+    """
+    queries = arrays.strings(items.queries)
     positions = np.zeros((len(runs), items.size), np.int32)
     for r, run in enumerate(runs):
-        # one C-speed pass per column; the entries are Python objects, so this is the floor
-        entries = run.entries
-        qids = list(map(_QID, entries))
-        qidx = np.fromiter(map(query_index.get, qids, repeat(-1)), np.int64, len(qids))
-        docids = list(map(_DOCID, entries))
-        scores = np.fromiter(map(_SCORE, entries), np.float64, len(entries))
-        if (qidx < 0).any():  # queries the qrels lack play no part
-            known = np.flatnonzero(qidx >= 0).tolist()
-            qids, docids = [qids[i] for i in known], [docids[i] for i in known]
-            qidx, scores = qidx[known], scores[known]
-        if not qids:
-            continue
-        ranks = _ranks_within_query(qidx, scores, docids, order)
-        chosen = np.flatnonzero(ranks <= depth).tolist() if depth else range(len(ranks))
-        keys = zip([qids[i] for i in chosen], [docids[i] for i in chosen])
-        found = np.fromiter(map(items.index.get, keys, repeat(-1)), np.int64, len(chosen))
-        hit = found >= 0
-        positions[r, found[hit]] = ranks[np.asarray(chosen, np.int64)[hit]]
+        codes, names = run.query_codes()
+        query_of_entry = _index_in(arrays.strings(names), queries)[codes]  # -1: a query the qrels lack
+        if order == "file":
+            entries = np.argsort(query_of_entry, kind="stable")
+        else:
+            entries = run.trec_order()  # grouped by query
+        entries = entries[query_of_entry[entries] >= 0]
+        query = query_of_entry[entries]
+        ranks = _segment_ranks(query)
+        if depth:
+            entries, query, ranks = entries[ranks <= depth], query[ranks <= depth], ranks[ranks <= depth]
+        doc = _index_in(run.table.column("docid").take(arrays.from_numpy(entries)), items.docids)
+        key = query * max(len(items.docids), 1) + doc
+        item = np.minimum(np.searchsorted(items.keys, key), max(items.size - 1, 0))
+        hit = (doc >= 0) & (items.keys[item] == key) if items.size else np.zeros(len(key), bool)
+        positions[r, item[hit]] = ranks[hit]
     return positions
 
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from qrelkit.errors import InputFormatError, LineProblem
 from qrelkit.evaluate.nrg.options import NRGError
-from qrelkit.io.lines import iter_lines, raise_if_problems
+from qrelkit.io.groups import read_run_order, run_groups, split_groups_spec
 
 PRIOR_SPECS = "all-others | order:FILE | best-per-group:FILE[:COLUMN] | runs:A,B"
 
@@ -40,69 +39,15 @@ def best_per_group(groups: Mapping[str, str], scores: Mapping[str, float]) -> di
     return {run: [best[g] for g in sorted(best) if g != own] for run, own in groups.items()}
 
 
-def _data_lines(path: Path) -> list[tuple[int, str]]:
-    problems: list[LineProblem] = []
-    lines = [(n, text.strip()) for n, text in iter_lines(path, problems) if not text.lstrip().startswith("#")]
-    raise_if_problems(problems)
-    return lines
-
-
-def read_run_order(path: str | Path, names: Sequence[str]) -> list[str]:
-    """Run names, one a line, oldest first ('#' comments and blank lines skipped); every loaded run once."""
-    path = Path(path)
-    known, seen, problems = set(names), {}, []
-    for number, line in _data_lines(path):
-        name = line.split()[0]
-        if name not in known:
-            problems.append(LineProblem(str(path), number, f"unknown run {name!r}; loaded runs: {', '.join(sorted(known))}"))
-        elif name in seen:
-            problems.append(LineProblem(str(path), number, f"run {name!r} already listed on line {seen[name]}"))
-        else:
-            seen[name] = number
-    raise_if_problems(problems)
-    missing = [n for n in names if n not in seen]
-    if missing:
-        raise InputFormatError.single(path, 0, f"the order must list every run; missing: {', '.join(missing)}")
-    return sorted(seen, key=seen.__getitem__)
-
-
 def read_run_groups(path: str | Path, names: Sequence[str] | None = None, column: str = "group") -> dict[str, str]:
-    """run -> group from a table with a header naming a `run` column and ``column`` (tab- or space-separated)."""
-    path = Path(path)
-    lines = _data_lines(path)
-    if not lines:
-        raise InputFormatError.single(path, 0, "empty groups file; expected a header such as `run<TAB>group`")
-    split = (lambda s: s.split("\t")) if "\t" in lines[0][1] else str.split
-    header = [h.strip() for h in split(lines[0][1])]
-    for wanted in ("run", column):
-        if wanted not in header:
-            raise InputFormatError.single(path, lines[0][0], f"no column {wanted!r} in header {header}")
-    run_col, group_col = header.index("run"), header.index(column)
-    groups: dict[str, str] = {}
-    first_line: dict[str, int] = {}
-    problems: list[LineProblem] = []
-    for number, line in lines[1:]:
-        cols = [c.strip() for c in split(line)]
-        if len(cols) <= max(run_col, group_col):
-            problems.append(LineProblem(str(path), number, f"expected {len(header)} columns, found {len(cols)}"))
-        elif cols[run_col] in groups:
-            problems.append(LineProblem(str(path), number, f"run {cols[run_col]!r} already on line {first_line[cols[run_col]]}"))
-        else:
-            groups[cols[run_col]] = cols[group_col]
-            first_line[cols[run_col]] = number
-    raise_if_problems(problems)
-    if names is not None:
-        missing = [n for n in names if n not in groups]
-        if missing:
-            raise InputFormatError.single(path, 0, f"no group for run(s): {', '.join(missing)}")
-        groups = {n: groups[n] for n in names}
-    return groups
+    """run -> group from a groups file's ``column`` (see `qrelkit.io.groups`)."""
+    return run_groups(path, names, column)
 
 
 def groups_from_spec(spec: str, names: Sequence[str] | None = None) -> dict[str, str]:
-    """``FILE`` or ``FILE:COLUMN`` (default column `group`) -> run -> group."""
-    file, column = (spec, "group") if Path(spec).is_file() or ":" not in spec else spec.rsplit(":", 1)
-    return read_run_groups(file, names, column)
+    """``FILE`` or ``FILE:COLUMN`` -> run -> group (the only grouping column, or `group`)."""
+    file, column = split_groups_spec(spec)
+    return run_groups(file, names, column, default="group")
 
 
 def prior_sets_from_spec(

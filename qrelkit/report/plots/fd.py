@@ -23,22 +23,24 @@ def plot_fd_bootstrap(
     (or by ``order``, e.g. a metric, descending)."""
     from matplotlib.figure import Figure
 
-    fds = {run: by_label[label] for run, by_label in report.runs.items() if by_label[label].bootstrap is not None}
-    if not fds:
-        raise ValueError(f"no bootstrap values for {label}: run with --bootstrap N")
-    runs = sorted(fds, key=lambda r: -order[r]) if order else sorted(fds, key=lambda r: fds[r].value)
-    means = [fds[r].bootstrap.mean for r in runs]
-    low = [fds[r].bootstrap.mean - fds[r].bootstrap.low for r in runs]
-    high = [fds[r].bootstrap.high - fds[r].bootstrap.mean for r in runs]
+    summaries = {run: by_label[label].bootstrap for run, by_label in report.runs.items()}
+    boot = {run: s for run, s in summaries.items() if s is not None}
+    point = {run: report.runs[run][label].value or 0.0 for run in boot}
+    if not boot:
+        raise ValueError(f"no bootstrap values for {label}: run with --resamples N")
+    runs = sorted(boot, key=lambda r: -order[r]) if order else sorted(boot, key=point.__getitem__)
+    means = [boot[r].mean for r in runs]
+    low = [boot[r].mean - boot[r].low for r in runs]
+    high = [boot[r].high - boot[r].mean for r in runs]
     fig = Figure(figsize=(max(6.0, 0.28 * len(runs) + 2), 4.6), layout="constrained")
     ax = fig.subplots()
     ax.errorbar(range(len(runs)), means, yerr=[low, high], fmt="o", ms=4, capsize=2, color="C0")
     ax.set_xticks(range(len(runs)), runs, rotation=75, ha="right", fontsize=7)
     ax.set_ylabel(f"{label} (bootstrap mean, 95% interval)")
     ax.set_xlabel(x_label or ("runs by the given order" if order else f"runs by {label}, best first"), fontsize=8)
-    some = next(iter(fds.values()))
+    some = next(iter(boot.values()))
     ax.set_title(
-        f"{label} over {some.bootstrap.resamples} query resamples of {len(report.qids)} queries; "
+        f"{label} over {some.resamples} query resamples of {len(report.qids)} queries; "
         f"{report.embedder}, d={report.d}, n_rel={report.n_rel} (lower is better)",
         fontsize=9,
     )

@@ -1,0 +1,141 @@
+"""The command-line application's skeleton: the typer apps, the consoles, the options several
+commands share, and how errors end (one message, an exit code, never a traceback)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shlex
+import sys
+import warnings
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from qrelkit import __version__
+from qrelkit.errors import FatalJobError, QrelkitError, SkippedFilesWarning
+
+app = typer.Typer(
+    help="Make relevance judgments with models, and audit them against human qrels.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+load_app = typer.Typer(
+    help="Load topics, documents, runs or qrels into the database (idempotent; --replace reloads).", no_args_is_help=True
+)
+prompts_app = typer.Typer(help="Prompt templates: list the built-ins, render one exactly as a model sees it.", no_args_is_help=True)
+export_app = typer.Typer(help="Write what the database holds as files (TREC qrels, judgments).", no_args_is_help=True)
+import_app = typer.Typer(help="Bring judgments made elsewhere into the database (scores of any tool).", no_args_is_help=True)
+app.add_typer(load_app, name="load")
+app.add_typer(prompts_app, name="prompts")
+app.add_typer(export_app, name="export")
+app.add_typer(import_app, name="import")
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+DEFAULT_DB = Path("qrelkit.duckdb")
+DbOption = Annotated[
+    Path, typer.Option("--db", envvar="QRELKIT_DB", help="The DuckDB database file (env QRELKIT_DB; default qrelkit.duckdb).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+ReplaceOption = Annotated[bool, typer.Option("--replace", help="Replace what an earlier load of the same name put in the database.")]
+DuplicateOption = Annotated[
+    str,
+    typer.Option("--on-duplicate", help="A repeated (qid, docid) in one file: error (default), or keep the first, last or max."),
+]
+RunsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--runs", help="Run files or folders (every run file inside), or run names in --db; repeatable. Default: all runs in --db."
+    ),
+]
+MoreRuns = Annotated[list[str] | None, typer.Argument(help="More run files or folders (so `--runs a.run b.run` works).")]
+MeasureOption = Annotated[
+    list[str] | None,
+    typer.Option("--measure", help="An ir_measures or trec_eval measure, e.g. nDCG@10, 'AP(rel=2)', ndcg_cut_10; repeatable."),
+]
+JudgeRunOption = Annotated[str | None, typer.Option("--judge-run", help="A judge run in --db: its id, a unique id prefix, or its name.")]
+ResamplesOption = Annotated[int, typer.Option("--resamples", help="Bootstrap resamples of the queries for 95% intervals (0: none).")]
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the resamples (and of any sampling).")]
+
+
+def either(value: Any, alias: Any, name: str, alias_name: str) -> Any:
+    """One option that also answers to an older spelling (a hidden alias kept for one release)."""
+    if value is not None and alias is not None and value != alias:
+        raise QrelkitError(f"{name} and {alias_name} (its older name) disagree; give one")
+    return value if value is not None else alias
+
+
+def command_line(ctx: typer.Context) -> str:
+    """The command as given, rebuilt from its parsed options (so it reads the same under a test runner)."""
+    words = ["qrelkit", ctx.info_name or ""]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if not param.opts or value is None or value == param.default or value == []:
+            continue
+        flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
+        for item in value if isinstance(value, list | tuple) else [value]:
+            words += [flag] if isinstance(item, bool) else [flag, str(getattr(item, "value", item))]
+    return shlex.join(words)
+
+
+def print_json(payload: Any) -> None:
+    print(json.dumps(payload, indent=1, ensure_ascii=False, default=str))
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        print(f"qrelkit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Print qrelkit's version and exit.")
+    ] = False,
+) -> None:
+    """Make relevance judgments with models, and audit them against human qrels."""
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001 (warnings' signature)
+    """qrelkit's own warnings (files skipped in a folder) as one plain line; others as Python prints them."""
+    if issubclass(category, SkippedFilesWarning):
+        err.print(Text("warning: ", style="yellow") + Text(str(message)), soft_wrap=True)
+        return
+    _python_showwarning(message, category, filename, lineno, file, line)
+
+
+_python_showwarning = warnings.showwarning
+
+
+def main() -> None:
+    """Exit codes: 0 done; 2 bad input or usage (one message naming the file and line, or the pair);
+    3 a job failed (a broken judge, most judgments failed, the database could not be written); 130 interrupted."""
+    warnings.showwarning = _show_warning
+    try:
+        app()
+    except FatalJobError as exc:
+        _fail(str(exc), 3)
+    except QrelkitError as exc:
+        _fail(str(exc), 2)
+    except OSError as exc:  # a file the command writes (or a device it uses): one line, never a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(f"{where}{exc.strerror or exc}", 3 if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else 2)
+
+
+def _fail(message: str, code: int) -> None:
+    """Print the one error line and end with ``code``. The process ends at once (os._exit, after
+    flushing): a command that failed has closed its database already, and native thread pools
+    (Arrow's, onnxruntime's) torn down by the interpreter's own exit have been seen to abort it
+    now and then, turning a clean exit 2 into a SIGABRT."""
+    err.print(Text("error: ", style="bold red") + Text(message), soft_wrap=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,210 @@
+"""`qrelkit load | show | evaluate | import | export`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from qrelkit.cli.base import (
+    DEFAULT_DB,
+    DbOption,
+    DuplicateOption,
+    JsonOption,
+    MeasureOption,
+    ReplaceOption,
+    RunsOption,
+    app,
+    export_app,
+    import_app,
+    load_app,
+    out,
+    print_json,
+)
+from qrelkit.errors import QrelkitError
+
+NameOption = Annotated[
+    str | None, typer.Option(help="Name of this load (default: the file name without extension, or the ir_datasets id).")
+]
+
+
+def _loaded(results) -> None:
+    from qrelkit.report import tables
+
+    for line in tables.describe_loads(results):
+        out.print(line, highlight=False)
+
+
+@load_app.command("topics")
+def load_topics(
+    file: Annotated[
+        Path, typer.Argument(help="Topics: TSV `qid<TAB>text`, JSONL with `qid`, `text` and any fields, or irds:<dataset id>.")
+    ],
+    db: DbOption = DEFAULT_DB,
+    name: NameOption = None,
+    replace: ReplaceOption = False,
+) -> None:
+    """Load topics."""
+
+    from qrelkit.commands import data
+
+    _loaded(data.load_topics(db, file, name=name, replace=replace))
+
+
+@load_app.command("docs")
+def load_docs(
+    file: Annotated[Path, typer.Argument(help="JSONL documents (`docid` with `text`, or `image`: a relative path), or irds:<dataset id>.")],
+    db: DbOption = DEFAULT_DB,
+    image_root: Annotated[Path | None, typer.Option(help="Folder that image paths are relative to (default: the file's folder).")] = None,
+    name: NameOption = None,
+    replace: ReplaceOption = False,
+) -> None:
+    """Load documents (text passages or images)."""
+
+    from qrelkit.commands import data
+
+    _loaded(data.load_documents(db, file, name=name, image_root=image_root, replace=replace))
+
+
+@load_app.command("runs")
+def load_runs(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="TREC run files, or folders of them (READMEs, hidden and other non-run files are skipped and named). "
+            "A run's name is its file name without extension; NIST's `input.<tag>.gz` is named <tag>."
+        ),
+    ],
+    db: DbOption = DEFAULT_DB,
+    name: Annotated[str | None, typer.Option(help="Name of the run (one file only; default: its file name).")] = None,
+    tag_names: Annotated[bool, typer.Option("--tag-names", help="Name each run by its tag column (column 6) instead of its file.")] = False,
+    group: Annotated[str | None, typer.Option(help="Group these runs belong to (for bias and NRG priors).")] = None,
+    replace: ReplaceOption = False,
+    on_duplicate: DuplicateOption = "error",
+) -> None:
+    """Load TREC runs (`qid Q0 docid rank score tag`): all files in one transaction, so all land or none."""
+
+    from qrelkit.commands import data
+
+    _loaded(data.load_runs(db, paths, name=name, tag_names=tag_names, group=group, replace=replace, on_duplicate=on_duplicate))
+
+
+@load_app.command("qrels")
+def load_qrels(
+    file: Annotated[Path, typer.Argument(help="TREC qrels (`qid iter docid grade`), or irds:<ir_datasets id>.")],
+    db: DbOption = DEFAULT_DB,
+    name: Annotated[str | None, typer.Option(help="Name of the qrels set (default: file name).")] = None,
+    replace: ReplaceOption = False,
+    on_duplicate: DuplicateOption = "error",
+) -> None:
+    """Load human (or any) qrels as a named qrels set. Loaded sets are never overwritten by grading."""
+
+    from qrelkit.commands import data
+
+    _loaded(data.load_qrels(db, file, name=name, replace=replace, on_duplicate=on_duplicate))
+
+
+@app.command()
+def show(db: DbOption = DEFAULT_DB, as_json: JsonOption = False) -> None:
+    """Show what the database holds: topics, documents, runs, each qrels set with its origin, judge runs."""
+
+    from qrelkit.commands import data
+    from qrelkit.report import tables
+
+    lines = data.show(db)
+    if as_json:
+        print_json(lines)
+        return
+    out.print(tables.summary_table(str(db), lines))
+
+
+@app.command()
+def evaluate(
+    qrels: Annotated[str, typer.Option(help="A TREC qrels file, irds:<ir_datasets id>, or the name of a qrels set in --db.")],
+    runs: RunsOption = None,
+    measure: MeasureOption = None,
+    db: DbOption = DEFAULT_DB,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON: measures, queries, runs → measure → mean (= --format json).")
+    ] = False,
+    per_query: Annotated[bool, typer.Option("--per-query", help="Also print each query's value.")] = False,
+    output: Annotated[
+        str, typer.Option("--format", help="table, json, or trec (trec_eval -q's layout: measure, qid, value; `all` for the mean).")
+    ] = "table",
+    on_duplicate: DuplicateOption = "error",
+) -> None:
+    """Score runs under qrels (ir_measures; default nDCG@10).
+
+    Means run over the queries of the qrels; a run that misses one scores 0 on it.
+    Run scores are read as float32 and ties broken by docid descending, as trec_eval does.
+    """
+
+    from qrelkit.commands import data
+    from qrelkit.report import tables
+
+    if output not in ("table", "json", "trec"):
+        raise QrelkitError(f"--format {output!r}: choose table, json or trec")
+    evaluation = data.evaluate(qrels, runs or [], measure, db, on_duplicate=on_duplicate)
+    if as_json or output == "json":
+        print_json(evaluation.to_dict(per_query))
+        return
+    if output == "trec":
+        for line in tables.trec_eval_lines(evaluation):
+            print(line)
+        return
+    out.print(tables.evaluation_table(evaluation))
+    if per_query:
+        for line in tables.per_query_lines(evaluation):
+            print(line)
+
+
+@import_app.command("scores")
+def import_scores(
+    file: Annotated[Path, typer.Argument(help="`qid docid score` lines (TSV or spaces), or a TREC qrels file.")],
+    name: Annotated[str, typer.Option(help="Name of the imported judge run (use it as --judge-run NAME).")],
+    db: DbOption = DEFAULT_DB,
+    replace: Annotated[bool, typer.Option("--replace", help="Replace an earlier import of the same name from another file.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Store scores made by any tool (UMBRELA's output, a colleague's run) as a judge run of origin
+    `imported`, so `grade`, `agree` and `report` work on it."""
+
+    from qrelkit.commands import judging
+
+    result = judging.import_scores(db, file, name=name, replace=replace)
+    if as_json:
+        print_json(result.__dict__)
+        return
+    verb = {"imported": "imported", "replaced": "replaced", "unchanged": "already imported, unchanged:"}[result.status]
+    out.print(f"{verb} {result.rows or ''} scores as judge run {result.judge_run_id} ({result.name!r})".replace("  ", " "), highlight=False)
+
+
+@export_app.command("qrels")
+def export_qrels(
+    output: Annotated[Path, typer.Argument(help="Where to write TREC qrels.")],
+    judge_run: Annotated[str | None, typer.Option("--judge-run", help="Export the newest qrels graded from this judge run.")] = None,
+    name: Annotated[str | None, typer.Option(help="Or: the qrels set with this name.")] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Write a qrels set (graded from a judge run, or loaded) as a TREC qrels file."""
+
+    from qrelkit.commands import judging
+
+    qrels = judging.export_qrels_file(db, output, judge_run_id=judge_run, name=name)
+    out.print(f"wrote {len(qrels)} judgments of {qrels.name!r} to {output}", highlight=False)
+
+
+@export_app.command("judgments")
+def export_judgments(
+    output: Annotated[Path, typer.Argument(help="Where to write: OUT.parquet, OUT.csv or OUT.jsonl (the suffix chooses the format).")],
+    judge_run: Annotated[str | None, typer.Option("--judge-run", help="One judge run (id, unique prefix or name); default: all.")] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Write judgments with every stored field (raw output, score, parsed and expected grade, status,
+    error, tokens, latency, cost, attempts, model id, fingerprint, time; the run's judge and template)."""
+
+    from qrelkit.commands import judging
+
+    rows, runs = judging.export_judgments(db, output, judge_run_ref=judge_run)
+    out.print(f"wrote {rows} judgments of {len(runs)} judge run(s) ({', '.join(runs) or 'none'}) to {output}", highlight=False)

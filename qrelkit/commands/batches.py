@@ -1,0 +1,33 @@
+"""`qrelkit batches`: the Batch API submissions a database holds, checked and collected; `cancel`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from qrelkit.errors import StoreError
+from qrelkit.jobs.batch_job import cancel_batch, check_batches
+from qrelkit.storage import Store
+from qrelkit.storage.batches import Submission, submissions
+
+
+def list_batches(db: Path, *, check: bool = True) -> list[Submission]:
+    """Every submission in ``db``; with ``check``, each open batch is first asked about on its API and
+    the finished ones are collected into judgments (as a run of the job would)."""
+    if not db.exists():
+        raise StoreError(f"database {db} does not exist")
+    with Store(db) as store:
+        return check_batches(store, db) if check else submissions(store)
+
+
+def payload(found: list[Submission]) -> list[dict[str, Any]]:
+    """`--json`: every field of each submission."""
+    return [submission.to_dict() for submission in found]
+
+
+def cancel(db: Path, ref: str) -> Submission:
+    """Cancel a running batch by its batch id (or submission id)."""
+    if not db.exists():
+        raise StoreError(f"database {db} does not exist")
+    with Store(db) as store:
+        return cancel_batch(store, db, ref)

@@ -1,0 +1,88 @@
+"""The use cases behind `qrelkit load | show | evaluate`: files and names in, results out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from qrelkit.commands.sources import resolve_qrels, stream_runs
+from qrelkit.errors import QrelkitError
+from qrelkit.evaluate import Evaluation, evaluate_runs
+from qrelkit.io import OnDuplicate, list_run_files, run_tag
+
+if TYPE_CHECKING:
+    from qrelkit.storage import LoadResult
+
+DEFAULT_MEASURES = ["nDCG@10"]
+
+
+def load_topics(db: Path, file: Path, *, name: str | None = None, replace: bool = False) -> list[LoadResult]:
+    from qrelkit.storage import Store
+
+    with Store(db) as store:
+        return [store.load_topics(file, name=name, replace=replace)]
+
+
+def load_documents(
+    db: Path, file: Path, *, name: str | None = None, image_root: Path | None = None, replace: bool = False
+) -> list[LoadResult]:
+    from qrelkit.storage import Store
+
+    with Store(db) as store:
+        return [store.load_documents(file, name=name, image_root=image_root, replace=replace)]
+
+
+def load_runs(
+    db: Path,
+    paths: list[Path],
+    *,
+    name: str | None = None,
+    tag_names: bool = False,
+    group: str | None = None,
+    replace: bool = False,
+    on_duplicate: OnDuplicate | str = OnDuplicate.error,
+) -> list[LoadResult]:
+    """Every run file given (folders expanded) in one transaction: all land, or none. A run is named
+    by ``name`` (one file only), by its tag column (``tag_names``), or by its file name. Files of a
+    folder that are evidently not runs (a README, hidden files) come back as `skipped` results."""
+    from qrelkit.storage import Store
+
+    skipped: list[tuple[Path, str]] = []
+    files = list_run_files(list(paths), skipped)
+    if name is not None and tag_names:
+        raise QrelkitError("give --name or --tag-names, not both")
+    if name is not None and len(files) != 1:
+        raise QrelkitError(f"--name names one run, but {len(files)} run files were given; use --tag-names, or load them one by one")
+    names: list[str | None] = [name] if name is not None else [run_tag(f) for f in files] if tag_names else [None] * len(files)
+    with Store(db) as store:
+        results = store.load_runs(files, names=names, group=group, replace=replace, on_duplicate=on_duplicate)
+    from qrelkit.storage import LoadResult
+
+    return results + [LoadResult("runs", str(path), 0, "skipped", reason) for path, reason in skipped]
+
+
+def load_qrels(
+    db: Path, file: Path, *, name: str | None = None, replace: bool = False, on_duplicate: OnDuplicate | str = OnDuplicate.error
+) -> list[LoadResult]:
+    from qrelkit.storage import Store
+
+    with Store(db) as store:
+        return [store.load_qrels(file, name=name, replace=replace, on_duplicate=on_duplicate)]
+
+
+def show(db: Path) -> list[dict[str, object]]:
+    """{what, count, detail} for each thing the database holds (a qrels set's detail is its origin)."""
+    from qrelkit.storage import Store
+
+    with Store(db, read_only=True) as store:
+        return [{"what": what, "count": count, "detail": detail} for what, count, detail in store.summary()]
+
+
+def evaluate(
+    qrels: str, runs: list[str], measures: list[str] | None, db: Path | None, *, on_duplicate: OnDuplicate | str = OnDuplicate.error
+) -> Evaluation:
+    """`qrelkit evaluate`: qrels and runs from files or the database, scored per query; the runs are
+    read one at a time (memory holds one run, not a whole track)."""
+    return evaluate_runs(
+        resolve_qrels(qrels, db, on_duplicate=on_duplicate), stream_runs(runs, db, on_duplicate=on_duplicate), measures or DEFAULT_MEASURES
+    )

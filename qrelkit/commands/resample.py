@@ -1,0 +1,422 @@
+"""`qrelkit resample`: interpolation and extrapolation (Zhan et al., CIKM 2022).
+
+Reads the files (query texts, qrels, runs, bucket qid lists), embeds query texts with a text
+embedder, calls `qrelkit.evaluate.interex`, and writes training qrels, query lists and a small JSON
+of the parameters and the embedder beside them. Everything is computed before anything is
+written, so a bad input leaves earlier outputs as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qrelkit.errors import InputFormatError, QrelkitError
+from qrelkit.evaluate.interex import (
+    BucketQueries,
+    DuplicateQuery,
+    LabelOverlap,
+    ReSTrainEvaluation,
+    ReSTrainSplit,
+    ReSTTestEvaluation,
+    ReSTTestSplit,
+    duplicate_queries,
+    evaluate_restrain,
+    evaluate_resttest,
+    label_overlap,
+    restrain,
+    resttest,
+)
+from qrelkit.io import OnDuplicate, Qrels, file_sha256, read_qrels, read_runs, read_topics, write_qrels
+from qrelkit.io.qids import read_qid_list, write_qid_list
+
+PAPER = "Zhan et al., Evaluating Interpolation and Extrapolation Performance of Neural Retrieval Models, CIKM 2022"
+EMBED_CHUNK = 16384  # texts per encode call: bounded token lists, a steady progress bar
+
+
+@dataclass(frozen=True)
+class EmbedderChoice:
+    name: str = "minilm"
+    backend: str = "onnx"
+    batch_size: int = 64
+    cache: Path | None = None  # a qrelkit database that keeps the vectors between runs
+    progress: bool = False
+
+
+@dataclass(frozen=True)
+class Queries:
+    qids: list[str]
+    texts: list[str]
+    vectors: np.ndarray
+
+
+@dataclass(frozen=True)
+class ResampleOutput:
+    """What `resample restrain|resttest` wrote, and the parameters JSON it wrote beside the files."""
+
+    split: ReSTrainSplit | ReSTTestSplit
+    out_dir: Path
+    files: list[str]
+    parameters: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.parameters, "out_dir": str(self.out_dir)}
+
+
+# --- reading and embedding ------------------------------------------------------------------
+
+
+def _texts(path: Path) -> dict[str, str]:
+    return {topic.qid: topic.text for topic in read_topics(path)}
+
+
+def _training_texts(train_topics: Path, train_qrels: Qrels) -> dict[str, str]:
+    """The texts of the training queries that have judgments (a query without any is no training data)."""
+    texts = _texts(train_topics)
+    judged = train_qrels.grades
+    missing = [qid for qid in judged if qid not in texts]
+    if missing:
+        raise QrelkitError(
+            f"{train_qrels.source}: {len(missing)} training qid(s) have no text in {train_topics}, e.g. {missing[0]!r}; "
+            "give the query file the qrels were made for"
+        )
+    return {qid: text for qid, text in texts.items() if qid in judged}
+
+
+def _test_texts(test_topics: Path, test_qrels: Path | None) -> dict[str, str]:
+    texts = _texts(test_topics)
+    if test_qrels is None:
+        return texts
+    judged = read_qrels(test_qrels).grades
+    kept = {qid: text for qid, text in texts.items() if qid in judged}
+    if not kept:
+        raise QrelkitError(f"no query of {test_topics} is judged in {test_qrels}")
+    return kept
+
+
+def load_embedder(choice: EmbedderChoice):
+    from qrelkit.embed import load_text_embedder
+
+    return load_text_embedder(choice.name, choice.backend, batch_size=choice.batch_size, progress=choice.progress)
+
+
+def embed_texts(embedder, texts: dict[str, str], cache: Path | None = None) -> Queries:
+    """One float32 row per query, in ``texts`` order; through the store's cache when ``cache`` is given."""
+    qids = list(texts)
+    vectors = np.zeros((len(qids), embedder.dim), np.float32)
+    store = None
+    if cache is not None:
+        from qrelkit.storage import Store
+
+        store = Store(cache)
+    try:
+        for start in range(0, len(qids), EMBED_CHUNK):
+            chunk = qids[start : start + EMBED_CHUNK]
+            if store is not None:
+                from qrelkit.embed import embed_with_cache
+
+                found = embed_with_cache(store, embedder, "topic", {qid: texts[qid] for qid in chunk})
+                vectors[start : start + len(chunk)] = np.stack([found[qid] for qid in chunk])
+            else:
+                vectors[start : start + len(chunk)] = embedder.encode([texts[qid] for qid in chunk])
+    finally:
+        if store is not None:
+            store.close()
+    return Queries(qids, [texts[q] for q in qids], vectors)
+
+
+# --- writing ------------------------------------------------------------------------------
+
+
+def _replace(path: Path, write: Callable[[Path], object]) -> None:
+    """Write through a temporary file, so an interrupted write never leaves half a file."""
+    partial = path.with_name(f".{path.name}.partial")
+    write(partial)
+    os.replace(partial, path)
+
+
+def _subset(qrels: Qrels, qids: Sequence[str], name: str) -> Qrels:
+    keep = set(qids)
+    return Qrels(name, tuple(q for q in qrels.entries if q.qid in keep), qrels.source)
+
+
+def _inputs(**paths: Path | None) -> dict[str, Any]:
+    return {key: {"path": str(path), "sha256": file_sha256(path)} for key, path in paths.items() if path is not None}
+
+
+def _write_outputs(
+    out_dir: Path, qrels_files: Mapping[str, Qrels], qid_files: Mapping[str, Sequence[str]], parameters: dict, json_name: str
+) -> list[str]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, qrels in qrels_files.items():
+        _replace(out_dir / name, partial(write_qrels, qrels))
+    for name, qids in qid_files.items():
+        _replace(out_dir / name, partial(write_qid_list, qids))
+    parameters["files"] = sorted([*qrels_files, *qid_files])
+    text = json.dumps(parameters, indent=1) + "\n"
+    _replace(out_dir / json_name, partial(_write_text, text))
+    return [*parameters["files"], json_name]
+
+
+def _write_text(text: str, path: Path) -> None:
+    path.write_text(text, encoding="utf-8")
+
+
+def _embedder_record(embedder, choice: EmbedderChoice) -> dict[str, Any]:
+    return {"name": choice.name, "backend": choice.backend, "id": embedder.embedder_id, "dim": int(embedder.dim)}
+
+
+# --- the use cases ------------------------------------------------------------------------
+
+
+def _prepare(train_topics: Path, test_topics: Path, train_qrels: Path, test_qrels: Path | None, choice: EmbedderChoice, on_duplicate):
+    train_judgments = read_qrels(train_qrels, on_duplicate=on_duplicate)
+    train_texts = _training_texts(train_topics, train_judgments)
+    test_texts = _test_texts(test_topics, test_qrels)
+    embedder = load_embedder(choice)
+    return train_judgments, embed_texts(embedder, train_texts, choice.cache), embed_texts(embedder, test_texts, choice.cache), embedder
+
+
+def run_restrain(
+    *,
+    train_topics: Path,
+    test_topics: Path,
+    train_qrels: Path,
+    out_dir: Path,
+    interpolation_per_query: int,
+    exclusion_per_query: int,
+    extrapolation_size: int | str | None = None,
+    seed: int = 0,
+    test_qrels: Path | None = None,
+    embedder: EmbedderChoice = EmbedderChoice(),
+    on_duplicate: OnDuplicate | str = OnDuplicate.error,
+) -> ResampleOutput:
+    """ReSTrain: `interpolate.train-qrel.txt` and `extrapolate.train-qrel.txt` (the authors' file
+    names), their query lists, and `restrain.json`."""
+    judgments, train, test, model = _prepare(train_topics, test_topics, train_qrels, test_qrels, embedder, on_duplicate)
+    split = restrain(
+        test.vectors,
+        train.vectors,
+        train.qids,
+        interpolation_per_query=interpolation_per_query,
+        exclusion_per_query=exclusion_per_query,
+        extrapolation_size=extrapolation_size,
+        seed=seed,
+    )
+    parameters = {
+        "protocol": "ReSTrain",
+        "reference": PAPER,
+        "embedder": _embedder_record(model, embedder),
+        "similarity": "cosine",
+        "inputs": _inputs(train_topics=train_topics, test_topics=test_topics, train_qrels=train_qrels, test_qrels=test_qrels),
+        **split.to_dict(),
+    }
+    files = _write_outputs(
+        out_dir,
+        {
+            "interpolate.train-qrel.txt": _subset(judgments, split.interpolation, "interpolate.train-qrel"),
+            "extrapolate.train-qrel.txt": _subset(judgments, split.extrapolation, "extrapolate.train-qrel"),
+        },
+        {"interpolate.train.qids": split.interpolation, "extrapolate.train.qids": split.extrapolation},
+        parameters,
+        "restrain.json",
+    )
+    return ResampleOutput(split, out_dir, files, parameters)
+
+
+def run_resttest(
+    *,
+    train_topics: Path,
+    test_topics: Path,
+    train_qrels: Path,
+    out_dir: Path,
+    k: int = 5,
+    seed: int = 0,
+    test_qrels: Path | None = None,
+    embedder: EmbedderChoice = EmbedderChoice(),
+    on_duplicate: OnDuplicate | str = OnDuplicate.error,
+) -> ResampleOutput:
+    """ReSTTest: per bucket `bucket-K.train-qrel.txt` (the other buckets' training queries),
+    `bucket-K.train.qids`, `bucket-K.interpolate.qids`, `bucket-K.extrapolate.qids` (the layout
+    `resample evaluate --buckets` reads), and `resttest.json`."""
+    judgments, train, test, model = _prepare(train_topics, test_topics, train_qrels, test_qrels, embedder, on_duplicate)
+    split = resttest(test.vectors, test.qids, train.vectors, train.qids, k=k, seed=seed)
+    qrels_files: dict[str, Qrels] = {}
+    qid_files: dict[str, tuple[str, ...]] = {}
+    for bucket in split.buckets:
+        training = split.training_qids(bucket.name)
+        qrels_files[f"{bucket.name}.train-qrel.txt"] = _subset(judgments, training, f"{bucket.name}.train-qrel")
+        qid_files[f"{bucket.name}.train.qids"] = training
+        qid_files[f"{bucket.name}.interpolate.qids"] = split.interpolation_qids(bucket.name)
+        qid_files[f"{bucket.name}.extrapolate.qids"] = split.extrapolation_qids(bucket.name)
+    parameters = {
+        "protocol": "ReSTTest",
+        "reference": PAPER,
+        "embedder": _embedder_record(model, embedder),
+        "clustering": "scikit-learn KMeans (k-means++, n_init=1) on unit-length embeddings",
+        "inputs": _inputs(train_topics=train_topics, test_topics=test_topics, train_qrels=train_qrels, test_qrels=test_qrels),
+        **split.to_dict(),
+    }
+    files = _write_outputs(out_dir, qrels_files, qid_files, parameters, "resttest.json")
+    return ResampleOutput(split, out_dir, files, parameters)
+
+
+def _natural(name: str) -> list:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def read_buckets(folder: Path, qrels: Qrels) -> list[BucketQueries]:
+    """`NAME.extrapolate.qids` (and `NAME.interpolate.qids`; derived from the other buckets when
+    absent) for each bucket NAME in ``folder``. A qid without judgments is an error at its line."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise QrelkitError(f"--buckets {folder}: not a folder (expected NAME.extrapolate.qids files)")
+    extrapolation_files = sorted(folder.glob("*.extrapolate.qids"), key=lambda p: _natural(p.name))
+    if len(extrapolation_files) < 2:
+        raise QrelkitError(f"{folder}: expected the extrapolation query lists of at least 2 buckets (NAME.extrapolate.qids)")
+    lists: dict[str, dict[str, dict[str, int]]] = {}
+    for path in extrapolation_files:
+        name = path.name.removesuffix(".extrapolate.qids")
+        lists[name] = {"extrapolate": read_qid_list(path, allow_empty=True)}
+        interpolation = folder / f"{name}.interpolate.qids"
+        if interpolation.is_file():
+            lists[name]["interpolate"] = read_qid_list(interpolation, allow_empty=True)
+    judged = qrels.grades
+    for name, by_regime in lists.items():
+        for regime, qids in by_regime.items():
+            for qid, line in qids.items():
+                if qid not in judged:
+                    raise InputFormatError.single(folder / f"{name}.{regime}.qids", line, f"qid {qid!r} has no judgments in {qrels.source}")
+    buckets = []
+    for name, by_regime in lists.items():
+        derived = [q for other, lists_ in lists.items() if other != name for q in lists_["extrapolate"]]
+        interpolation_qids = tuple(by_regime["interpolate"]) if "interpolate" in by_regime else tuple(derived)
+        buckets.append(BucketQueries(name, interpolation_qids, tuple(by_regime["extrapolate"])))
+    return buckets
+
+
+def run_evaluate(
+    *,
+    qrels: Path,
+    measures: Sequence[str] = ("nDCG@10",),
+    buckets: Path | None = None,
+    runs: Sequence[str] = (),
+    bucket_runs: Path | None = None,
+    interpolation_runs: Sequence[str] = (),
+    extrapolation_runs: Sequence[str] = (),
+    resamples: int = 1000,
+    seed: int = 0,
+    on_duplicate: OnDuplicate | str = OnDuplicate.error,
+) -> ReSTTestEvaluation | ReSTrainEvaluation:
+    """ReSTTest with ``buckets`` (and ``runs`` for every bucket, or ``bucket_runs``/NAME/ per bucket);
+    ReSTrain with ``interpolation_runs`` and ``extrapolation_runs`` (one run per model each, same names)."""
+    judgments = read_qrels(qrels, on_duplicate=on_duplicate)
+    if buckets is not None:
+        if interpolation_runs or extrapolation_runs:
+            raise QrelkitError("--buckets (ReSTTest) takes --runs or --bucket-runs, not --interpolation-runs/--extrapolation-runs")
+        bucket_list = read_buckets(buckets, judgments)
+        if (not runs) == (bucket_runs is None):
+            raise QrelkitError("give either --runs (one run set, scored on every bucket) or --bucket-runs DIR (DIR/<bucket>/ per bucket)")
+        if bucket_runs is not None:
+            missing = [b.name for b in bucket_list if not (Path(bucket_runs) / b.name).is_dir()]
+            if missing:
+                raise QrelkitError(f"--bucket-runs {bucket_runs}: no folder {missing[0]!r} with the runs of that bucket's models")
+            per_bucket = {b.name: read_runs([Path(bucket_runs) / b.name], on_duplicate=on_duplicate) for b in bucket_list}
+            return evaluate_resttest(judgments, bucket_list, per_bucket, measures, resamples=resamples, seed=seed)
+        return evaluate_resttest(
+            judgments, bucket_list, read_runs(list(runs), on_duplicate=on_duplicate), measures, resamples=resamples, seed=seed
+        )
+    if not interpolation_runs or not extrapolation_runs:
+        raise QrelkitError(
+            "give --buckets (ReSTTest), or --interpolation-runs and --extrapolation-runs "
+            "(ReSTrain: each model trained on each training set)"
+        )
+    inter = read_runs(list(interpolation_runs), on_duplicate=on_duplicate)
+    extra = read_runs(list(extrapolation_runs), on_duplicate=on_duplicate)
+    return evaluate_restrain(judgments, inter, extra, measures, resamples=resamples, seed=seed)
+
+
+@dataclass(frozen=True)
+class OverlapReport:
+    """Label overlap (Table 3) against each training qrels file, and the duplicate listing (Table 4)."""
+
+    queries: int
+    overlaps: list[LabelOverlap]
+    duplicates: list[DuplicateQuery] | None = None
+    threshold: float | None = None
+    embedder: dict[str, Any] | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"reference": PAPER, "queries": self.queries, "inputs": self.inputs}
+        out["label_overlap"] = [o.to_dict() for o in self.overlaps]
+        if self.duplicates is not None:
+            out["duplicates"] = {"threshold": self.threshold, "embedder": self.embedder, "pairs": [d.to_dict() for d in self.duplicates]}
+        return out
+
+
+def run_overlap(
+    *,
+    qrels: Path | None = None,
+    train_qrels: Sequence[Path] = (),
+    levels: Sequence[int] = (1, 2, 3),
+    train_rel_level: int = 1,
+    topics: Path | None = None,
+    train_topics: Path | None = None,
+    threshold: float = 0.85,
+    embedder: EmbedderChoice = EmbedderChoice(),
+    on_duplicate: OnDuplicate | str = OnDuplicate.error,
+) -> OverlapReport:
+    """Label overlap of the test ``qrels`` with each of ``train_qrels``; with ``topics`` and
+    ``train_topics``, each test query's most similar training query at or above ``threshold``."""
+    if (topics is None) != (train_topics is None):
+        raise QrelkitError("the duplicate listing needs both --topics (test queries) and --train-topics (training queries)")
+    if train_qrels and qrels is None:
+        raise QrelkitError("label overlap needs the test --qrels")
+    if not train_qrels and topics is None:
+        raise QrelkitError("give --train-qrels (label overlap) and/or --topics with --train-topics (duplicate queries)")
+    test = read_qrels(qrels, on_duplicate=on_duplicate) if qrels is not None else None
+    train_sets = [read_qrels(path, on_duplicate=on_duplicate) for path in train_qrels]
+    overlaps = [label_overlap(test, train, levels, train_rel_level=train_rel_level) for train in train_sets] if test else []
+    inputs = _inputs(qrels=qrels, topics=topics, train_topics=train_topics)
+    inputs["train_qrels"] = [_inputs(train_qrels=path)["train_qrels"] for path in train_qrels]
+    if topics is None or train_topics is None:
+        return OverlapReport(len(test.grades) if test else 0, overlaps, inputs=inputs)
+    test_texts = _texts(topics)
+    if test is not None:
+        test_texts = {qid: text for qid, text in test_texts.items() if qid in test.grades}
+    train_texts = _texts(train_topics)
+    model = load_embedder(embedder)
+    test_queries = embed_texts(model, test_texts, embedder.cache)
+    train_queries = embed_texts(model, train_texts, embedder.cache)
+    pairs = duplicate_queries(
+        test_queries.qids,
+        test_queries.vectors,
+        train_queries.qids,
+        train_queries.vectors,
+        threshold=threshold,
+        test_texts=test_texts,
+        train_texts=train_texts,
+    )
+    count = len(test.grades) if test else len(test_texts)
+    return OverlapReport(count, overlaps, pairs, threshold, _embedder_record(model, embedder), inputs)
+
+
+__all__ = [
+    "EmbedderChoice",
+    "OverlapReport",
+    "ResampleOutput",
+    "read_buckets",
+    "run_evaluate",
+    "run_overlap",
+    "run_restrain",
+    "run_resttest",
+]

@@ -1,0 +1,214 @@
+"""TREC runs and qrels read into columns: Arrow's CSV parser on whitespace-normalised blocks,
+validation on whole columns, and the line reader (`qrelkit.io.trec_lines`) only to name the
+lines when something is wrong.
+
+`read_run_table` and `read_qrels_table` accept exactly what the line reader accepts and return
+the same columns in the same order; a problem anywhere (a bad number, a repeat, a stray byte,
+an odd separator this route does not handle) sends the file through the line reader, which
+either raises the `file:line` messages or, if the file was fine after all, returns its columns.
+Files are streamed block by block (gzip too), so memory holds the columns, not the text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+
+from qrelkit.errors import InputFormatError
+from qrelkit.io.arrays import from_numpy, numbers
+from qrelkit.io.duplicates import OnDuplicate
+from qrelkit.io.lines import iter_blocks, open_stream
+from qrelkit.io.trec_lines import QRELS_SCHEMA, RUN_SCHEMA, read_qrels_lines, read_run_lines
+
+RUN_FIELDS = ["qid", "iteration", "docid", "rank", "score", "tag"]
+QRELS_FIELDS = ["qid", "iteration", "docid", "grade"]
+
+# Whitespace to Python's str.split but not to a one-space CSV parser. \r is handled apart:
+# before \n it ends a line for both; anywhere else it separates columns.
+_OTHER_SPACE = b"\t\x0b\x0c\x1c\x1d\x1e\x1f"
+_TO_SPACE = bytes.maketrans(_OTHER_SPACE, b" " * len(_OTHER_SPACE))
+_TO_SPACE_WITH_CR = bytes.maketrans(_OTHER_SPACE + b"\r", b" " * (len(_OTHER_SPACE) + 1))
+
+
+class _Fallback(Exception):
+    """Something this route cannot vouch for: let the line reader decide."""
+
+
+def _single_spaced(block: bytes, thorough: bool) -> bytes:
+    """The block with each line's columns separated by exactly one space, as `str.split` sees them.
+
+    The cheap route only maps odd separators (tabs, form feeds, lone carriage returns) to a
+    space; the thorough one also collapses repeated spaces and trims each line (needed when a
+    column came out empty). Non-ASCII text is split by Python, whose idea of whitespace
+    (NBSP, U+2000…) is the line reader's.
+    """
+    if not block.isascii():
+        try:
+            text = block.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Fallback from None
+        return "\n".join(" ".join(line.split()) for line in text.split("\n")).encode("utf-8")
+    lone_cr = b"\r" in block and block.count(b"\r") != block.count(b"\r\n")
+    if thorough:
+        return b"\n".join(b" ".join(line.split()) for line in block.translate(_TO_SPACE_WITH_CR).split(b"\n"))
+    if lone_cr:
+        return block.translate(_TO_SPACE_WITH_CR)
+    if any(byte in block for byte in (b"\t", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")):
+        return block.translate(_TO_SPACE)
+    return block
+
+
+def _parse(path: Path, fields: list[str], types: dict[str, pa.DataType], thorough: bool) -> pa.Table:
+    read = pcsv.ReadOptions(column_names=fields, use_threads=True)
+    parse = pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False, ignore_empty_lines=True)
+    convert = pcsv.ConvertOptions(
+        column_types=types,
+        include_columns=list(types),
+        null_values=[],
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+        check_utf8=True,
+    )
+    tables = []
+    with open_stream(path) as stream:
+        for block in iter_blocks(stream):
+            data = _single_spaced(block, thorough)
+            try:
+                tables.append(pcsv.read_csv(pa.py_buffer(data), read_options=read, parse_options=parse, convert_options=convert))
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                raise _Fallback from None
+    if not tables:
+        return pa.schema([(name, types[name]) for name in types]).empty_table()
+    return pa.concat_tables(tables).combine_chunks()
+
+
+def _parse_normalised(path: Path, fields: list[str], types: dict[str, pa.DataType], text_columns: list[str]) -> pa.Table:
+    """Parse cheaply; if a column came out empty (doubled or trailing spaces), parse again thoroughly."""
+    for thorough in (False, True):
+        try:
+            table = _parse(path, fields, types, thorough)
+        except _Fallback:
+            if thorough:
+                raise
+            continue
+        if all(len(table) == 0 or _shortest(table.column(name)) > 0 for name in text_columns):
+            return table
+    raise _Fallback
+
+
+def _shortest(column: pa.ChunkedArray) -> int:
+    """Length of the shortest value (for a dictionary column, of its dictionaries' values)."""
+    if pa.types.is_dictionary(column.type):
+        return min((pc.min(pc.binary_length(chunk.dictionary)).as_py() for chunk in column.chunks if len(chunk.dictionary)), default=1)
+    return pc.min(pc.binary_length(column)).as_py()
+
+
+def _integers(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """ASCII-digit integers (optional sign) as int64; anything else, or beyond int64, is a fallback."""
+    if not pc.all(pc.ascii_is_decimal(column)).as_py():
+        if not pc.all(pc.match_substring_regex(column, r"^[+-]?[0-9]+$")).as_py():
+            raise _Fallback
+        column = pc.replace_substring_regex(column, r"^\+", "")
+    try:
+        return numbers(pc.cast(column, pa.int64()))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise _Fallback from None
+
+
+def _scores(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """float64 as parsed, rounded to float32 as trec_eval keeps them; non-finite is a fallback."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = numbers(column).astype(np.float32)
+    if not np.isfinite(scores).all():
+        raise _Fallback
+    return scores
+
+
+def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, int]:
+    encoded = pc.dictionary_encode(column)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    return numbers(encoded.indices).astype(np.int64), len(encoded.dictionary)
+
+
+def _kept_rows(qid: pa.Array, docid: pa.Array, magnitude: np.ndarray, policy: OnDuplicate) -> np.ndarray | None:
+    """Row indices to keep (file order) after resolving repeated (qid, docid); None if none repeat."""
+    qid_codes, _ = _codes(qid)
+    docid_codes, n_docids = _codes(docid)
+    key = qid_codes * n_docids + docid_codes
+    if not (np.diff(np.sort(key)) == 0).any():  # a sort beats Arrow's and numpy's hash counts here
+        return None
+    if policy is OnDuplicate.error:
+        raise _Fallback
+    rows = np.arange(len(key))
+    if policy is OnDuplicate.first:
+        _, chosen = np.unique(key, return_index=True)
+    elif policy is OnDuplicate.last:
+        _, from_end = np.unique(key[::-1], return_index=True)
+        chosen = len(key) - 1 - from_end
+    else:  # max: the highest magnitude, the first of equal highest ones
+        order = np.lexsort((rows, -magnitude.astype(np.float64), key))
+        first = np.concatenate(([True], key[order][1:] != key[order][:-1]))
+        chosen = order[first]
+    return np.sort(chosen)
+
+
+def _fast_run(path: Path, policy: OnDuplicate) -> tuple[pa.Table, list[str]]:
+    # tags repeat on every line: dictionary-encoded while parsing, in parallel, they cost nothing
+    tag = pa.dictionary(pa.int32(), pa.string())
+    types = {"qid": pa.string(), "iteration": tag, "docid": pa.string(), "rank": pa.string(), "score": pa.float64(), "tag": tag}
+    # every text column, Q0 too: an empty one means doubled spaces stood in for a missing column
+    table = _parse_normalised(path, RUN_FIELDS, types, ["qid", "iteration", "docid", "tag"])
+    if len(table) == 0:
+        raise InputFormatError.single(path, 0, "no run entries found (empty file?)")
+    qid, docid = table.column("qid").combine_chunks(), table.column("docid").combine_chunks()
+    ranks = _integers(table.column("rank"))
+    scores = _scores(table.column("score"))
+    tags = sorted({value for chunk in table.column("tag").chunks for value in chunk.dictionary.to_pylist()})
+    kept = _kept_rows(qid, docid, scores, policy)
+    if kept is not None:
+        rows = from_numpy(kept)
+        qid, docid, ranks, scores = qid.take(rows), docid.take(rows), ranks[kept], scores[kept]
+    return pa.Table.from_arrays([qid, docid, from_numpy(ranks), from_numpy(scores)], schema=RUN_SCHEMA), tags
+
+
+def _fast_qrels(path: Path, policy: OnDuplicate) -> pa.Table:
+    types = {"qid": pa.string(), "iteration": pa.string(), "docid": pa.string(), "grade": pa.string()}
+    table = _parse_normalised(path, QRELS_FIELDS, types, ["qid", "iteration", "docid"])
+    if len(table) == 0:
+        raise InputFormatError.single(path, 0, "no judgments found (empty file?)")
+    qid, iteration, docid = (table.column(name).combine_chunks() for name in ("qid", "iteration", "docid"))
+    grades = _integers(table.column("grade"))
+    kept = _kept_rows(qid, docid, grades, policy)
+    if kept is not None:
+        rows = from_numpy(kept)
+        qid, iteration, docid, grades = qid.take(rows), iteration.take(rows), docid.take(rows), grades[kept]
+    return pa.Table.from_arrays([qid, iteration, docid, from_numpy(grades)], schema=QRELS_SCHEMA)
+
+
+def read_run_table(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> tuple[pa.Table, list[str]]:
+    """A run file as columns `qid, docid, rank (int64), score (float32)` in file order, and its distinct tags.
+
+    Raises `InputFormatError` naming each bad line (the first 50, then a count).
+    """
+    path, policy = Path(path), OnDuplicate(on_duplicate)
+    try:
+        return _fast_run(path, policy)
+    except _Fallback:
+        return read_run_lines(path, policy)
+
+
+def read_qrels_table(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> pa.Table:
+    """A qrels file as columns `qid, iteration, docid, grade (int64)` in file order.
+
+    Raises `InputFormatError` naming each bad line (the first 50, then a count).
+    """
+    path, policy = Path(path), OnDuplicate(on_duplicate)
+    try:
+        return _fast_qrels(path, policy)
+    except _Fallback:
+        return read_qrels_lines(path, policy)

@@ -1,0 +1,140 @@
+"""Opening files that a user, or a documents file, names: regular files only, and inside a root
+when one is declared, checked on the file actually opened.
+
+A FIFO, a device or a folder is refused without blocking (the open is non-blocking, the type is
+checked on the open descriptor). A path under a root is resolved, checked, opened without following
+a final link, and the opened file's own path is checked again (``/proc/self/fd``), so a link
+swapped in between the check and the open cannot lead outside the root.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+from qrelkit.errors import InputFormatError, LineProblem, QrelkitError
+
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class FileRefused(InputFormatError):
+    """A file that cannot be opened as input: missing, a folder, a FIFO or device, unreadable, or
+    outside its root. ``reason`` is the message without the path."""
+
+    def __init__(self, path: str | Path, reason: str):
+        self.path, self.reason = str(path), reason
+        super().__init__([LineProblem(str(path), 0, reason)])
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "is a directory, expected a file"
+    if stat.S_ISFIFO(mode):
+        return "is a FIFO (named pipe), not a regular file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "is a device, not a regular file"
+    if stat.S_ISSOCK(mode):
+        return "is a socket, not a regular file"
+    return "is not a regular file"
+
+
+def _open_descriptor(path: Path, flags: int, shown: str | Path) -> int:
+    try:
+        return os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | flags)
+    except FileNotFoundError:
+        raise FileRefused(shown, "file not found") from None
+    except IsADirectoryError:
+        raise FileRefused(shown, "is a directory, expected a file") from None
+    except PermissionError:
+        raise FileRefused(shown, "permission denied") from None
+    except ValueError:  # a NUL byte in the path
+        raise FileRefused(repr(str(shown)), "a path with a NUL character") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FileRefused(shown, "is a symbolic link (not followed here)") from None
+        raise FileRefused(shown, f"cannot be opened: {exc.strerror or exc}") from None
+
+
+def _checked(descriptor: int, shown: str | Path) -> BinaryIO:
+    """The descriptor as a blocking binary file, if it is a regular file; closed and refused otherwise."""
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise FileRefused(shown, _kind(mode))
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """A regular file opened for reading (links followed); FileRefused for anything else."""
+    return _checked(_open_descriptor(Path(path), 0, path), path)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def open_under_root(path: str | Path, root: str | Path | None) -> BinaryIO:
+    """A regular file that is inside ``root`` at the moment it is opened (a plain `open_regular`
+    when there is no root). FileRefused says why not."""
+    if root is None:
+        return open_regular(path)
+    root_path = Path(root).resolve()
+    try:
+        resolved = Path(path).resolve(strict=True)
+    except FileNotFoundError:
+        raise FileRefused(path, "file not found") from None
+    except (OSError, RuntimeError, ValueError) as exc:  # a link loop, a NUL byte
+        raise FileRefused(path, f"cannot be resolved: {exc}") from None
+    if not _inside(resolved, root_path):
+        raise FileRefused(path, f"is outside the root {root}")
+    handle = _checked(_open_descriptor(resolved, _NOFOLLOW, path), path)
+    try:
+        opened = Path(os.readlink(f"/proc/self/fd/{handle.fileno()}"))
+    except OSError:
+        opened = None  # no /proc: O_NOFOLLOW on the resolved path is the guard
+    if opened is not None and not _inside(opened, root_path):
+        handle.close()
+        raise FileRefused(path, f"is outside the root {root} (it changed while being opened)")
+    return handle
+
+
+def sha256_of(handle: BinaryIO, block: int = 1 << 20) -> str:
+    """sha256 of an open file's remaining bytes, read in blocks (never the whole file at once)."""
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: handle.read(block), b""):
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+class OutputPathError(QrelkitError):
+    """A file qrelkit was asked to write cannot be written there."""
+
+
+def check_writable(path: str | Path) -> Path:
+    """``path`` when a file can be written there (its folder may still have to be made); an
+    OutputPathError naming it otherwise, before any work is done for it."""
+    path = Path(path)
+    if path.is_dir():
+        raise OutputPathError(f"cannot write {path}: it is a directory")
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise OutputPathError(f"cannot write {path}: permission denied")
+        return path
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise OutputPathError(f"cannot write {path}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputPathError(f"cannot write {path}: the folder {folder} is not writable")
+    return path

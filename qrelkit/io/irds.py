@@ -1,0 +1,126 @@
+"""Topics, documents and qrels of an ir_datasets dataset, named `irds:<dataset id>` wherever a
+file is accepted (`irds:msmarco-passage/trec-dl-2019/judged`). Optional: `pip install 'qrelkit[irds]'`.
+
+ir_datasets downloads a dataset's files on first use (and checks them against its own md5 sums),
+so a dataset id names fixed content: the id, not a file hash, identifies what was loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from qrelkit.errors import QrelkitError
+from qrelkit.io.collection import Document, Topic
+from qrelkit.io.lines import sha256_text
+from qrelkit.io.paths import IRDS_PREFIX
+from qrelkit.io.trec import OnDuplicate, Qrel, Qrels
+
+
+class IrdsError(QrelkitError):
+    pass
+
+
+def irds_sha256(dataset_id: str) -> str:
+    """What identifies a dataset's content for idempotent loads: its id (see the module note)."""
+    return sha256_text(IRDS_PREFIX + dataset_id)
+
+
+def _dataset(dataset_id: str, what: str) -> Any:
+    try:
+        import ir_datasets
+    except ImportError:
+        raise IrdsError(f"irds:{dataset_id}: reading ir_datasets ids needs the irds extra: pip install 'qrelkit[irds]'") from None
+    try:
+        dataset = ir_datasets.load(dataset_id)
+    except KeyError:
+        raise IrdsError(f"irds:{dataset_id}: ir_datasets has no dataset of this id (see https://ir-datasets.com)") from None
+    if not getattr(dataset, f"has_{what}")():
+        raise IrdsError(f"irds:{dataset_id}: the dataset has no {what}")
+    return dataset
+
+
+def _records(dataset_id: str, what: str, items: Iterable[Any]) -> Iterable[Any]:
+    """The dataset's records; a failure to fetch or read its files becomes one message naming the id."""
+    try:
+        yield from items
+    except QrelkitError:
+        raise
+    except Exception as exc:  # ir_datasets raises plain IOError, HTTP errors, or its own on a failed download
+        raise IrdsError(f"irds:{dataset_id}: cannot read its {what} through ir_datasets: {type(exc).__name__}: {exc}") from None
+
+
+def _plain(value: Any) -> Any:
+    """A record field as JSON can store it (ir_datasets records may hold bytes, tuples, dates)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def _text(record: Any) -> str:
+    """The record's text as ir_datasets defines it (`default_text()`: a TREC topic's title, a web
+    document's title and body), or its `text` field."""
+    if hasattr(record, "default_text"):
+        return str(record.default_text())
+    return str(getattr(record, "text", ""))
+
+
+def _fields(record: Any, *skip: str) -> dict[str, Any]:
+    return {name: _plain(value) for name, value in record._asdict().items() if name not in skip}
+
+
+def read_irds_topics(dataset_id: str) -> list[Topic]:
+    """The dataset's queries: `query_id` as qid, the default text as text, every other field kept."""
+    dataset = _dataset(dataset_id, "queries")
+    topics: dict[str, Topic] = {}
+    for query in _records(dataset_id, "queries", dataset.queries_iter()):
+        qid, text = str(query.query_id), _text(query).strip()
+        if not text:
+            raise IrdsError(f"irds:{dataset_id}: query {qid!r} has no text")
+        if qid in topics:
+            raise IrdsError(f"irds:{dataset_id}: query {qid!r} appears twice")
+        topics[qid] = Topic(qid, text, _fields(query, "query_id", "text"))
+    if not topics:
+        raise IrdsError(f"irds:{dataset_id}: no queries")
+    return list(topics.values())
+
+
+def read_irds_documents(dataset_id: str) -> list[Document]:
+    """The dataset's documents (text): `doc_id` as docid, the default text as text, other fields kept.
+    All of them: a corpus of millions of passages is loaded whole."""
+    dataset = _dataset(dataset_id, "docs")
+    documents: dict[str, Document] = {}
+    for doc in _records(dataset_id, "documents", dataset.docs_iter()):
+        docid = str(doc.doc_id)
+        if docid in documents:
+            raise IrdsError(f"irds:{dataset_id}: document {docid!r} appears twice")
+        documents[docid] = Document(docid, _text(doc), fields=_fields(doc, "doc_id", "text"))
+    if not documents:
+        raise IrdsError(f"irds:{dataset_id}: no documents")
+    return list(documents.values())
+
+
+def read_irds_qrels(dataset_id: str, *, name: str | None = None, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> Qrels:
+    """The dataset's qrels (`query_id`, `doc_id`, `relevance`, `iteration`), a repeated pair resolved
+    by ``on_duplicate`` as for a qrels file."""
+    dataset = _dataset(dataset_id, "qrels")
+    policy = OnDuplicate(on_duplicate)
+    kept: dict[tuple[str, str], Qrel] = {}
+    for qrel in _records(dataset_id, "qrels", dataset.qrels_iter()):
+        entry = Qrel(str(qrel.query_id), str(qrel.doc_id), int(qrel.relevance), str(getattr(qrel, "iteration", "0")))
+        key = (entry.qid, entry.docid)
+        previous = kept.get(key)
+        if previous is not None and policy is OnDuplicate.error:
+            raise IrdsError(
+                f"irds:{dataset_id}: qid {entry.qid!r}, docid {entry.docid!r} is judged twice; "
+                "choose how to resolve with --on-duplicate first|last|max"
+            )
+        if previous is None or policy is OnDuplicate.last or (policy is OnDuplicate.max and entry.grade > previous.grade):
+            kept[key] = entry
+    if not kept:
+        raise IrdsError(f"irds:{dataset_id}: no qrels")
+    return Qrels(name or dataset_id, tuple(kept.values()), source=IRDS_PREFIX + dataset_id)

@@ -1,0 +1,100 @@
+"""Which files are runs, and what a run is called: no parsing, so the CLI can use it at startup."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+from qrelkit.errors import InputFormatError, LineProblem, SkippedFilesWarning
+from qrelkit.io.lines import iter_lines
+
+
+def run_name_from_path(path: str | Path) -> str:
+    """A run's name is its file name without the extension (`runs/bm25.run` -> `bm25`). NIST ships
+    every submitted run as `input.<tag>[.gz]`, so those are named by the tag (`input.bm25base_p.gz`
+    -> `bm25base_p`), not all `input`."""
+    name = Path(path).name
+    if name.endswith(".gz"):
+        name = name[:-3]
+    if name.startswith("input.") and len(name) > len("input."):
+        return name[len("input.") :]
+    return Path(name).stem if "." in name else name
+
+
+# Files a runs folder often holds beside the runs (NIST's and the authors' releases): never runs.
+_NOT_RUN_NAMES = re.compile(r"^(readme|license|licence|copying|notice|changelog|manifest)([._-].*)?$", re.IGNORECASE)
+_NOT_RUN_SUFFIXES = {".md", ".rst", ".html", ".htm", ".pdf", ".json", ".yaml", ".yml", ".py", ".sh", ".ipynb", ".png", ".jpg", ".svg"}
+
+
+def not_a_run(path: Path) -> str | None:
+    """Why a file found in a runs folder is not a run (None when it may be one): a hidden file, a
+    README or LICENSE, documentation or code by its suffix, or a `.txt` whose first line is not a
+    `qid Q0 docid rank score tag` line."""
+    name = path.name
+    if name.startswith("."):
+        return "hidden file"
+    if _NOT_RUN_NAMES.match(name):
+        return "not a run file (" + name.split(".")[0].upper() + ")"
+    if path.suffix.lower() in _NOT_RUN_SUFFIXES:
+        return f"not a run file ({path.suffix.lower()})"
+    if path.suffix.lower() == ".txt" and not _looks_like_run(path):
+        return "not a run file (its first line is not `qid Q0 docid rank score tag`)"
+    return None
+
+
+def _looks_like_run(path: Path) -> bool:
+    problems: list[LineProblem] = []
+    for _, text in iter_lines(path, problems):
+        cols = text.split()
+        return len(cols) == 6 and cols[3].lstrip("-").isdigit()
+    return False
+
+
+def list_run_files(paths: list[str | Path], skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
+    """Expand files and folders into run files. A file named directly is always read; inside a
+    folder, files that are evidently not runs (`not_a_run`) are left out and appended to
+    ``skipped`` as (path, reason), or, when the caller passes no list, named in a warning."""
+    out: list[Path] = []
+    left_out: list[tuple[Path, str]] = []
+    for item in paths:
+        p = Path(item)
+        if p.is_dir():
+            for f in sorted(f for f in p.iterdir() if f.is_file()):
+                reason = not_a_run(f)
+                if reason is None:
+                    out.append(f)
+                else:
+                    left_out.append((f, reason))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise InputFormatError.single(p, 0, "no such file or directory")
+    if skipped is not None:
+        skipped.extend(left_out)
+    elif left_out:
+        shown = ", ".join(f"{f} ({reason})" for f, reason in left_out if not f.name.startswith("."))
+        if shown:
+            warnings.warn(f"skipped {shown}", SkippedFilesWarning, stacklevel=2)
+    return out
+
+
+def run_files(paths: list[str | Path], skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
+    """The run files under ``paths``, refusing two that would give runs the same name."""
+    files = list_run_files(paths, skipped)
+    names: dict[str, Path] = {}
+    for path in files:
+        name = run_name_from_path(path)
+        if name in names:
+            raise InputFormatError.single(path, 0, f"run name {name!r} also comes from {names[name]}")
+        names[name] = path
+    return files
+
+
+IRDS_PREFIX = "irds:"
+
+
+def irds_id(ref: object) -> str | None:
+    """The dataset id of an `irds:<id>` reference (ir_datasets), None for anything else (a file path)."""
+    text = str(ref)
+    return text[len(IRDS_PREFIX) :] if text.startswith(IRDS_PREFIX) else None

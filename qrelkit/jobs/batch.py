@@ -1,0 +1,335 @@
+"""The Batch API route of a judging job: write request files, record, upload, create; later check,
+download and collect. It writes the database (through `storage.batches`) and nothing else does;
+the judge only builds request bodies, lends its client, and reads answer lines.
+
+Crash safety comes from the order of the steps (see `storage/batches.py`) and from asking the
+API, not our memory, what happened in the gaps. Every run of the job, and `qrelkit batches`,
+first reconciles the submissions a crash may have left half-done:
+
+* `prepared` (recorded; the upload may or may not have happened): the API's batch list is searched
+  for the submission id in a batch's metadata, then its file list for the file name (which holds
+  the submission id). Found: recorded and carried on. Neither: nothing was sent; the submission is
+  dropped and its pairs are pending again.
+* `uploaded` (file id recorded; the create may or may not have happened): the batch list is
+  searched; found, it is recorded; else the batch is created (a job run only).
+* `submitted`: the batch is checked; once finished, its output and error files are read and every
+  pair gets its judgment (or goes back to pending) in one transaction with the state `collected`.
+  A crash mid-download stores nothing, and the next run reads the files again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qrelkit.errors import QrelkitError
+from qrelkit.judges import Judgment, Pair
+from qrelkit.judges.batch import (
+    META_JUDGE_RUN,
+    META_SUBMISSION,
+    BatchApiError,
+    BatchInfo,
+    BatchLine,
+    custom_id_for,
+    parse_custom_id,
+    read_output_line,
+    request_line,
+)
+from qrelkit.storage import Store
+from qrelkit.storage import batches as recorded
+from qrelkit.storage.judgments import judgment_states, write_judgments
+from qrelkit.storage.store import crash_point
+
+log = logging.getLogger(__name__)
+
+
+def batch_folder(database: Path) -> Path:
+    """Where a database's batch request files are written while their batches are open."""
+    return database.with_name(database.name + ".batches")
+
+
+@dataclass
+class BatchActivity:
+    """What one pass of the driver did."""
+
+    submitted: list[str] = field(default_factory=list)  # submission ids created by this run
+    requests: int = 0  # requests sent in them
+    collected: list[str] = field(default_factory=list)  # submission ids collected by this run
+    judgments: list[Judgment] = field(default_factory=list)  # written by this run (input errors included)
+    resubmit: int = 0  # pairs collected batches sent back to pending
+
+
+class BatchDriver:
+    """The batches of one judge run, driven through one judge (`qrelkit.judges.base.BatchJudge`)."""
+
+    def __init__(self, store: Store, judge_run_id: str, judge: Any, options: dict[str, Any], folder: Path):
+        self.store, self.judge_run_id, self.judge, self.options = store, judge_run_id, judge, options
+        self.folder = folder
+        self.settings = judge.batch_settings()
+        self.client = judge.batch_client()
+        self.activity = BatchActivity()
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _open(self) -> list[recorded.Submission]:
+        """This run's open submissions on this driver's endpoint (one sent elsewhere is checked by
+        `qrelkit batches`, which reaches each endpoint with the options it was sent with)."""
+        endpoint = self.options.get("base_url")
+        return [s for s in recorded.submissions(self.store, self.judge_run_id, open_only=True) if s.options.get("base_url") == endpoint]
+
+    # -- reconciling what a crash left -------------------------------------------------------
+
+    def reconcile(self, *, create_missing: bool) -> None:
+        half_done = [s for s in self._open() if s.state != "submitted"]
+        if not half_done:
+            return
+        found = self.client.find_batches(s.submission_id for s in half_done)
+        for sub in half_done:
+            if sub.submission_id in found:
+                info = found[sub.submission_id]
+                log.info("batch %s of submission %s found on the API; recorded", info.id, sub.submission_id)
+                recorded.set_submitted(
+                    self.store, sub.submission_id, batch_id=info.id, input_file_id=info.input_file_id, status=info.status
+                )
+        prepared = [s for s in half_done if s.state == "prepared" and s.submission_id not in found]
+        files = self.client.find_files(s.file_name for s in prepared)
+        for sub in prepared:
+            if sub.file_name in files:
+                recorded.set_uploaded(self.store, sub.submission_id, files[sub.file_name])
+            else:
+                log.info("submission %s never reached the API; its %d pairs are pending again", sub.submission_id, sub.requests)
+                recorded.forget_submission(self.store, sub.submission_id)
+                _remove(sub.request_file)
+        if create_missing:
+            for sub in self._open():
+                if sub.state == "uploaded":
+                    self._create(sub.submission_id, sub.input_file_id or "")
+
+    # -- submitting ------------------------------------------------------------------------------
+
+    def submit(self, pairs: list[Pair]) -> None:
+        """Send the pairs in as many files as the limits need; input errors are written at once."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for submission_id, path, keys, size in self._request_files(pairs):
+            file_name = path.name
+            recorded.record_submission(
+                self.store,
+                submission_id=submission_id,
+                judge_run_id=self.judge_run_id,
+                file_name=file_name,
+                request_file=str(path),
+                pairs=keys,
+                size=size,
+                options=self.options,
+                created_unix=int(time.time()),
+            )
+            crash_point("batch-after-record")
+            self.activity.submitted.append(submission_id)
+            self.activity.requests += len(keys)
+            try:
+                file_id = self.client.upload(path, file_name)
+            except BatchApiError as exc:
+                if exc.refused:  # the server said no: no file exists, nothing can be paid
+                    recorded.forget_submission(self.store, submission_id)
+                    _remove(str(path))
+                raise
+            crash_point("batch-after-upload")
+            recorded.set_uploaded(self.store, submission_id, file_id)
+            self._create(submission_id, file_id)
+
+    def _create(self, submission_id: str, file_id: str) -> None:
+        metadata = {META_JUDGE_RUN: self.judge_run_id, META_SUBMISSION: submission_id}
+        try:
+            info = self.client.create(file_id, metadata)
+        except BatchApiError as exc:
+            if exc.refused:
+                recorded.forget_submission(self.store, submission_id)
+            raise
+        crash_point("batch-after-create")
+        recorded.set_submitted(self.store, submission_id, batch_id=info.id, input_file_id=info.input_file_id or file_id, status=info.status)
+        log.info("batch %s created for submission %s", info.id, submission_id)
+
+    def _request_files(self, pairs: list[Pair]) -> Iterator[tuple[str, Path, list[tuple[str, str]], int]]:
+        """Write request lines into files within the limits, yielding each file as it is full (so that
+        images are read once and never all held in memory); input errors are written as they come."""
+        limits = self.settings
+        errors: list[Judgment] = []
+        current: tuple[str, Path, Any] | None = None
+        keys: list[tuple[str, str]] = []
+        size = 0
+        for pair in pairs:
+            body = self.judge.batch_request(pair)
+            if isinstance(body, Judgment):
+                errors.append(body)
+                continue
+            line = request_line(custom_id_for(self.judge_run_id, *pair.key), body)
+            if len(line) > limits.max_bytes:
+                message = f"the request is {len(line):,} bytes, more than a batch file may hold (batch_max_bytes {limits.max_bytes:,})"
+                errors.append(Judgment.failed(pair, "input_error", message))
+                continue
+            if current is not None and (len(keys) >= limits.max_requests or size + len(line) > limits.max_bytes):
+                current[2].close()
+                yield current[0], current[1], keys, size
+                current, keys, size = None, [], 0
+            if current is None:
+                submission_id = secrets.token_hex(8)
+                path = self.folder / f"qrelkit-{self.judge_run_id}-{submission_id}.jsonl"
+                current = (submission_id, path, open(path, "wb"))
+            current[2].write(line)
+            keys.append(pair.key)
+            size += len(line)
+        if current is not None:
+            current[2].close()
+            yield current[0], current[1], keys, size
+        self.write(errors)
+
+    def write(self, judgments: list[Judgment]) -> None:
+        """Judgments decided without a batch (input errors)."""
+        if judgments:
+            write_judgments(self.store, self.judge_run_id, judgments)
+            self.activity.judgments.extend(judgments)
+
+    # -- checking and collecting -------------------------------------------------------------------
+
+    def check(self) -> list[recorded.Submission]:
+        """Ask the API about every submitted batch; collect the finished ones. The submissions after."""
+        for sub in self._open():
+            if sub.state != "submitted" or not sub.batch_id:
+                continue
+            info = self.client.retrieve(sub.batch_id)
+            recorded.set_status(
+                self.store,
+                sub.submission_id,
+                status=info.status,
+                total=info.total,
+                completed=info.completed,
+                failed=info.failed,
+                output_file_id=info.output_file_id,
+                error_file_id=info.error_file_id,
+                errors="; ".join(info.errors) or None,
+            )
+            if info.terminal:
+                self._collect(sub, info)
+        if self.folder.is_dir() and not any(self.folder.iterdir()):
+            self.folder.rmdir()  # every request file's batch is collected
+        return recorded.submissions(self.store, self.judge_run_id)
+
+    def _collect(self, sub: recorded.Submission, info: BatchInfo) -> None:
+        keys = set(recorded.submission_pairs(self.store, sub.submission_id))
+        lines: dict[tuple[str, str], BatchLine] = {}
+        for file_id in (info.output_file_id, info.error_file_id):
+            if file_id:
+                for line in self._read_lines(file_id):
+                    parsed = parse_custom_id(line.custom_id)
+                    if parsed is None or parsed[0] != self.judge_run_id or parsed[1:] not in keys:
+                        continue  # not a line of this submission
+                    if parsed[1:] not in lines or line.status_code == 200:
+                        lines[parsed[1:]] = line
+        history = recorded.batch_history(self.store, self.judge_run_id)
+        states = judgment_states(self.store, self.judge_run_id)
+        judgments, again = [], []
+        for key in sorted(keys):
+            answer = lines.get(key)
+            judgment = self.judge.batch_judgment(*key, answer)
+            tries = _trailing_resubmits(history.get(key, [])) + 1
+            if judgment is None and tries < self.settings.max_tries:
+                again.append(key)
+                continue
+            if judgment is None:
+                judgment = Judgment(*key, "model_error", error=f"{why_not_run(answer, info)} (in {tries} batches)")
+            judgment.attempts = states.get(key, ("", 0))[1] + tries
+            judgments.append(judgment)
+        crash_point("batch-before-collect")
+        recorded.collect_submission(self.store, sub.submission_id, self.judge_run_id, judgments, again)
+        _remove(sub.request_file)
+        self.activity.collected.append(sub.submission_id)
+        self.activity.judgments.extend(judgments)
+        self.activity.resubmit += len(again)
+        log.info("batch %s %s: %d judgments stored, %d pairs pending again", info.id, info.status, len(judgments), len(again))
+
+    def _read_lines(self, file_id: str) -> Iterator[BatchLine]:
+        """The lines of an output or error file, read as they stream in (nothing is written to disk)."""
+        buffer, first = b"", True
+        for chunk in self.client.download(file_id):
+            if first:
+                crash_point("batch-mid-download")
+                first = False
+            buffer += chunk
+            *complete, buffer = buffer.split(b"\n")
+            yield from _parse(complete, file_id)
+        yield from _parse([buffer], file_id)
+
+    # -- cancelling -------------------------------------------------------------------------------
+
+    def cancel(self, submission: recorded.Submission) -> BatchInfo:
+        if submission.state != "submitted" or not submission.batch_id:
+            what = submission.batch_id or f"of submission {submission.submission_id}"
+            raise QrelkitError(f"batch {what} is {submission.status or submission.state}, not running: nothing to cancel")
+        info = self.client.cancel(submission.batch_id)
+        recorded.set_status(
+            self.store,
+            submission.submission_id,
+            status=info.status,
+            total=info.total,
+            completed=info.completed,
+            failed=info.failed,
+            output_file_id=info.output_file_id,
+            error_file_id=info.error_file_id,
+            errors="; ".join(info.errors) or None,
+        )
+        return info
+
+
+def _parse(raw_lines: list[bytes], file_id: str) -> Iterator[BatchLine]:
+    for raw in raw_lines:
+        if not raw.strip():
+            continue
+        try:
+            yield read_output_line(raw.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:  # its pair is treated as not run, and sent again
+            log.warning("batch file %s: a line that is not a Batch API output line (%s) was skipped", file_id, exc)
+
+
+def _trailing_resubmits(outcomes: list[str]) -> int:
+    count = 0
+    for outcome in reversed(outcomes):
+        if outcome != "resubmit":
+            break
+        count += 1
+    return count
+
+
+def why_not_run(line: BatchLine | None, info: BatchInfo) -> str:
+    """Why a pair got no answer from a batch, for the judgment that ends its retries."""
+    if line is None:
+        detail = f": {'; '.join(info.errors)}" if info.errors else ""
+        return f"no answer: the batch {info.id} {info.status}{detail}"
+    if line.error_code:
+        return f"{line.error_code}: {line.error_message or ''}".strip()
+    return f"HTTP {line.status_code} from the batch {info.id}"
+
+
+def _remove(path: str | None) -> None:
+    if path:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+
+
+def poll_delays(initial: float, maximum: float) -> Iterator[float]:
+    """Waits between checks: initial, doubling, at most ``maximum``."""
+    delay = initial
+    while True:
+        yield min(delay, maximum)
+        delay = min(delay * 2, maximum)
+
+
+SleepFn = Callable[[float], Any]

@@ -1,0 +1,166 @@
+"""A judging job in batch mode, and the batches of a database without a job file (`qrelkit batches`).
+
+A run reconciles what an earlier run left, collects the batches that finished, and sends the
+pending pairs (those never judged, those a batch sent back, failed ones with ``retry_failed``) in
+new batches. With ``wait`` it then checks with backoff until every batch is collected, sending
+back-to-pending pairs again as they appear.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from qrelkit.jobs.batch import BatchDriver, batch_folder, poll_delays
+from qrelkit.jobs.plan import JobPlan
+from qrelkit.jobs.spec import JobError
+from qrelkit.judges import BatchJudge, JudgeContext, Judgment, Pair, create_judge
+from qrelkit.prompts import PromptTemplate
+from qrelkit.storage import Store
+from qrelkit.storage import batches as recorded
+from qrelkit.storage.judgments import ensure_judge_run, judge_run, judgment_states
+
+if TYPE_CHECKING:
+    from qrelkit.jobs.runner import JobReport
+
+
+def run_batch_job(
+    store: Store,
+    plan: JobPlan,
+    report: JobReport,
+    missing: list[tuple[str, str, str]],
+    *,
+    limit: int | None,
+    retry_failed: bool,
+    wait: bool,
+    progress: Callable[[int, int], None] | None,
+    sleep: Callable[[float], Any] = time.sleep,
+) -> JobReport:
+    """Fill ``report`` (a JobReport) with what this run sent and collected."""
+    ensure_judge_run(store, plan.info())
+    judge: Any = plan.factory.create(JudgeContext())
+    if not isinstance(judge, BatchJudge):
+        judge.close()
+        raise JobError(f"{plan.spec.source}: judge {plan.factory.name!r} has no batch mode; remove `mode: batch`")
+    driver = BatchDriver(store, plan.judge_run_id, judge, plan.config.model_dump(mode="json"), batch_folder(plan.spec.database))
+    started = time.perf_counter()
+    try:
+        judge.preflight()
+        driver.write(
+            [Judgment(q, d, "input_error", error=f"{what} is not in the collection ({plan.spec.database})") for q, d, what in missing]
+        )
+        driver.reconcile(create_missing=True)
+        driver.check()
+        budget = [limit]
+        _submit_pending(driver, plan, retry_failed, budget)
+        if wait:
+            _wait(driver, plan, retry_failed, budget, progress, sleep)
+    except KeyboardInterrupt:
+        report.interrupted = True  # every step is recorded as it happens: the next run carries on
+    finally:
+        driver.close()
+        judge.close()
+        report.seconds = time.perf_counter() - started
+    _fill(report, store, plan.judge_run_id, driver)
+    return report
+
+
+def _pending(driver: BatchDriver, plan: JobPlan, retry_failed: bool) -> list[Pair]:
+    states = judgment_states(driver.store, plan.judge_run_id)
+    in_batches = recorded.open_batch_pairs(driver.store, plan.judge_run_id)
+    judged_now = {(j.qid, j.docid) for j in driver.activity.judgments}
+    keys = [
+        p
+        for p in plan.pairs
+        if p not in in_batches and (p not in states or (retry_failed and states[p][0] != "ok" and p not in judged_now))
+    ]
+    return [Pair(plan.topics[q], plan.documents[d]) for q, d in keys if q in plan.topics and d in plan.documents]
+
+
+def _submit_pending(driver: BatchDriver, plan: JobPlan, retry_failed: bool, budget: list[int | None]) -> None:
+    pairs = _pending(driver, plan, retry_failed)
+    if budget[0] is not None:
+        pairs = pairs[: max(budget[0] - driver.activity.requests, 0)]
+    if pairs:
+        driver.submit(pairs)
+
+
+def _wait(
+    driver: BatchDriver,
+    plan: JobPlan,
+    retry_failed: bool,
+    budget: list[int | None],
+    progress: Callable[[int, int], None] | None,
+    sleep: Callable[[float], Any],
+) -> None:
+    settings = driver.settings
+    delays = poll_delays(settings.poll_initial, settings.poll_max)
+    while True:
+        open_subs = [s for s in recorded.submissions(driver.store, plan.judge_run_id, open_only=True)]
+        if progress:
+            waiting = sum(s.requests for s in open_subs)
+            progress(len(driver.activity.judgments), len(driver.activity.judgments) + waiting)
+        if not open_subs:
+            return
+        sleep(next(delays))
+        collected = len(driver.activity.collected)
+        driver.check()
+        if len(driver.activity.collected) > collected:
+            _submit_pending(driver, plan, retry_failed, budget)  # what came back goes out again
+            delays = poll_delays(settings.poll_initial, settings.poll_max)
+
+
+def _fill(report: JobReport, store: Store, judge_run_id: str, driver: BatchDriver) -> None:
+    activity = driver.activity
+    report.judged = len(activity.judgments)
+    report.statuses = {}
+    for judgment in activity.judgments:
+        report.statuses[judgment.status] = report.statuses.get(judgment.status, 0) + 1
+    report.submitted = activity.requests
+    report.in_batches = len(recorded.open_batch_pairs(store, judge_run_id))
+    mine = set(activity.submitted) | set(activity.collected)
+    report.batches = [s.to_dict() for s in recorded.submissions(store, judge_run_id) if s.state != "collected" or s.submission_id in mine]
+
+
+# -- a database's batches, without its job file ------------------------------------------------------
+
+
+def driver_for(store: Store, database: Path, judge_run_id: str, options: dict[str, Any]) -> BatchDriver:
+    """A driver for a judge run's batches, its judge built from the stored template and the options
+    the newest submission was sent with (the endpoint, the key's variable, the prices)."""
+    info = judge_run(store, judge_run_id)
+    template = PromptTemplate.model_validate(info.template) if info.template else None
+    judge = create_judge(info.judge, options, template)
+    return BatchDriver(store, judge_run_id, judge, options, batch_folder(database))
+
+
+def check_batches(store: Store, database: Path) -> list[recorded.Submission]:
+    """Reconcile and check every open batch of the database, collecting the finished ones (no new
+    batch is created here: a half-done submission is finished by running its job again)."""
+    newest: dict[tuple[str, str | None], recorded.Submission] = {}
+    for sub in recorded.submissions(store, open_only=True):
+        newest[(sub.judge_run_id, sub.options.get("base_url"))] = sub  # one driver per judge run and endpoint
+    for (judge_run_id, _), sub in newest.items():
+        driver = driver_for(store, database, judge_run_id, sub.options)
+        try:
+            driver.reconcile(create_missing=False)
+            driver.check()
+        finally:
+            driver.close()
+            driver.judge.close()
+    return recorded.submissions(store)
+
+
+def cancel_batch(store: Store, database: Path, ref: str) -> recorded.Submission:
+    """Ask the API to cancel a batch (by batch id or submission id); its answered requests are kept
+    when it is collected, the rest go back to pending."""
+    sub = recorded.submission_for(store, ref)
+    driver = driver_for(store, database, sub.judge_run_id, sub.options)
+    try:
+        driver.cancel(sub)
+    finally:
+        driver.close()
+        driver.judge.close()
+    return recorded.submission_for(store, ref)

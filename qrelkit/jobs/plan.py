@@ -1,0 +1,200 @@
+"""What a judging job will do, before any model runs: the judge, its configuration and identity,
+the collection loaded, the pool, and the resume state (which pairs are done, failed or pending)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qrelkit.errors import QrelkitError
+from qrelkit.io import Document, Topic, list_run_files, sha256_text
+from qrelkit.jobs.pool import depth_pool, pairs_file_pool, qrels_pool
+from qrelkit.jobs.spec import JobError, JobSpec
+from qrelkit.judges import JudgeConfig, JudgeContext, Pair, create_judge, judge_class, make_config
+from qrelkit.prompts import PromptTemplate, load_template
+from qrelkit.storage import LoadResult, Store
+from qrelkit.storage.batches import open_batch_pairs
+from qrelkit.storage.judgments import JudgeRunInfo, judgment_states
+
+
+def judge_run_id_for(judge: str, config: dict[str, Any], template: PromptTemplate | None, model_id: str) -> str:
+    """Identity of a judge run: any change of judge, option, template content or model is a new run."""
+    identity = {
+        "judge": judge,
+        "config": config,
+        "template": template.content_hash if template else None,
+        "model": model_id,
+    }
+    return sha256_text(json.dumps(identity, sort_keys=True))[:16]
+
+
+def identity_options(config_class: Any, config_data: dict[str, Any]) -> dict[str, Any]:
+    """The options that can change a judgment. Fields marked `json_schema_extra={"identity": False}`
+    (concurrency, rate limits, timeouts, prices, batch sizes) are left out, so tuning them resumes
+    the same judge run instead of starting a new one."""
+
+    def counts(name: str) -> bool:
+        extra = config_class.model_fields[name].json_schema_extra
+        return not (isinstance(extra, dict) and extra.get("identity") is False)
+
+    return {name: value for name, value in config_data.items() if counts(name)}
+
+
+def collection_files(spec: JobSpec, skipped: list[tuple[Path, str]] | None = None) -> list[tuple[str, Path, str | None]]:
+    """(kind, file, name or None for the file's own) of every file the job loads, in load order."""
+    c = spec.collection
+    files: list[tuple[str, Path, str | None]] = []
+    if c.topics:
+        files.append(("topics", c.topics, None))
+    if c.documents:
+        files.append(("documents", c.documents, None))
+    files += [("runs", path, None) for path in list_run_files(list(c.runs), [] if skipped is None else skipped)]
+    files += [("qrels", path, name) for name, path in c.qrels.items()]
+    return files
+
+
+def load_collection(store: Store, spec: JobSpec) -> list[LoadResult]:
+    """Load the job's files into its database (idempotent: unchanged files are skipped), all in one
+    transaction: a bad file anywhere leaves the database as it was. Files of a runs folder that are
+    evidently not runs come back as `skipped` results."""
+    c = spec.collection
+    skipped: list[tuple[Path, str]] = []
+    results: list[LoadResult] = []
+    files = collection_files(spec, skipped)
+    with store.transaction():
+        for kind, path, name in files:
+            if kind == "topics":
+                results.append(store.load_topics(path))
+            elif kind == "documents":
+                results.append(store.load_documents(path, image_root=c.image_root))
+            elif kind == "qrels":
+                results.append(store.load_qrels(path, name=name, on_duplicate=c.on_duplicate))
+        runs = [path for kind, path, _ in files if kind == "runs"]
+        if runs:
+            results += store.load_runs(runs, on_duplicate=c.on_duplicate)
+    return results + [LoadResult("runs", str(path), 0, "skipped", reason) for path, reason in skipped]
+
+
+def collection_unchanged(store: Store, spec: JobSpec) -> bool:
+    """Whether every file of the job is already in ``store`` as it is now (read-only: nothing to load)."""
+    return all(store.load_status(kind, path, name) == "unchanged" for kind, path, name in collection_files(spec))
+
+
+def build_pool(store: Store, spec: JobSpec) -> list[tuple[str, str]]:
+    pool = spec.pool
+    if pool.depth is not None:
+        return depth_pool(store, pool.depth, pool.runs)
+    if pool.pairs is not None:
+        return pairs_file_pool(pool.pairs)
+    return qrels_pool(store, pool.qrels or "")
+
+
+@dataclass(frozen=True)
+class JudgeFactory:
+    """Everything needed to build the job's judge, in any process (a Ray worker builds its own)."""
+
+    name: str
+    options: dict[str, Any]
+    template: PromptTemplate | None
+    source: str = ""
+    allow_import: bool = False  # `module:Class` judges: only when the job or command allows them
+
+    def create(self, context: JudgeContext | None = None) -> Any:
+        return create_judge(self.name, self.options, self.template, context, source=self.source, allow_import=self.allow_import)
+
+
+@dataclass
+class JobPlan:
+    spec: JobSpec
+    factory: JudgeFactory
+    judge_class: type
+    config: JudgeConfig
+    model_id: str
+    judge_run_id: str
+    loads: list[LoadResult] = field(default_factory=list)
+    pairs: list[tuple[str, str]] = field(default_factory=list)  # the pool
+    states: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # earlier (status, attempts)
+    todo: list[tuple[str, str]] = field(default_factory=list)
+    in_batches: set[tuple[str, str]] = field(default_factory=set)  # sent in a Batch API batch not yet collected
+    topics: dict[str, Topic] = field(default_factory=dict)
+    documents: dict[str, Document] = field(default_factory=dict)
+    content_hashes: dict[str, str] = field(default_factory=dict)  # docid -> the content judged now
+
+    @property
+    def already_ok(self) -> int:
+        return sum(1 for p in self.pairs if self.states.get(p, ("",))[0] == "ok")
+
+    @property
+    def already_failed(self) -> int:
+        return sum(1 for p in self.pairs if p in self.states and self.states[p][0] != "ok")
+
+    def earlier_attempts(self, key: tuple[str, str]) -> int:
+        return self.states.get(key, ("", 0))[1]
+
+    def info(self) -> JudgeRunInfo:
+        template = self.factory.template
+        return JudgeRunInfo(
+            self.judge_run_id,
+            self.factory.name,
+            self.config.model_dump(mode="json"),
+            template.id if template else None,
+            template.content_hash if template else None,
+            template.content() if template else None,
+            self.model_id,
+        )
+
+    def pending_pairs(self) -> tuple[list[Pair], list[tuple[str, str, str]]]:
+        """The pairs to judge that the collection holds, and (qid, docid, what is missing) for the rest."""
+        valid, missing = [], []
+        for qid, docid in self.todo:
+            if qid not in self.topics:
+                missing.append((qid, docid, f"topic {qid!r}"))
+            elif docid not in self.documents:
+                missing.append((qid, docid, f"document {docid!r}"))
+            else:
+                valid.append(Pair(self.topics[qid], self.documents[docid]))
+        return valid, missing
+
+
+def resolve_judge(spec: JobSpec) -> tuple[JudgeFactory, type, JudgeConfig, str, str]:
+    """(factory, judge class, validated config, model id, judge run id): all known without loading a model."""
+    source = str(spec.source or "job")
+    template = load_template(spec.template) if spec.template else None
+    cls = judge_class(spec.judge.name, allow_import=spec.allow_import)
+    config = make_config(spec.judge.name, spec.judge.options, source=source, allow_import=spec.allow_import)
+    model_id = cls.model_id_for(config)
+    identity = identity_options(cls.Config, config.model_dump(mode="json"))
+    run_id = judge_run_id_for(spec.judge.name, identity, template, model_id)
+    return JudgeFactory(spec.judge.name, spec.judge.options, template, source, spec.allow_import), cls, config, model_id, run_id
+
+
+def plan_job(store: Store, spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False) -> JobPlan:
+    """Load the collection, pool the pairs, and find what is left to judge."""
+    if limit is not None and limit < 0:
+        raise QrelkitError(f"--limit must be 0 or more, got {limit}")
+    spec.check_paths()
+    factory, cls, config, model_id, run_id = resolve_judge(spec)
+    plan = JobPlan(spec, factory, cls, config, model_id, run_id)
+    plan.loads = load_collection(store, spec)
+    plan.pairs = build_pool(store, spec)
+    source = str(spec.source or "job")
+    if not plan.pairs:
+        raise JobError(f"{source}: the pool is empty")
+    plan.topics = {t.qid: t for t in store.topics()}
+    plan.documents = store.documents()
+    if factory.template is not None:
+        pooled = sorted({q for q, _ in plan.pairs})
+        factory.template.check_topics([plan.topics[q] for q in pooled if q in plan.topics], source=source)
+    plan.content_hashes = store.document_hashes()
+    store.retire_stale_judgments()  # a document changed some other way than a load: judge it again
+    plan.states = judgment_states(store, run_id)
+    # A pair in an open batch is already paid for: neither route sends it again until the batch is collected.
+    plan.in_batches = open_batch_pairs(store, run_id)
+    plan.todo = [
+        p for p in plan.pairs if (p not in plan.states or (retry_failed and plan.states[p][0] != "ok")) and p not in plan.in_batches
+    ]
+    if limit is not None:
+        plan.todo = plan.todo[:limit]
+    return plan

@@ -1,0 +1,137 @@
+"""A judgment as a row the judgments table accepts, whatever a provider or a judge put in it.
+
+A provider may send a `system_fingerprint` that is an object, a token count beyond 32 bits, a
+cost that is NaN, text with a lone surrogate, an answer of megabytes. None of these may fail the
+write of a batch (the answers are paid for), so every field is coerced to its column's type or
+dropped, and each change is noted on the judgment (`notes`), never silent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import re
+from typing import Any
+
+from qrelkit.io.limits import cut_answer
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+STATUSES = ("ok", "parse_error", "model_error", "input_error")
+INT32_MAX = 2**31 - 1
+SHORT_TEXT_CHARS = 1_000  # model ids and fingerprints: anything longer is not one
+SCORE_FIELDS = ("score", "parsed", "expected")
+TEXT_FIELDS = {"raw_output": None, "error": None, "model_id": SHORT_TEXT_CHARS, "system_fingerprint": SHORT_TEXT_CHARS}
+COUNT_FIELDS = ("tokens_in", "tokens_out")
+AMOUNT_FIELDS = ("latency_ms", "cost")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _text(value: Any) -> tuple[str, str | None]:
+    """(text, note) for any value: a string as it is, anything else as JSON (or its repr)."""
+    if isinstance(value, str):
+        return value, None
+    try:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text, f"was a {type(value).__name__}, stored as text"
+
+
+def _storable(text: str) -> tuple[str, str | None]:
+    """The text with lone surrogates (which UTF-8 cannot hold) replaced by U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text, None
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text), "had lone surrogates, replaced by U+FFFD"
+
+
+def coerce_text(name: str, value: Any, limit: int | None, notes: list[str]) -> str | None:
+    if value is None:
+        return None
+    text, note = _text(value)
+    if note:
+        notes.append(f"{name} {note}")
+    text, note = _storable(text)
+    if note:
+        notes.append(f"{name} {note}")
+    text, left_out = cut_answer(text, limit)
+    if left_out:
+        notes.append(f"{name} cut: {left_out} characters left out of the middle (QRELKIT_MAX_ANSWER_CHARS)")
+    return text
+
+
+def _real(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def coerce_number(name: str, value: Any, notes: list[str], *, low: float | None = None) -> float | None:
+    if value is None:
+        return None
+    number = _real(value)
+    if number is None or (low is not None and number < low):
+        notes.append(f"{name} {_shown(value)} dropped (not a finite number{'' if low is None else f' ≥ {low:g}'})")
+        return None
+    return number
+
+
+def coerce_count(name: str, value: Any, notes: list[str], *, low: int = 0) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= int(value) <= INT32_MAX:
+        notes.append(f"{name} {_shown(value)} dropped (not a whole number from {low} to {INT32_MAX})")
+        return None
+    return int(value)
+
+
+def judgment_row(judgment: Any) -> dict[str, Any]:
+    """The judgment's stored fields, each of its column's type, and `notes` saying what changed."""
+    notes: list[str] = []
+    row: dict[str, Any] = {}
+    for key in ("qid", "docid"):
+        value = getattr(judgment, key, None)
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"a judgment without a {key} ({_shown(value)})")
+        row[key] = value
+    status = getattr(judgment, "status", None)
+    if status not in STATUSES:
+        notes.append(f"status {_shown(status)} is not one of {', '.join(STATUSES)}; stored as model_error")
+        status = "model_error"
+    row["status"] = status
+    for name in SCORE_FIELDS:
+        row[name] = coerce_number(name, getattr(judgment, name, None), notes) if status == "ok" else None
+    for name, limit in TEXT_FIELDS.items():
+        row[name] = coerce_text(name, getattr(judgment, name, None), limit, notes)
+    for name in COUNT_FIELDS:
+        row[name] = coerce_count(name, getattr(judgment, name, None), notes)
+    for name in AMOUNT_FIELDS:
+        row[name] = coerce_number(name, getattr(judgment, name, None), notes, low=0.0)
+    row["attempts"] = coerce_count("attempts", getattr(judgment, "attempts", 1), notes, low=1) or 1
+    if status == "ok" and getattr(judgment, "score", None) is not None and row["score"] is None:
+        row["status"] = "model_error"  # an ok judgment whose score could not be kept is not ok
+        row["error"] = row["error"] or "the judge's score could not be stored (see notes)"
+    row["notes"] = "; ".join(notes) or None
+    return row
+
+
+def fallback_row(judgment: Any, exc: BaseException) -> dict[str, Any]:
+    """The least a judgment can be stored as when its full row cannot: a model error that keeps
+    the raw answer (so the pair is not sent again) and says why."""
+    notes: list[str] = []
+    return {
+        "qid": str(getattr(judgment, "qid", "")),
+        "docid": str(getattr(judgment, "docid", "")),
+        "status": "model_error",
+        "raw_output": coerce_text("raw_output", getattr(judgment, "raw_output", None), None, notes),
+        "error": f"the judgment could not be stored as given: {type(exc).__name__}: {str(exc)[:300]}",
+        "attempts": coerce_count("attempts", getattr(judgment, "attempts", 1), notes, low=1) or 1,
+        "notes": "; ".join(notes) or None,
+    }

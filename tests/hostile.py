@@ -1,0 +1,47 @@
+"""Helpers for the hostile-input tests: run the real command line, and photograph a database so a
+test can assert that a refused command changed nothing in it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def qrelkit(*args: Any, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`qrelkit ARGS` in a fresh process (the real exit code and stderr, as a user sees them)."""
+    environ = {**os.environ, "PYTHONPATH": str(ROOT / "tests"), "COLUMNS": "200", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "qrelkit.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environ,
+        timeout=timeout,
+    )
+
+
+def one_error(result: subprocess.CompletedProcess, code: int) -> str:
+    """The one error line of a refused command, after checking its exit code and that no traceback
+    was printed; joined into one line (the console may wrap it)."""
+    assert result.returncode == code, f"exit {result.returncode}, expected {code}:\n{result.stdout}\n{result.stderr}"
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout, result.stderr
+    return " ".join(result.stderr.split())
+
+
+def snapshot(db: Path) -> dict[str, list[tuple]]:
+    """Every table's rows, sorted (timestamps included: a rewrite of the same rows shows)."""
+    if not db.exists():
+        return {}
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        tables = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()]
+        return {t: sorted(map(repr, con.execute(f'SELECT * FROM "{t}"').fetchall())) for t in tables}
+    finally:
+        con.close()

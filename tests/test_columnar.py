@@ -1,0 +1,197 @@
+"""The columnar reader accepts exactly what the line reader accepts, returns the same columns,
+and names the same lines; numbers follow trec_eval's reading (64-bit integers, float32 scores,
+ASCII numerals); gzip is streamed; a file's problems are capped."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from qrelkit.errors import InputFormatError
+from qrelkit.io import OnDuplicate, columnar, lines, read_qrels, read_run
+from qrelkit.io.trec_lines import read_qrels_lines, read_run_lines
+
+
+def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return path
+
+
+def error_of(call) -> str:
+    with pytest.raises(InputFormatError) as info:
+        call()
+    return str(info.value)
+
+
+RUN_OK = "q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5 tag\n"
+
+
+@pytest.mark.parametrize(
+    ("rank", "expected"),
+    [
+        ("1_000", "rank (column 4) must be an integer, found '1_000'"),
+        ("٣", "rank (column 4) must be an integer, found '٣'"),
+        ("0x10", "rank (column 4) must be an integer, found '0x10'"),
+        ("9223372036854775808", "rank (column 4) is beyond the 64-bit integer range, found '9223372036854775808'"),
+        ("-9223372036854775809", "rank (column 4) is beyond the 64-bit integer range"),
+    ],
+)
+def test_ranks_are_ascii_64_bit_integers(tmp_path, rank, expected):
+    path = write(tmp_path, "bad.run", RUN_OK + f"q1 Q0 d3 {rank} 0.5 tag\n")
+    assert f"{path}:3: {expected}" in error_of(lambda: read_run(path))
+
+
+@pytest.mark.parametrize(
+    ("score", "expected"),
+    [
+        ("1e39", "score (column 5) is not finite as a 32-bit float (trec_eval reads scores as C floats): '1e39'"),
+        ("-3.5e38", "score (column 5) is not finite as a 32-bit float"),
+        ("inf", "score (column 5) is not finite: 'inf'"),
+        ("1_0.5", "score (column 5) must be a number, found '1_0.5'"),
+        ("0x1p3", "score (column 5) must be a number, found '0x1p3'"),
+        ("١.٥", "score (column 5) must be a number, found '١.٥'"),
+    ],
+)
+def test_scores_are_ascii_numbers_finite_as_float32(tmp_path, score, expected):
+    path = write(tmp_path, "bad.run", RUN_OK + f"q1 Q0 d3 3 {score} tag\n")
+    assert f"{path}:3: {expected}" in error_of(lambda: read_run(path))
+
+
+def test_numbers_trec_eval_reads_are_accepted(tmp_path):
+    path = write(tmp_path, "ok.run", "q1 Q0 a +5 +.5e-3 t\nq1 Q0 b -3 5. t\nq1 Q0 c 9223372036854775807 1e-50 t\nq1 Q0 d 0 3.4e38 t\n")
+    table = read_run(path).table
+    assert table.column("rank").to_pylist() == [5, -3, 2**63 - 1, 0]
+    assert table.column("score").to_pylist() == [pytest.approx(5e-4), 5.0, 0.0, pytest.approx(3.4e38, rel=1e-7)]
+
+
+@pytest.mark.parametrize(("grade", "ok"), [("-1", True), ("+2", True), ("0x1", False), ("2.0", False), ("99999999999999999999", False)])
+def test_grades_are_ascii_64_bit_integers(tmp_path, grade, ok):
+    path = write(tmp_path, "q.qrels", f"q1 0 d1 1\nq1 0 d2 {grade}\n")
+    if ok:
+        assert read_qrels(path).grades["q1"]["d2"] == int(grade)
+    else:
+        assert f"{path}:2: grade (column 4)" in error_of(lambda: read_qrels(path))
+
+
+def test_problems_beyond_fifty_are_counted_not_kept(tmp_path):
+    path = write(tmp_path, "bad.qrels", "".join(f"q1 0 d{i} high\n" for i in range(120)))
+    with pytest.raises(InputFormatError) as info:
+        read_qrels(path)
+    assert len(info.value.problems) == 50 and info.value.omitted == 70
+    assert f"... and 110 more problem(s) in {path}" in str(info.value)
+
+
+SEPARATORS = {
+    "tabs": "q1\tQ0\td1\t1\t2.5\ttag\nq1\tQ0\td2\t2\t1.5\ttag\n",
+    "crlf": "q1 Q0 d1 1 2.5 tag\r\nq1 Q0 d2 2 1.5 tag\r\n",
+    "no final newline": "q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5 tag",
+    "bom": "\ufeffq1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5 tag\n",
+    "doubled and trailing spaces": "q1  Q0 d1 1 2.5 tag \n  q1 Q0 d2 2 1.5   tag\n",
+    "blank lines": "\n   \nq1 Q0 d1 1 2.5 tag\n\t\nq1 Q0 d2 2 1.5 tag\n\n",
+    "form feed, vertical tab, \\x1c": "q1\x0cQ0 d1 1\x0b2.5 tag\nq1 Q0\x1cd2 2 1.5 tag\n",
+    "no-break and ideographic spaces": "q1\u00a0Q0 d1 1 2.5 tag\nq1 Q0 d2\u30002 1.5 tag\n",
+    "non-ASCII docids": "q1 Q0 café 1 2.5 tag\nq1 Q0 naïve 2 1.5 tag\n",
+}
+
+
+@pytest.mark.parametrize("content", SEPARATORS.values(), ids=SEPARATORS.keys())
+def test_any_whitespace_separates_columns_on_either_route(tmp_path, content):
+    path = write(tmp_path, "ws.run", content)
+    expected, tags = read_run_lines(path)
+    table, fast_tags = columnar.read_run_table(path)
+    assert table.equals(expected) and fast_tags == tags == ["tag"]
+    assert table.num_rows == 2
+
+
+@pytest.mark.parametrize("content", [SEPARATORS["tabs"], SEPARATORS["crlf"], RUN_OK])
+def test_common_layouts_stay_on_the_fast_route(tmp_path, content):
+    path = write(tmp_path, "fast.run", content)
+    table, _ = columnar._fast_run(path, OnDuplicate.error)  # raises _Fallback if it would hand over
+    assert table.num_rows == 2
+
+
+def test_a_lone_carriage_return_separates_columns_as_in_the_line_reader(tmp_path):
+    path = write(tmp_path, "cr.run", "q1 Q0 d1 1 2.5 tag\rq1 Q0 d2 2 1.5 tag\n")
+    assert f"{path}:1: expected 6 columns `qid Q0 docid rank score tag`, found 12" in error_of(lambda: read_run(path))
+
+
+def test_gzip_is_read_in_blocks_with_lines_numbered_across_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(lines, "BLOCK", 64)  # many blocks, lines cut at block edges
+    body = "".join(f"q{i % 7} Q0 doc{i} {i} {100 - i * 0.25} tag\n" for i in range(300))
+    path = tmp_path / "big.run.gz"
+    path.write_bytes(gzip.compress(body.encode()))
+    run = read_run(path)
+    assert len(run) == 300 and run.table.equals(read_run_lines(path)[0])
+    bad = tmp_path / "bad.run.gz"
+    bad.write_bytes(gzip.compress((body + "q5 Q0 doc5 1 2.0 tag\n").encode()))
+    assert f"{bad}:301: duplicate run entry for qid 'q5', docid 'doc5' (first on line 6)" in error_of(lambda: read_run(bad))
+
+
+def test_a_truncated_gzip_file_is_named(tmp_path):
+    path = tmp_path / "cut.run.gz"
+    path.write_bytes(gzip.compress(RUN_OK.encode() * 50)[:40])
+    assert f"{path}:0: the gzip data is truncated" in error_of(lambda: read_run(path))
+
+
+WORDS = st.sampled_from(["q1", "q2", "Q0", "d1", "d2", "d3", "tag", "é"])
+INTEGERS = st.sampled_from(["1", "2", "-1", "+3", "007", "0"])
+NUMBERS = st.sampled_from(["0.5", "2.5", "-1", "+.5e-3", "5.", "1e-50", "0.1000000001", "0.1"])
+BAD = st.sampled_from(["1e39", "nan", "x", "0x1", "1_0", "٣", ""])
+SPACES = st.sampled_from([" "] * 4 + ["  ", "\t", "\r", "\x0c", "\x1c", "\u00a0"])
+
+
+@st.composite
+def files(draw, kinds: str):
+    """Lines of the right kinds of token (``kinds``: w = word, i = integer, n = number), with
+    now and then a bad token, a column too many or too few, or an odd separator."""
+    out = []
+    for _ in range(draw(st.integers(0, 10))):
+        tokens = [draw({"w": WORDS, "i": INTEGERS, "n": NUMBERS}[kind]) for kind in kinds]
+        roll = draw(st.integers(0, 7))
+        if roll == 0:
+            tokens[draw(st.integers(0, len(tokens) - 1))] = draw(BAD)
+        elif roll == 1:
+            tokens.insert(draw(st.integers(0, len(tokens))), draw(WORDS))
+        elif roll == 2:
+            tokens.pop(draw(st.integers(0, len(tokens) - 1)))
+        line = tokens[0] if tokens else ""
+        for token in tokens[1:]:
+            line += draw(SPACES) + token
+        out.append(draw(st.sampled_from(["", "", " ", "\t"])) + line + draw(st.sampled_from(["", "", " ", "\r"])))
+    return "\n".join(out) + draw(st.sampled_from(["", "\n"]))
+
+
+def same_outcome(fast, slow) -> None:
+    try:
+        expected = slow()
+    except InputFormatError as error:
+        assert error_of(fast) == str(error)
+        return
+    got = fast()
+    if isinstance(expected, tuple):
+        assert got[0].equals(expected[0]) and got[1] == expected[1]
+    else:
+        assert got.equals(expected)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=files("wwwinw"), policy=st.sampled_from(list(OnDuplicate)))
+@example(content=" q1 d1 1 2.5 tag\n", policy=OnDuplicate.error)  # an empty first column would fill the gap
+@example(content="q1  q1 1 0.5 q1", policy=OnDuplicate.error)  # so would an empty Q0 column
+@example(content="q1\tQ0 d1 1 2.5 tag extra\n", policy=OnDuplicate.error)  # a tab inside a comma-less CSV field
+@example(content="q1 Q0 d1 1 2.5 tag\rq1 Q0 d2 2 1.5 tag\n", policy=OnDuplicate.error)  # CR is a newline to a CSV parser
+def test_run_columns_equal_the_line_readers(tmp_path, content, policy):
+    path = write(tmp_path, "h.run", content)
+    same_outcome(lambda: columnar.read_run_table(path, policy), lambda: read_run_lines(path, policy))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=files("wwwi"), policy=st.sampled_from(list(OnDuplicate)))
+def test_qrels_columns_equal_the_line_readers(tmp_path, content, policy):
+    path = write(tmp_path, "h.qrels", content)
+    same_outcome(lambda: columnar.read_qrels_table(path, policy), lambda: read_qrels_lines(path, policy))

@@ -1,0 +1,101 @@
+"""The layers of DESIGN.md, checked on the source: data flows one way, SQL lives in storage/,
+judges do not lean on each other, and the command line only wires."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "qrelkit"
+# What each layer must never import (DESIGN.md's table), as qrelkit subpackages.
+FORBIDDEN = {
+    "io": {"storage", "prompts", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
+    "storage": {"prompts", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
+    "prompts": {"storage", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
+    "embed": {"storage", "judges", "jobs", "evaluate", "report", "commands", "cli"},
+    "judges": {"storage", "jobs", "evaluate", "report", "commands", "cli"},
+    "jobs": {"evaluate", "report", "commands", "cli"},
+    "evaluate": {"storage", "jobs", "judges", "embed", "commands", "report", "prompts", "cli"},
+    "report": {"storage", "jobs", "judges", "embed", "commands", "cli"},
+    "commands": {"cli"},
+}
+# A judge backend may use these shared judge modules, and no other backend.
+JUDGE_SHARED = {"base", "registry", "scoring", "chat", "http", "batch"}
+SQL = re.compile(
+    r"\b(SELECT\s+.+\s+FROM|INSERT\s+(OR\s+\w+\s+)?INTO|DELETE\s+FROM|UPDATE\s+\w+\s+SET|CREATE\s+TABLE|ALTER\s+TABLE)\b", re.I | re.S
+)
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py"))
+
+
+def layer_of(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0] if len(parts) > 1 else Path(parts[0]).stem
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    """(line, module) for every import in the file, including those inside functions."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.lineno, node.module))
+    return out
+
+
+def test_every_layer_imports_only_what_design_allows():
+    problems = []
+    for path in modules():
+        layer = FORBIDDEN.get(layer_of(path))
+        if layer is None:
+            continue
+        for line, module in imported_modules(path):
+            parts = module.split(".")
+            if parts[0] == "qrelkit" and len(parts) > 1 and parts[1] in layer:
+                problems.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {layer_of(path)} imports {module}")
+    assert not problems, "forbidden imports:\n" + "\n".join(problems)
+
+
+def test_no_sql_outside_storage():
+    problems = []
+    for path in modules():
+        if layer_of(path) == "storage":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL.search(node.value):
+                problems.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {node.value[:60]!r}")
+    assert not problems, "SQL outside qrelkit/storage:\n" + "\n".join(problems)
+
+
+def test_judges_never_import_another_backend():
+    backends = {p.stem for p in (PACKAGE / "judges").glob("*.py")} - JUDGE_SHARED - {"__init__"}
+    problems = []
+    for path in (PACKAGE / "judges").glob("*.py"):
+        for line, module in imported_modules(path):
+            parts = module.split(".")
+            if parts[:2] == ["qrelkit", "judges"] and len(parts) > 2 and parts[2] in backends and parts[2] != path.stem:
+                problems.append(f"judges/{path.name}:{line}: imports {module}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "cli").glob("*.py")), ids=lambda p: p.name)
+def test_the_command_line_only_wires(path):
+    """No computation in cli/: nothing from evaluate, storage or jobs but what a command function
+    returns, and no module above a few hundred lines."""
+    text = path.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 350, f"{path.name} has {len(text.splitlines())} lines"
+    for line, module in imported_modules(path):
+        parts = module.split(".")
+        assert not (parts[0] == "qrelkit" and len(parts) > 1 and parts[1] in {"storage", "evaluate", "embed"}), (
+            f"cli/{path.name}:{line} imports {module}: call a function of qrelkit.commands instead"
+        )
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        assert not isinstance(node, (ast.ListComp, ast.DictComp, ast.SetComp)), f"cli/{path.name}:{node.lineno}: computation in the CLI"
