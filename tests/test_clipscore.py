@@ -246,7 +246,7 @@ def test_each_image_file_is_read_once_and_each_distinct_image_decoded_once_per_j
     real_open, real_load = os.open, ImageFile.ImageFile.load
 
     def counting_open(path, *args, **kwargs):
-        if str(path).startswith(str(folder.resolve())):
+        if str(path).startswith(str(folder.resolve()) + os.sep):
             opened.append(os.path.basename(path))
         return real_open(path, *args, **kwargs)
 
