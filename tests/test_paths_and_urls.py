@@ -106,7 +106,7 @@ def test_clipscore_checks_the_root_when_it_reads_an_image(tmp_path, images):
     (images / "green.png").unlink()
     (images / "green.png").symlink_to(tmp_path / "secret.png")
     [judgment] = judge.judge([Pair(Topic("q1", "egg"), document)])
-    assert (judgment.status, judgment.error) == ("input_error", f"image {images / 'green.png'} is outside the root {images}")
+    assert (judgment.status, judgment.error) == ("input_error", f"image {images / 'green.png'} is outside the image root {images}")
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,7 @@ def read_image_file(path: str | Path, root: str | Path | None = None) -> ImageFi
             raise ImageError(f"image {path} not found") from None
         if exc.reason.startswith("is outside the root"):
             raise ImageError(f"image {path} is outside the image root {root}") from None
-        raise ImageError(f"image {path} {exc.reason}") from None
+        raise ImageError(f"image {path} cannot be read: {exc.reason}") from None
     except OSError as exc:
         raise ImageError(f"image {path} cannot be read: {exc.strerror or exc}") from None
     return ImageFile(str(path), data, hashlib.sha256(data).hexdigest())
