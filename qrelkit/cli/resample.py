@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -85,11 +86,7 @@ def resample_restrain(
         embedder=_embedder_choice(embedder, backend, cache, as_json),
         on_duplicate=on_duplicate,
     )
-    if as_json:
-        print_json(output.to_dict())
-        return
-    for table in resample_tables(output):
-        out.print(table)
+    _show(output, resample_tables, as_json)
 
 
 @resample_app.command("resttest")
@@ -126,11 +123,7 @@ def resample_resttest(
         embedder=_embedder_choice(embedder, backend, cache, as_json),
         on_duplicate=on_duplicate,
     )
-    if as_json:
-        print_json(output.to_dict())
-        return
-    for table in resample_tables(output):
-        out.print(table)
+    _show(output, resample_tables, as_json)
 
 
 @resample_app.command("evaluate")
@@ -186,11 +179,7 @@ def resample_evaluate(
         seed=seed,
         on_duplicate=on_duplicate,
     )
-    if as_json:
-        print_json(result.to_dict())
-        return
-    for table in evaluation_tables(result):
-        out.print(table)
+    _show(result, evaluation_tables, as_json)
 
 
 @resample_app.command("overlap")
@@ -233,8 +222,13 @@ def resample_overlap(
         embedder=_embedder_choice(embedder, backend, cache, as_json),
         on_duplicate=on_duplicate,
     )
+    _show(report, overlap_tables, as_json)
+
+
+def _show(result: Any, tables: Callable[[Any], Iterable[Any]], as_json: bool) -> None:
+    """A resample result as JSON or as its tables."""
     if as_json:
-        print_json(report.to_dict())
+        print_json(result.to_dict())
         return
-    for table in overlap_tables(report):
+    for table in tables(result):
         out.print(table)

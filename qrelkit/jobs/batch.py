@@ -204,17 +204,7 @@ class BatchDriver:
             if sub.state != "submitted" or not sub.batch_id:
                 continue
             info = self.client.retrieve(sub.batch_id)
-            recorded.set_status(
-                self.store,
-                sub.submission_id,
-                status=info.status,
-                total=info.total,
-                completed=info.completed,
-                failed=info.failed,
-                output_file_id=info.output_file_id,
-                error_file_id=info.error_file_id,
-                errors="; ".join(info.errors) or None,
-            )
+            self._record_status(sub.submission_id, info)
             if info.terminal:
                 self._collect(sub, info)
         if self.folder.is_dir() and not any(self.folder.iterdir()):
@@ -268,14 +258,11 @@ class BatchDriver:
 
     # -- cancelling -------------------------------------------------------------------------------
 
-    def cancel(self, submission: recorded.Submission) -> BatchInfo:
-        if submission.state != "submitted" or not submission.batch_id:
-            what = submission.batch_id or f"of submission {submission.submission_id}"
-            raise QrelkitError(f"batch {what} is {submission.status or submission.state}, not running: nothing to cancel")
-        info = self.client.cancel(submission.batch_id)
+    def _record_status(self, submission_id: str, info: BatchInfo) -> None:
+        """What the API said of a batch, kept on its submission."""
         recorded.set_status(
             self.store,
-            submission.submission_id,
+            submission_id,
             status=info.status,
             total=info.total,
             completed=info.completed,
@@ -284,6 +271,13 @@ class BatchDriver:
             error_file_id=info.error_file_id,
             errors="; ".join(info.errors) or None,
         )
+
+    def cancel(self, submission: recorded.Submission) -> BatchInfo:
+        if submission.state != "submitted" or not submission.batch_id:
+            what = submission.batch_id or f"of submission {submission.submission_id}"
+            raise QrelkitError(f"batch {what} is {submission.status or submission.state}, not running: nothing to cancel")
+        info = self.client.cancel(submission.batch_id)
+        self._record_status(submission.submission_id, info)
         return info
 
 
