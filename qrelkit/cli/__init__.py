@@ -2,6 +2,6 @@
 function of `qrelkit.commands`, and prints what it returns (tables from `qrelkit.report`)."""
 
 from qrelkit.cli import audit, batches, data, judging, resample  # noqa: F401  (each registers its commands on `app`)
-from qrelkit.cli.base import app, main
+from qrelkit.cli.base import app, main, script
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "script"]

@@ -131,11 +131,25 @@ def main() -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    """Print the one error line and end with ``code``. The process ends at once (os._exit, after
-    flushing): a command that failed has closed its database already, and native thread pools
-    (Arrow's, onnxruntime's) torn down by the interpreter's own exit have been seen to abort it
-    now and then, turning a clean exit 2 into a SIGABRT."""
+    """Print the one error line and end with ``code``."""
     err.print(Text("error: ", style="bold red") + Text(message), soft_wrap=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    sys.exit(code)
+
+
+def script() -> None:
+    """The `qrelkit` console script: `main`, and a failed command's process ends at once after
+    flushing (os._exit). A command that failed has closed its database already, and native thread
+    pools (Arrow's, onnxruntime's) torn down by the interpreter's own exit have been seen to abort
+    it now and then, turning a clean exit 2 into a SIGABRT. (Code that calls `main` in-process
+    gets SystemExit as usual.)"""
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+        if code == 0:
+            raise
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
