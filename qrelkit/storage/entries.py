@@ -56,10 +56,12 @@ def bounded_memory(con: duckdb.DuckDBPyConnection, limit: str | None = LOAD_MEMO
         yield
         return
     con.execute(f"SET memory_limit = '{limit}'")
+    con.execute("SET preserve_insertion_order = false")  # entries have no order: let inserts run in parallel
     try:
         yield
     finally:
         con.execute("RESET memory_limit")
+        con.execute("RESET preserve_insertion_order")
 
 
 def next_id(con: duckdb.DuckDBPyConnection, table: str, column: str) -> int:
