@@ -4,7 +4,6 @@ clustered queries, and the evaluation and overlap sides on DL19 with the authors
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -285,7 +284,11 @@ def test_resttest_per_bucket_runs_score_each_bucket_with_its_own_model(dl19, ext
 
 def test_restrain_scores_each_model_trained_both_ways_on_every_test_query(dl19, dl19_per_query):
     qrels, runs = read_qrels(dl19 / "qrels.txt"), {r.name: r for r in read_runs([dl19 / "runs"])}
-    result = evaluate_restrain(qrels, [replace(runs["TUA1-1"], name="m")], [replace(runs["bm25base_p"], name="m")], resamples=200)
+
+    def renamed(run):
+        return Run.from_table("m", run.table, tag=run.tag, source=run.source)
+
+    result = evaluate_restrain(qrels, [renamed(runs["TUA1-1"])], [renamed(runs["bm25base_p"])], resamples=200)
     score = result.runs["m"]["nDCG@10"]
     inter, extra = np.mean(list(dl19_per_query["TUA1-1"].values())), np.mean(list(dl19_per_query["bm25base_p"].values()))
     assert (score.interpolation, score.extrapolation) == (pytest.approx(inter, abs=1e-12), pytest.approx(extra, abs=1e-12))

@@ -533,15 +533,17 @@ def test_an_interrupted_job_resumes_without_losing_or_duplicating_judgments(job,
     first = run_job(spec, progress=False)
     assert first.interrupted
     saved = rows(spec)
-    assert sorted(saved) == ["d01", "d02", "d03", "d04"]
+    # the first two batches, and d06 (d05's batch-mate) if its answer came before the interrupt: a paid answer is kept
+    assert {"d01", "d02", "d03", "d04"} <= set(saved) <= {"d01", "d02", "d03", "d04", "d06"}
     assert (saved["d03"]["status"], saved["d03"]["attempts"]) == (status, attempts)
     before = len(server.requests)
 
     second = run_job(spec, progress=False)
-    assert second.judge_run_id == first.judge_run_id and not second.interrupted and second.judged == 4
+    left = set(DOCS) - set(saved)
+    assert second.judge_run_id == first.judge_run_id and not second.interrupted and second.judged == len(left)
     judged = rows(spec)
     assert sorted(judged) == sorted(DOCS) and judged["d03"]["status"] == status
-    assert {r.marker for r in server.requests[before:]} == {"d05", "d06", "d07", "d08"}  # nothing judged twice
+    assert {r.marker for r in server.requests[before:]} == left  # nothing judged twice
 
     if status != "ok":
         retried = run_job(spec, retry_failed=True, progress=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import shlex
 import sys
 import warnings
@@ -121,12 +122,20 @@ def main() -> None:
     try:
         app()
     except FatalJobError as exc:
-        err.print(Text("error: ", style="bold red") + Text(str(exc)), soft_wrap=True)
-        sys.exit(3)
+        _fail(str(exc), 3)
     except QrelkitError as exc:
-        err.print(Text("error: ", style="bold red") + Text(str(exc)), soft_wrap=True)
-        sys.exit(2)
+        _fail(str(exc), 2)
     except OSError as exc:  # a file the command writes (or a device it uses): one line, never a traceback
         where = f"{exc.filename}: " if exc.filename else ""
-        err.print(Text("error: ", style="bold red") + Text(f"{where}{exc.strerror or exc}"), soft_wrap=True)
-        sys.exit(3 if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else 2)
+        _fail(f"{where}{exc.strerror or exc}", 3 if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else 2)
+
+
+def _fail(message: str, code: int) -> None:
+    """Print the one error line and end with ``code``. The process ends at once (os._exit, after
+    flushing): a command that failed has closed its database already, and native thread pools
+    (Arrow's, onnxruntime's) torn down by the interpreter's own exit have been seen to abort it
+    now and then, turning a clean exit 2 into a SIGABRT."""
+    err.print(Text("error: ", style="bold red") + Text(message), soft_wrap=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -22,6 +22,7 @@ from qrelkit.cli.base import (
     out,
     print_json,
 )
+from qrelkit.errors import QrelkitError
 
 NameOption = Annotated[
     str | None, typer.Option(help="Name of this load (default: the file name without extension, or the ir_datasets id).")
@@ -124,8 +125,13 @@ def evaluate(
     runs: RunsOption = None,
     measure: MeasureOption = None,
     db: DbOption = DEFAULT_DB,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: measures, queries, runs → measure → mean.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON: measures, queries, runs → measure → mean (= --format json).")
+    ] = False,
     per_query: Annotated[bool, typer.Option("--per-query", help="Also print each query's value.")] = False,
+    output: Annotated[
+        str, typer.Option("--format", help="table, json, or trec (trec_eval -q's layout: measure, qid, value; `all` for the mean).")
+    ] = "table",
     on_duplicate: DuplicateOption = "error",
 ) -> None:
     """Score runs under qrels (ir_measures; default nDCG@10).
@@ -137,9 +143,15 @@ def evaluate(
     from qrelkit.commands import data
     from qrelkit.report import tables
 
+    if output not in ("table", "json", "trec"):
+        raise QrelkitError(f"--format {output!r}: choose table, json or trec")
     evaluation = data.evaluate(qrels, runs or [], measure, db, on_duplicate=on_duplicate)
-    if as_json:
+    if as_json or output == "json":
         print_json(evaluation.to_dict(per_query))
+        return
+    if output == "trec":
+        for line in tables.trec_eval_lines(evaluation):
+            print(line)
         return
     out.print(tables.evaluation_table(evaluation))
     if per_query:

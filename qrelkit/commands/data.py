@@ -56,6 +56,8 @@ def load_runs(
     names: list[str | None] = [name] if name is not None else [run_tag(f) for f in files] if tag_names else [None] * len(files)
     with Store(db) as store:
         results = store.load_runs(files, names=names, group=group, replace=replace, on_duplicate=on_duplicate)
+    from qrelkit.storage import LoadResult
+
     return results + [LoadResult("runs", str(path), 0, "skipped", reason) for path, reason in skipped]
 
 

@@ -119,7 +119,9 @@ class OnnxMiniLM:
         if self.progress and len(batches) > 1:
             from rich.progress import track
 
-            batches = track(batches, description=f"embedding {len(texts)} texts ({self.embedder_id})", transient=True)
-        for chosen in batches:
+            shown = track(batches, description=f"embedding {len(texts)} texts ({self.embedder_id})", transient=True)
+        else:
+            shown = batches
+        for chosen in shown:
             out[chosen] = self._run_batch([ids[i] for i in chosen])
         return l2_normalise(out)

@@ -19,6 +19,7 @@ import pyarrow as pa
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.measures import Measure, compute, vectorised_measure
 from qrelkit.evaluate.ranked import JudgedPairs, rank_run, rank_run_by_docid_ascending
+from qrelkit.evaluate.trec_names import from_trec_eval
 from qrelkit.io import arrays
 from qrelkit.io.trec import Qrels, Run
 
@@ -35,7 +36,11 @@ def _ir_measures_measure(name: str) -> Any:
 def parse_measures(names: Iterable[str]) -> list[tuple[str, Any]]:
     """(name as written, measure) for each name: a vectorised `Measure`, or an ir_measures
     measure for the rest; unknown names are a clear error."""
-    return [(name, vectorised_measure(name) or _ir_measures_measure(name)) for name in names]
+    parsed = []
+    for name in names:
+        spelled = from_trec_eval(name) or name  # trec_eval's names (ndcg_cut_10, map, recip_rank) too
+        parsed.append((name, vectorised_measure(spelled) or _ir_measures_measure(spelled)))
+    return parsed
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,8 @@ def run_groups(
 def read_run_order(path: str | Path, names: Sequence[str]) -> list[str]:
     """Run names, one a line, oldest first ('#' comments and blank lines skipped); every run in ``names`` once."""
     path = Path(path)
-    known, seen, problems = set(names), {}, ProblemLog()
+    known, problems = set(names), ProblemLog()
+    seen: dict[str, int] = {}
     for number, line in _data_lines(path):
         name = line.split()[0]
         if name not in known:

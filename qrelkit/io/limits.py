@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from qrelkit.errors import InputFormatError, LineProblem, QrelkitError
 from qrelkit.io.files import open_regular
@@ -104,7 +104,7 @@ class _Inflating(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer: Any) -> int:
         data = self._next(len(buffer))
         buffer[: len(data)] = data
         return len(data)
@@ -169,7 +169,7 @@ def open_input(path: str | Path) -> Iterator[BinaryIO]:
         head = raw.read(2)
         raw.seek(0)
         if head == GZIP_MAGIC:
-            yield io.BufferedReader(_Inflating(raw, path, caps), buffer_size=READ_CHUNK)  # type: ignore[misc]
+            yield io.BufferedReader(_Inflating(raw, path, caps), buffer_size=READ_CHUNK)
             return
         size = os.fstat(raw.fileno()).st_size
         if size > caps.max_input_bytes:

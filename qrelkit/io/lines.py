@@ -107,7 +107,7 @@ def iter_lines(path: str | Path, problems: ProblemSink) -> Iterator[tuple[int, s
                 if text is not None and text.strip():
                     yield number, text
         except StreamError as exc:
-            kept = [LineProblem(str(path), number + 1, exc.reason), *problems]  # the reason the file stopped comes first
+            kept = [LineProblem(str(path), number + 1, exc.reason), *list(problems)]  # type: ignore[call-overload]  # the reason the file stopped comes first
             raise InputFormatError(kept, getattr(problems, "omitted", 0)) from None
 
 

@@ -119,8 +119,9 @@ PASS_THROUGH = (KeyboardInterrupt, FatalJudgeError, StorageFailure, MemoryError)
 def failure_judgment(pair: Pair, exc: BaseException) -> Judgment:
     """The judgment of a pair whose judge raised: an input error when the pair could not be put to
     the model (judges.scoring's status policy), a model error otherwise."""
-    status = "input_error" if isinstance(exc, (TemplateError, PairInputError)) else "model_error"
-    return Judgment.failed(pair, status, f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, (TemplateError, PairInputError)):
+        return Judgment.failed(pair, "input_error", f"{type(exc).__name__}: {exc}")
+    return Judgment.failed(pair, "model_error", f"{type(exc).__name__}: {exc}")
 
 
 def salvaged(judge: Any) -> list[Judgment]:

@@ -94,7 +94,7 @@ class ExecutorSpec(_Strict):
 
 class JobSpec(_Strict):
     database: Path
-    collection: CollectionSpec = Field(default_factory=CollectionSpec)
+    collection: CollectionSpec = Field(default_factory=lambda: CollectionSpec())
     pool: PoolSpec
     judge: JudgeSpec
     template: str | None = Field(None, description="A template file or built-in id.")
@@ -107,7 +107,7 @@ class JobSpec(_Strict):
     max_consecutive_failures: int = Field(
         20, ge=0, description="Stop when this many judgments in a row fail with the same error (the judge is broken); 0: never."
     )
-    executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
+    executor: ExecutorSpec = Field(default_factory=lambda: ExecutorSpec())
     source: Path | None = Field(None, exclude=True)
 
     def check_paths(self) -> None:

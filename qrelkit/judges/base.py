@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -124,20 +124,28 @@ class BatchJudge(Protocol):
     def close(self) -> None: ...
 
 
-class BaseJudge:
-    """Convenience base: holds config, template and context; `close` does nothing."""
+ConfigT = TypeVar("ConfigT", bound=JudgeConfig)
+
+
+class BaseJudge(Generic[ConfigT]):
+    """Convenience base, generic over the judge's config model (``class MyJudge(BaseJudge[MyConfig])``,
+    so ``self.config`` has the judge's own options): holds config, template and context; `close`
+    does nothing. A judge that needs a template gets one (the registry refuses to build it without),
+    so ``self.template`` is a PromptTemplate there; the others may see None."""
 
     name: ClassVar[str] = ""
     Config: ClassVar[type[JudgeConfig]] = JudgeConfig
     needs_template: ClassVar[bool] = True
+    config: ConfigT
+    template: PromptTemplate
 
-    def __init__(self, config: JudgeConfig, template: PromptTemplate | None, context: JudgeContext | None = None):
+    def __init__(self, config: ConfigT, template: PromptTemplate | None, context: JudgeContext | None = None):
         self.config = config
-        self.template = template
+        self.template = template  # type: ignore[assignment]  # None only for judges that need none
         self.context = context or JudgeContext()
 
     @classmethod
-    def model_id_for(cls, config: JudgeConfig) -> str:
+    def model_id_for(cls, config: Any) -> str:
         """The model this configuration runs, known without loading it (part of the run's identity)."""
         return cls.name
 

@@ -67,8 +67,9 @@ def build_messages(
     """Chat messages: a text-only prompt's user content is a plain string (what every server
     takes); one with an image is a list of `text` and `image_url` content parts."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": rendered.system}] if rendered.system else []
-    if all(isinstance(part, TextPart) for part in rendered.parts):
-        return messages + [{"role": "user", "content": "\n\n".join(part.text for part in rendered.parts)}]
+    texts = [part for part in rendered.parts if isinstance(part, TextPart)]
+    if len(texts) == len(rendered.parts):
+        return messages + [{"role": "user", "content": "\n\n".join(part.text for part in texts)}]
     content: list[dict[str, Any]] = []
     for part in rendered.parts:
         if isinstance(part, TextPart):

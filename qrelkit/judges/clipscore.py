@@ -53,7 +53,7 @@ class ClipScoreJudge(BaseJudge):
     needs_template = False
 
     @classmethod
-    def model_id_for(cls, config: ClipScoreConfig) -> str:  # type: ignore[override]
+    def model_id_for(cls, config: ClipScoreConfig) -> str:
         return config.source().model_id
 
     def __init__(self, config, template, context=None):

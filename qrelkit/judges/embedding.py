@@ -30,7 +30,7 @@ class EmbeddingConfig(JudgeConfig):
     )
 
 
-class EmbeddingJudge(BaseJudge):
+class EmbeddingJudge(BaseJudge[EmbeddingConfig]):
     """Cosine similarity of bi-encoder embeddings (score in [-1, 1])."""
 
     name = "embedding"
@@ -38,7 +38,7 @@ class EmbeddingJudge(BaseJudge):
     needs_template = False
 
     @classmethod
-    def model_id_for(cls, config: EmbeddingConfig) -> str:  # type: ignore[override]
+    def model_id_for(cls, config: EmbeddingConfig) -> str:
         base = "all-MiniLM-L6-v2" if config.model == "minilm" else config.model
         return f"{base}/{'onnx-int8' if config.backend == 'onnx' and config.model == 'minilm' else config.backend}"
 

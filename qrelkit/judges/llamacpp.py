@@ -53,7 +53,7 @@ class LlamaCppConfig(JudgeConfig):
     )
 
 
-class LlamaCppJudge(BaseJudge):
+class LlamaCppJudge(BaseJudge[LlamaCppConfig]):
     """An in-process llama.cpp chat model; parsed and expected (probability-weighted) grades."""
 
     name = "llamacpp"
@@ -61,7 +61,7 @@ class LlamaCppJudge(BaseJudge):
     needs_template = True
 
     @classmethod
-    def model_id_for(cls, config: LlamaCppConfig) -> str:  # type: ignore[override]
+    def model_id_for(cls, config: LlamaCppConfig) -> str:
         path = config.model_path or str(default_model_path() or SMOLLM2_FILE)
         return Path(path).name
 

@@ -152,10 +152,10 @@ def image_tokens(width: int, height: int, detail: str) -> int:
     if detail == "low":
         return IMAGE_TOKENS_LOW
     scale = min(1.0, 2048 / max(width, height))
-    width, height = width * scale, height * scale
-    scale = min(1.0, 768 / min(width, height))
-    width, height = width * scale, height * scale
-    return IMAGE_TOKENS_BASE + IMAGE_TOKENS_PER_TILE * math.ceil(width / 512) * math.ceil(height / 512)
+    fitted_width, fitted_height = width * scale, height * scale
+    scale = min(1.0, 768 / min(fitted_width, fitted_height))
+    fitted_width, fitted_height = fitted_width * scale, fitted_height * scale
+    return IMAGE_TOKENS_BASE + IMAGE_TOKENS_PER_TILE * math.ceil(fitted_width / 512) * math.ceil(fitted_height / 512)
 
 
 def _image_size(part: ImagePart, image_urls: bool, image_root: str | None = None) -> tuple[int, int]:
@@ -269,7 +269,7 @@ def api_key(config: OpenAIConfig) -> str:
     )
 
 
-class OpenAIJudge(BaseJudge):
+class OpenAIJudge(BaseJudge[OpenAIConfig]):
     """GPT-4V/GPT-4o or any OpenAI-compatible chat endpoint; retries, rate limits, cost."""
 
     name = "openai"
@@ -279,7 +279,7 @@ class OpenAIJudge(BaseJudge):
     template: PromptTemplate
 
     @classmethod
-    def model_id_for(cls, config: OpenAIConfig) -> str:  # type: ignore[override]
+    def model_id_for(cls, config: OpenAIConfig) -> str:
         return config.model
 
     def __init__(self, config: OpenAIConfig, template: PromptTemplate | None, context=None):

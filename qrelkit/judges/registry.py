@@ -23,7 +23,7 @@ def judge_names() -> list[str]:
     return sorted(_entry_points())
 
 
-def judge_class(name: str, *, allow_import: bool = False) -> type:
+def judge_class(name: str, *, allow_import: bool = False) -> type[Any]:
     """A registered judge by name, or, with ``allow_import``, any judge class by
     `package.module:ClassName`. Importing a module runs its code, so a job file may name one only
     when the job (`allow_import: true`) or the command (`--allow-import`) says so; without that,
@@ -97,16 +97,16 @@ def describe_judges(name: str | None = None) -> list[dict[str, Any]]:
     with ``name``, that judge only."""
     if name is not None and name not in judge_names():
         raise JudgeError(f"unknown judge {name!r}; available: {', '.join(judge_names()) or 'none'}")
-    out = []
+    out: list[dict[str, Any]] = []
     for judge in [name] if name is not None else judge_names():
         try:
             cls = judge_class(judge)
         except JudgeError as exc:
             out.append({"name": judge, "summary": str(exc), "options": []})
             continue
-        options = []
+        options: list[dict[str, Any]] = []
         for field_name, field in cls.Config.model_fields.items():
-            default = None if field.is_required() else field.default
+            default: Any = None if field.is_required() else field.default
             if hasattr(default, "model_dump"):
                 default = default.model_dump()
             options.append(

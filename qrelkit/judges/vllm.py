@@ -91,7 +91,7 @@ class VLLMJudge(BaseJudge):
     needs_template = True
 
     @classmethod
-    def model_id_for(cls, config: VLLMConfig) -> str:  # type: ignore[override]
+    def model_id_for(cls, config: VLLMConfig) -> str:
         return config.model
 
     def __init__(self, config, template, context=None):

@@ -78,7 +78,7 @@ class PromptTemplate(BaseModel):
     output_instruction: str
     topic_fields: list[str] = Field(default_factory=list, description="Extra topic fields the parts use.")
     score_range: tuple[float, float]
-    parser: OutputParser = Field(default_factory=OutputParser)
+    parser: OutputParser = Field(default_factory=lambda: OutputParser())
     grade_tokens: list[str] | None = Field(
         None, description="Tokens whose probabilities give an expected score (default: each integer of the range)."
     )

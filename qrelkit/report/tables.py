@@ -301,3 +301,16 @@ def nrg_per_query_lines(result: Any) -> list[str]:
         for i, run in enumerate(result.runs)
         for j, qid in enumerate(result.queries)
     ]
+
+
+def trec_eval_lines(evaluation: Any) -> list[str]:
+    """trec_eval's `-q` layout, one block per run: `runid all <run>`, then `measure<TAB>qid<TAB>value`
+    for every query, then the mean as `measure<TAB>all<TAB>value` (over the qrels' queries, as
+    trec_eval -c). A measure is printed as the user spelled it (a trec_eval name stays one)."""
+    lines = []
+    for run in evaluation.runs:
+        lines.append(f"{'runid':<22}\tall\t{run}")
+        for i, qid in enumerate(evaluation.queries):
+            lines += [f"{m:<22}\t{qid}\t{evaluation.values[run][m][i]:.4f}" for m in evaluation.measures]
+        lines += [f"{m:<22}\tall\t{evaluation.mean(run, m):.4f}" for m in evaluation.measures]
+    return lines

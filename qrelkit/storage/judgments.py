@@ -308,11 +308,13 @@ class JudgeRunTotals:
 
 
 def judge_run_totals(store: Store, judge_run_id: str) -> JudgeRunTotals:
-    total, tokens_in, tokens_out, cost, latency = store.con.execute(
+    row = store.con.execute(
         "SELECT count(*), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0), sum(cost), avg(latency_ms) "
         "FROM judgments WHERE judge_run_id = ?",
         [judge_run_id],
     ).fetchone()
+    assert row is not None  # an aggregate always answers one row
+    total, tokens_in, tokens_out, cost, latency = row
     return JudgeRunTotals(
         int(total), int(tokens_in), int(tokens_out), None if cost is None else float(cost), None if latency is None else float(latency)
     )

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -171,8 +172,14 @@ class Store:
         except duckdb.Error:
             pass  # the transaction is already gone (a failed commit, an invalidated database)
 
+    def _scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The one value a query such as ``SELECT count(*)`` answers."""
+        row = self.con.execute(sql, list(params)).fetchone()
+        assert row is not None, sql  # an aggregate always answers one row
+        return row[0]
+
     def schema_version(self) -> int:
-        exists = self.con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'").fetchone()[0]
+        exists = self._scalar("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'")
         if not exists:
             return 0
         row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -221,18 +228,16 @@ class Store:
             return "replaced"  # asked for: reload whatever the hash says
         if previous[0] == file_hash:
             return "unchanged"
-        if not replace:
-            raise StoreError(
-                f"{kind} {name!r} is already loaded from {previous[1]} with different content; "
-                f"{path} changed it. Pass --replace to load the new version, or choose another --name"
-            )
-        return "replaced"
+        raise StoreError(
+            f"{kind} {name!r} is already loaded from {previous[1]} with different content; "
+            f"{path} changed it. Pass --replace to load the new version, or choose another --name"
+        )
 
     def load_status(self, kind: str, path: str | Path, name: str | None = None) -> str:
         """What loading ``path`` as ``kind`` would do, read-only: 'unchanged' or 'loaded' (raises as the
         load would when the file changed under a name already loaded)."""
         path = Path(path)
-        return self._plan_load(kind, name or source_name(path), source_sha256(path), path, replace=False) or "loaded"
+        return self._plan_load(kind, name or source_name(path), source_sha256(path), path, replace=False)
 
     def _record_load(self, con: duckdb.DuckDBPyConnection, kind: str, name: str, path: Path, file_hash: str, rows: int) -> None:
         con.execute("DELETE FROM loads WHERE kind = ? AND name = ?", [kind, name])
@@ -600,7 +605,7 @@ class Store:
 
     def summary(self) -> list[tuple[str, int, str]]:
         """(what, count, detail) lines describing what the database holds."""
-        count = lambda sql: self.con.execute(sql).fetchone()[0]  # noqa: E731
+        count = self._scalar
         lines = [
             ("topics", count("SELECT count(*) FROM topics"), ""),
             (

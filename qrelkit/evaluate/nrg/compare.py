@@ -80,9 +80,9 @@ def comparison_measures(qrels: Qrels | Grades, runs: Sequence[Run], result: NRGR
     if config.depth is None:
         raise NRGError("unique contributions, rareness-based precision and TaSC need a depth K (the pool depth), not 'full'")
     level = config.gain.level if config.gain.kind == "binary" else 1
-    common = {"depth": config.depth, "order": config.order}
+    depth, order = config.depth, config.order
     return [
-        unique_contributions(qrels, runs, result.priors, rel_level=level, **common),
-        rareness_precision(qrels, runs, rel_level=level, **common),
-        tasc(qrels, runs, result.priors, model=config.model, gain=config.gain, **common),
+        unique_contributions(qrels, runs, result.priors, rel_level=level, depth=depth, order=order),
+        rareness_precision(qrels, runs, rel_level=level, depth=depth, order=order),
+        tasc(qrels, runs, result.priors, model=config.model, gain=config.gain, depth=depth, order=order),
     ]

@@ -64,7 +64,7 @@ def _prior_sums(member: np.ndarray, rows: np.ndarray) -> np.ndarray:
     chronological chain (prior of the k-th run = the k−1 before it: an exclusive cumulative
     sum). Any other family of sets is a sparse product, O(Σ|prior set| × items).
     """
-    union = member.any(axis=0)
+    union: np.ndarray = np.asarray(member.any(axis=0))
     left_out = union[None, :] & ~member
     if left_out.sum() <= member.shape[0]:
         summed = np.repeat(rows[union].sum(axis=0)[None, :], member.shape[0], axis=0)
