@@ -45,7 +45,7 @@ def load_runs(
     """Every run file given (folders expanded) in one transaction: all land, or none. A run is named
     by ``name`` (one file only), by its tag column (``tag_names``), or by its file name. Files of a
     folder that are evidently not runs (a README, hidden files) come back as `skipped` results."""
-    from qrelkit.storage import LoadResult, Store
+    from qrelkit.storage import Store
 
     skipped: list[tuple[Path, str]] = []
     files = list_run_files(list(paths), skipped)

@@ -77,18 +77,38 @@ class Store:
             raise StoreError(f"database {self.path} is a directory; name a database file")
         if read_only and not self.path.exists():
             raise StoreError(f"database {self.path} does not exist; load data into it first (qrelkit load ...)")
-        try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.Error as exc:
-            raise self._open_error(exc) from None
+        self.con = self._connect(read_only)
         try:
             if not read_only:
                 self._migrate()
-            elif self._check_version() == 0:
+                return
+            version = self._check_version()
+            if version == 0:
                 raise StoreError(f"database {self.path} holds no qrelkit data yet; load data into it first (qrelkit load ...)")
         except BaseException:
             self.con.close()
             raise
+        if version < SCHEMA_VERSION:
+            self._upgrade_then_reopen(version)
+
+    def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        try:
+            return duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.Error as exc:
+            raise self._open_error(exc) from None
+
+    def _upgrade_then_reopen(self, version: int) -> None:
+        """A database written by an earlier qrelkit, opened to be read: its migrations run once (for
+        which it is opened for writing, briefly), then it is read as usual."""
+        self.con.close()
+        try:
+            with Store(self.path):
+                pass
+        except StoreError as exc:
+            raise StoreError(
+                f"database {self.path} has schema version {version}, from an earlier qrelkit, and must be upgraded: {exc}"
+            ) from None
+        self.con = self._connect(read_only=True)
 
     @classmethod
     def in_memory_copy(cls, path: str | Path) -> Store:
