@@ -7,10 +7,15 @@ the same columns in the same order; a problem anywhere (a bad number, a repeat, 
 an odd separator this route does not handle) sends the file through the line reader, which
 either raises the `file:line` messages or, if the file was fine after all, returns its columns.
 Files are streamed block by block (gzip too), so memory holds the columns, not the text.
+
+`iter_run_blocks` and `iter_qrels_blocks` hand the validated columns over block by block, for a
+caller that writes them as they come (the store's loads) and so holds one block, not the file.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -62,7 +67,7 @@ def _single_spaced(block: bytes, thorough: bool) -> bytes:
     return block
 
 
-def _parse(path: Path, fields: list[str], types: dict[str, pa.DataType], thorough: bool) -> pa.Table:
+def _parse_block(block: bytes, fields: list[str], types: dict[str, pa.DataType], thorough: bool) -> pa.Table:
     read = pcsv.ReadOptions(column_names=fields, use_threads=True)
     parse = pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False, ignore_empty_lines=True)
     convert = pcsv.ConvertOptions(
@@ -73,24 +78,17 @@ def _parse(path: Path, fields: list[str], types: dict[str, pa.DataType], thoroug
         quoted_strings_can_be_null=False,
         check_utf8=True,
     )
-    tables = []
-    with open_stream(path) as stream:
-        for block in iter_blocks(stream):
-            data = _single_spaced(block, thorough)
-            try:
-                tables.append(pcsv.read_csv(pa.py_buffer(data), read_options=read, parse_options=parse, convert_options=convert))
-            except (pa.ArrowInvalid, pa.ArrowTypeError):
-                raise _Fallback from None
-    if not tables:
-        return pa.schema([(name, types[name]) for name in types]).empty_table()
-    return pa.concat_tables(tables).combine_chunks()
+    try:
+        return pcsv.read_csv(pa.py_buffer(_single_spaced(block, thorough)), read_options=read, parse_options=parse, convert_options=convert)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        raise _Fallback from None
 
 
-def _parse_normalised(path: Path, fields: list[str], types: dict[str, pa.DataType], text_columns: list[str]) -> pa.Table:
+def _parse_normalised(block: bytes, fields: list[str], types: dict[str, pa.DataType], text_columns: list[str]) -> pa.Table:
     """Parse cheaply; if a column came out empty (doubled or trailing spaces), parse again thoroughly."""
     for thorough in (False, True):
         try:
-            table = _parse(path, fields, types, thorough)
+            table = _parse_block(block, fields, types, thorough)
         except _Fallback:
             if thorough:
                 raise
@@ -98,6 +96,15 @@ def _parse_normalised(path: Path, fields: list[str], types: dict[str, pa.DataTyp
         if all(len(table) == 0 or _shortest(table.column(name)) > 0 for name in text_columns):
             return table
     raise _Fallback
+
+
+def _parsed_blocks(path: Path, fields: list[str], types: dict[str, pa.DataType], text_columns: list[str]) -> Iterator[pa.Table]:
+    """The file's blocks of whole lines, each parsed into ``types`` (no empty block is yielded)."""
+    with open_stream(path) as stream:
+        for block in iter_blocks(stream):
+            table = _parse_normalised(block, fields, types, text_columns)
+            if len(table):
+                yield table
 
 
 def _shortest(column: pa.ChunkedArray) -> int:
@@ -157,37 +164,109 @@ def _kept_rows(qid: pa.Array, docid: pa.Array, magnitude: np.ndarray, policy: On
     return np.sort(chosen)
 
 
-def _fast_run(path: Path, policy: OnDuplicate) -> tuple[pa.Table, list[str]]:
-    # tags repeat on every line: dictionary-encoded while parsing, in parallel, they cost nothing
-    tag = pa.dictionary(pa.int32(), pa.string())
-    types = {"qid": pa.string(), "iteration": tag, "docid": pa.string(), "rank": pa.string(), "score": pa.float64(), "tag": tag}
-    # every text column, Q0 too: an empty one means doubled spaces stood in for a missing column
-    table = _parse_normalised(path, RUN_FIELDS, types, ["qid", "iteration", "docid", "tag"])
-    if len(table) == 0:
-        raise InputFormatError.single(path, 0, "no run entries found (empty file?)")
-    qid, docid = table.column("qid").combine_chunks(), table.column("docid").combine_chunks()
+# tags repeat on every line: dictionary-encoded while parsing, in parallel, they cost nothing
+_TAG = pa.dictionary(pa.int32(), pa.string())
+_RUN_TYPES = {"qid": pa.string(), "iteration": _TAG, "docid": pa.string(), "rank": pa.string(), "score": pa.float64(), "tag": _TAG}
+# every text column, Q0 too: an empty one means doubled spaces stood in for a missing column
+_RUN_TEXT = ["qid", "iteration", "docid", "tag"]
+_QRELS_TYPES = {"qid": pa.string(), "iteration": pa.string(), "docid": pa.string(), "grade": pa.string()}
+_QRELS_TEXT = ["qid", "iteration", "docid"]
+RUN_EMPTY = "no run entries found (empty file?)"
+QRELS_EMPTY = "no judgments found (empty file?)"
+
+
+@dataclass(frozen=True)
+class Block:
+    """Validated columns of consecutive lines of a file (the schema of `read_run_table` or
+    `read_qrels_table`), and for a run the tags these lines carry. ``whole_file`` marks the line
+    reader's reading of the whole file (duplicates resolved): it replaces every block before it."""
+
+    table: pa.Table
+    tags: frozenset[str] = frozenset()
+    whole_file: bool = False
+
+
+def _run_block(table: pa.Table) -> Block:
     ranks = _integers(table.column("rank"))
     scores = _scores(table.column("score"))
-    tags = sorted({value for chunk in table.column("tag").chunks for value in chunk.dictionary.to_pylist()})
-    kept = _kept_rows(qid, docid, scores, policy)
-    if kept is not None:
-        rows = from_numpy(kept)
-        qid, docid, ranks, scores = qid.take(rows), docid.take(rows), ranks[kept], scores[kept]
-    return pa.Table.from_arrays([qid, docid, from_numpy(ranks), from_numpy(scores)], schema=RUN_SCHEMA), tags
+    tags = frozenset(value for chunk in table.column("tag").chunks for value in chunk.dictionary.to_pylist())
+    columns = [table.column("qid").combine_chunks(), table.column("docid").combine_chunks(), from_numpy(ranks), from_numpy(scores)]
+    return Block(pa.Table.from_arrays(columns, schema=RUN_SCHEMA), tags)
+
+
+def _qrels_block(table: pa.Table) -> Block:
+    columns = [table.column(name).combine_chunks() for name in ("qid", "iteration", "docid")]
+    return Block(pa.Table.from_arrays([*columns, from_numpy(_integers(table.column("grade")))], schema=QRELS_SCHEMA))
+
+
+def _fast_run_blocks(path: Path) -> Iterator[Block]:
+    for table in _parsed_blocks(path, RUN_FIELDS, _RUN_TYPES, _RUN_TEXT):
+        yield _run_block(table)
+
+
+def _fast_qrels_blocks(path: Path) -> Iterator[Block]:
+    for table in _parsed_blocks(path, QRELS_FIELDS, _QRELS_TYPES, _QRELS_TEXT):
+        yield _qrels_block(table)
+
+
+def _checked(path: Path, blocks: Iterator[Block], fallback: Callable[[], Block], nothing: str) -> Iterator[Block]:
+    """The blocks; on a block this route cannot vouch for, the line reader's one (which may raise)."""
+    rows = 0
+    try:
+        for block in blocks:
+            rows += len(block.table)
+            yield block
+    except _Fallback:
+        yield fallback()
+        return
+    if rows == 0:
+        raise InputFormatError.single(path, 0, nothing)
+
+
+def iter_run_blocks(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> Iterator[Block]:
+    """A run file's validated columns, block by block (file order), streamed: memory holds one block.
+
+    A (qid, docid) repeated across blocks is not looked for here: the caller checks the whole
+    (the store does so in SQL) and calls `read_run_lines` to name the lines. A block this route
+    cannot vouch for sends the file through the line reader, which raises the `file:line`
+    messages or yields the whole file as one block marked ``whole_file``.
+    """
+    path, policy = Path(path), OnDuplicate(on_duplicate)
+
+    def whole() -> Block:
+        table, tags = read_run_lines(path, policy)
+        return Block(table, frozenset(tags), whole_file=True)
+
+    return _checked(path, _fast_run_blocks(path), whole, RUN_EMPTY)
+
+
+def iter_qrels_blocks(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> Iterator[Block]:
+    """A qrels file's validated columns, block by block, as `iter_run_blocks` gives a run's."""
+    path, policy = Path(path), OnDuplicate(on_duplicate)
+    return _checked(path, _fast_qrels_blocks(path), lambda: Block(read_qrels_lines(path, policy), whole_file=True), QRELS_EMPTY)
+
+
+def _whole(path: Path, blocks: list[Block], nothing: str) -> pa.Table:
+    if not blocks:
+        raise InputFormatError.single(path, 0, nothing)
+    return pa.concat_tables([block.table for block in blocks]).combine_chunks()
+
+
+def _resolved(table: pa.Table, magnitude: str, policy: OnDuplicate) -> pa.Table:
+    """The table with repeated (qid, docid) resolved by the policy (a repeat under `error` falls back)."""
+    magnitudes = numbers(table.column(magnitude))
+    kept = _kept_rows(table.column("qid").combine_chunks(), table.column("docid").combine_chunks(), magnitudes, policy)
+    return table if kept is None else table.take(from_numpy(kept))
+
+
+def _fast_run(path: Path, policy: OnDuplicate) -> tuple[pa.Table, list[str]]:
+    blocks = list(_fast_run_blocks(path))
+    table = _resolved(_whole(path, blocks, RUN_EMPTY), "score", policy)
+    return table, sorted(frozenset().union(*(block.tags for block in blocks)))
 
 
 def _fast_qrels(path: Path, policy: OnDuplicate) -> pa.Table:
-    types = {"qid": pa.string(), "iteration": pa.string(), "docid": pa.string(), "grade": pa.string()}
-    table = _parse_normalised(path, QRELS_FIELDS, types, ["qid", "iteration", "docid"])
-    if len(table) == 0:
-        raise InputFormatError.single(path, 0, "no judgments found (empty file?)")
-    qid, iteration, docid = (table.column(name).combine_chunks() for name in ("qid", "iteration", "docid"))
-    grades = _integers(table.column("grade"))
-    kept = _kept_rows(qid, docid, grades, policy)
-    if kept is not None:
-        rows = from_numpy(kept)
-        qid, iteration, docid, grades = qid.take(rows), iteration.take(rows), docid.take(rows), grades[kept]
-    return pa.Table.from_arrays([qid, iteration, docid, from_numpy(grades)], schema=QRELS_SCHEMA)
+    return _resolved(_whole(path, list(_fast_qrels_blocks(path)), QRELS_EMPTY), "grade", policy)
 
 
 def read_run_table(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> tuple[pa.Table, list[str]]:

@@ -143,3 +143,16 @@ def read_qrels_lines(path: str | Path, on_duplicate: OnDuplicate | str = OnDupli
     if not kept.items:
         raise InputFormatError.single(path, 0, "no judgments found (empty file?)")
     return _columns(kept.rows_in_file_order(), QRELS_SCHEMA)
+
+
+def raise_beyond(path: str | Path, column: int, what: str, low: int, high: int, why: str) -> None:
+    """Name every line whose integer in ``column`` (1-based) lies outside [low, high]: a bound of
+    where the file goes (the store keeps ranks and grades as 32-bit integers), not of the format."""
+    path = Path(path)
+    problems = ProblemLog()
+    for number, text in iter_lines(path, problems):
+        cols = text.split()
+        if len(cols) >= column and INTEGER.fullmatch(cols[column - 1]) and not low <= int(cols[column - 1]) <= high:
+            problems.append(LineProblem(str(path), number, f"{what} (column {column}) {cols[column - 1]!r} is beyond {why}"))
+    raise_if_problems(problems)
+    raise InputFormatError.single(path, 0, f"a {what} (column {column}) is beyond {why}")

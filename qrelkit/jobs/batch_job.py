@@ -20,7 +20,8 @@ from qrelkit.judges import BatchJudge, JudgeContext, Judgment, Pair, create_judg
 from qrelkit.prompts import PromptTemplate
 from qrelkit.storage import Store
 from qrelkit.storage import batches as recorded
-from qrelkit.storage.judgments import ensure_judge_run, judge_run, judgment_states
+from qrelkit.storage.judgments import ensure_judge_run, judge_run
+from qrelkit.storage.pools import pool_state
 
 if TYPE_CHECKING:
     from qrelkit.jobs.runner import JobReport
@@ -68,14 +69,9 @@ def run_batch_job(
 
 
 def _pending(driver: BatchDriver, plan: JobPlan, retry_failed: bool) -> list[Pair]:
-    states = judgment_states(driver.store, plan.judge_run_id)
-    in_batches = recorded.open_batch_pairs(driver.store, plan.judge_run_id)
-    judged_now = {(j.qid, j.docid) for j in driver.activity.judgments}
-    keys = [
-        p
-        for p in plan.pairs
-        if p not in in_batches and (p not in states or (retry_failed and states[p][0] != "ok" and p not in judged_now))
-    ]
+    state = pool_state(driver.store, plan.judge_run_id, plan.pairs, retry_failed=retry_failed)
+    judged_now = {(j.qid, j.docid) for j in driver.activity.judgments}  # a failure of this run is not retried in it
+    keys = [p for p in state.todo if p not in state.judged or p not in judged_now]
     return [Pair(plan.topics[q], plan.documents[d]) for q, d in keys if q in plan.topics and d in plan.documents]
 
 

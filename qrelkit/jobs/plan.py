@@ -16,7 +16,8 @@ from qrelkit.judges import JudgeConfig, JudgeContext, Pair, create_judge, judge_
 from qrelkit.prompts import PromptTemplate, load_template
 from qrelkit.storage import LoadResult, Store
 from qrelkit.storage.batches import open_batch_pairs
-from qrelkit.storage.judgments import JudgeRunInfo, judgment_states
+from qrelkit.storage.judgments import JudgeRunInfo
+from qrelkit.storage.pools import pool_state
 
 
 def judge_run_id_for(judge: str, config: dict[str, Any], template: PromptTemplate | None, model_id: str) -> str:
@@ -115,20 +116,14 @@ class JobPlan:
     judge_run_id: str
     loads: list[LoadResult] = field(default_factory=list)
     pairs: list[tuple[str, str]] = field(default_factory=list)  # the pool
-    states: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # earlier (status, attempts)
+    states: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # pool pairs judged before: (status, attempts)
+    already_ok: int = 0  # pool pairs with an `ok` judgment before this run
+    already_failed: int = 0  # pool pairs with a failed one
     todo: list[tuple[str, str]] = field(default_factory=list)
     in_batches: set[tuple[str, str]] = field(default_factory=set)  # sent in a Batch API batch not yet collected
     topics: dict[str, Topic] = field(default_factory=dict)
     documents: dict[str, Document] = field(default_factory=dict)
     content_hashes: dict[str, str] = field(default_factory=dict)  # docid -> the content judged now
-
-    @property
-    def already_ok(self) -> int:
-        return sum(1 for p in self.pairs if self.states.get(p, ("",))[0] == "ok")
-
-    @property
-    def already_failed(self) -> int:
-        return sum(1 for p in self.pairs if p in self.states and self.states[p][0] != "ok")
 
     def earlier_attempts(self, key: tuple[str, str]) -> int:
         return self.states.get(key, ("", 0))[1]
@@ -189,12 +184,10 @@ def plan_job(store: Store, spec: JobSpec, *, limit: int | None = None, retry_fai
         factory.template.check_topics([plan.topics[q] for q in pooled if q in plan.topics], source=source)
     plan.content_hashes = store.document_hashes()
     store.retire_stale_judgments()  # a document changed some other way than a load: judge it again
-    plan.states = judgment_states(store, run_id)
     # A pair in an open batch is already paid for: neither route sends it again until the batch is collected.
+    state = pool_state(store, run_id, plan.pairs, retry_failed=retry_failed)
+    plan.states, plan.already_ok, plan.already_failed, plan.todo = state.judged, state.ok, state.failed, state.todo
     plan.in_batches = open_batch_pairs(store, run_id)
-    plan.todo = [
-        p for p in plan.pairs if (p not in plan.states or (retry_failed and plan.states[p][0] != "ok")) and p not in plan.in_batches
-    ]
     if limit is not None:
         plan.todo = plan.todo[:limit]
     return plan

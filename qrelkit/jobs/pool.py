@@ -1,4 +1,5 @@
-"""Which (qid, docid) pairs a job judges: top-k of runs, an explicit pairs file, or a qrels set."""
+"""Which (qid, docid) pairs a job judges: top-k of runs, an explicit pairs file, or a qrels set (the
+first and the last are queries of the store: `qrelkit.storage.pools`)."""
 
 from __future__ import annotations
 
@@ -6,20 +7,9 @@ from pathlib import Path
 
 from qrelkit.errors import LineProblem
 from qrelkit.io.lines import ProblemLog, iter_lines, raise_if_problems
-from qrelkit.storage import Store
+from qrelkit.storage.pools import depth_pool, qrels_pool
 
-
-def depth_pool(store: Store, depth: int, run_names: list[str] | None = None) -> list[tuple[str, str]]:
-    """Union of every run's top-``depth`` per query, in trec_eval order (score desc, docid desc)."""
-    pairs: set[tuple[str, str]] = set()
-    for run in store.runs(run_names):
-        for qid, docids in run.ranking().items():
-            pairs.update((qid, docid) for docid in docids[:depth])
-    return sorted(pairs)
-
-
-def qrels_pool(store: Store, name: str) -> list[tuple[str, str]]:
-    return sorted((q.qid, q.docid) for q in store.qrels(name).entries)
+__all__ = ["depth_pool", "pairs_file_pool", "qrels_pool"]
 
 
 def pairs_file_pool(path: str | Path) -> list[tuple[str, str]]:

@@ -107,4 +107,40 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # 6: run entries and qrels at TREC scale. qids, docids, runs and qrels sets become integer ids
+    # (`qids`, `docids`: lookup tables, ids handed out in order of first load; `runs.run_id`,
+    # `qrels_sets.qrels_set_id`), scores FLOAT (the float32 convention runs are evaluated with; the
+    # loader already kept them at float32) and ranks INTEGER. The entry tables carry no index: a
+    # three-column key index cost more than the rows (disk and load time), and the loader keeps
+    # (run, qid, docid) unique itself. Lookup ids are dense and only grow; a lookup row no entry
+    # uses any more (a replaced run's) stays, unused and harmless.
+    [
+        "CREATE TABLE qids (qid_id INTEGER NOT NULL, qid TEXT NOT NULL)",
+        "CREATE TABLE docids (docid_id INTEGER NOT NULL, docid TEXT NOT NULL)",
+        "INSERT INTO qids SELECT row_number() OVER (ORDER BY qid), qid FROM (SELECT qid FROM run_entries UNION SELECT qid FROM qrels)",
+        "INSERT INTO docids SELECT row_number() OVER (ORDER BY docid), docid "
+        "FROM (SELECT docid FROM run_entries UNION SELECT docid FROM qrels)",
+        "ALTER TABLE runs ADD COLUMN run_id INTEGER",
+        "UPDATE runs SET run_id = n.id FROM (SELECT name, row_number() OVER (ORDER BY name) AS id FROM runs) n WHERE runs.name = n.name",
+        "ALTER TABLE qrels_sets ADD COLUMN qrels_set_id INTEGER",
+        "UPDATE qrels_sets SET qrels_set_id = n.id FROM (SELECT name, row_number() OVER (ORDER BY name) AS id FROM qrels_sets) n "
+        "WHERE qrels_sets.name = n.name",
+        """CREATE TABLE compact_run_entries (
+            run_id INTEGER NOT NULL, qid_id INTEGER NOT NULL, docid_id INTEGER NOT NULL, rank INTEGER NOT NULL, score FLOAT NOT NULL)""",
+        "INSERT INTO compact_run_entries SELECT r.run_id, q.qid_id, d.docid_id, e.rank, e.score::FLOAT FROM run_entries e "
+        "JOIN runs r ON r.name = e.run JOIN qids q ON q.qid = e.qid JOIN docids d ON d.docid = e.docid ORDER BY r.run_id, q.qid_id",
+        "DROP TABLE run_entries",
+        "ALTER TABLE compact_run_entries RENAME TO run_entries",
+        """CREATE TABLE compact_qrels (
+            qrels_set_id INTEGER NOT NULL, qid_id INTEGER NOT NULL, docid_id INTEGER NOT NULL, grade INTEGER NOT NULL,
+            iteration TEXT NOT NULL DEFAULT '0')""",
+        "INSERT INTO compact_qrels SELECT s.qrels_set_id, q.qid_id, d.docid_id, e.grade, e.iteration FROM qrels e "
+        "JOIN qrels_sets s ON s.name = e.qrels_set JOIN qids q ON q.qid = e.qid JOIN docids d ON d.docid = e.docid "
+        "ORDER BY s.qrels_set_id, q.qid_id",
+        "DROP TABLE qrels",
+        "ALTER TABLE compact_qrels RENAME TO qrels",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

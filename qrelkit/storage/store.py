@@ -1,7 +1,8 @@
 """One DuckDB file holds a collection, its runs and qrels, judge runs and judgments.
 
 Every load is one transaction: it either lands whole or leaves the database as it was.
-Loads are idempotent by (kind, name, file hash).
+Loads are idempotent by (kind, name, file hash). Run entries and qrels are stored compact and
+written as they are read (`qrelkit.storage.entries`, `qrelkit.storage.loads`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 import os
 import re
 import signal
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,19 +21,12 @@ import duckdb
 import pyarrow as pa
 
 from qrelkit.errors import DatabaseInUseError, StorageFailure, StoreError
-from qrelkit.io import (
-    Document,
-    OnDuplicate,
-    Qrel,
-    Qrels,
-    Run,
-    RunEntry,
-    Topic,
-    file_sha256,
-    read_run,
-    run_name_from_path,
-)
+from qrelkit.io import Document, OnDuplicate, Qrels, Run, Topic, file_sha256, run_name_from_path
+from qrelkit.io.columnar import Block, iter_qrels_blocks
+from qrelkit.io.paths import irds_id
 from qrelkit.io.sources import documents_from, qrels_from, source_name, source_sha256, topics_from
+from qrelkit.storage.entries import LOAD_MEMORY_LIMIT, QRELS, RUN_ENTRIES, bounded_memory, delete_entries, next_id, read_entries
+from qrelkit.storage.loads import write_qrels_blocks, write_run_files
 from qrelkit.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
 HISTORY_COLUMNS = (
@@ -75,6 +69,7 @@ class Store:
 
     def __init__(self, path: str | Path, *, read_only: bool = False):
         self.path = Path(path)
+        self.in_memory = False
         self._depth = 0  # open transactions: an inner one joins the outer (see `transaction`)
         if str(path).strip() in ("", ":memory:") or str(path).startswith(":memory:"):
             raise StoreError(f"--db {str(path)!r}: an in-memory database keeps nothing; name a database file")
@@ -82,18 +77,38 @@ class Store:
             raise StoreError(f"database {self.path} is a directory; name a database file")
         if read_only and not self.path.exists():
             raise StoreError(f"database {self.path} does not exist; load data into it first (qrelkit load ...)")
-        try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.Error as exc:
-            raise self._open_error(exc) from None
+        self.con = self._connect(read_only)
         try:
             if not read_only:
                 self._migrate()
-            elif self._check_version() == 0:
+                return
+            version = self._check_version()
+            if version == 0:
                 raise StoreError(f"database {self.path} holds no qrelkit data yet; load data into it first (qrelkit load ...)")
         except BaseException:
             self.con.close()
             raise
+        if version < SCHEMA_VERSION:
+            self._upgrade_then_reopen(version)
+
+    def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        try:
+            return duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.Error as exc:
+            raise self._open_error(exc) from None
+
+    def _upgrade_then_reopen(self, version: int) -> None:
+        """A database written by an earlier qrelkit, opened to be read: its migrations run once (for
+        which it is opened for writing, briefly), then it is read as usual."""
+        self.con.close()
+        try:
+            with Store(self.path):
+                pass
+        except StoreError as exc:
+            raise StoreError(
+                f"database {self.path} has schema version {version}, from an earlier qrelkit, and must be upgraded: {exc}"
+            ) from None
+        self.con = self._connect(read_only=True)
 
     @classmethod
     def in_memory_copy(cls, path: str | Path) -> Store:
@@ -102,6 +117,7 @@ class Store:
         plans on the copy, so it can tell what a real run would load without changing anything."""
         store = cls.__new__(cls)
         store.path = Path(path)
+        store.in_memory = True
         store._depth = 0
         store.con = duckdb.connect(":memory:")
         if store.path.exists():
@@ -165,6 +181,10 @@ class Store:
                 self._rollback()
                 raise StorageFailure(f"cannot write to the database {self.path}: {_first_line(exc)}") from None
             raise
+
+    def _load_memory(self, con: duckdb.DuckDBPyConnection):
+        """DuckDB's memory capped for a load (a database in memory has nowhere to spill: left as it is)."""
+        return bounded_memory(con, None if self.in_memory else LOAD_MEMORY_LIMIT)
 
     def _rollback(self) -> None:
         try:
@@ -273,19 +293,20 @@ class Store:
         path: str | Path,
         name: str | None,
         replace: bool,
-        prepare: Callable[[Path, str], tuple[int, Callable[[duckdb.DuckDBPyConnection], None]]],
+        prepare: Callable[[Path, str], Callable[[duckdb.DuckDBPyConnection], int]],
     ) -> LoadResult:
-        """The one load path: skip an unchanged file, parse (``prepare`` returns the row count and the
-        writer), then write and record the load in one transaction."""
+        """The one load path: skip an unchanged file, prepare (``prepare`` checks, and parses what is
+        read whole, and returns the writer), then write (the writer returns the rows it wrote, having
+        read a streamed file as it went) and record the load in one transaction."""
         path = Path(path)
         name = name or source_name(path)
         file_hash = source_sha256(path)
         status = self._plan_load(kind, name, file_hash, path, replace)
         if status == "unchanged":
             return LoadResult(kind, name, 0, status)
-        rows, write = prepare(path, name)
+        write = prepare(path, name)
         with self.transaction() as con:
-            write(con)
+            rows = write(con)
             self._record_load(con, kind, name, path, file_hash, rows)
         return LoadResult(kind, name, rows, status)
 
@@ -301,12 +322,13 @@ class Store:
                 }
             )
 
-            def write(con: duckdb.DuckDBPyConnection) -> None:
+            def write(con: duckdb.DuckDBPyConnection) -> int:
                 con.execute("DELETE FROM topics WHERE source = ?", [name])
                 self._refuse_foreign_keys(con, "topics", "qid", rows, name, "topics")
                 self._insert(con, "topics", rows)
+                return len(topics)
 
-            return len(topics), write
+            return write
 
         return self._load("topics", path, name, replace, prepare)
 
@@ -327,13 +349,14 @@ class Store:
                 }
             )
 
-            def write(con: duckdb.DuckDBPyConnection) -> None:
+            def write(con: duckdb.DuckDBPyConnection) -> int:
                 con.execute("DELETE FROM documents WHERE source = ?", [name])
                 self._refuse_foreign_keys(con, "documents", "docid", rows, name, "documents")
                 self._insert(con, "documents", rows)
                 self.retire_stale_judgments()  # joins this load's transaction
+                return len(documents)
 
-            return len(documents), write
+            return write
 
         return self._load("documents", path, name, replace, prepare)
 
@@ -347,9 +370,11 @@ class Store:
         on_duplicate: OnDuplicate | str = OnDuplicate.error,
     ) -> list[LoadResult]:
         """Load several run files as one transaction: all of them land, or none (a bad fourth file
-        leaves the first three unloaded too). Every file is parsed before anything is written."""
+        leaves the first three unloaded too). Every name is checked before anything is read; each
+        file is then streamed into the database as it is read."""
         names = list(names) if names is not None else [None] * len(paths)
-        plans, results = [], []
+        plans: list[tuple[Path, str, str, int]] = []  # (file, name, hash, index of its result)
+        results: list[LoadResult] = []
         for path, name in zip(paths, names):
             path = Path(path)
             name = name or run_name_from_path(path)
@@ -358,11 +383,9 @@ class Store:
             if status == "unchanged":
                 if group is not None:
                     self.con.execute("UPDATE runs SET run_group = ? WHERE name = ?", [group, name])
-                results.append(LoadResult("runs", name, 0, status))
-                continue
-            run = read_run(path, name=name, on_duplicate=on_duplicate)
-            plans.append((path, name, file_hash, run))
-            results.append(LoadResult("runs", name, len(run), status))
+            else:
+                plans.append((path, name, file_hash, len(results)))
+            results.append(LoadResult("runs", name, 0, status))
         seen: dict[str, Path] = {}
         for path, name, _, _ in plans:
             if name in seen:
@@ -372,30 +395,29 @@ class Store:
                 )
             seen[name] = path
         if plans:
-            with self.transaction() as con:
-                for path, name, file_hash, run in plans:
-                    self._write_run(con, path, name, file_hash, run, group)
+            with self.transaction() as con, self._load_memory(con):
+                first = next_id(con, "runs", "run_id")
+                files = [(path, first + i) for i, (path, *_) in enumerate(plans)]
+                for _, name, _, _ in plans:
+                    self._drop_run(con, name)
+                staged = write_run_files(con, files, on_duplicate)
+                crash_point("mid-load")
+                for (path, name, file_hash, index), (_, run_id) in zip(plans, files):
+                    rows, tags = staged[run_id]
+                    con.execute(
+                        "INSERT INTO runs (run_id, name, run_group, tag, path, file_hash, n_entries) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [run_id, name, group, tags[0] if len(tags) == 1 else ",".join(tags), str(path), file_hash, rows],
+                    )
+                    self._record_load(con, "runs", name, path, file_hash, rows)
+                    results[index] = LoadResult("runs", name, rows, results[index].status)
         return results
 
-    def _write_run(self, con: duckdb.DuckDBPyConnection, path: Path, name: str, file_hash: str, run: Run, group: str | None) -> None:
-        rows = pa.table(
-            {
-                "run": [name] * len(run),
-                "qid": [e.qid for e in run.entries],
-                "docid": [e.docid for e in run.entries],
-                "rank": pa.array([e.rank for e in run.entries], pa.int32()),
-                "score": pa.array([e.score for e in run.entries], pa.float64()),
-            }
-        )
-        con.execute("DELETE FROM run_entries WHERE run = ?", [name])
-        con.execute("DELETE FROM runs WHERE name = ?", [name])
-        self._insert(con, "run_entries", rows)
-        crash_point("mid-load")
-        con.execute(
-            "INSERT INTO runs (name, run_group, tag, path, file_hash, n_entries) VALUES (?, ?, ?, ?, ?, ?)",
-            [name, group, run.tag, str(path), file_hash, len(run)],
-        )
-        self._record_load(con, "runs", name, path, file_hash, len(run))
+    def _drop_run(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
+        """A run's row and entries gone (a reload writes them again under a new id)."""
+        row = con.execute("SELECT run_id FROM runs WHERE name = ?", [name]).fetchone()
+        if row is not None:
+            delete_entries(con, RUN_ENTRIES, row[0])
+            con.execute("DELETE FROM runs WHERE name = ?", [name])
 
     def load_run(
         self,
@@ -423,12 +445,20 @@ class Store:
                     f"qrels set {name!r} holds qrels graded from judge run {graded[1]}; loading {path} would replace them: "
                     "choose another --name, or pass --replace"
                 )
-            qrels = qrels_from(path, name=name, on_duplicate=on_duplicate)
+            if irds_id(path) is not None:
+                blocks: Iterable[Block] = [Block(qrels_from(path, name=name, on_duplicate=on_duplicate).table)]
+                source = None
+            else:
+                blocks, source = iter_qrels_blocks(path, on_duplicate), path
 
-            def write(con: duckdb.DuckDBPyConnection) -> None:
-                self._replace_qrels(con, qrels, origin="loaded", path=str(path), file_hash=source_sha256(path))
+            def write(con: duckdb.DuckDBPyConnection) -> int:
+                with self._load_memory(con):
+                    file_hash = source_sha256(path)
+                    return self._replace_qrels(
+                        con, name, blocks, origin="loaded", path=str(path), file_hash=file_hash, source=source, on_duplicate=on_duplicate
+                    )
 
-            return len(qrels), write
+            return write
 
         return self._load("qrels", path, name, replace, prepare)
 
@@ -440,30 +470,29 @@ class Store:
     def _replace_qrels(
         self,
         con: duckdb.DuckDBPyConnection,
-        qrels: Qrels,
+        name: str,
+        blocks: Iterable[Block],
         *,
         origin: str,
         path: str | None = None,
         file_hash: str | None = None,
         judge_run_id: str | None = None,
         grading: dict | None = None,
-    ) -> None:
-        con.execute("DELETE FROM qrels WHERE qrels_set = ?", [qrels.name])
-        con.execute("DELETE FROM qrels_sets WHERE name = ?", [qrels.name])
+        source: Path | None = None,
+        on_duplicate: OnDuplicate | str = OnDuplicate.error,
+    ) -> int:
+        """The qrels set ``name`` replaced by ``blocks`` (streamed from ``source`` when read from a
+        file); the judgments stored."""
+        old = con.execute("SELECT qrels_set_id FROM qrels_sets WHERE name = ?", [name]).fetchone()
+        if old is not None:
+            delete_entries(con, QRELS, old[0])
+            con.execute("DELETE FROM qrels_sets WHERE name = ?", [name])
+        qrels_set_id = next_id(con, "qrels_sets", "qrels_set_id")
         con.execute(
-            "INSERT INTO qrels_sets (name, origin, judge_run_id, grading, path, file_hash) VALUES (?, ?, ?, ?, ?, ?)",
-            [qrels.name, origin, judge_run_id, json.dumps(grading) if grading else None, path, file_hash],
+            "INSERT INTO qrels_sets (qrels_set_id, name, origin, judge_run_id, grading, path, file_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [qrels_set_id, name, origin, judge_run_id, json.dumps(grading) if grading else None, path, file_hash],
         )
-        rows = pa.table(
-            {
-                "qrels_set": [qrels.name] * len(qrels),
-                "qid": [q.qid for q in qrels.entries],
-                "docid": [q.docid for q in qrels.entries],
-                "grade": pa.array([q.grade for q in qrels.entries], pa.int32()),
-                "iteration": [q.iteration for q in qrels.entries],
-            }
-        )
-        self._insert(con, "qrels", rows)
+        return write_qrels_blocks(con, qrels_set_id, blocks, source, on_duplicate)
 
     def save_qrels(self, qrels: Qrels, *, judge_run_id: str, grading: dict, replace: bool = False) -> None:
         """Store qrels graded from a judge run, with the record of how they were graded.
@@ -484,7 +513,7 @@ class Store:
                     "or choose another --name"
                 )
         with self.transaction() as con:
-            self._replace_qrels(con, qrels, origin="graded", judge_run_id=judge_run_id, grading=grading)
+            self._replace_qrels(con, qrels.name, [Block(qrels.table)], origin="graded", judge_run_id=judge_run_id, grading=grading)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -530,29 +559,47 @@ class Store:
     def run_groups(self) -> dict[str, str | None]:
         return dict(self.con.execute("SELECT name, run_group FROM runs").fetchall())
 
+    def _run_ids(self, names: list[str]) -> dict[str, tuple[int, str, str]]:
+        """name -> (run id, tag, path) of each named run; an unknown name is an error listing the known."""
+        rows = self.con.execute("SELECT name, run_id, tag, path FROM runs WHERE list_contains(?, name)", [names]).fetchall()
+        found = {name: (run_id, tag or "", path) for name, run_id, tag, path in rows}
+        for name in names:
+            if name not in found:
+                known = ", ".join(self.run_names()) or "none"
+                raise StoreError(f"no run named {name!r} in {self.path} (loaded runs: {known})")
+        return found
+
     def run(self, name: str) -> Run:
-        meta = self.con.execute("SELECT tag, path FROM runs WHERE name = ?", [name]).fetchone()
-        if meta is None:
-            known = ", ".join(self.run_names()) or "none"
-            raise StoreError(f"no run named {name!r} in {self.path} (loaded runs: {known})")
-        rows = self.con.execute(
-            "SELECT qid, docid, rank, score FROM run_entries WHERE run = ? ORDER BY qid, rank, docid", [name]
-        ).fetchall()
-        return Run(name, tuple(RunEntry(*row) for row in rows), tag=meta[0] or "", source=meta[1])
+        return self.runs([name])[0]
 
     def runs(self, names: list[str] | None = None) -> list[Run]:
-        return [self.run(name) for name in (names or self.run_names())]
+        """The named runs (all, by name, when None), each read back as columns in one query."""
+        names = list(names or self.run_names())
+        found = self._run_ids(names)
+        tables = read_entries(self.con, RUN_ENTRIES, [run_id for run_id, _, _ in found.values()])
+        return [Run.from_table(name, tables[found[name][0]], tag=found[name][1], source=found[name][2]) for name in names]
+
+    def run_ids(self, names: list[str] | None = None) -> list[int]:
+        """The ids of the named runs (of all when None); an unknown name is an error."""
+        return [run_id for run_id, _, _ in self._run_ids(list(names or self.run_names())).values()]
 
     def qrels_names(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT name FROM qrels_sets ORDER BY name").fetchall()]
 
-    def qrels(self, name: str) -> Qrels:
-        meta = self.con.execute("SELECT path FROM qrels_sets WHERE name = ?", [name]).fetchone()
-        if meta is None:
+    def _qrels_set(self, name: str) -> tuple[int, str | None]:
+        """(id, path) of a qrels set; an unknown name is an error listing the known."""
+        rows = self.con.execute("SELECT qrels_set_id, path FROM qrels_sets WHERE name = ?", [name]).fetchall()
+        if not rows:
             known = ", ".join(self.qrels_names()) or "none"
             raise StoreError(f"no qrels set named {name!r} in {self.path} (qrels sets: {known})")
-        rows = self.con.execute("SELECT qid, docid, grade, iteration FROM qrels WHERE qrels_set = ? ORDER BY qid, docid", [name]).fetchall()
-        return Qrels(name, tuple(Qrel(*row) for row in rows), source=meta[0])
+        return int(rows[0][0]), rows[0][1]
+
+    def qrels_set_id(self, name: str) -> int:
+        return self._qrels_set(name)[0]
+
+    def qrels(self, name: str) -> Qrels:
+        qrels_set_id, path = self._qrels_set(name)
+        return Qrels.from_table(name, read_entries(self.con, QRELS, [qrels_set_id])[qrels_set_id], source=path)
 
     def import_scores(self, scores, *, name: str, path: Path, replace: bool = False):
         from qrelkit.storage.judgments import import_scores
@@ -589,8 +636,8 @@ class Store:
             ("runs", count("SELECT count(*) FROM runs"), f"{count('SELECT count(*) FROM run_entries')} entries"),
         ]
         for name, origin, judge_run_id, path, file_hash, grading, n in self.con.execute(
-            "SELECT s.name, s.origin, s.judge_run_id, s.path, s.file_hash, s.grading, count(q.qid) FROM qrels_sets s "
-            "LEFT JOIN qrels q ON q.qrels_set = s.name GROUP BY ALL ORDER BY s.name"
+            "SELECT s.name, s.origin, s.judge_run_id, s.path, s.file_hash, s.grading, count(q.qid_id) FROM qrels_sets s "
+            "LEFT JOIN qrels q USING (qrels_set_id) GROUP BY ALL ORDER BY s.name"
         ).fetchall():
             if origin == "graded":
                 method = (json.loads(grading) or {}).get("method", "?") if grading else "?"
