@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from qrelkit.commands.agree import agree
 from qrelkit.evaluate import evaluate_runs
 from qrelkit.evaluate.agreement import correlate_systems
-from qrelkit.evaluate.audit import agree
 from qrelkit.evaluate.bias import group_bias, groups_from_file
 from qrelkit.evaluate.bootstrap import resample_weights
 from qrelkit.io import Run, RunEntry, read_qrels, read_runs

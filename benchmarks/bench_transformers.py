@@ -23,7 +23,6 @@ Usage: python benchmarks/bench_transformers.py [--preset small] [--pairs 48] [--
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import platform
@@ -34,7 +33,6 @@ from pathlib import Path
 
 import torch
 import yaml
-from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tiny_hf: the tests' model builders
 from bench_clipscore import make_images  # noqa: E402
@@ -164,7 +162,7 @@ def main() -> None:
             model = build_llava_7b(root / "model", args.device)
         job_path, pairs = write_job(root / "job", str(model), args)
         start = time.perf_counter()
-        report = run_job(load_job(job_path), progress=False, console=Console(file=io.StringIO()))
+        report = run_job(load_job(job_path), progress=False)
         job_seconds = time.perf_counter() - start
         assert report.statuses == {"ok": report.judged}, report.statuses
 
