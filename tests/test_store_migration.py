@@ -144,3 +144,36 @@ def test_a_version_5_database_opened_to_be_read_is_upgraded_once_then_read(v5_db
     with Store(v5_db, read_only=True) as store:
         assert store.schema_version() == SCHEMA_VERSION
         assert store.run("dense").table.to_pylist() == expected["runs"]["dense"]["rows"]
+
+
+def test_an_old_database_another_process_holds_is_named_and_left_as_it_was(v5_db):
+    """Opened to be read while another process has it open: the upgrade cannot take the write lock;
+    the message says why and what to do, and the file is still the old release's."""
+    import subprocess
+    import sys
+
+    from qrelkit.errors import QrelkitError
+
+    before = v5_db.read_bytes()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], read_only=True); print('held', flush=True); time.sleep(60)",
+            str(v5_db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(QrelkitError) as raised:
+            Store(v5_db, read_only=True)
+    finally:
+        holder.kill()
+        holder.wait()
+    message = str(raised.value)
+    assert f"database {v5_db} has schema version 5" in message and "must be upgraded" in message
+    assert v5_db.read_bytes() == before
+    with Store(v5_db, read_only=True) as store:  # once the other process is gone, it upgrades
+        assert store.schema_version() == SCHEMA_VERSION
