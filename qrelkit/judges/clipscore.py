@@ -55,10 +55,9 @@ class ClipScoreConfig(JudgeConfig):
         return ClipSource(self.model, self.pretrained, self.checkpoint, self.hf_hub, self.model_config_file)
 
 
-class ClipScoreJudge(BaseJudge):
+class ClipScoreJudge(BaseJudge[ClipScoreConfig]):
     """CLIPScore = 2.5·max(cos, 0) of open_clip image and text embeddings."""
 
-    config: ClipScoreConfig
     name = "clipscore"
     Config = ClipScoreConfig
     needs_template = False

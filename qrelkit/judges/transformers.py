@@ -151,10 +151,9 @@ def first_line(text: str) -> str:
     return text if cut < 0 else text[: len(text) - len(stripped) + cut]
 
 
-class TransformersJudge(BaseJudge):
+class TransformersJudge(BaseJudge[TransformersConfig]):
     """A Hugging Face vision-language or text model, in-process; expected or parsed grades."""
 
-    config: TransformersConfig
     template: PromptTemplate  # needs_template: the runner always gives one
     name = "transformers"
     Config = TransformersConfig

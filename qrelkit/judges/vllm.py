@@ -29,7 +29,7 @@ from pydantic import Field
 from qrelkit.io.images import ImageError, load_image
 from qrelkit.judges.base import BaseJudge, JudgeConfig, JudgeError, Judgment, Pair
 from qrelkit.judges.chat import build_messages, hf_messages
-from qrelkit.judges.scoring import TokenPositions, answer_candidates, judgment_from_answer
+from qrelkit.judges.scoring import ScoreMode, TokenPositions, answer_candidates, judgment_from_answer
 from qrelkit.prompts import PromptTemplate, TemplateError
 
 SERVER_ROUTE = (
@@ -98,16 +98,29 @@ def read_expected_output(
 ) -> Judgment:
     """The `expected` mode's RequestOutput: its one generated position is the forced answer
     position; the generated token after the prefix is the answer whose grade is parsed."""
+    return _read(
+        pair, output, template, prefix=config.answer_prefix, mode="expected", forced=True, model_id=model_id, latency_ms=latency_ms
+    )
+
+
+def read_output(pair: Pair, output: Any, template: PromptTemplate, config: VLLMConfig, model_id: str, latency_ms: float) -> Judgment:
+    """One vLLM RequestOutput (text, token ids, logprobs) as a judgment, under the one scoring rule."""
+    return _read(pair, output, template, prefix="", mode=config.score, forced=False, model_id=model_id, latency_ms=latency_ms)
+
+
+def _read(
+    pair: Pair, output: Any, template: PromptTemplate, *, prefix: str, mode: ScoreMode, forced: bool, model_id: str, latency_ms: float
+) -> Judgment:
     completion = output.outputs[0]
-    answer = config.answer_prefix + completion.text
-    candidates = answer_candidates(token_positions(completion), template=template, forced=True)
+    answer = prefix + completion.text
+    candidates = answer_candidates(token_positions(completion), template=template, forced=forced)
     qid, docid = pair.key
     return judgment_from_answer(
         qid,
         docid,
         text=answer,
         template=template,
-        mode="expected",
+        mode=mode,
         candidates=candidates,
         raw_output=answer,
         tokens_in=len(output.prompt_token_ids or []),
@@ -117,31 +130,9 @@ def read_expected_output(
     )
 
 
-def read_output(pair: Pair, output: Any, template: PromptTemplate, config: VLLMConfig, model_id: str, latency_ms: float) -> Judgment:
-    """One vLLM RequestOutput (text, token ids, logprobs) as a judgment, under the one scoring rule."""
-    completion = output.outputs[0]
-    raw = completion.text
-    candidates = answer_candidates(token_positions(completion), template=template, forced=False)
-    qid, docid = pair.key
-    return judgment_from_answer(
-        qid,
-        docid,
-        text=raw,
-        template=template,
-        mode=config.score,
-        candidates=candidates,
-        raw_output=raw,
-        tokens_in=len(output.prompt_token_ids or []),
-        tokens_out=len(completion.token_ids),
-        model_id=model_id,
-        latency_ms=latency_ms,
-    )
-
-
-class VLLMJudge(BaseJudge):
+class VLLMJudge(BaseJudge[VLLMConfig]):
     """A vision-language (or text) model in-process through vLLM; needs a CUDA GPU."""
 
-    config: VLLMConfig
     template: PromptTemplate  # needs_template: the runner always gives one
     name = "vllm"
     Config = VLLMConfig
