@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from tracks import umbrela_vs_nist
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
@@ -158,13 +159,7 @@ def dl19_agree_json(dl19):
     result = runner.invoke(
         app,
         [
-            "agree",
-            "--qrels",
-            str(dl19 / "umbrela-gpt4o.qrels"),
-            "--reference",
-            str(dl19 / "qrels.txt"),
-            "--runs",
-            str(dl19 / "runs"),
+            *umbrela_vs_nist(dl19),
             "--json",
             "--bootstrap",
             "200",
@@ -200,13 +195,7 @@ def test_dl19_binarised_kappa_is_0_5244(dl19):
     result = runner.invoke(
         app,
         [
-            "agree",
-            "--qrels",
-            str(dl19 / "umbrela-gpt4o.qrels"),
-            "--reference",
-            str(dl19 / "qrels.txt"),
-            "--runs",
-            str(dl19 / "runs"),
+            *umbrela_vs_nist(dl19),
             "--json",
             "--bootstrap",
             "0",

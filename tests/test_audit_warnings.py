@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tracks import umbrela_vs_nist
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
@@ -110,13 +111,7 @@ def _agree(dl19: Path, *extra: str):
     return runner.invoke(
         app,
         [
-            "agree",
-            "--qrels",
-            str(dl19 / "umbrela-gpt4o.qrels"),
-            "--reference",
-            str(dl19 / "qrels.txt"),
-            "--runs",
-            str(dl19 / "runs"),
+            *umbrela_vs_nist(dl19),
             "--measure",
             "nDCG@10",
             "--bootstrap",

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from tracks import umbrela_vs_nist
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
@@ -118,13 +119,7 @@ def test_dl19_neural_bias_under_nist_and_umbrela(dl19):
     result = runner.invoke(
         app,
         [
-            "agree",
-            "--qrels",
-            str(dl19 / "umbrela-gpt4o.qrels"),
-            "--reference",
-            str(dl19 / "qrels.txt"),
-            "--runs",
-            str(dl19 / "runs"),
+            *umbrela_vs_nist(dl19),
             "--groups",
             str(dl19 / "groups.tsv"),
             "--group-by",
@@ -154,13 +149,7 @@ def test_dl19_group_regex_matching_no_run_is_a_clean_error(dl19):
     result = runner.invoke(
         app,
         [
-            "agree",
-            "--qrels",
-            str(dl19 / "umbrela-gpt4o.qrels"),
-            "--reference",
-            str(dl19 / "qrels.txt"),
-            "--runs",
-            str(dl19 / "runs"),
+            *umbrela_vs_nist(dl19),
             "--group",
             "colbert=colbert",
             "--json",

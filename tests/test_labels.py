@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 from sklearn.metrics import confusion_matrix as sk_confusion
+from tracks import umbrela_vs_nist
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
@@ -167,13 +168,7 @@ def test_dl19_nist_grades_mapped_and_binarised(dl19):
     result = runner.invoke(
         app,
         [
-            "agree",
-            "--qrels",
-            str(dl19 / "umbrela-gpt4o.qrels"),
-            "--reference",
-            str(dl19 / "qrels.txt"),
-            "--runs",
-            str(dl19 / "runs"),
+            *umbrela_vs_nist(dl19),
             "--measure",
             "nDCG@10",
             "--bootstrap",

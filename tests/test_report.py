@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from PIL import Image
+from tracks import umbrela_vs_nist
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
@@ -339,13 +340,7 @@ def test_dl19_judge_run_audit_reproduces_the_umbrela_numbers(dl19, dl19_db):
 
 def test_dl19_readable_table(dl19):
     stdout = invoke(
-        "agree",
-        "--qrels",
-        str(dl19 / "umbrela-gpt4o.qrels"),
-        "--reference",
-        str(dl19 / "qrels.txt"),
-        "--runs",
-        str(dl19 / "runs"),
+        *umbrela_vs_nist(dl19),
         "--bootstrap",
         "20",
         "--group",
