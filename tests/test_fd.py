@@ -3,6 +3,7 @@ small-space identity, item selection (sparsification, URR) and the query bootstr
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 
 import numpy as np
@@ -242,6 +243,51 @@ def test_bootstrap_in_d_dimensions_equals_the_explicitly_resampled_items(monkeyp
         for j, run in enumerate(runs):
             y = np.repeat(run.vectors, row[run.query_index].astype(int), axis=0)
             assert got[j, b] == pytest.approx(frechet_distance(x, y).value, rel=1e-9)
+
+
+def test_bootstrap_in_worker_processes_gives_the_values_of_one_process_and_reports_every_pair():
+    rng = np.random.default_rng(5)
+    relevant = _sample(rng, [4] * 8, 6, 0.0)
+    runs = [_sample(rng, [k] * 8, 6, s) for k, s in ((2, 0.2), (5, 0.4), (3, 0.1))]
+    weights = resample_counts(8, 40, seed=2)
+    seen: list[tuple[int, int, str]] = []
+
+    def progress(done: int, total: int) -> None:
+        seen.append((done, total, threading.current_thread().name))
+
+    alone = bootstrap_fd(relevant, runs, weights, workers=1)
+    spread = bootstrap_fd(relevant, runs, weights, workers=2, chunk=10, progress=progress)
+    np.testing.assert_array_equal(spread, alone)  # same arithmetic, single-threaded BLAS in each
+    assert seen[-1][:2] == (120, 120) and [d for d, _, _ in seen] == sorted(d for d, _, _ in seen)
+    assert {name for _, _, name in seen} == {threading.current_thread().name}
+    assert multiprocessing.active_children() == []
+
+
+def test_fewer_runs_than_workers_are_cut_into_resample_ranges_that_cover_each_run_once():
+    runs = [_sample(np.random.default_rng(j), [j + 1] * 3, 2, 0.0) for j in range(2)]
+    pieces = fd_bootstrap._pieces(runs, 1000, workers=4)
+    assert [j for j, _, _ in pieces] == [1, 1, 0, 0]  # the larger run first
+    for j in (0, 1):
+        ranges = sorted((a, b) for k, a, b in pieces if k == j)
+        assert ranges[0][0] == 0 and ranges[-1][1] == 1000 and all(b == c for (_, b), (c, _) in zip(ranges, ranges[1:]))
+    assert fd_bootstrap._pieces(runs, 1, workers=4) == [(1, 0, 1), (0, 0, 1)]
+
+
+def test_an_error_in_a_worker_process_reaches_the_caller_and_leaves_no_process_behind():
+    rng = np.random.default_rng(1)
+    relevant = _sample(rng, [3] * 5, 4, 0.0)
+    wrong = _sample(rng, [3] * 5, 3, 0.0)  # 3 dimensions against 4: the inner products fail
+    with pytest.raises(ValueError):
+        bootstrap_fd(relevant, [wrong, wrong], resample_counts(5, 4, seed=0), workers=2)
+    assert multiprocessing.active_children() == []
+
+
+def test_a_small_bootstrap_stays_in_this_process_and_a_large_one_is_spread():
+    rng = np.random.default_rng(2)
+    relevant = _sample(rng, [10] * 43, 8, 0.0)
+    runs = [_sample(rng, [10] * 43, 8, 0.0) for _ in range(37)]
+    assert fd_bootstrap._estimated_seconds(relevant, runs[:3], 20) < fd_bootstrap.SERIAL_SECONDS
+    assert fd_bootstrap._estimated_seconds(relevant, runs, 1000) > fd_bootstrap.SERIAL_SECONDS
 
 
 def test_bootstrap_reports_progress_in_the_calling_thread_up_to_every_pair():

@@ -20,17 +20,22 @@ matrix G of the smallest size available (see `distance.py` for the identity):
 - when that tensor would not fit in memory (very deep k), Σ₁ and Σ₂ in d dimensions, from the
   same per-query second moments.
 
-Runs are independent, so they are spread over threads (one per core) with single-threaded BLAS:
-the matrices are small, and BLAS threads on a busy machine cost more than they give.
+Runs are independent, so a large bootstrap is spread over worker processes (one per core), each
+with single-threaded BLAS. Not threads: NumPy's eigenvalue routine holds the GIL, so two threads
+took as long as one (measured: 1.05 s for twice the work one thread did in 0.52 s; two processes
+0.60 s). A small one (under about a second of work) stays in this process.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import queue
+import signal
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -134,6 +139,7 @@ class _RunScorer:
         self._products: np.ndarray | None = None
         self._tensor: np.ndarray | None = None  # (Q, n_run, n_run): (X_q Yᵀ)ᵀ (X_q Yᵀ)
         self._run_moments: np.ndarray | None = None
+        self._buffer: np.ndarray | None = None  # (chunk, n_run²) for run_moments
 
     def products(self) -> np.ndarray:
         if self._products is None:
@@ -156,7 +162,12 @@ class _RunScorer:
     def run_moments(self, weights: np.ndarray, n1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For a chunk of resamples (rows of ``weights``): Σ_q w_q (X_q Yᵀ)ᵀ(X_q Yᵀ), (c, n_run,
         n_run), and Y μ₁, (c, n_run). One matrix product for the whole chunk."""
-        moments = np.tensordot(weights, self.tensor(), axes=(1, 0))
+        tensor = self.tensor()
+        if self._buffer is None or self._buffer.shape[0] < weights.shape[0]:
+            self._buffer = np.empty((weights.shape[0], tensor.shape[1] * tensor.shape[2]))
+        flat = self._buffer[: weights.shape[0]]  # reused: a fresh 70 MB array per chunk costs more in page faults than the product
+        np.matmul(weights, tensor.reshape(tensor.shape[0], -1), out=flat)
+        moments = flat.reshape(weights.shape[0], *tensor.shape[1:])
         y_sums = self.sample.vectors @ self.rel_stats.sums.T  # (n_run, Q): Y s_q
         return moments, (weights @ y_sums.T) / n1[:, None]
 
@@ -205,6 +216,95 @@ def _score_run(
     return out
 
 
+@dataclass(frozen=True)
+class _Shared:
+    """What every piece of work reads: the relevant side and the resamples."""
+
+    relevant: ItemSample
+    rel_stats: QueryStats
+    rel_moments: np.ndarray | None
+    weights: np.ndarray
+    rel: tuple[np.ndarray, np.ndarray, np.ndarray]  # (n, μ, Tr Σ) of the relevant side per resample
+    chunk: int
+
+
+def _score_piece(shared: _Shared, sample: ItemSample, start: int, stop: int, report: Callable[[int], None]) -> np.ndarray:
+    """One run under resamples start..stop."""
+    scorer = _RunScorer(shared.relevant, shared.rel_stats, shared.rel_moments, sample, shared.relevant.vectors.shape[1])
+    rel = (shared.rel[0][start:stop], shared.rel[1][start:stop], shared.rel[2][start:stop])
+    return _score_run(scorer, shared.weights[start:stop], rel, shared.chunk, report)
+
+
+# In a worker process: the shared inputs, the progress queue, and the BLAS limit kept in force.
+_WORKER: dict[str, Any] = {}
+
+
+def _start_worker(shared: _Shared, events: Any) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
+    _WORKER.update(shared=shared, events=events, blas=threadpool_limits(limits=1, user_api="blas"))
+
+
+def _score_in_worker(sample: ItemSample, start: int, stop: int) -> np.ndarray:
+    return _score_piece(_WORKER["shared"], sample, start, stop, _WORKER["events"].put)
+
+
+SERIAL_SECONDS = 1.0  # below this estimate, starting worker processes (~0.3 s) is not worth it
+
+
+def _estimated_seconds(relevant: ItemSample, retrieved: Sequence[ItemSample], resamples: int) -> float:
+    """A rough single-core estimate: per (resample, run) an eigenproblem of the smaller side's
+    drawn items (~1.7 ms at size 255 on a 2020s core) plus ~0.1 ms of array work."""
+    n_queries = max(len(relevant.qids), 1)
+    drawn = 1.0 - (1.0 - 1.0 / n_queries) ** n_queries  # expected share of queries in a resample
+    return resamples * sum((min(len(relevant), len(s)) * drawn) ** 3 * 1.0e-10 + 1.0e-4 for s in retrieved)
+
+
+def _pieces(retrieved: Sequence[ItemSample], resamples: int, workers: int) -> list[tuple[int, int, int]]:
+    """(run, first resample, end) tasks, largest runs first: one per run, or a run's resamples cut
+    in parts when there are fewer runs than workers."""
+    parts = max(1, -(-workers // max(len(retrieved), 1)))
+    bounds = np.linspace(0, resamples, min(parts, max(resamples, 1)) + 1).astype(int)
+    order = sorted(range(len(retrieved)), key=lambda j: -len(retrieved[j]))
+    return [(j, int(a), int(b)) for j in order for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now (Python < 3.14 has no public way to)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+
+
+def _in_processes(shared: _Shared, retrieved: Sequence[ItemSample], workers: int, out: np.ndarray, tick: Callable[[int], None]) -> None:
+    context = multiprocessing.get_context("spawn")  # not fork: the caller may hold threads (DuckDB, BLAS)
+    events = context.Queue()
+    tasks = _pieces(retrieved, shared.weights.shape[0], workers)
+    pool = ProcessPoolExecutor(
+        max_workers=min(workers, len(tasks)), mp_context=context, initializer=_start_worker, initargs=(shared, events)
+    )
+    try:
+        running: dict[Future[np.ndarray], tuple[int, int, int]] = {
+            pool.submit(_score_in_worker, retrieved[j], start, stop): (j, start, stop) for j, start, stop in tasks
+        }
+        while running:
+            try:
+                tick(events.get(timeout=0.2))
+            except queue.Empty:
+                pass
+            for future in [f for f in running if f.done()]:
+                j, start, stop = running.pop(future)
+                out[j, start:stop] = future.result()  # a worker's exception (or a killed worker) is raised here
+        pool.shutdown(wait=True)
+    except BaseException:
+        _stop_workers(pool)
+        raise
+    finally:
+        events.close()
+
+
 def bootstrap_fd(
     relevant: ItemSample,
     retrieved: Sequence[ItemSample],
@@ -218,35 +318,37 @@ def bootstrap_fd(
 
     ``weights`` (N, Q) are query multiplicities over ``relevant.qids`` (the retrieved samples
     must use the same qids). A resample in which either side has fewer than 2 items gives NaN.
-    Runs are scored in ``workers`` threads (default: the available cores). ``progress(done,
-    total)`` is called from the calling thread as (run, resample) pairs complete.
+    ``workers``: processes to score runs in; default: one per available core when the work is
+    large enough to repay starting them (about a second), else this process alone; 1 forces
+    this process. The values do not depend on it. ``progress(done, total)`` is called in the
+    calling thread as (run, resample) pairs complete; the last call is (total, total).
     """
     for sample in retrieved:
         if sample.qids != relevant.qids:
             raise ValueError("retrieved samples must be grouped by the relevant sample's qids")
     weights = np.asarray(weights, dtype=np.float64)
     rel_stats = QueryStats.of(relevant)
-    rel = rel_stats.moments(weights)
     d = relevant.vectors.shape[1]
     deep = any(len(sample) ** 2 * len(relevant.qids) > TENSOR_LIMIT for sample in retrieved) and len(relevant) > d
-    rel_moments = _second_moments(relevant) if deep else None
+    shared = _Shared(relevant, rel_stats, _second_moments(relevant) if deep else None, weights, rel_stats.moments(weights), chunk)
     total = len(retrieved) * weights.shape[0]
-    events: queue.Queue[int] = queue.Queue()
     out = np.full((len(retrieved), weights.shape[0]), np.nan)
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(max_workers=workers or _cores()) as pool:
-        jobs = [
-            pool.submit(_score_run, _RunScorer(relevant, rel_stats, rel_moments, sample, d), weights, rel, chunk, events.put)
-            for sample in retrieved
-        ]
-        done, running = 0, list(jobs)
-        while running or not events.empty():
-            try:
-                done += events.get(timeout=0.2)
-            except queue.Empty:
-                running = [job for job in running if not job.done()]
-                continue
-            if progress is not None:
-                progress(done, total)
-        for j, job in enumerate(jobs):
-            out[j] = job.result()  # a worker's exception is raised here
+    done = 0
+
+    def tick(pairs: int) -> None:
+        nonlocal done
+        done = min(done + pairs, total)
+        if progress is not None:
+            progress(done, total)
+
+    if workers is None:
+        workers = _cores() if _estimated_seconds(relevant, retrieved, weights.shape[0]) >= SERIAL_SECONDS else 1
+    if workers > 1 and total and not multiprocessing.current_process().daemon:  # a daemon (a pool's worker) can't have children
+        _in_processes(shared, retrieved, workers, out, tick)
+    else:
+        with threadpool_limits(limits=1, user_api="blas"):
+            for j, sample in enumerate(retrieved):
+                out[j] = _score_piece(shared, sample, 0, weights.shape[0], tick)
+    if progress is not None and done < total:
+        progress(total, total)
     return out
