@@ -37,7 +37,11 @@ lint: $(VENV)/.test
 	$(VENV)/bin/ruff format --check qrelkit tests benchmarks
 	$(VENV)/bin/mypy qrelkit
 
-bench: $(VENV)/.test
+$(VENV)/.bench: $(VENV)/.test
+	$(PIP) install --quiet -e ".[bench]"
+	touch $@
+
+bench: $(VENV)/.bench
 	for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:

@@ -5,30 +5,15 @@ ASCII numerals); gzip is streamed; a file's problems are capped."""
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from input_files import RUN_OK, error_of, write
 
 from qrelkit.errors import InputFormatError
 from qrelkit.io import OnDuplicate, columnar, lines, read_qrels, read_run
 from qrelkit.io.trec_lines import read_qrels_lines, read_run_lines
-
-
-def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
-    path = tmp_path / name
-    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
-    return path
-
-
-def error_of(call) -> str:
-    with pytest.raises(InputFormatError) as info:
-        call()
-    return str(info.value)
-
-
-RUN_OK = "q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5 tag\n"
 
 
 @pytest.mark.parametrize(

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import pytest
+from input_files import RUN_OK, error_of, write
 
-from qrelkit.errors import InputFormatError
 from qrelkit.io import (
     Qrels,
     read_documents,
@@ -20,21 +19,6 @@ from qrelkit.io import (
     write_qrels,
     write_run,
 )
-
-
-def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
-    path = tmp_path / name
-    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
-    return path
-
-
-def error_of(call) -> str:
-    with pytest.raises(InputFormatError) as info:
-        call()
-    return str(info.value)
-
-
-RUN_OK = "q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5 tag\n"
 
 
 @pytest.mark.parametrize(
