@@ -4,7 +4,10 @@ small-space identity, item selection (sparsification, URR) and the query bootstr
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -12,7 +15,7 @@ import scipy.linalg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qrelkit.errors import QrelkitError
+from qrelkit.errors import FatalJobError, QrelkitError
 from qrelkit.evaluate.bootstrap import resample_counts, summarize
 from qrelkit.evaluate.fd import (
     ItemSample,
@@ -245,6 +248,17 @@ def test_bootstrap_in_d_dimensions_equals_the_explicitly_resampled_items(monkeyp
             assert got[j, b] == pytest.approx(frechet_distance(x, y).value, rel=1e-9)
 
 
+def no_children_left(seconds: float = 10.0) -> bool:
+    """No child process is left. A stopped pool's worker may have been reaped by the pool's own
+    thread a moment before its Process object says so, hence the short wait."""
+    deadline = time.monotonic() + seconds
+    while multiprocessing.active_children():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_bootstrap_in_worker_processes_gives_the_values_of_one_process_and_reports_every_pair():
     rng = np.random.default_rng(5)
     relevant = _sample(rng, [4] * 8, 6, 0.0)
@@ -260,7 +274,7 @@ def test_bootstrap_in_worker_processes_gives_the_values_of_one_process_and_repor
     np.testing.assert_array_equal(spread, alone)  # same arithmetic, single-threaded BLAS in each
     assert seen[-1][:2] == (120, 120) and [d for d, _, _ in seen] == sorted(d for d, _, _ in seen)
     assert {name for _, _, name in seen} == {threading.current_thread().name}
-    assert multiprocessing.active_children() == []
+    assert no_children_left()
 
 
 def test_fewer_runs_than_workers_are_cut_into_resample_ranges_that_cover_each_run_once():
@@ -279,7 +293,33 @@ def test_an_error_in_a_worker_process_reaches_the_caller_and_leaves_no_process_b
     wrong = _sample(rng, [3] * 5, 3, 0.0)  # 3 dimensions against 4: the inner products fail
     with pytest.raises(ValueError):
         bootstrap_fd(relevant, [wrong, wrong], resample_counts(5, 4, seed=0), workers=2)
-    assert multiprocessing.active_children() == []
+    assert no_children_left()
+
+
+def test_a_worker_process_killed_midway_is_a_failure_of_the_machine_not_a_hang():
+    rng = np.random.default_rng(4)
+    relevant = _sample(rng, [6] * 43, 300, 0.0)
+    runs = [_sample(rng, [6] * 43, 300, 0.1) for _ in range(8)]
+    started = threading.Event()
+    outcome: list[BaseException | None] = []
+
+    def bootstrap() -> None:
+        try:
+            bootstrap_fd(relevant, runs, resample_counts(43, 400, seed=0), workers=2, chunk=5, progress=lambda *_: started.set())
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=bootstrap)
+    worker.start()
+    assert started.wait(timeout=120), "no progress from the workers"
+    children = multiprocessing.active_children()
+    assert children
+    os.kill(children[0].pid, signal.SIGKILL)
+    worker.join(timeout=120)
+    assert not worker.is_alive() and outcome and isinstance(outcome[0], FatalJobError), outcome
+    assert "worker process ended" in str(outcome[0])
+    assert no_children_left()
 
 
 def test_a_small_bootstrap_stays_in_this_process_and_a_large_one_is_spread():

@@ -34,12 +34,14 @@ import queue
 import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from qrelkit.errors import FatalJobError
 from qrelkit.evaluate.fd.distance import factor_from_covariance, sum_sqrt_eigenvalues
 from qrelkit.evaluate.fd.items import ItemSample
 
@@ -275,7 +277,7 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
     for process in processes:
         process.terminate()
     for process in processes:
-        process.join(timeout=5)
+        process.join(timeout=5)  # the pool's own thread may reap it first; either way it has ended
 
 
 def _in_processes(shared: _Shared, retrieved: Sequence[ItemSample], workers: int, out: np.ndarray, tick: Callable[[int], None]) -> None:
@@ -298,6 +300,12 @@ def _in_processes(shared: _Shared, retrieved: Sequence[ItemSample], workers: int
                 j, start, stop = running.pop(future)
                 out[j, start:stop] = future.result()  # a worker's exception (or a killed worker) is raised here
         pool.shutdown(wait=True)
+    except BrokenProcessPool as exc:
+        _stop_workers(pool)
+        raise FatalJobError(
+            "an FD bootstrap worker process ended without finishing (killed, or out of memory); "
+            f"nothing was kept: try fewer workers than {workers} or fewer resamples"
+        ) from exc
     except BaseException:
         _stop_workers(pool)
         raise
