@@ -13,10 +13,13 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 MARKER = re.compile(r"\[(d\d+)\]")
 PROMPT_TOKENS, COMPLETION_TOKENS, FINGERPRINT = 120, 4, "fp_fake_1"
@@ -170,3 +173,29 @@ class FakeOpenAI:
         self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
+
+
+# -- jobs that judge text against a fake server ----------------------------------------------------
+
+
+def write_text_collection(folder: Path, topics: dict[str, str], docs: dict[str, str], pairs: Iterable[tuple[str, str]]) -> None:
+    """topics.tsv, docs.jsonl and pairs.txt in ``folder``."""
+    (folder / "topics.tsv").write_text("".join(f"{qid}\t{text}\n" for qid, text in topics.items()))
+    (folder / "docs.jsonl").write_text("".join(json.dumps({"docid": d, "text": t}) + "\n" for d, t in docs.items()))
+    (folder / "pairs.txt").write_text("".join(f"{qid} {docid}\n" for qid, docid in pairs))
+
+
+def openai_job(folder: Path, judge: dict[str, Any], *, name: str = "job", **spec: Any) -> Path:
+    """NAME.yaml judging that collection with the `openai` judge (``judge``: its options) and the
+    trec-dl-graded template; ``spec`` adds or replaces job keys."""
+    body = {
+        "database": "j.duckdb",
+        "collection": {"topics": "topics.tsv", "documents": "docs.jsonl"},
+        "pool": {"pairs": "pairs.txt"},
+        "judge": {"name": "openai", "options": judge},
+        "template": "trec-dl-graded",
+        **spec,
+    }
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(body))
+    return path

@@ -14,7 +14,7 @@ from collections import Counter, deque
 import pytest
 import yaml
 from fake_batch_api import FakeBatchAPI
-from fake_openai import COMPLETION_TOKENS, FINGERPRINT, PROMPT_TOKENS, Reply, expected_of, grade_of
+from fake_openai import COMPLETION_TOKENS, FINGERPRINT, PROMPT_TOKENS, Reply, expected_of, grade_of, openai_job, write_text_collection
 from PIL import Image
 from typer.testing import CliRunner
 
@@ -35,6 +35,7 @@ PRICES = {"input_per_million": 2.5, "output_per_million": 10.0}
 LIVE_COST = (PROMPT_TOKENS * 2.5 + COMPLETION_TOKENS * 10.0) / 1e6  # one answer of the fake server at `PRICES`
 DOCS = {f"d{i:03d}": f"[d{i:03d}] A passage about {'eggs' if i % 2 else 'radios'}, number {i}." for i in range(1, 301)}
 QID = {d: "q1" if i % 2 else "q2" for i, d in enumerate(DOCS, 1)}
+TOPICS = {"q1": "how long to boil an egg", "q2": "how do radios work"}
 runner = CliRunner()
 
 
@@ -91,9 +92,7 @@ def api():
 @pytest.fixture
 def make_job(tmp_path, api, monkeypatch):
     monkeypatch.delenv("QRELKIT_FAKE_KEY", raising=False)
-    (tmp_path / "topics.tsv").write_text("q1\thow long to boil an egg\nq2\thow do radios work\n")
-    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"docid": d, "text": t}) + "\n" for d, t in DOCS.items()))
-    (tmp_path / "pairs.txt").write_text("".join(f"{QID[d]} {d}\n" for d in DOCS))
+    write_text_collection(tmp_path, TOPICS, DOCS, ((QID[d], d) for d in DOCS))
 
     def make(name: str = "job", database: str = "b.duckdb", **options):
         judge = {
@@ -110,16 +109,8 @@ def make_job(tmp_path, api, monkeypatch):
             "logprobs": True,
             **options,
         }
-        spec = {
-            "database": database,
-            "collection": {"topics": "topics.tsv", "documents": "docs.jsonl"},
-            "pool": {"pairs": "pairs.txt"},
-            "judge": {"name": "openai", "options": judge},
-            "template": "trec-dl-graded",
-            "grading": {"method": "identity", "name": "batch-grades"},
-        }
-        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(spec))
-        return load_job(tmp_path / f"{name}.yaml")
+        grading = {"method": "identity", "name": "batch-grades"}
+        return load_job(openai_job(tmp_path, judge, name=name, database=database, grading=grading))
 
     return make
 

@@ -19,7 +19,17 @@ import httpx2
 import openai
 import pytest
 import yaml
-from fake_openai import COMPLETION_TOKENS, FINGERPRINT, PROMPT_TOKENS, FakeOpenAI, Reply, expected_of, grade_of
+from fake_openai import (
+    COMPLETION_TOKENS,
+    FINGERPRINT,
+    PROMPT_TOKENS,
+    FakeOpenAI,
+    Reply,
+    expected_of,
+    grade_of,
+    openai_job,
+    write_text_collection,
+)
 from PIL import Image
 from pydantic import TypeAdapter
 from rich.console import Console
@@ -359,9 +369,8 @@ def server():
 @pytest.fixture
 def job(tmp_path, server, monkeypatch):
     monkeypatch.delenv("QRELKIT_FAKE_KEY", raising=False)
-    (tmp_path / "topics.tsv").write_text("q1\thow long to boil an egg\nq2\thow do radios work\n")
-    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"docid": d, "text": t}) + "\n" for d, t in DOCS.items()))
-    (tmp_path / "pairs.txt").write_text("".join(f"{'q1' if int(d[1:]) <= 4 else 'q2'} {d}\n" for d in DOCS))
+    topics = {"q1": "how long to boil an egg", "q2": "how do radios work"}
+    write_text_collection(tmp_path, topics, DOCS, (("q1" if int(d[1:]) <= 4 else "q2", d) for d in DOCS))
 
     def make(**options):
         judge = {
@@ -375,17 +384,7 @@ def job(tmp_path, server, monkeypatch):
             "max_backoff": 2.0,
             **options,
         }
-        spec = {
-            "database": "j.duckdb",
-            "collection": {"topics": "topics.tsv", "documents": "docs.jsonl"},
-            "pool": {"pairs": "pairs.txt"},
-            "judge": {"name": "openai", "options": judge},
-            "template": "trec-dl-graded",
-            "batch_size": 2,
-            "flush_seconds": 0.001,
-        }
-        (tmp_path / "job.yaml").write_text(yaml.safe_dump(spec))
-        return load_job(tmp_path / "job.yaml")
+        return load_job(openai_job(tmp_path, judge, batch_size=2, flush_seconds=0.001))
 
     return make
 

@@ -8,8 +8,7 @@ import json
 import time
 
 import pytest
-import yaml
-from fake_openai import FakeOpenAI, Reply
+from fake_openai import FakeOpenAI, Reply, openai_job, write_text_collection
 from hostile import one_error, qrelkit
 
 from qrelkit.jobs import load_job, run_job
@@ -28,25 +27,14 @@ def server():
 @pytest.fixture
 def job(tmp_path, server, monkeypatch):
     monkeypatch.delenv("QRELKIT_FAKE_KEY", raising=False)
-    (tmp_path / "topics.tsv").write_text("q1\thow long to boil an egg\n")
     docs = {f"d{i:02d}": f"[d{i:02d}] boil an egg for {i} minutes" for i in range(1, N_DOCS + 1)}
-    (tmp_path / "docs.jsonl").write_text("".join(json.dumps({"docid": d, "text": t}) + "\n" for d, t in docs.items()))
-    (tmp_path / "pairs.txt").write_text("".join(f"q1 {d}\n" for d in docs))
+    write_text_collection(tmp_path, {"q1": "how long to boil an egg"}, docs, (("q1", d) for d in docs))
 
     def make(**options):
         judge = {"model": "fake-gpt", "base_url": server.base_url, "api_key_env": "QRELKIT_FAKE_KEY", "concurrency": 3}
         judge.update({"timeout": 2.0, "max_tries": 2, "initial_backoff": 0.01, "max_backoff": 0.1, **options})
-        spec = {
-            "database": "j.duckdb",
-            "collection": {"topics": "topics.tsv", "documents": "docs.jsonl"},
-            "pool": {"pairs": "pairs.txt"},
-            "judge": {"name": "openai", "options": judge},
-            "template": "trec-dl-graded",
-            "batch_size": N_DOCS,  # one batch: an odd answer must not cost its batch-mates
-            "flush_seconds": 60,
-        }
-        (tmp_path / "job.yaml").write_text(yaml.safe_dump(spec))
-        return tmp_path / "job.yaml"
+        # one batch: an odd answer must not cost its batch-mates
+        return openai_job(tmp_path, judge, batch_size=N_DOCS, flush_seconds=60)
 
     return make
 
