@@ -27,6 +27,22 @@ def fd_json(*args: str) -> dict:
     return json.loads(result.stdout)
 
 
+def assert_same_numbers(got, expected, path: str = "") -> None:
+    """Equal structure and strings; numbers equal to rounding (1e-12 relative)."""
+    if isinstance(expected, dict):
+        assert isinstance(got, dict) and got.keys() == expected.keys(), path
+        for key in expected:
+            assert_same_numbers(got[key], expected[key], f"{path}.{key}")
+    elif isinstance(expected, list):
+        assert isinstance(got, list) and len(got) == len(expected), path
+        for i, (a, b) in enumerate(zip(got, expected)):
+            assert_same_numbers(a, b, f"{path}[{i}]")
+    elif isinstance(expected, float):
+        assert got == pytest.approx(expected, rel=1e-12, abs=0), path
+    else:
+        assert got == expected, path
+
+
 def test_fd_json_ranks_the_good_run_first_with_intervals(tmp_path):
     cache = tmp_path / "cache.duckdb"
     payload = fd_json(
@@ -75,8 +91,12 @@ def test_fd_json_ranks_the_good_run_first_with_intervals(tmp_path):
         "100",
         "--cache",
         str(cache),
+        "--workers",
+        "2",
     )
-    assert again == payload  # cached vectors, same seed: the same numbers
+    # cached vectors, same seed: the same numbers, also with the bootstrap in two worker processes
+    # (the first call was small enough to stay in-process)
+    assert_same_numbers(again, payload)
     with Store(cache) as store:
         assert count_embeddings(store) == cached
 

@@ -166,6 +166,10 @@ def fd_cmd(
     rel_level: Annotated[int | None, typer.Option("--rel-level", help="Relevant = grade >= LEVEL (default 2 if graded, else 1).")] = None,
     resamples: Resamples = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sparsification and the resamples.")] = 0,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", min=1, help="Processes for the bootstrap (default: one per core when it is large; 1: this one)."),
+    ] = None,
     judge_run: JudgeRunOption = None,
     db: DbOption = DEFAULT_DB,
     cache: Annotated[
@@ -208,6 +212,7 @@ def fd_cmd(
             metric=metric,
             on_duplicate=on_duplicate,
             bootstrap_progress=progress,
+            workers=workers,
         )
     for written in (plot, plot_metric):
         if written is not None:

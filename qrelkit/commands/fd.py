@@ -94,6 +94,7 @@ def run_fd(
     metric: str = "nDCG@10",
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
     bootstrap_progress: Callable[[int, int], None] | None = None,
+    workers: int | None = None,
 ) -> FDReport:
     """Everything `qrelkit fd` does before printing. ``cache`` (a database file) keeps the
     vectors; by default the --db itself when one is given. ``plot`` writes the bootstrap
@@ -114,7 +115,14 @@ def run_fd(
     else:
         vectors = document_vectors(model, documents, all_docids)
     report = fd_of_runs(
-        qrels_data, run_list, vectors, settings, embedder=model.embedder_id, keep_samples=keep_samples, progress=bootstrap_progress
+        qrels_data,
+        run_list,
+        vectors,
+        settings,
+        embedder=model.embedder_id,
+        keep_samples=keep_samples,
+        progress=bootstrap_progress,
+        workers=workers,
     )
     if plot is not None or plot_metric is not None:
         _write_plots(report, qrels_data, run_list, plot, plot_metric, metric)

@@ -152,10 +152,12 @@ def fd_of_runs(
     embedder: str = "",
     keep_samples: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    workers: int | None = None,
 ) -> FDReport:
     """FD@k (or URR-FD@k) of each run against the relevant judged items, over the qrels' queries
     that have a relevant item. With ``settings.resamples`` = N, the same N query resamples
-    (seeded) score every run, so the runs' intervals are paired.
+    (seeded) score every run, so the runs' intervals are paired. ``workers``: processes for the
+    bootstrap (see `bootstrap_fd`; default one per core when the work repays it).
     """
     if not runs:
         raise QrelkitError("no runs to score")
@@ -176,7 +178,7 @@ def fd_of_runs(
     out: dict[str, dict[str, RunFD]] = {run.name: {} for run in runs}
     for k, label in zip(settings.ks, labels):
         samples = [item_sample(retrieved_items(run, qids, k, skip=skip), qids, vectors) for run in runs]
-        resampled = bootstrap_fd(relevant_sample, samples, weights, progress=progress) if weights is not None else None
+        resampled = bootstrap_fd(relevant_sample, samples, weights, progress=progress, workers=workers) if weights is not None else None
         for j, (run, sample) in enumerate(zip(runs, samples)):
             values = resampled[j] if resampled is not None else None
             out[run.name][label] = RunFD(
