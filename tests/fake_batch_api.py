@@ -23,11 +23,10 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from email import policy
 from email.parser import BytesParser
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from fake_openai import MARKER, Reply, completion
+from fake_openai import MARKER, QuietHandler, Reply, completion, serve
 
 
 @dataclass
@@ -269,7 +268,7 @@ class FakeBatchAPI:
     def __enter__(self) -> FakeBatchAPI:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
             def _serve(self) -> None:
@@ -288,13 +287,7 @@ class FakeBatchAPI:
 
             do_GET = do_POST = do_DELETE = _serve
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.server, self.thread = serve(Handler)
         return self
 
     def __exit__(self, *exc: Any) -> None:

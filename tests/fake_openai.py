@@ -36,6 +36,22 @@ def expected_of(marker: str) -> float:
     return (g * P_GRADE + ((g + 1) % 4) * P_NEXT) / (P_GRADE + P_NEXT)
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that does not log each request to stderr."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def serve(handler: type[BaseHTTPRequestHandler]) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    """A threading HTTP server on a free loopback port, serving from a daemon thread."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return server, thread
+
+
 @dataclass
 class Reply:
     status: int = 200
@@ -120,7 +136,7 @@ class FakeOpenAI:
     def __enter__(self) -> FakeOpenAI:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:
@@ -160,13 +176,7 @@ class FakeOpenAI:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.server, self.thread = serve(Handler)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -199,3 +209,15 @@ def openai_job(folder: Path, judge: dict[str, Any], *, name: str = "job", **spec
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(body))
     return path
+
+
+def judgment_rows(database: str | Path) -> dict[str, dict[str, Any]]:
+    """docid -> its judgments row, checking that no pair was judged twice."""
+    from qrelkit.storage import Store
+
+    with Store(database, read_only=True) as store:
+        cursor = store.con.execute("SELECT * FROM judgments")
+        names = [d[0] for d in cursor.description]
+        found = [dict(zip(names, row)) for row in cursor.fetchall()]
+    assert len(found) == len({r["docid"] for r in found})  # one judgment per pair, never two
+    return {r["docid"]: r for r in found}

@@ -14,7 +14,17 @@ from collections import Counter, deque
 import pytest
 import yaml
 from fake_batch_api import FakeBatchAPI
-from fake_openai import COMPLETION_TOKENS, FINGERPRINT, PROMPT_TOKENS, Reply, expected_of, grade_of, openai_job, write_text_collection
+from fake_openai import (
+    COMPLETION_TOKENS,
+    FINGERPRINT,
+    PROMPT_TOKENS,
+    Reply,
+    expected_of,
+    grade_of,
+    judgment_rows,
+    openai_job,
+    write_text_collection,
+)
 from PIL import Image
 from typer.testing import CliRunner
 
@@ -116,12 +126,7 @@ def make_job(tmp_path, api, monkeypatch):
 
 
 def judgments(spec) -> dict[str, dict]:
-    with Store(spec.database, read_only=True) as store:
-        cursor = store.con.execute("SELECT * FROM judgments")
-        names = [d[0] for d in cursor.description]
-        found = [dict(zip(names, row)) for row in cursor.fetchall()]
-    assert len(found) == len({r["docid"] for r in found})  # one judgment per pair, never two
-    return {r["docid"]: r for r in found}
+    return judgment_rows(spec.database)
 
 
 def submissions(spec) -> list[tuple]:

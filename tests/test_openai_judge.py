@@ -27,6 +27,7 @@ from fake_openai import (
     Reply,
     expected_of,
     grade_of,
+    judgment_rows,
     openai_job,
     write_text_collection,
 )
@@ -390,12 +391,7 @@ def job(tmp_path, server, monkeypatch):
 
 
 def rows(spec) -> dict[str, dict]:
-    with Store(spec.database, read_only=True) as store:
-        cursor = store.con.execute("SELECT * FROM judgments")
-        names = [d[0] for d in cursor.description]
-        found = [dict(zip(names, row)) for row in cursor.fetchall()]
-    assert len(found) == len({r["docid"] for r in found})  # one judgment per pair, never two
-    return {r["docid"]: r for r in found}
+    return judgment_rows(spec.database)
 
 
 def test_a_job_stores_scores_usage_fingerprint_cost_and_expected_grades(job, server):

@@ -8,7 +8,7 @@ import json
 import time
 
 import pytest
-from fake_openai import FakeOpenAI, Reply, openai_job, write_text_collection
+from fake_openai import FakeOpenAI, Reply, judgment_rows, openai_job, write_text_collection
 from hostile import one_error, qrelkit
 
 from qrelkit.jobs import load_job, run_job
@@ -39,13 +39,7 @@ def job(tmp_path, server, monkeypatch):
     return make
 
 
-def rows(database) -> dict[str, dict]:
-    with Store(database, read_only=True) as store:
-        cursor = store.con.execute("SELECT * FROM judgments")
-        names = [d[0] for d in cursor.description]
-        found = [dict(zip(names, row)) for row in cursor.fetchall()]
-    assert len(found) == len({r["docid"] for r in found})  # never two judgments of one pair
-    return {r["docid"]: r for r in found}
+rows = judgment_rows
 
 
 def odd_completion(answer: str = "Relevance: 1") -> dict:
