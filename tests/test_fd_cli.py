@@ -45,22 +45,10 @@ def assert_same_numbers(got, expected, path: str = "") -> None:
 
 def test_fd_json_ranks_the_good_run_first_with_intervals(tmp_path):
     cache = tmp_path / "cache.duckdb"
-    payload = fd_json(
-        "--qrels",
-        str(DEMO / "qrels.txt"),
-        "--runs",
-        str(DEMO / "runs"),
-        "--docs",
-        str(DEMO / "passages.jsonl"),
-        "--k",
-        "1",
-        "--k",
-        "5",
-        "--bootstrap",
-        "100",
-        "--cache",
-        str(cache),
-    )
+    # the demo track, its documents, FD@1 and FD@5 with 100 resamples, embeddings cached
+    args = ["--qrels", str(DEMO / "qrels.txt"), "--runs", str(DEMO / "runs"), "--docs", str(DEMO / "passages.jsonl")]
+    args += ["--k", "1", "--k", "5", "--bootstrap", "100", "--cache", str(cache)]
+    payload = fd_json(*args)
     assert payload["embedder"] == "minilm-l6-v2/onnx-int8" and payload["d"] == 384
     qrels = read_qrels(DEMO / "qrels.txt")
     assert payload["n_rel"] == sum(1 for q in qrels.entries if q.grade >= 2) and payload["rel_level"] == 2
@@ -76,24 +64,7 @@ def test_fd_json_ranks_the_good_run_first_with_intervals(tmp_path):
     with Store(cache) as store:
         cached = count_embeddings(store, "minilm-l6-v2/onnx-int8")
     assert cached > 0
-    again = fd_json(
-        "--qrels",
-        str(DEMO / "qrels.txt"),
-        "--runs",
-        str(DEMO / "runs"),
-        "--docs",
-        str(DEMO / "passages.jsonl"),
-        "--k",
-        "1",
-        "--k",
-        "5",
-        "--bootstrap",
-        "100",
-        "--cache",
-        str(cache),
-        "--workers",
-        "2",
-    )
+    again = fd_json(*args, "--workers", "2")
     # cached vectors, same seed: the same numbers, also with the bootstrap in two worker processes
     # (the first call was small enough to stay in-process)
     assert_same_numbers(again, payload)
