@@ -6,6 +6,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -322,6 +324,32 @@ def test_a_worker_process_killed_midway_is_a_failure_of_the_machine_not_a_hang()
     assert not worker.is_alive() and outcome and isinstance(outcome[0], FatalJobError), outcome
     assert "worker process ended" in str(outcome[0])
     assert no_children_left()
+
+
+UNGUARDED_SCRIPT = """
+import numpy as np
+from qrelkit.evaluate.bootstrap import resample_counts
+from qrelkit.evaluate.fd.bootstrap import bootstrap_fd
+from qrelkit.evaluate.fd.items import ItemSample
+
+print("top level ran")
+rng = np.random.default_rng(0)
+index = np.repeat(np.arange(6), 3)
+def sample(shift):
+    return ItemSample(tuple(map(str, range(6))), tuple(f"d{i}" for i in range(18)), index, rng.normal(shift, 1.0, (18, 4)))
+values = bootstrap_fd(sample(0.0), [sample(0.1), sample(0.3)], resample_counts(6, 10, seed=0), workers=2)
+print("finite", int(np.isfinite(values).sum()))
+"""
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_in_the_workers(tmp_path):
+    """Spawned workers re-import the caller's script unless told not to; a research script rarely
+    has `if __name__ == "__main__":`, and would be re-run whole in each worker, then fail."""
+    script = tmp_path / "script.py"
+    script.write_text(UNGUARDED_SCRIPT)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["top level ran", "finite 20"]
 
 
 def test_a_small_bootstrap_stays_in_this_process_and_a_large_one_is_spread():

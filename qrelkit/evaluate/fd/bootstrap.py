@@ -32,9 +32,11 @@ import multiprocessing
 import os
 import queue
 import signal
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -280,6 +282,30 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
         process.join(timeout=5)  # the pool's own thread may reap it first; either way it has ended
 
 
+@contextmanager
+def _children_skip_main() -> Iterator[None]:
+    """Start worker processes that do not run the caller's script again.
+
+    A spawned process re-imports the parent's ``__main__`` (by path, or by name for ``-m``), so a
+    script that calls the bootstrap without an ``if __name__ == "__main__":`` guard would be run
+    again, whole, in every worker (re-reading and re-embedding, then failing). The workers only
+    need qrelkit's own functions and data, so ``__main__`` is made anonymous (as in an
+    interactive session) while they start, and restored at once.
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved: dict[str, Any] = {name: main.__dict__[name] for name in ("__file__", "__spec__") if name in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__dict__["__spec__"] = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
+
+
 def _in_processes(shared: _Shared, retrieved: Sequence[ItemSample], workers: int, out: np.ndarray, tick: Callable[[int], None]) -> None:
     context = multiprocessing.get_context("spawn")  # not fork: the caller may hold threads (DuckDB, BLAS)
     events = context.Queue()
@@ -288,9 +314,10 @@ def _in_processes(shared: _Shared, retrieved: Sequence[ItemSample], workers: int
         max_workers=min(workers, len(tasks)), mp_context=context, initializer=_start_worker, initargs=(shared, events)
     )
     try:
-        running: dict[Future[np.ndarray], tuple[int, int, int]] = {
-            pool.submit(_score_in_worker, retrieved[j], start, stop): (j, start, stop) for j, start, stop in tasks
-        }
+        with _children_skip_main():  # the pool starts its processes as the tasks are submitted
+            running: dict[Future[np.ndarray], tuple[int, int, int]] = {
+                pool.submit(_score_in_worker, retrieved[j], start, stop): (j, start, stop) for j, start, stop in tasks
+            }
         while running:
             try:
                 tick(events.get(timeout=0.2))
