@@ -30,11 +30,11 @@ import numpy as np
 import torch
 from PIL import Image
 
-from qrelkit.embed.base import available_cores
 from qrelkit.embed.clip import ClipSource, OpenClip
 from qrelkit.io import Document, Topic
 from qrelkit.judges import Pair
 from qrelkit.judges.clipscore import ClipScoreConfig, ClipScoreJudge
+from qrelkit.machine import available_cores
 
 
 def make_images(root: Path, count: int, seed: int = 0) -> list[Path]:

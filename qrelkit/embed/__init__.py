@@ -7,10 +7,11 @@ sentence-transformers model) and images (an open_clip image tower), with a store
 
 from __future__ import annotations
 
-from qrelkit.embed.base import MissingExtraError, TextEmbedder, available_cores, l2_normalise
+from qrelkit.embed.base import MissingExtraError, TextEmbedder, l2_normalise
 from qrelkit.embed.cache import embed_with_cache, text_hash
 from qrelkit.embed.image import ImageEmbedder, load_image_embedder  # torch is imported only on load
 from qrelkit.errors import QrelkitError
+from qrelkit.machine import available_cores
 
 MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "minilm-l6-v2"}
 # The embedders seed 000 (Fréchet distance for IR) reports, for users who have them locally.

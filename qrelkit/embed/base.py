@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -29,18 +28,6 @@ def missing_extra(package: str, extra: str, what: str) -> MissingExtraError:
     return MissingExtraError(
         f"{what} needs the package {package!r}, which is not installed; install it with: pip install 'qrelkit[{extra}]'"
     )
-
-
-def available_cores() -> int:
-    """CPU cores this process may run on (the affinity mask, not the machine's count), at most
-    OMP_NUM_THREADS where that is set: Ray sets it to a worker's CPUs, so two 1-CPU workers on one
-    node do not each start a thread per core."""
-    try:
-        cores = max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # macOS, Windows
-        cores = max(1, os.cpu_count() or 1)
-    limit = os.environ.get("OMP_NUM_THREADS", "")
-    return min(cores, int(limit)) if limit.isdigit() and int(limit) > 0 else cores
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:

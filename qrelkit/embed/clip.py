@@ -27,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from qrelkit.embed.base import available_cores, l2_normalise, missing_extra
+from qrelkit.embed.base import l2_normalise, missing_extra
 from qrelkit.errors import QrelkitError
 from qrelkit.io.images import ImageError, ImageFile, decode_image, read_image_file
 from qrelkit.io.parallel import ordered_map
+from qrelkit.machine import available_cores
 
 ImageSource = ImageFile | str | Path
 

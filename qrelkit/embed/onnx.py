@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from qrelkit.embed.base import available_cores, l2_normalise, missing_extra
+from qrelkit.embed.base import l2_normalise, missing_extra
 from qrelkit.io.limits import cut_text
+from qrelkit.machine import available_cores
 
 MAX_SEQ_LENGTH = 256  # sentence_bert_config.json of all-MiniLM-L6-v2 (tokenizer.json says 128)
 DIM = 384

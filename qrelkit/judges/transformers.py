@@ -29,12 +29,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from qrelkit.embed.base import available_cores
 from qrelkit.io.images import ImageError, decode_image, read_image_file
 from qrelkit.io.parallel import ordered_map
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
 from qrelkit.judges.chat import hf_messages
 from qrelkit.judges.scoring import answer_candidates, candidates_from_logits, grade_token_ids, judgment_from_answer, missing_grade_tokens
+from qrelkit.machine import available_cores
 from qrelkit.prompts import PromptTemplate, TemplateError
 
 DTYPES = ("auto", "bfloat16", "float16", "float32")

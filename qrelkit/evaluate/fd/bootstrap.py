@@ -29,7 +29,6 @@ took as long as one (measured: 1.05 s for twice the work one thread did in 0.52 
 from __future__ import annotations
 
 import multiprocessing
-import os
 import queue
 import signal
 import sys
@@ -46,6 +45,7 @@ from threadpoolctl import threadpool_limits
 from qrelkit.errors import FatalJobError
 from qrelkit.evaluate.fd.distance import factor_from_covariance, sum_sqrt_eigenvalues
 from qrelkit.evaluate.fd.items import ItemSample
+from qrelkit.machine import available_cores
 
 Progress = Callable[[int, int], None]
 TENSOR_LIMIT = 40_000_000  # float64 entries (320 MB) of one run's per-query Gram tensor
@@ -86,13 +86,6 @@ def _second_moments(sample: ItemSample) -> np.ndarray:
         rows = sample.vectors[sample.query_index == q]
         out[q] = rows.T @ rows
     return out
-
-
-def _cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # macOS, Windows
-        return max(1, os.cpu_count() or 1)
 
 
 def _drawn(sample: ItemSample, weights_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -377,7 +370,7 @@ def bootstrap_fd(
             progress(done, total)
 
     if workers is None:
-        workers = _cores() if _estimated_seconds(relevant, retrieved, weights.shape[0]) >= SERIAL_SECONDS else 1
+        workers = available_cores() if _estimated_seconds(relevant, retrieved, weights.shape[0]) >= SERIAL_SECONDS else 1
     if workers > 1 and total and not multiprocessing.current_process().daemon:  # a daemon (a pool's worker) can't have children
         _in_processes(shared, retrieved, workers, out, tick)
     else:
