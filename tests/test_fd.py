@@ -360,6 +360,21 @@ def test_a_small_bootstrap_stays_in_this_process_and_a_large_one_is_spread():
     assert fd_bootstrap._estimated_seconds(relevant, runs, 1000) > fd_bootstrap.SERIAL_SECONDS
 
 
+def test_a_process_limited_to_one_cpu_scores_in_itself(monkeypatch):
+    """OMP_NUM_THREADS=1 (what Ray gives a 1-CPU worker) means no worker processes, however large."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setattr(fd_bootstrap, "SERIAL_SECONDS", 0.0)
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("worker processes started")
+
+    monkeypatch.setattr(fd_bootstrap, "_in_processes", no_pool)
+    rng = np.random.default_rng(6)
+    relevant = _sample(rng, [2] * 4, 3, 0.0)
+    got = bootstrap_fd(relevant, [_sample(rng, [2] * 4, 3, 0.2)], resample_counts(4, 5, seed=0))
+    assert got.shape == (1, 5)
+
+
 def test_bootstrap_reports_progress_in_the_calling_thread_up_to_every_pair():
     rng = np.random.default_rng(3)
     relevant = _sample(rng, [2] * 6, 5, 0.0)
