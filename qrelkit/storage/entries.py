@@ -49,19 +49,22 @@ QRELS = Entries("qrels", "qrels_set_id", ("grade", "iteration"), ("INTEGER", "TE
 
 
 @contextmanager
-def bounded_memory(con: duckdb.DuckDBPyConnection, limit: str | None = LOAD_MEMORY_LIMIT) -> Iterator[None]:
+def bounded_memory(con: duckdb.DuckDBPyConnection, limit: str | None = LOAD_MEMORY_LIMIT, *, keep_order: bool = False) -> Iterator[None]:
     """DuckDB's memory capped at ``limit`` (None: left as it is, as for a database held in memory,
-    which has nowhere to spill to)."""
+    which has nowhere to spill to), and the settings as they were afterwards (a load inside a
+    judging job returns to the job's cap). ``keep_order`` False lets inserts run in parallel
+    where the rows have no order (entries); a table written in order stays in order otherwise."""
     if limit is None:
         yield
         return
+    before = con.execute("SELECT current_setting('memory_limit'), current_setting('preserve_insertion_order')").fetchall()[0]
     con.execute(f"SET memory_limit = '{limit}'")
-    con.execute("SET preserve_insertion_order = false")  # entries have no order: let inserts run in parallel
+    con.execute(f"SET preserve_insertion_order = {'true' if keep_order else 'false'}")
     try:
         yield
     finally:
-        con.execute("RESET memory_limit")
-        con.execute("RESET preserve_insertion_order")
+        con.execute(f"SET memory_limit = '{before[0]}'")
+        con.execute(f"SET preserve_insertion_order = {'true' if before[1] else 'false'}")
 
 
 def next_id(con: duckdb.DuckDBPyConnection, table: str, column: str) -> int:

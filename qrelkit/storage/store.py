@@ -43,6 +43,17 @@ def crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+# DuckDB's memory during a judging job: the pending pairs, the judgments' key index and the
+# writes past it spill to `<db>.tmp`, so a job's memory does not grow with its pool (measured in
+# benchmarks/bench_judging.py, `--part scale`).
+JOB_MEMORY_LIMIT = "128MB"
+
+
+def job_memory(store: Store):
+    """DuckDB's memory capped for a judging job (a database held in memory is left as it is)."""
+    return bounded_memory(store.con, None if store.in_memory else JOB_MEMORY_LIMIT, keep_order=True)
+
+
 def machine_failure(exc: BaseException) -> bool:
     """A database error that says the machine failed (disk, I/O, memory), not the data or the query."""
     text = str(exc).lower()
