@@ -43,6 +43,7 @@ def write_job(folder, *, topics, documents, qrels, judge, batch_size=3, **extra)
 @pytest.fixture
 def small_blocks(monkeypatch):
     monkeypatch.setattr(pools, "BLOCK_PAIRS", 7)  # a 40-pair pool is six blocks
+    monkeypatch.setattr(pools, "CHUNK_PAIRS", 14)  # in three chunks joined with their documents
 
 
 def collection(n_topics=4, n_docs=12):

@@ -14,7 +14,6 @@ import itertools
 import re
 import signal
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,13 +23,14 @@ import numpy as np
 
 from qrelkit.embed.cache import ComputedEmbeddings, VectorStore
 from qrelkit.errors import JobFailed, PairInputError, QrelkitError, StorageFailure
-from qrelkit.jobs.plan import JobPlan, JudgeFactory, collection_unchanged, plan_job, resolve_judge
+from qrelkit.jobs.plan import JudgeFactory, collection_unchanged, plan_job, resolve_judge
 from qrelkit.jobs.spec import ExecutorSpec, JobSpec
 from qrelkit.jobs.stream import PendingStream
+from qrelkit.jobs.writer import JudgmentWriter
 from qrelkit.judges import FatalJudgeError, JudgeContext, Judgment, Pair
 from qrelkit.prompts import TemplateError
 from qrelkit.storage import LoadResult, Store
-from qrelkit.storage.judgments import JudgmentRows, JudgmentWriteError, ensure_judge_run, judgment_rows, write_judgment_rows
+from qrelkit.storage.judgments import JudgmentWriteError, ensure_judge_run
 from qrelkit.storage.schema import SCHEMA_VERSION
 from qrelkit.storage.store import job_memory
 
@@ -302,63 +302,6 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-# Judgments waiting for the writer: flushed every `flush_seconds`, or sooner at this many rows, so
-# that a fast judge's waiting rows stay a few MB of Arrow columns.
-FLUSH_ROWS = 65_536
-
-
-class _Writer:
-    """Collects judgments, as rows ready to store, and commits them every few seconds; the only
-    path to the judgments table. A judgment is stored with what its pair had in the pending stream
-    (its document's content hash, its earlier attempts), which the stream then forgets."""
-
-    def __init__(self, store: Store, plan: JobPlan, stream: PendingStream, report: JobReport, on_flush: Callable[[int], None] | None):
-        self.store, self.plan, self.stream, self.report, self.on_flush = store, plan, stream, report, on_flush
-        self.pending: list[JudgmentRows] = []
-        self.rows = 0
-        self.last = time.monotonic()
-
-    def add(self, judgments: Iterable[Judgment]) -> None:
-        judgments = list(judgments)
-        if not judgments:
-            return
-        hashes = []
-        replaces = False
-        settle = self.stream.settle
-        for judgment in judgments:
-            content_hash, earlier = settle(judgment)
-            if earlier:
-                replaces = True  # the pair's earlier (failed) judgment is replaced
-                if isinstance(getattr(judgment, "attempts", None), int):
-                    judgment.attempts += earlier
-            hashes.append(content_hash)
-        rows = judgment_rows(self.plan.judge_run_id, judgments, hashes, replaces=replaces)
-        self.pending.append(rows)
-        self.rows += len(rows)
-
-    def due(self) -> bool:
-        return self.rows >= FLUSH_ROWS or time.monotonic() - self.last >= self.plan.spec.flush_seconds
-
-    def flush(self) -> None:
-        if self.pending:
-            try:
-                statuses = write_judgment_rows(self.store, self.plan.judge_run_id, self.pending)
-            except JudgmentWriteError as exc:
-                self._count(exc.statuses)
-                raise
-            self._count(statuses)
-        self.last = time.monotonic()
-
-    def _count(self, statuses: list[str]) -> None:
-        self.pending.clear()
-        self.rows = 0
-        self.report.judged += len(statuses)
-        for status, n in Counter(statuses).items():
-            self.report.statuses[status] = self.report.statuses.get(status, 0) + n
-        if self.on_flush:
-            self.on_flush(self.report.judged)
-
-
 def run_job(
     spec: JobSpec,
     *,
@@ -403,7 +346,7 @@ def run_job(
         executor = executor or executor_for(spec.executor)
         pending = plan.pending(store)
         stream = PendingStream(pending, plan.topics, spec.database)
-        writer = _Writer(store, plan, stream, report, on_flush)
+        writer = JudgmentWriter(store, plan.judge_run_id, stream, report, spec.flush_seconds, on_flush)
         watch = FailureWatch(spec.max_consecutive_failures)
         started = time.perf_counter()
         done = 0
@@ -429,12 +372,12 @@ def run_job(
                     if report_progress:
                         report_progress(done, plan.to_judge)
                     if watch.see_all(judgments):
-                        writer.flush()
+                        writer.flush(wait=True)
                         report.seconds = time.perf_counter() - started
                         raise JobStopped(watch.message() + saved_note(report), report)
                     if writer.due():
                         writer.flush()
-                writer.flush()
+                writer.flush(wait=True)
         except KeyboardInterrupt:
             writer.add(_salvage(executor))
             _flush_or_stop(writer, report)
@@ -449,6 +392,7 @@ def run_job(
             raise StorageFailure(f"{exc}; the job stopped at once: {report.judged} judgments of this run were saved before") from None
         finally:
             executor.close()
+            writer.close()
             pending.close()
             report.seconds = time.perf_counter() - started
     return report
@@ -497,10 +441,10 @@ def _salvage(executor: Any) -> list[Judgment]:
     return list(salvage()) if callable(salvage) else []
 
 
-def _flush_or_stop(writer: _Writer, report: JobReport) -> None:
+def _flush_or_stop(writer: JudgmentWriter, report: JobReport) -> None:
     """The last flush of a job that is stopping anyway: a write failure still ends it clearly."""
     try:
-        writer.flush()
+        writer.flush(wait=True)
     except JudgmentWriteError as exc:
         raise JobStopped(f"stopped: {exc}" + saved_note(report), report) from None
 

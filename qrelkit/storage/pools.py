@@ -22,6 +22,8 @@ from qrelkit.storage.store import Store
 # Pending pairs read back per block: enough that a block query's fixed cost is noise, few enough
 # that a block's pairs (with their documents' text) stay a few MB.
 BLOCK_PAIRS = 8192
+# Pending pairs joined with their documents at a time (see PendingPairs): a multiple of BLOCK_PAIRS.
+CHUNK_PAIRS = 32 * BLOCK_PAIRS
 EMPTY_POOL = "SELECT NULL::TEXT AS qid, NULL::TEXT AS docid WHERE false"
 
 
@@ -154,9 +156,11 @@ class PendingPairs:
     what judging them needs: the judgment they had (status, attempts), and their document (NULL
     columns and ``has_document`` false when the collection lacks it).
 
-    Taken once, when made (so judgments written meanwhile do not move it), into a temporary table
-    of the store's connection, and read back ``BLOCK_PAIRS`` at a time: the process holds a
-    block, DuckDB the rest (within its memory limit, spilling past it)."""
+    Taken once, when made (so judgments written meanwhile do not move it): the pending keys go
+    into a temporary table of the store's connection, in order. They are read back ``BLOCK_PAIRS``
+    at a time, their documents joined a chunk of ``CHUNK_PAIRS`` at a time (a join and a sort that
+    fit the job's memory cap whatever the pool's size; one join of all of them did not). The
+    process holds a block, DuckDB a chunk and its spill."""
 
     COLUMNS = "position, qid, docid, earlier_status, earlier_attempts, has_document, text, image_path, image_root, fields, content_hash"
 
@@ -164,30 +168,35 @@ class PendingPairs:
         self.store = store
         cut = "" if limit is None else f" LIMIT {int(limit)}"
         store.con.execute(
-            "CREATE OR REPLACE TEMP TABLE pending_pairs AS "
+            "CREATE OR REPLACE TEMP TABLE pending_keys AS "
             "SELECT row_number() OVER (ORDER BY p.qid, p.docid) AS position, p.qid, p.docid, "
-            "j.status AS earlier_status, j.attempts AS earlier_attempts, d.docid IS NOT NULL AS has_document, "
-            "d.text, d.image_path, d.image_root, d.fields, d.content_hash "
-            f"FROM {_judged(pool)} LEFT JOIN documents d ON d.docid = p.docid WHERE {PENDING} ORDER BY position{cut}",
+            f"j.status AS earlier_status, j.attempts AS earlier_attempts FROM {_judged(pool)} WHERE {PENDING} ORDER BY position{cut}",
             {"judge_run": judge_run_id, "retry_failed": retry_failed},
         )
-        self.count = int(store._scalar("SELECT count(*) FROM pending_pairs"))
+        self.count = int(store._scalar("SELECT count(*) FROM pending_keys"))
 
     def __len__(self) -> int:
         return self.count
 
     def blocks(self, rows: int | None = None) -> Iterator[pa.Table]:
-        """The pending pairs in order, ``rows`` (BLOCK_PAIRS) at a time (the table is in position
-        order, so a block's range query reads only the row groups that hold it)."""
+        """The pending pairs in order, ``rows`` (BLOCK_PAIRS) at a time. Each table is written in
+        position order, so a range of positions reads only the row groups that hold it."""
         rows = rows or BLOCK_PAIRS
-        for start in range(0, self.count, rows):
-            yield arrow_table(
-                self.store.con,
-                f"SELECT {self.COLUMNS} FROM pending_pairs WHERE position > {start} AND position <= {start + rows} ORDER BY position",
+        for chunk in range(0, self.count, CHUNK_PAIRS):
+            self.store.con.execute(
+                "CREATE OR REPLACE TEMP TABLE pending_pairs AS SELECT k.*, d.docid IS NOT NULL AS has_document, "
+                "d.text, d.image_path, d.image_root, d.fields, d.content_hash FROM pending_keys k "
+                f"LEFT JOIN documents d ON d.docid = k.docid WHERE k.position > {chunk} AND k.position <= {chunk + CHUNK_PAIRS} "
+                "ORDER BY k.position"
             )
+            for start in range(chunk, min(chunk + CHUNK_PAIRS, self.count), rows):
+                end = min(start + rows, chunk + CHUNK_PAIRS)
+                query = f"SELECT {self.COLUMNS} FROM pending_pairs WHERE position > {start} AND position <= {end} ORDER BY position"
+                yield arrow_table(self.store.con, query)
 
     def close(self) -> None:
         self.store.con.execute("DROP TABLE IF EXISTS pending_pairs")
+        self.store.con.execute("DROP TABLE IF EXISTS pending_keys")
 
 
 @dataclass(frozen=True)

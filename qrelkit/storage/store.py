@@ -43,15 +43,28 @@ def crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-# DuckDB's memory during a judging job: the pending pairs, the judgments' key index and the
-# writes past it spill to `<db>.tmp`, so a job's memory does not grow with its pool (measured in
-# benchmarks/bench_judging.py, `--part scale`).
-JOB_MEMORY_LIMIT = "128MB"
+# DuckDB during a judging job: the pending pairs, the judgments' key index and the writes past it
+# spill to `<db>.tmp` beyond this much memory, so a job's memory does not grow with its pool; one
+# thread, because DuckDB needs a working share of memory per thread under a cap, and the judge
+# and the writer keep the process's cores busy anyway (benchmarks/bench_judging.py, `--parts scale`).
+JOB_MEMORY_LIMIT = os.environ.get("QRELKIT_JOB_MEMORY", "64MB")
+JOB_THREADS = int(os.environ.get("QRELKIT_JOB_THREADS", "1"))
 
 
-def job_memory(store: Store):
-    """DuckDB's memory capped for a judging job (a database held in memory is left as it is)."""
-    return bounded_memory(store.con, None if store.in_memory else JOB_MEMORY_LIMIT, keep_order=True)
+@contextmanager
+def job_memory(store: Store) -> Iterator[None]:
+    """DuckDB's memory and threads capped for a judging job (a database held in memory, which has
+    nowhere to spill to, is left as it is)."""
+    if store.in_memory:
+        yield
+        return
+    (threads,) = store.con.execute("SELECT current_setting('threads')").fetchall()[0]
+    store.con.execute(f"SET threads = {JOB_THREADS}")
+    try:
+        with bounded_memory(store.con, JOB_MEMORY_LIMIT, keep_order=True):
+            yield
+    finally:
+        store.con.execute(f"SET threads = {int(threads)}")
 
 
 def machine_failure(exc: BaseException) -> bool:
@@ -141,6 +154,15 @@ class Store:
             store.con.execute("COPY FROM DATABASE planned_source TO memory")
             store.con.execute("DETACH planned_source")
         store._migrate()
+        return store
+
+    def another_connection(self) -> Store:
+        """The same database through a connection of its own, for another thread (a DuckDB
+        connection serves one thread at a time); temporary tables of this one are not seen there.
+        Close it before this one."""
+        store = Store.__new__(Store)
+        store.path, store.in_memory, store._depth = self.path, self.in_memory, 0
+        store.con = self.con.cursor()
         return store
 
     def _open_error(self, exc: duckdb.Error) -> StoreError:
