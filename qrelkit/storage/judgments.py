@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
@@ -420,13 +421,47 @@ def _cut(text: str) -> str:
     return text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS].rstrip() + " …"
 
 
-def judgments_table(store: Store, judge_run_id: str | None = None) -> pa.Table:
-    """Every stored field of the judgments of one judge run (a full id), or of all: the judgments
-    table's own columns, whatever the schema version adds, and the run's judge and template id."""
+def _exported(judge_run_id: str | None, judged_at: str = "j.judged_at") -> tuple[str, list[str]]:
+    """The query of every stored field of the judgments of one judge run (a full id), or of all: the
+    judgments table's own columns, whatever the schema version adds, and the run's judge and template id."""
     where, params = ("WHERE judge_run_id = ?", [judge_run_id]) if judge_run_id is not None else ("", [])
+    query = (
+        f"SELECT j.* REPLACE ({judged_at} AS judged_at), r.judge, r.template_id FROM judgments j JOIN judge_runs r "
+        f"USING (judge_run_id) {where} ORDER BY judge_run_id, qid, docid"
+    )
+    return query, params
+
+
+def judgments_table(store: Store, judge_run_id: str | None = None) -> pa.Table:
+    """Every stored field of the judgments of one judge run (a full id), or of all, as a table."""
+    query, params = _exported(judge_run_id)
     with store.con.cursor() as cursor:  # its own result: the store's connection may hold an unfinished one
-        return cursor.sql(
-            f"SELECT j.*, r.judge, r.template_id FROM judgments j JOIN judge_runs r USING (judge_run_id) {where} "
-            "ORDER BY judge_run_id, qid, docid",
-            params=params,
-        ).to_arrow_table()
+        return cursor.sql(query, params=params).to_arrow_table()
+
+
+# JSON Lines' time as Python's `isoformat` writes it (what the export wrote before it was a COPY).
+ISO_TIME = (
+    "strftime(j.judged_at, '%Y-%m-%dT%H:%M:%S') "
+    "|| CASE WHEN epoch_us(j.judged_at) % 1000000 = 0 THEN '' ELSE strftime(j.judged_at, '.%f') END"
+)
+
+
+def copy_judgments(store: Store, path: str | Path, fmt: str, judge_run_id: str | None = None) -> tuple[int, list[str]]:
+    """What `judgments_table` holds, written to ``path`` by DuckDB's own COPY (``fmt``: "parquet" or
+    "json", one object a line): no table in Python memory, whatever the number of judgments.
+    Returns the rows written and the judge runs they belong to."""
+    if fmt not in ("parquet", "json"):
+        raise ValueError(f"COPY writes parquet or json here, not {fmt!r}")
+    query, params = _exported(judge_run_id, ISO_TIME if fmt == "json" else "j.judged_at")
+    where, run_params = ("WHERE judge_run_id = ?", [judge_run_id]) if judge_run_id is not None else ("", [])
+    with store.con.cursor() as cursor:
+        cursor.execute("BEGIN TRANSACTION")  # the count and the file: one snapshot
+        try:
+            runs = [
+                row[0] for row in cursor.execute(f"SELECT DISTINCT judge_run_id FROM judgments {where} ORDER BY 1", run_params).fetchall()
+            ]
+            target = str(path).replace("'", "''")
+            (rows,) = cursor.execute(f"COPY ({query}) TO '{target}' (FORMAT {fmt})", params).fetchone()
+        finally:
+            cursor.execute("COMMIT")
+    return int(rows), runs
