@@ -25,7 +25,7 @@ from qrelkit.io import Document, OnDuplicate, Qrels, Run, Topic, file_sha256, ru
 from qrelkit.io.columnar import Block, iter_qrels_blocks
 from qrelkit.io.paths import irds_id
 from qrelkit.io.sources import documents_from, qrels_from, source_name, source_sha256, topics_from
-from qrelkit.storage.entries import LOAD_MEMORY_LIMIT, QRELS, RUN_ENTRIES, bounded_memory, delete_entries, next_id, read_entries
+from qrelkit.storage.entries import LOAD_MEMORY_LIMIT, QRELS, RUN_ENTRIES, StoredRuns, bounded_memory, delete_entries, next_id, read_entries
 from qrelkit.storage.loads import write_qrels_blocks, write_run_files
 from qrelkit.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -606,11 +606,21 @@ class Store:
         return self.runs([name])[0]
 
     def runs(self, names: list[str] | None = None) -> list[Run]:
-        """The named runs (all, by name, when None), each read back as columns in one query."""
+        """The named runs (all, by name, when None), read back as columns."""
+        return list(self.iter_runs(names))
+
+    def iter_runs(self, names: list[str] | None = None) -> Iterator[Run]:
+        """The named runs (all, by name, when None), one at a time in one pass (`StoredRuns`): a
+        caller that keeps only results holds one run. Every name is checked before the first run."""
         names = list(names or self.run_names())
         found = self._run_ids(names)
-        tables = read_entries(self.con, RUN_ENTRIES, [run_id for run_id, _, _ in found.values()])
-        return [Run.from_table(name, tables[found[name][0]], tag=found[name][1], source=found[name][2]) for name in names]
+        return self._iter_runs(names, found)
+
+    def _iter_runs(self, names: list[str], found: dict[str, tuple[int, str, str]]) -> Iterator[Run]:
+        stored = StoredRuns(self.con)
+        for name in names:
+            run_id, tag, path = found[name]
+            yield Run.from_table(name, stored.table(run_id), tag=tag, source=path)
 
     def run_ids(self, names: list[str] | None = None) -> list[int]:
         """The ids of the named runs (of all when None); an unknown name is an error."""
