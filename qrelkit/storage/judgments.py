@@ -461,7 +461,8 @@ def copy_judgments(store: Store, path: str | Path, fmt: str, judge_run_id: str |
                 row[0] for row in cursor.execute(f"SELECT DISTINCT judge_run_id FROM judgments {where} ORDER BY 1", run_params).fetchall()
             ]
             target = str(path).replace("'", "''")
-            (rows,) = cursor.execute(f"COPY ({query}) TO '{target}' (FORMAT {fmt})", params).fetchone()
+            written = cursor.execute(f"COPY ({query}) TO '{target}' (FORMAT {fmt})", params).fetchone()
+            rows = int(written[0]) if written else 0
         finally:
             cursor.execute("COMMIT")
-    return int(rows), runs
+    return rows, runs
