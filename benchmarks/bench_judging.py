@@ -309,6 +309,8 @@ def run_scale(sizes: list[int]) -> list[dict]:
     for size in sizes:
         job, base = scale_database(size)
         database = job.parent / "job.duckdb"
+        for stale in job.parent.glob("job.duckdb*"):  # a killed run's WAL would replay onto the fresh copy
+            stale.unlink() if stale.is_file() else shutil.rmtree(stale)
         shutil.copy(base, database)
         try:
             done = subprocess.run([sys.executable, __file__, "--scale-child", str(job)], capture_output=True, text=True, cwd=HERE)
