@@ -144,7 +144,8 @@ def anchor_onnx(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
             mask = (input_ids != 0).astype(np.int64)
             feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
             hidden = session.run(["last_hidden_state"], feeds)[0]
-            out[chosen] = (hidden * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+            weights = mask[:, :, None].astype(np.float32)  # float32 pooling, as the judge pools
+            out[chosen] = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
             start = end
         return out / np.linalg.norm(out, axis=1, keepdims=True)
 
