@@ -83,7 +83,11 @@ def judge(
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the --sample order (default 0).")] = None,
     dry_run: Annotated[
         bool,
-        typer.Option("--dry-run", help="Only count (what it would load; pairs, done, failed, to judge) and estimate cost; writes nothing."),
+        typer.Option(
+            "--dry-run",
+            help="Only count (what it would load; pairs, done, failed, to judge), estimate cost and run the checks made before "
+            "judging (database, grading target, template grades); writes nothing.",
+        ),
     ] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Judge failed pairs (parse/model/input errors) again.")] = False,
     grade: Annotated[bool, typer.Option("--grade/--no-grade", help="Grade into qrels when the job has `grading`.")] = True,
