@@ -7,7 +7,7 @@ backends do: a raise for one pair, a parse failure, an interrupt mid-job.
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -75,3 +75,25 @@ class SlowJudge(BaseJudge):
             time.sleep(self.config.seconds)
             out.append(Judgment(*pair.key, "ok", score=overlap(pair.topic.text, pair.document.text or "")))
         return out
+
+
+class AnswerConfig(JudgeConfig):
+    answer: float = 3.0
+    score: Literal["parsed", "expected"] = "parsed"
+
+
+class AnswerJudge(BaseJudge):
+    """A generative judge as grading sees one (it needs a template, and scores by its parsed grade or
+    its expected grade): it answers `answer` for every pair, and records each call."""
+
+    name = "answer"
+    Config = AnswerConfig
+    needs_template = True
+    calls: ClassVar[list[tuple[str, str]]] = []
+
+    def judge(self, batch):
+        AnswerJudge.calls.extend(pair.key for pair in batch)
+        answer = self.config.answer
+        return [
+            Judgment(*pair.key, "ok", score=answer, parsed=answer, expected=answer, raw_output=f"Relevance: {answer:g}") for pair in batch
+        ]

@@ -25,7 +25,18 @@ from qrelkit.cli.base import (
 )
 
 ModelQrels = Annotated[
-    str | None, typer.Option("--model-qrels", help="Model qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db.")
+    str | None,
+    typer.Option(
+        "--model-qrels",
+        help="Model qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db; with --judge-run, which of its graded sets.",
+    ),
+]
+AuditJudgeRun = Annotated[
+    str | None,
+    typer.Option(
+        "--judge-run",
+        help="A judge run in --db (id, unique id prefix, or name): the qrels set its job graded (or its only graded set).",
+    ),
 ]
 ModelQrelsAlias = Annotated[str | None, typer.Option("--qrels", hidden=True)]
 ReferenceQrels = Annotated[
@@ -33,6 +44,10 @@ ReferenceQrels = Annotated[
     typer.Option("--reference-qrels", help="Reference (human) qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db."),
 ]
 ReferenceAlias = Annotated[str | None, typer.Option("--reference", hidden=True)]
+ReferenceName = Annotated[
+    str | None,
+    typer.Option("--reference-name", help="What to call the reference qrels in the output (default: the set's name, or FOLDER/FILE)."),
+]
 Groups = Annotated[
     str | None, typer.Option("--groups", help="Groups TSV of runs as FILE[:COLUMN]: a `run` column and grouping columns (header optional).")
 ]
@@ -60,6 +75,7 @@ def _audit_options(**given) -> dict:
         model_qrels=either(given["model_qrels"], given["qrels"], "--model-qrels", "--qrels"),
         reference_qrels=reference,
         judge_run=given["judge_run"],
+        reference_name=given["reference_name"],
         runs=given["runs"] or [],
         db=given["db"],
         measures=given["measure"],
@@ -79,7 +95,8 @@ def _audit_options(**given) -> dict:
 def agree_cmd(
     model_qrels: ModelQrels = None,
     reference_qrels: ReferenceQrels = None,
-    judge_run: JudgeRunOption = None,
+    reference_name: ReferenceName = None,
+    judge_run: AuditJudgeRun = None,
     runs: RunsOption = None,
     measure: MeasureOption = None,
     group: Group = None,
@@ -122,7 +139,8 @@ def report_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="Where to write the page: an .html file, or a folder (report.html inside).")],
     model_qrels: ModelQrels = None,
     reference_qrels: ReferenceQrels = None,
-    judge_run: JudgeRunOption = None,
+    reference_name: ReferenceName = None,
+    judge_run: AuditJudgeRun = None,
     runs: RunsOption = None,
     measure: MeasureOption = None,
     group: Group = None,

@@ -16,6 +16,7 @@ from qrelkit.cli.base import (
     ReplaceOption,
     RunsOption,
     app,
+    err,
     export_app,
     import_app,
     load_app,
@@ -183,7 +184,9 @@ def import_scores(
 @export_app.command("qrels")
 def export_qrels(
     output: Annotated[Path, typer.Argument(help="Where to write TREC qrels.")],
-    judge_run: Annotated[str | None, typer.Option("--judge-run", help="Export the newest qrels graded from this judge run.")] = None,
+    judge_run: Annotated[
+        str | None, typer.Option("--judge-run", help="Export the qrels set this judge run's job graded (or its only graded set).")
+    ] = None,
     name: Annotated[str | None, typer.Option(help="Or: the qrels set with this name.")] = None,
     db: DbOption = DEFAULT_DB,
 ) -> None:
@@ -191,7 +194,9 @@ def export_qrels(
 
     from qrelkit.commands import judging
 
-    qrels = judging.export_qrels_file(db, output, judge_run_id=judge_run, name=name)
+    qrels, note = judging.export_qrels_file(db, output, judge_run_id=judge_run, name=name)
+    if note:
+        err.print(note, highlight=False)
     out.print(f"wrote {len(qrels)} judgments of {qrels.name!r} to {output}", highlight=False)
 
 

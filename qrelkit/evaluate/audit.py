@@ -58,6 +58,9 @@ class Audit:
     model_grades: dict[str, dict[str, int]] = field(default_factory=dict)  # as given, before any map
     reference_grades: dict[str, dict[str, int]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # sentences for a reader: scale mismatch, too little data
+    # What each side's qrels are ("model", "reference" -> name, origin, file, judge run, grading record,
+    # sample), as plain data; filled by whoever resolved them (`qrelkit.commands.agree`).
+    sources: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (`qrelkit agree --json`)."""
@@ -228,4 +231,5 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
         "bootstrap": {"resamples": result.resamples, "seed": result.seed},
         "maps": {"reference": result.reference_map, "model": result.model_map},
         "warnings": list(result.warnings),
+        "sources": result.sources,
     }

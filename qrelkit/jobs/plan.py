@@ -1,5 +1,6 @@
 """What a judging job will do, before any model runs: the judge, its configuration and identity,
-the collection loaded, the pool, and the resume state (which pairs are done, failed or pending)."""
+the collection loaded, the pool (or a sample of it), the resume state (which pairs are done, failed
+or pending), and every check that can fail a job before its first call rather than after it."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 
 from qrelkit.errors import QrelkitError
 from qrelkit.io import Document, Topic, list_run_files, sha256_text
-from qrelkit.jobs.pool import depth_pool, pairs_file_pool, qrels_pool
-from qrelkit.jobs.spec import JobError, JobSpec
+from qrelkit.jobs.grade import template_grade_check
+from qrelkit.jobs.pool import depth_pool, pairs_file_pool, qrels_pool, sample_pool
+from qrelkit.jobs.spec import JobError, JobSpec, SampleSpec
 from qrelkit.judges import JudgeConfig, JudgeContext, Pair, create_judge, judge_class, make_config
 from qrelkit.prompts import PromptTemplate, load_template
 from qrelkit.storage import LoadResult, Store
@@ -115,7 +117,9 @@ class JobPlan:
     model_id: str
     judge_run_id: str
     loads: list[LoadResult] = field(default_factory=list)
-    pairs: list[tuple[str, str]] = field(default_factory=list)  # the pool
+    pairs: list[tuple[str, str]] = field(default_factory=list)  # the pool, or the sample of it the job judges
+    sample: dict[str, Any] | None = None  # the sample asked for: pairs, seed, topics, pool_pairs, pool_topics
+    checks: list[str] = field(default_factory=list)  # what was checked before judging (a dry run lists it)
     states: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # pool pairs judged before: (status, attempts)
     already_ok: int = 0  # pool pairs with an `ok` judgment before this run
     already_failed: int = 0  # pool pairs with a failed one
@@ -138,6 +142,7 @@ class JobPlan:
             template.content_hash if template else None,
             template.content() if template else None,
             self.model_id,
+            self.sample if self.sample and self.sample["pairs"] < self.sample["pool_pairs"] else None,
         )
 
     def pending_pairs(self) -> tuple[list[Pair], list[tuple[str, str, str]]]:
@@ -154,29 +159,87 @@ class JobPlan:
 
 
 def resolve_judge(spec: JobSpec) -> tuple[JudgeFactory, type, JudgeConfig, str, str]:
-    """(factory, judge class, validated config, model id, judge run id): all known without loading a model."""
+    """(factory, judge class, validated config, model id, judge run id): all known without loading a
+    model. A grading that cannot grade the template's grades is refused here, before any judging."""
     source = str(spec.source or "job")
     template = load_template(spec.template) if spec.template else None
     cls = judge_class(spec.judge.name, allow_import=spec.allow_import)
     config = make_config(spec.judge.name, spec.judge.options, source=source, allow_import=spec.allow_import)
+    template_check(spec, template, cls, config)
     model_id = cls.model_id_for(config)
     identity = identity_options(cls.Config, config.model_dump(mode="json"))
     run_id = judge_run_id_for(spec.judge.name, identity, template, model_id)
     return JudgeFactory(spec.judge.name, spec.judge.options, template, source, spec.allow_import), cls, config, model_id, run_id
 
 
+def template_check(spec: JobSpec, template: PromptTemplate | None, cls: type, config: JudgeConfig) -> str | None:
+    """The grading against the grades the template asks a generative judge for (its parsed grade or
+    the expected grade Σ g·p(g), whichever the grading reads); raises when grading would fail."""
+    if spec.grading is None or template is None or not getattr(cls, "needs_template", True):
+        return None  # a judge that scores by itself (a cosine, CLIPScore): its scores are not the template's grades
+    column = spec.grading.score if spec.grading.score != "score" else getattr(config, "score", "parsed")
+    try:
+        return template_grade_check(spec.grading, template.grade_token_list, column, template.id)
+    except QrelkitError as exc:
+        raise JobError(f"{spec.source or 'job'}: grading: {exc}") from None
+
+
+def choose_pairs(pool: list[tuple[str, str]], sample: SampleSpec | None) -> tuple[list[tuple[str, str]], dict[str, Any] | None]:
+    """The pairs a job judges: its pool, or the sample of it the job asks for, with what the sample is."""
+    if sample is None:
+        return pool, None
+    chosen = sample_pool(pool, sample.pairs, sample.seed)
+    described = {
+        "pairs": len(chosen),
+        "asked": sample.pairs,
+        "seed": sample.seed,
+        "topics": len({qid for qid, _ in chosen}),
+        "pool_pairs": len(pool),
+        "pool_topics": len({qid for qid, _ in pool}),
+    }
+    return chosen, described
+
+
+def grading_target_check(store: Store, spec: JobSpec, judge_run_id: str) -> str | None:
+    """Where the job's grading writes, checked against the store: a loaded set is never graded into,
+    and a set graded from another judge run is not replaced (both would stop the job after judging)."""
+    if spec.grading is None:
+        return None
+    source = spec.source or "job"
+    name = spec.grading.name or f"graded-{judge_run_id}"
+    origin = store.qrels_origin(name)
+    if origin is None:
+        return f"grading.name {name!r}: a new qrels set"
+    kind, graded_from, path = origin
+    if kind != "graded":
+        raise JobError(
+            f"{source}: grading.name: {name!r} holds qrels loaded from {path}; grading into it would overwrite them: "
+            "choose another grading.name"
+        )
+    if graded_from != judge_run_id:
+        raise JobError(
+            f"{source}: grading.name: {name!r} holds qrels graded from judge run {graded_from}, not from this job's judge run "
+            f"{judge_run_id}; grading would be refused after judging: choose another grading.name (e.g. --set grading.name=...)"
+        )
+    return f"grading.name {name!r}: graded from this judge run before; grading replaces it"
+
+
 def plan_job(store: Store, spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False) -> JobPlan:
-    """Load the collection, pool the pairs, and find what is left to judge."""
+    """Load the collection, pool the pairs (or sample them), check what can be checked before
+    judging, and find what is left to judge."""
     if limit is not None and limit < 0:
         raise QrelkitError(f"--limit must be 0 or more, got {limit}")
     spec.check_paths()
     factory, cls, config, model_id, run_id = resolve_judge(spec)
     plan = JobPlan(spec, factory, cls, config, model_id, run_id)
     plan.loads = load_collection(store, spec)
-    plan.pairs = build_pool(store, spec)
+    pool = build_pool(store, spec)
     source = str(spec.source or "job")
-    if not plan.pairs:
+    if not pool:
         raise JobError(f"{source}: the pool is empty")
+    plan.pairs, plan.sample = choose_pairs(pool, spec.sample)
+    plan.checks = [f"database {spec.database.resolve()}: can be written"]
+    plan.checks += [c for c in (grading_target_check(store, spec, run_id), template_check(spec, factory.template, cls, config)) if c]
     plan.topics = {t.qid: t for t in store.topics()}
     plan.documents = store.documents()
     if factory.template is not None:

@@ -50,6 +50,8 @@ class JobReport:
     in_batches: int = 0  # pairs in batches not yet collected (after this run)
     batches: list[dict[str, Any]] = field(default_factory=list)  # the judge run's batch submissions (batch mode)
     submitted: int = 0  # requests this run sent in new batches
+    sample: dict[str, Any] | None = None  # the job judges a sample of its pool (`JobPlan.sample`); `pairs` is then the sample's size
+    checks: list[str] = field(default_factory=list)  # what was checked before judging (`JobPlan.checks`)
 
     @property
     def failed(self) -> int:
@@ -79,6 +81,8 @@ class JobReport:
             "in_batches": self.in_batches,
             "submitted": self.submitted,
             "batches": self.batches,
+            "sample": self.sample,
+            "checks": self.checks,
         }
 
 
@@ -341,6 +345,7 @@ def run_job(
     with Store(spec.database) as store:
         plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
         report = JobReport(plan.judge_run_id, len(plan.pairs), plan.already_ok, plan.already_failed, len(plan.todo), loads=plan.loads)
+        report.sample, report.checks = plan.sample, plan.checks
         report.in_batches = len(plan.in_batches)
         report.mode = getattr(plan.config, "mode", "sync")
         valid, missing = plan.pending_pairs()
@@ -419,6 +424,7 @@ def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: boo
     with planning_store(spec) as store:
         plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
     report = JobReport(plan.judge_run_id, len(plan.pairs), plan.already_ok, plan.already_failed, len(plan.todo), loads=plan.loads)
+    report.sample, report.checks = plan.sample, plan.checks
     report.in_batches = len(plan.in_batches)
     report.mode = getattr(plan.config, "mode", "sync")
     valid, _ = plan.pending_pairs()

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from qrelkit.errors import InputFormatError, QrelkitError
 from qrelkit.io import OnDuplicate
+from qrelkit.io.files import OutputPathError, check_writable
 from qrelkit.io.paths import irds_id
 from qrelkit.io.structured import read_yaml, value_problem
 from qrelkit.jobs.grade import GradingSpec
@@ -60,6 +61,14 @@ class PoolSpec(_Strict):
         return self
 
 
+class SampleSpec(_Strict):
+    """Judge `pairs` pairs of the pool spread over every topic (`qrelkit.jobs.pool.sample_pool`): the
+    same seed always gives the same order, and a larger sample holds a smaller one."""
+
+    pairs: int = Field(ge=1, description="How many pairs of the pool to judge.")
+    seed: int = Field(0, ge=0, description="Seed of the sample's order.")
+
+
 class JudgeSpec(_Strict):
     name: str
     options: dict[str, Any] = Field(default_factory=dict)
@@ -99,6 +108,7 @@ class JobSpec(_Strict):
     judge: JudgeSpec
     template: str | None = Field(None, description="A template file or built-in id.")
     grading: GradingSpec | None = None
+    sample: SampleSpec | None = Field(None, description="Judge a stratified sample of the pool (also --sample N --seed S).")
     batch_size: int = Field(64, ge=1)
     flush_seconds: float = Field(2.0, gt=0, description="Write judgments at least this often.")
     allow_import: bool = Field(
@@ -111,7 +121,9 @@ class JobSpec(_Strict):
     source: Path | None = Field(None, exclude=True)
 
     def check_paths(self) -> None:
-        """Every file the job names exists (and is a file, or a folder where one is expected)."""
+        """Every file the job names exists (and is a file, or a folder where one is expected), the
+        files it writes can be written, and its grading does not aim at a qrels set it loads: all
+        known before the first call to a judge."""
         c = self.collection
         files = [("collection.topics", c.topics), ("collection.documents", c.documents), ("pool.pairs", self.pool.pairs)]
         files += [(f"collection.qrels.{name}", q) for name, q in c.qrels.items()]
@@ -128,6 +140,18 @@ class JobSpec(_Strict):
             raise JobError(f"{self.source}: database: {self.database} is a directory; name a database file")
         if not self.database.parent.is_dir():
             raise JobError(f"{self.source}: database: the folder {self.database.parent} does not exist")
+        try:
+            check_writable(self.database)
+        except OutputPathError as exc:
+            raise JobError(f"{self.source}: database: {exc}") from None
+        requests = self.database.with_name(self.database.name + ".batches")  # jobs.batch.batch_folder
+        if self.judge.options.get("mode") == "batch" and requests.exists() and not requests.is_dir():
+            raise JobError(f"{self.source}: database: batch mode writes its request files into {requests}, which is a file, not a folder")
+        if self.grading is not None and self.grading.name in c.qrels:
+            raise JobError(
+                f"{self.source}: grading.name: {self.grading.name!r} is the qrels set the job loads from {c.qrels[self.grading.name]}; "
+                "grading into it would overwrite those qrels: choose another grading.name"
+            )
 
     def resolve_paths(self, base: Path) -> JobSpec:
         def fix(path: Path | None) -> Path | None:

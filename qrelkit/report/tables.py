@@ -77,6 +77,7 @@ def audit_tables(result: Audit) -> list[Text | Table]:
         f"{len(result.model_evaluation.runs)} runs",
         style="bold",
     )
+    sources = [Text(f"{side} qrels: {describe_qrels(source)}") for side, source in result.sources.items()]
     labels = Table(title="Label agreement on the shared pairs", title_justify="left")
     labels.add_column("statistic")
     labels.add_column("value", justify="right")
@@ -95,7 +96,7 @@ def audit_tables(result: Audit) -> list[Text | Table]:
     names = {"kendall_tau": "Kendall τ-b", "spearman_rho": "Spearman ρ", "pearson_r": "Pearson r", "tau_ap": "τ_AP"}
     for statistic, name in names.items():
         systems.add_row(name, *(f"{fmt(getattr(c, statistic))} {ci(c.ci95.get(statistic), 3)}" for c in result.systems.values()))
-    tables: list[Text | Table] = [heading, labels, confusion, systems]
+    tables: list[Text | Table] = [heading, *sources, labels, confusion, systems]
     for measure in result.model_evaluation.measures if result.bias else []:
         bias = Table(title=f"Relative Δ toward each group, % ({measure}) [95% CI]", title_justify="left", box=box.SIMPLE_HEAD)
         for i, column in enumerate(["group", "runs in/out", "Δ model qrels", "Δ reference", "model − reference"]):
@@ -151,8 +152,26 @@ def fd_table(report: FDReport):
     return table
 
 
-def describe_job(report: Any, *, dry_run: bool = False) -> list[str]:
-    """What a judging run did, as lines (qrelkit.jobs.runner.JobReport)."""
+def describe_pairs(report: Any) -> str:
+    """The pairs a job works on: its pool, or the sample of it (qrelkit.jobs.plan.JobPlan.sample)."""
+    sample = report.sample
+    if sample is None:
+        return f"{report.pairs} pairs in the pool"
+    if sample["pairs"] >= sample["pool_pairs"]:
+        return f"{report.pairs} pairs in the pool (--sample {sample['asked']} covers all of it)"
+    return describe_sample(sample)
+
+
+def describe_sample(sample: dict[str, Any]) -> str:
+    """`sample of N pairs over T topics (seed S, from a pool of P pairs over U topics)`."""
+    return (
+        f"sample of {sample['pairs']} pairs over {sample['topics']} topics (seed {sample['seed']}, "
+        f"from a pool of {sample['pool_pairs']} pairs over {sample['pool_topics']} topics)"
+    )
+
+
+def describe_job(report: Any, *, dry_run: bool = False, limit: int | None = None) -> list[str]:
+    """What a judging run did, as lines (qrelkit.jobs.runner.JobReport); ``limit``: the run's --limit."""
     verbs = {"loaded": "would load", "replaced": "would replace"} if dry_run else {}
     lines = [
         f"skipped {load.name}: {load.reason}"
@@ -162,10 +181,16 @@ def describe_job(report: Any, *, dry_run: bool = False) -> list[str]:
         if load.status != "unchanged"
     ]
     lines.append(
-        f"judge run {report.judge_run_id}: {report.pairs} pairs in the pool; before this run "
+        f"judge run {report.judge_run_id}: {describe_pairs(report)}; before this run "
         f"{report.already_ok} ok, {report.already_failed} failed; {report.to_judge} to judge"
     )
+    if limit is not None:
+        lines.append(
+            f"--limit {limit} caps this run's calls: the first pending pairs in pool order, not a sample "
+            "(--sample N spreads its pairs over every topic)"
+        )
     if dry_run:
+        lines += [f"checked before judging: {check}" for check in getattr(report, "checks", [])]
         if report.estimate:
             lines.append("estimate for the pairs to judge: " + ", ".join(f"{k} {v}" for k, v in report.estimate.items()))
         return lines
@@ -182,24 +207,71 @@ def describe_job(report: Any, *, dry_run: bool = False) -> list[str]:
     return lines
 
 
+def tie_rule(grading: dict[str, Any]) -> str | None:
+    """The tie rule of a quantile grading record (None for other methods; the oldest records name none)."""
+    if grading.get("method") != "quantile":
+        return None
+    return str(grading.get("ties") or "not recorded")
+
+
+def grading_rule(grading: dict[str, Any]) -> str:
+    """A grading record in words: the method, per topic or global, the tie rule, the score graded."""
+    method = grading.get("method")
+    thresholds = grading.get("thresholds") or {}
+    if method == "quantile" and grading.get("per_topic"):
+        topics = grading.get("topics", len(thresholds))  # records before 0.2 had no count: their per-topic cuts tell it
+        rule = f"per-topic quantiles {grading.get('quantiles')} over {topics} topics, ties: {tie_rule(grading)}"
+    elif method == "quantile":
+        cuts = thresholds.get("*")
+        at = " at " + ", ".join(f"{c:.4g}" for c in cuts) if cuts else ""
+        rule = f"global quantiles {grading.get('quantiles')}{at}, ties: {tie_rule(grading)}"
+    elif method in ("thresholds", "threshold"):
+        rule = "cut points " + ", ".join(f"{c:g}" for c in thresholds.get("*", [])) if thresholds.get("*") else f"method {method}"
+    elif method == "map":
+        rule = "map " + ",".join(f"{k}:{v}" for k, v in (grading.get("map") or {}).items())
+    elif method == "identity":
+        rule = "identity: the scores are the grades"
+    else:
+        rule = f"method {method}"
+    score = grading.get("score", "score")
+    return rule + ("" if score == "score" else f", by the {score} score")
+
+
 def describe_grading(result: Any) -> list[str]:
     """What grading did (qrelkit.jobs.grade.GradingResult): the rule, the grades, and any warning."""
     d = result.description
-    if d["method"] == "quantile" and d["per_topic"]:
-        rule = f"per-topic quantiles {d['quantiles']} over {len(result.thresholds)} topics, ties kept together"
-    elif d["method"] == "quantile":
-        rule = f"quantiles {d['quantiles']} at " + ", ".join(f"{c:.4g}" for c in result.thresholds["*"]) + ", ties kept together"
-    elif d["method"] == "thresholds":
-        rule = "cut points " + ", ".join(f"{c:g}" for c in result.thresholds["*"])
-    elif d["method"] == "map":
-        rule = "map " + ",".join(f"{k}:{v}" for k, v in (d["map"] or {}).items())
-    else:
-        rule = "identity: the scores are the grades"
     grades = ", ".join(f"{g}: {n}" for g, n in result.grade_counts().items())
-    which = "" if d["score"] == "score" else f", by the {d['score']} score"
-    lines = [f"graded {d['n_scores']} scores into qrels {result.qrels.name!r} ({rule}{which}); grades {grades}"]
+    lines = [f"graded {d['n_scores']} scores into qrels {result.qrels.name!r} ({grading_rule(d)}); grades {grades}"]
+    if d.get("sample"):
+        lines.append(f"the judge run covers a {describe_sample(d['sample'])}, not its whole pool")
     lines += [f"warning: {w}" for w in result.warnings]
     return lines
+
+
+def judge_run_match_note(ref: str, judge_run_id: str, matched_by: str) -> str | None:
+    """A line saying that `--judge-run REF` found its run by name, not by id."""
+    if matched_by != "name":
+        return None
+    return f"note: --judge-run {ref} matched the judge run named {ref!r} (id {judge_run_id}), by its name"
+
+
+def describe_qrels(source: dict[str, Any]) -> str:
+    """What an audit's qrels are (`Audit.sources` entries): name, where from, judge run, grading, sample."""
+    name, origin = source.get("name"), source.get("origin")
+    if origin == "file":
+        return f"{name}, the file {source.get('path')}"
+    if origin == "irds":
+        return f"{name}, from ir_datasets"
+    if origin != "graded":
+        return f"{name}, loaded from {source.get('path')}"
+    judge_run = source.get("judge_run") or {}
+    run = f"judge run {judge_run.get('id')}"
+    if judge_run.get("name"):
+        matched = ", matched by name" if judge_run.get("matched_by") == "name" else ""
+        run += f" ({judge_run['name']!r}{matched})"
+    grading = source.get("grading") or {}
+    text = f"{name}, graded from {run} by {grading_rule(grading)}"
+    return text + (f"; {describe_sample(grading['sample'])}" if grading.get("sample") else "")
 
 
 def describe_loads(results: Any) -> list[str]:

@@ -143,4 +143,21 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # 7: which qrels an audit of a judge run reads, and what it covers. `qrels_set` is the set the
+    # judge run's job grades into (its `grading.name`), recorded when the job grades, so that
+    # `--judge-run X` finds it again among other sets graded from X. `sample` describes a job run
+    # on a sample of its pool (`judge --sample N --seed S`: pairs, seed, topics, and the pool's
+    # size); NULL when the job ran on its whole pool. Runs made before this version have neither:
+    # an audit then takes their only graded set, or asks which. Quantile grading records name their
+    # tie rule (`midrank` or `at-or-above`); those that described the mid-rank rule in a sentence
+    # are given its name (the oldest records name none: their rule is not known).
+    [
+        "ALTER TABLE judge_runs ADD COLUMN qrels_set TEXT",
+        "ALTER TABLE judge_runs ADD COLUMN sample JSON",
+        """UPDATE qrels_sets SET grading = json_merge_patch(grading, '{"ties": "midrank"}')
+           WHERE starts_with(grading->>'ties', 'mid-rank')""",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -640,8 +640,7 @@ class Store:
             "LEFT JOIN qrels q USING (qrels_set_id) GROUP BY ALL ORDER BY s.name"
         ).fetchall():
             if origin == "graded":
-                method = (json.loads(grading) or {}).get("method", "?") if grading else "?"
-                detail = f"graded from judge run {judge_run_id} ({method})"
+                detail = f"graded from judge run {judge_run_id} ({grading_label(json.loads(grading) if grading else {})})"
             else:
                 detail = f"loaded from {path} (sha256 {str(file_hash)[:12]})"
             lines.append((f"qrels {name}", n, detail))
@@ -654,3 +653,12 @@ class Store:
             lines.append((f"judge run {run_id} ({judge}, template {template})", int(total), statuses or ""))
         lines.append(("embeddings", count("SELECT count(*) FROM embeddings"), ""))
         return lines
+
+
+def grading_label(grading: dict) -> str:
+    """A grading record in a few words for `qrelkit show`: the method and, for quantiles, per topic
+    or global and the tie rule (the oldest records name none)."""
+    method = grading.get("method", "?")
+    if method != "quantile":
+        return method
+    return f"quantile, {'per topic' if grading.get('per_topic') else 'global'}, ties {grading.get('ties') or 'not recorded'}"
