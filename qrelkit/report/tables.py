@@ -223,13 +223,18 @@ def summary_table(title: str, lines: list[dict[str, Any]]) -> Table:
     return table
 
 
-def evaluation_table(evaluation: Any) -> Table:
-    table = Table(title=f"mean over {len(evaluation.queries)} queries of the qrels")
+def evaluation_table(evaluation: Any, cut: str | None = None) -> Table:
+    """Each run's means, under a title that says what they are means over (and any cut of the qrels)."""
+    title = f"mean {evaluation.describe_average()}" + (f"; qrels cut to {cut}" if cut else "")
+    table = Table(title=title)
     table.add_column("run")
     for m in evaluation.measures:
         table.add_column(m, justify="right")
+    if evaluation.average == "run":
+        table.add_column("num_q", justify="right")
     for run, values in evaluation.means().items():
-        table.add_row(run, *(f"{values[m]:.4f}" for m in evaluation.measures))
+        cells = [fmt(values[m]) for m in evaluation.measures]
+        table.add_row(run, *cells, *([str(evaluation.num_q(run))] if evaluation.average == "run" else []))
     return table
 
 
@@ -304,13 +309,33 @@ def nrg_per_query_lines(result: Any) -> list[str]:
 
 
 def trec_eval_lines(evaluation: Any) -> list[str]:
-    """trec_eval's `-q` layout, one block per run: `runid all <run>`, then `measure<TAB>qid<TAB>value`
-    for every query, then the mean as `measure<TAB>all<TAB>value` (over the qrels' queries, as
-    trec_eval -c). A measure is printed as the user spelled it (a trec_eval name stays one)."""
+    """trec_eval -q's output, byte for byte, one block per run: each query the run covers (in
+    qid order) with its measures in trec_eval's order, then `runid`, `num_q` and each measure's
+    `all` line. Over the qrels' queries (the default) this is `trec_eval -q -c -m runid -m num_q
+    -m ...`; with average "run" it is the same without -c. `runid` is the run's tag column (as
+    trec_eval prints it; the run's name where it has none). A measure prints under trec_eval's
+    name (nDCG@10 as ndcg_cut_10); one trec_eval lacks keeps its own, after the others."""
+    import numpy as np
+
+    from qrelkit.evaluate.trec_names import TREC_EVAL_COUNTS, trec_eval_names, trec_eval_sort_key
+
+    printed = trec_eval_names(evaluation.measures)
+    order = sorted(evaluation.measures, key=lambda m: trec_eval_sort_key(printed[m]))
+
+    def value(name: str, number: float) -> str:
+        return str(int(round(number))) if name in TREC_EVAL_COUNTS else f"{number:.4f}"
+
     lines = []
     for run in evaluation.runs:
-        lines.append(f"{'runid':<22}\tall\t{run}")
+        covered = evaluation.covers(run)
         for i, qid in enumerate(evaluation.queries):
-            lines += [f"{m:<22}\t{qid}\t{evaluation.values[run][m][i]:.4f}" for m in evaluation.measures]
-        lines += [f"{m:<22}\tall\t{evaluation.mean(run, m):.4f}" for m in evaluation.measures]
+            if covered[i]:
+                lines += [f"{printed[m]:<22}\t{qid}\t{value(printed[m], evaluation.values[run][m][i])}" for m in order]
+        lines.append(f"{'runid':<22}\tall\t{(evaluation.tags or {}).get(run) or run}")  # trec_eval's runid: the tag column
+        lines.append(f"{'num_q':<22}\tall\t{evaluation.num_q(run)}")
+        for m in order:
+            # trec_eval adds the queries up one by one in qid order, then divides (a count is a plain sum)
+            total = float(np.cumsum(evaluation.values[run][m][covered])[-1]) if covered.any() else 0.0
+            divisor = 1 if printed[m] in TREC_EVAL_COUNTS else evaluation.num_q(run)
+            lines.append(f"{printed[m]:<22}\tall\t{value(printed[m], total / divisor if divisor else 0.0)}")
     return lines
