@@ -188,6 +188,47 @@ def evaluate(
             print(line)
 
 
+@app.command()
+def correlate(
+    qrels: Annotated[list[str], typer.Option("--qrels", help="Qrels files or stored sets; repeatable (orderings under each).")],
+    runs: RunsOption = None,
+    measure: MeasureOption = None,
+    max_rel: Annotated[
+        list[int] | None, typer.Option("--max-rel", help="Also the first qrels cut to at most M relevant per query; repeatable.")
+    ] = None,
+    keep: KeepOption = "top-grade",
+    rel_level: Annotated[
+        int | None, typer.Option("--rel-level", help="With --max-rel: relevant = grade >= LEVEL (default 2 if graded).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="With --max-rel: seed of the choice of relevant items.")] = 0,
+    db: DbOption = DEFAULT_DB,
+    as_json: JsonOption = False,
+    on_duplicate: DuplicateOption = "error",
+) -> None:
+    """Kendall τ-b, Spearman ρ and τ_AP between orderings of the same runs: between measures (seed 000,
+    Table 3), between qrels sets, or between full and cut qrels (--max-rel; seed 001, Table 2)."""
+
+    from qrelkit.commands.correlate import correlate as run_correlate
+    from qrelkit.report import tables
+
+    result = run_correlate(
+        qrels=qrels,
+        runs=runs or [],
+        measures=measure,
+        db=db,
+        max_rel=max_rel,
+        keep=keep,
+        seed=seed,
+        rel_level=rel_level,
+        on_duplicate=on_duplicate,
+    )
+    if as_json:
+        print_json(result.to_dict())
+        return
+    for table in tables.correlation_tables(result):
+        out.print(table)
+
+
 @import_app.command("scores")
 def import_scores(
     file: Annotated[Path, typer.Argument(help="`qid docid score` lines (TSV or spaces), or a TREC qrels file.")],

@@ -362,3 +362,20 @@ def trec_eval_lines(evaluation: Any) -> list[str]:
             divisor = 1 if printed[m] in TREC_EVAL_COUNTS else evaluation.num_q(run)
             lines.append(f"{printed[m]:<22}\tall\t{value(printed[m], total / divisor if divisor else 0.0)}")
     return lines
+
+
+def correlation_tables(result: Any) -> list[Table | Text]:
+    """`qrelkit correlate`: one matrix per statistic (qrelkit.evaluate.correlate.RankCorrelations), then the notes."""
+    from qrelkit.evaluate.correlate import CORRELATION_NAMES
+
+    out: list[Table | Text] = []
+    for name, matrix in result.matrices.items():
+        table = Table(title=f"{CORRELATION_NAMES[name]} between the orderings of {len(result.runs)} runs", title_justify="left")
+        table.add_column("")
+        for label in result.orderings:
+            table.add_column(label, justify="right")
+        for i, label in enumerate(result.orderings):
+            table.add_row(label, *(fmt(float(matrix[i, j]), 3) for j in range(len(result.orderings))))
+        out.append(table)
+    out.append(Text("\n".join(result.notes)))
+    return out
