@@ -211,3 +211,29 @@ def test_fd_interval_is_bca_over_queries_from_the_same_draws_and_the_jackknife()
     assert fd.bootstrap.low <= fd.value <= fd.bootstrap.high
     percentile = fd_of_runs(qrels, [run], vectors, FDSettings(ks=(4,), resamples=150, seed=2, interval="percentile"))
     assert percentile.runs["r"]["FD@4"].bootstrap.interval == pytest.approx(percentile_interval(by_hand), rel=1e-9)
+
+
+def test_a_paired_difference_of_two_judges_uses_the_same_resamples_as_each_alone():
+    """The piece issue 27 builds on: Δτ (judge A − judge B, against one reference) is a statistic of
+    query weights like any other, so its interval pairs both judges on every resample."""
+    from qrelkit.evaluate.agreement import kendall_tau_b_rows
+
+    judge_a, reference = _track(seed=11, noise=0.1)
+    judge_b = reference + np.random.default_rng(12).normal(0, 0.3, reference.shape)
+    weights = resample_weights(reference.shape[1], 300, seed=5)
+
+    def delta_tau(w: np.ndarray) -> dict[str, np.ndarray]:
+        truth = w @ reference.T
+        return {"delta_tau": kendall_tau_b_rows(truth, w @ judge_a.T) - kendall_tau_b_rows(truth, w @ judge_b.T)}
+
+    found = paired_intervals(delta_tau, weights)
+    alone = {
+        name: correlate_systems(_evaluation(m), _evaluation(reference), weights=weights)["m"]
+        for name, m in (("a", judge_a), ("b", judge_b))
+    }
+    assert found.estimates["delta_tau"] == pytest.approx(alone["a"].kendall_tau - alone["b"].kendall_tau, abs=1e-12)
+    tau_a = [kendall_tau_b(reference[:, t].mean(axis=1), judge_a[:, t].mean(axis=1)) for t in _indices(weights)]
+    tau_b = [kendall_tau_b(reference[:, t].mean(axis=1), judge_b[:, t].mean(axis=1)) for t in _indices(weights)]
+    assert found.resampled["delta_tau"] == pytest.approx(np.subtract(tau_a, tau_b), abs=1e-12)
+    interval = found.intervals["delta_tau"]
+    assert interval.method == "BCa" and interval.low <= found.estimates["delta_tau"] <= interval.high
