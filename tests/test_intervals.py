@@ -237,3 +237,18 @@ def test_a_paired_difference_of_two_judges_uses_the_same_resamples_as_each_alone
     assert found.resampled["delta_tau"] == pytest.approx(np.subtract(tau_a, tau_b), abs=1e-12)
     interval = found.intervals["delta_tau"]
     assert interval.method == "BCa" and interval.low <= found.estimates["delta_tau"] <= interval.high
+
+
+def test_every_kappa_of_the_audit_has_its_statistic_binary_and_mapped_included():
+    from qrelkit.evaluate.labels import label_agreement
+
+    rng = np.random.default_rng(6)
+    queries = [f"q{i}" for i in range(9)]
+    reference = {q: {f"d{j}": int(rng.integers(0, 4)) for j in range(8)} for q in queries}
+    model = {q: {d: int(rng.integers(0, 3)) for d in docs} for q, docs in reference.items()}
+    mapping = {3: 2, 2: 2, 1: 1, 0: 0}
+    labels = label_agreement(model, reference, reference_map=mapping, rel_level=2)
+    statistic = kappa_statistic(model, reference, queries, reference_map=mapping, rel_level=2)
+    at_estimate = statistic(np.full((1, 9), 1 / 9))
+    for name in ("cohen_kappa", "cohen_kappa_linear", "cohen_kappa_quadratic", "cohen_kappa_binary"):
+        assert at_estimate[name][0] == pytest.approx(getattr(labels, name), abs=1e-12), name
