@@ -11,7 +11,9 @@ from qrelkit.cli.base import (
     DEFAULT_DB,
     DbOption,
     DuplicateOption,
+    IntervalOption,
     JudgeRunOption,
+    KeepOption,
     MeasureOption,
     MoreRuns,
     RunsOption,
@@ -88,6 +90,7 @@ def _audit_options(**given) -> dict:
         resamples=1000 if resamples is None else resamples,
         seed=given["seed"],
         on_duplicate=given["on_duplicate"],
+        interval=given["interval"],
     )
 
 
@@ -106,6 +109,7 @@ def agree_cmd(
     rel_level: RelLevel = None,
     resamples: Resamples = None,
     seed: SeedOption = 0,
+    interval: IntervalOption = "bca",
     db: DbOption = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: pairs, labels, systems, bias, warnings.")] = False,
     on_duplicate: DuplicateOption = "error",
@@ -117,7 +121,7 @@ def agree_cmd(
 ) -> None:
     """Audit model qrels against reference qrels: Cohen's κ and Krippendorff's α on the shared pairs,
     Kendall τ / Spearman ρ / Pearson r / τ_AP between the system rankings, Relative Δ toward groups,
-    with bootstrap 95% intervals over queries.
+    with bootstrap 95% intervals over queries (BCa unless --interval percentile).
     """
 
     from qrelkit.commands.agree import agree
@@ -150,6 +154,7 @@ def report_cmd(
     rel_level: RelLevel = None,
     resamples: Resamples = None,
     seed: SeedOption = 0,
+    interval: IntervalOption = "bca",
     db: DbOption = DEFAULT_DB,
     on_duplicate: DuplicateOption = "error",
     qrels: ModelQrelsAlias = None,
@@ -180,10 +185,12 @@ def fd_cmd(
     backend: Annotated[str, typer.Option("--backend", help="For minilm: onnx (int8, no torch) or torch.")] = "onnx",
     k: Annotated[list[int] | None, typer.Option("--k", help="Cut-off; repeatable (paper: --k 1 --k 10). Default 10.")] = None,
     urr: Annotated[bool, typer.Option("--urr", help="Unlabeled Retrieved Results: the first k unjudged items per query.")] = False,
-    max_rel: Annotated[int | None, typer.Option("--max-rel", help="At most M relevant items per query, highest grade first.")] = None,
+    max_rel: Annotated[int | None, typer.Option("--max-rel", help="At most M relevant items per query (see --keep).")] = None,
+    keep: KeepOption = "top-grade",
     rel_level: Annotated[int | None, typer.Option("--rel-level", help="Relevant = grade >= LEVEL (default 2 if graded, else 1).")] = None,
     resamples: Resamples = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sparsification and the resamples.")] = 0,
+    interval: IntervalOption = "bca",
     workers: Annotated[
         int | None,
         typer.Option("--workers", min=1, help="Processes for the bootstrap (default: one per core when it is large; 1: this one)."),
@@ -211,7 +218,7 @@ def fd_cmd(
     from qrelkit.report.progress import progress_output
 
     chosen = either(resamples, bootstrap, "--resamples", "--bootstrap")
-    settings = fd_settings(k, urr=urr, max_rel=max_rel, rel_level=rel_level, resamples=chosen, seed=seed)
+    settings = fd_settings(k, urr=urr, max_rel=max_rel, rel_level=rel_level, resamples=chosen, seed=seed, interval=interval, keep=keep)
     with progress_output("FD bootstrap", console=err, enabled=not as_json, unit="resamples") as progress:
         report = run_fd(
             qrels=qrels,
@@ -235,6 +242,8 @@ def fd_cmd(
     for written in (plot, plot_metric):
         if written is not None:
             err.print(f"wrote {written}", highlight=False)
+    for warning in report.warnings():
+        err.print(f"warning: {warning}", highlight=False)
     if as_json:
         print_json(report.to_dict())
         return

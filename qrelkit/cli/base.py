@@ -63,6 +63,14 @@ MeasureOption = Annotated[
 JudgeRunOption = Annotated[str | None, typer.Option("--judge-run", help="A judge run in --db: its id, a unique id prefix, or its name.")]
 ResamplesOption = Annotated[int, typer.Option("--resamples", help="Bootstrap resamples of the queries for 95% intervals (0: none).")]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the resamples (and of any sampling).")]
+KeepOption = Annotated[
+    str,
+    typer.Option("--keep", help="Which relevant items --max-rel keeps: top-grade (highest grade first, at random within one) or random."),
+]
+IntervalOption = Annotated[
+    str,
+    typer.Option("--interval", help="Bootstrap interval method: bca (bias-corrected and accelerated, as scipy's; default) or percentile."),
+]
 
 
 def either(value: Any, alias: Any, name: str, alias_name: str) -> Any:

@@ -13,6 +13,7 @@ from qrelkit.commands.sources import judge_run_qrels, qrels_with_source, resolve
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.audit import DEFAULT_MEASURES, Audit, audit
 from qrelkit.evaluate.bias import groups_from_file, groups_from_patterns
+from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, check_method, check_resamples
 from qrelkit.evaluate.labels import parse_grade_map
 from qrelkit.io import OnDuplicate, Qrels, Run
 from qrelkit.io.groups import split_groups_spec
@@ -97,8 +98,12 @@ def agree(
     resamples: int = 1000,
     seed: int | None = 0,
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
+    interval: str = DEFAULT_METHOD,
 ) -> Audit:
-    """`qrelkit agree`: resolve what the command line names, then :func:`qrelkit.evaluate.audit.audit`."""
+    """`qrelkit agree`: resolve what the command line names, then :func:`qrelkit.evaluate.audit.audit`.
+    ``interval``: 'bca' (default) or 'percentile' bootstrap intervals."""
+    check_resamples(resamples)  # before anything is read: a bad count is an input error, not a wait
+    check_method(interval)
     parsed_reference_map = parse_grade_map(reference_map, "--map") if reference_map else None
     parsed_model_map = parse_grade_map(model_map, "--map-model") if model_map else None
     inputs = load_inputs(
@@ -122,5 +127,6 @@ def agree(
         rel_level=rel_level,
         resamples=resamples,
         seed=seed,
+        interval=interval,
     )
     return dataclasses.replace(result, sources=inputs.sources)

@@ -194,9 +194,8 @@ def summary_box(result: Audit, judge: JudgeSummary | None) -> str:
         ok = judge.statuses.get("ok", 0)
         share = f" ({ok / judge.judgments:.1%})" if judge.judgments else ""
         coverage += f" · judge {_esc(judge.judge)}: {ok:,} of {judge.judgments:,} judgments ok{share}"
-    intervals = "No intervals (--bootstrap 0)."
-    if result.resamples:
-        intervals = f"95% percentile bootstrap over queries, {result.resamples} resamples, seed {result.seed}."
+    described = result.interval_description()
+    intervals = described[:1].upper() + described[1:] + "." + "".join(f" * {note}." for note in result.interval_notes())
     if not result.bias:
         intervals += " Relative Δ: no groups given (--group or --groups)."
     warnings = "".join(f"<li>{_esc(w)}</li>" for w in result.warnings)
