@@ -15,12 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from bundle_mirror import serve
 
 from qrelkit.io import derive
 from qrelkit.io.bundles import Bundle, bundle_names, data_root, load_bundle
-from qrelkit.io.download import DownloadError, Mirror, Unreachable, download
+from qrelkit.io.download import Mirror, Unreachable, download
 from qrelkit.io.fetch import Fetcher
 from qrelkit.io.fetch_images import url_problem
 
@@ -330,11 +329,7 @@ def test_image_urls_from_a_table_follow_the_hostile_input_rules(url, problem):
     assert url_problem(url) == problem
 
 
-def test_the_manifest_yaml_is_what_load_bundle_reads():
-    from importlib import resources
-
-    for name in bundle_names():
-        raw = yaml.safe_load((resources.files("qrelkit") / "data" / "bundles" / f"{name}.yaml").read_text())
-        assert load_bundle(name).model_dump(exclude_unset=True) == Bundle.model_validate(raw).model_dump(exclude_unset=True)
-        with pytest.raises(DownloadError):
-            Mirror.parse(str(Path("/nonexistent") / name))
+def test_a_mirror_that_is_not_there_is_a_usage_error_exit_2(tmp_path):
+    done = qrelkit("data", "fetch", "extrapolate-eval", "--to", str(tmp_path), "--mirror", str(tmp_path / "nowhere"))
+    assert done.returncode == 2
+    assert done.stderr == f"error: --mirror {tmp_path / 'nowhere'}: not a folder (nor an http:// or https:// URL)\n"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from qrelkit.errors import FatalJobError
+from qrelkit.errors import FatalJobError, QrelkitError
 from qrelkit.io.limits import limits, size_text
 
 ProgressCallback = Callable[[int, int], None]
@@ -55,7 +55,7 @@ class Mirror:
             return cls(text)
         folder = Path(unquote(urlsplit(text).path) if text.startswith("file://") else text).expanduser()
         if not folder.is_dir():
-            raise DownloadError(f"the mirror {text} is not a folder (nor an http:// or https:// URL)")
+            raise QrelkitError(f"--mirror {text}: not a folder (nor an http:// or https:// URL)")
         return cls(str(folder.resolve()))
 
     @property

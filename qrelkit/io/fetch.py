@@ -132,10 +132,7 @@ class Fetcher:
             report.notes.append(f"not made: its input {', '.join(blocked)} is missing")
             return report
         try:
-            inputs = [
-                self.source_path(self.bundle.source(name), report) if self.bundle.source(name) else self.folder / name
-                for name in item.inputs
-            ]
+            inputs = [self.input_path(name, report) for name in item.inputs]
         except DownloadError as exc:
             report.status = "failed"
             report.notes.append(str(exc))
@@ -211,9 +208,13 @@ class Fetcher:
 
     # -- sources -----------------------------------------------------------------------------
 
-    def source_path(self, source: Source | None, report: FileReport) -> Path:
+    def input_path(self, name: str, report: FileReport) -> Path:
+        """An input of a rule: a source (downloaded and checked) or an earlier file of the bundle."""
+        source = self.bundle.source(name)
+        return self.source_path(source, report) if source is not None else self.folder / name
+
+    def source_path(self, source: Source, report: FileReport) -> Path:
         """The source in the cache, downloaded (or resumed) and checked; DownloadError when it cannot be had."""
-        assert source is not None
         dest = cache_path(self.root, source.url)
         expected = source.sha256 or self.state.recorded("sources", source.url)
         if dest.is_file():
