@@ -120,12 +120,11 @@ class BundleFile(_Strict):
 
 
 class Images(_Strict):
-    """Images fetched one by one by URL (AToMiC): the id list is a bundle file; the URL table a source or --image-urls."""
+    """Images fetched one by one by URL (AToMiC): the ids are a bundle file, the URLs a table the user gives (--image-urls)."""
 
     ids: str
     folder: str
     documents: str
-    urls: str | None = None
     note: str
 
 
