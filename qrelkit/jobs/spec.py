@@ -215,6 +215,16 @@ def apply_sets(data: dict[str, Any], sets: list[str], path: Path) -> None:
         node[parts[-1]] = value
 
 
+def with_data_root(environ: Mapping[str, str]) -> Mapping[str, str]:
+    """The environment a job's ``${VAR}`` read, with QRELKIT_DATA defaulting to the data folder
+    `qrelkit data fetch` writes to (so `${QRELKIT_DATA}/trec-dl-2019/...` needs no setting)."""
+    if environ.get("QRELKIT_DATA"):
+        return environ
+    from qrelkit.io.bundles import data_root
+
+    return {**environ, "QRELKIT_DATA": str(data_root(environ))}
+
+
 def load_job(
     path: str | Path, overrides: dict[str, Any] | None = None, *, sets: list[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> JobSpec:
@@ -232,7 +242,7 @@ def load_job(
     if not isinstance(data, dict):
         raise JobError(f"{path}: expected a mapping (database, collection, pool, judge, template, grading)")
     apply_sets(data, sets or [], path)  # first, so that a --set value may use ${VAR} as well
-    data = expand_variables(data, "", path, os.environ if environ is None else environ)
+    data = expand_variables(data, "", path, with_data_root(os.environ if environ is None else environ))
     data.update(overrides or {})
     try:
         spec = JobSpec.model_validate(data)

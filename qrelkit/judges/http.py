@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import math
 import random
@@ -30,6 +29,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from qrelkit.errors import PairInputError
+from qrelkit.io.urls import local_host_reason
 
 RETRYABLE_STATUS = {408, 409, 429}  # plus every 5xx
 FATAL_STATUS = {401: "the API key was rejected", 403: "the API key lacks permission", 404: "no such model or endpoint"}
@@ -223,39 +223,6 @@ class ImageURLRefused(PairInputError):
     """A document's image URL that the job does not allow to be forwarded."""
 
 
-def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        return None
-
-
-def _local_reason(host: str) -> str | None:
-    """Why a host is not a public one, or None."""
-    address = _address(host)
-    mapped = getattr(address, "ipv4_mapped", None)
-    if mapped is not None:  # ::ffff:a.b.c.d is the IPv4 address a.b.c.d
-        return _local_reason(str(mapped))
-    if address is not None:
-        for test, what in (
-            ("is_loopback", "a loopback address"),
-            ("is_link_local", "a link-local address"),
-            ("is_private", "a private address"),
-            ("is_unspecified", "an unspecified address"),
-            ("is_multicast", "a multicast address"),
-            ("is_reserved", "a reserved address"),
-        ):
-            if getattr(address, test):
-                return what
-        return None
-    if host == "localhost" or host.endswith((".localhost", ".local", ".internal")):
-        return "a local name"
-    last = host.rstrip(".").rsplit(".", 1)[-1]
-    if not any(c.isalpha() for c in last):
-        return "a numeric host (an address in another spelling)"
-    return None
-
-
 def checked_image_url(url: str, allowed_hosts: Collection[str] = ()) -> str:
     """``url`` when it may be forwarded; ImageURLRefused saying why not."""
     try:
@@ -273,7 +240,7 @@ def checked_image_url(url: str, allowed_hosts: Collection[str] = ()) -> str:
         return url
     if scheme == "http":
         raise ImageURLRefused(f"image URL {url!r}: http:// only to hosts listed in the judge's `image_url_hosts`")
-    reason = _local_reason(host)
+    reason = local_host_reason(host)
     if reason:
         raise ImageURLRefused(f"image URL {url!r} names {reason}; list {host!r} in `image_url_hosts` to allow it")
     return url

@@ -1,0 +1,52 @@
+"""Which hosts a URL may name when qrelkit fetches it, or forwards it to a model endpoint: the one
+policy behind image URLs sent to a judge (`qrelkit.judges.http.checked_image_url`) and files that
+`qrelkit data fetch` downloads.
+
+A documents file or a table of image URLs is input like any other: an `http://` URL to a loopback,
+link-local (169.254.x.x, a cloud's metadata service) or private address would let it read what the
+machine can reach. So a URL from such input names a public host, or a host the user listed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from urllib.parse import urlsplit
+
+
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None
+
+
+def local_host_reason(host: str) -> str | None:
+    """Why a host is not a public one (a loopback, private, link-local... address or a local name), or None."""
+    address = _address(host)
+    mapped = getattr(address, "ipv4_mapped", None)
+    if mapped is not None:  # ::ffff:a.b.c.d is the IPv4 address a.b.c.d
+        return local_host_reason(str(mapped))
+    if address is not None:
+        for test, what in (
+            ("is_loopback", "a loopback address"),
+            ("is_link_local", "a link-local address"),
+            ("is_private", "a private address"),
+            ("is_unspecified", "an unspecified address"),
+            ("is_multicast", "a multicast address"),
+            ("is_reserved", "a reserved address"),
+        ):
+            if getattr(address, test):
+                return what
+        return None
+    if host == "localhost" or host.endswith((".localhost", ".local", ".internal")):
+        return "a local name"
+    last = host.rstrip(".").rsplit(".", 1)[-1]
+    if not any(c.isalpha() for c in last):
+        return "a numeric host (an address in another spelling)"
+    return None
+
+
+def url_host(url: str) -> tuple[str, str]:
+    """(scheme, host) of a URL, both lower case; ValueError for one that does not parse."""
+    parts = urlsplit(url.strip())
+    return parts.scheme.lower(), (parts.hostname or "").lower()
