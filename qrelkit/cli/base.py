@@ -128,6 +128,25 @@ def main() -> None:
     except OSError as exc:  # a file the command writes (or a device it uses): one line, never a traceback
         where = f"{exc.filename}: " if exc.filename else ""
         _fail(f"{where}{exc.strerror or exc}", 3 if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else 2)
+    except Exception as exc:
+        if not _database_failure(exc):
+            raise  # a bug: its traceback is what gets it fixed
+        from qrelkit.storage.store import damaged_file
+
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if damaged_file(exc):
+            _fail(f"the database is damaged ({first}); restore it from a copy", 2)
+        _fail(f"the database could not be read or written: {first}", 3)
+
+
+def _database_failure(exc: Exception) -> bool:
+    """A DuckDB error of the file or the machine (a database cut short, a bad block, an I/O error) that
+    reached the command line without passing a transaction (a read); duckdb is not imported for it."""
+    if not any(cls.__module__.split(".")[0] in ("duckdb", "_duckdb") for cls in type(exc).__mro__):
+        return False
+    from qrelkit.storage.store import damaged_file, machine_failure
+
+    return damaged_file(exc) or machine_failure(exc)
 
 
 def _fail(message: str, code: int) -> None:

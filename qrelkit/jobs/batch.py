@@ -78,6 +78,9 @@ class BatchDriver:
     def close(self) -> None:
         self.client.close()
 
+    def _remove_request_file(self, path: str | None) -> None:
+        remove_request_file(self.folder, path)
+
     def _open(self) -> list[recorded.Submission]:
         """This run's open submissions on this driver's endpoint (one sent elsewhere is checked by
         `qrelkit batches`, which reaches each endpoint with the options it was sent with)."""
@@ -106,7 +109,7 @@ class BatchDriver:
             else:
                 log.info("submission %s never reached the API; its %d pairs are pending again", sub.submission_id, sub.requests)
                 recorded.forget_submission(self.store, sub.submission_id)
-                _remove(sub.request_file)
+                self._remove_request_file(sub.request_file)
         if create_missing:
             for sub in self._open():
                 if sub.state == "uploaded":
@@ -138,7 +141,7 @@ class BatchDriver:
             except BatchApiError as exc:
                 if exc.refused:  # the server said no: no file exists, nothing can be paid
                     recorded.forget_submission(self.store, submission_id)
-                    _remove(str(path))
+                    self._remove_request_file(str(path))
                 raise
             crash_point("batch-after-upload")
             recorded.set_uploaded(self.store, submission_id, file_id)
@@ -212,7 +215,8 @@ class BatchDriver:
         return recorded.submissions(self.store, self.judge_run_id)
 
     def _collect(self, sub: recorded.Submission, info: BatchInfo) -> None:
-        keys = set(recorded.submission_pairs(self.store, sub.submission_id))
+        sent = recorded.submission_pairs(self.store, sub.submission_id)
+        keys = set(sent)
         lines: dict[tuple[str, str], BatchLine] = {}
         for file_id in (info.output_file_id, info.error_file_id):
             if file_id:
@@ -237,8 +241,8 @@ class BatchDriver:
             judgment.attempts = states.get(key, ("", 0))[1] + tries
             judgments.append(judgment)
         crash_point("batch-before-collect")
-        recorded.collect_submission(self.store, sub.submission_id, self.judge_run_id, judgments, again)
-        _remove(sub.request_file)
+        recorded.collect_submission(self.store, sub.submission_id, self.judge_run_id, judgments, again, sent)
+        self._remove_request_file(sub.request_file)
         self.activity.collected.append(sub.submission_id)
         self.activity.judgments.extend(judgments)
         self.activity.resubmit += len(again)
@@ -310,12 +314,25 @@ def why_not_run(line: BatchLine | None, info: BatchInfo) -> str:
     return f"HTTP {line.status_code} from the batch {info.id}"
 
 
-def _remove(path: str | None) -> None:
-    if path:
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
+def remove_request_file(folder: Path, path: str | None) -> bool:
+    """Remove a batch's request file, which the database names, only when it is a file of qrelkit's own
+    folder ``folder`` (`<db>.batches/`) once links are resolved: a database is data, and a path stored
+    in it never chooses which file is deleted. False when the path was left alone."""
+    if not path:
+        return False
+    # Only the name is taken from the database, and only a name qrelkit gives its request files: the
+    # file removed is that name in ``folder`` (however the folder was reached, relative or not).
+    name = Path(path).name
+    target = folder / name
+    ours = name.startswith("qrelkit-") and name.endswith(".jsonl") and Path(path).parent.resolve() == folder.resolve()
+    if not ours or target.is_symlink() or target.parent.resolve() != folder.resolve() or (target.exists() and not target.is_file()):
+        log.warning("the request file %r a batch submission records is not a file of %s; it was left alone", path, folder)
+        return False
+    try:
+        os.remove(target)
+    except FileNotFoundError:
+        pass
+    return True
 
 
 def poll_delays(initial: float, maximum: float) -> Iterator[float]:

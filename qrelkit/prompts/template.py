@@ -170,7 +170,7 @@ class PromptTemplate(BaseModel):
         if self.modality == "text":
             parts.append(TextPart(self.document.format_map({"document": document.text, "docid": document.docid}).strip()))
         else:
-            parts.append(ImagePart(str(document.image_path), document.fields.get("url")))
+            parts.append(ImagePart(str(document.image_path), document.fields.get("url"), document.image_sha256))
         parts.append(TextPart(self.output_instruction.format_map(values).strip()))
         system = self.system.format_map(values).strip() if self.system else None
         return RenderedPrompt(system=system, parts=_merge_text(parts))
@@ -189,6 +189,7 @@ class TextPart:
 class ImagePart:
     path: str
     url: str | None = None
+    sha256: str | None = None  # the bytes loaded for the document (`Document.image_sha256`): what must be read
 
 
 Part = TextPart | ImagePart
