@@ -56,7 +56,7 @@ def test_a_full_disk_stops_the_job_with_the_count_saved_and_nothing_lost(tmp_pat
     }
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
 
-    full = qrelkit("judge", "job.yaml", "--quiet", "--no-grade", cwd=tmp_path)
+    full = qrelkit("judge", "job.yaml", "--quiet", "--no-grade", "--allow-import", cwd=tmp_path)
     error = one_error(full, 3)
     assert "No space left on device" in error or "disk is full" in error or "Could not write" in error, error
     saved = int(re.search(r"the job stopped at once: (\d+) judgments of this run were saved before", error).group(1))
@@ -69,7 +69,7 @@ def test_a_full_disk_stops_the_job_with_the_count_saved_and_nothing_lost(tmp_pat
         before = store.con.execute("SELECT docid, raw_output FROM judgments ORDER BY docid").fetchall()
     assert statuses == {"ok": saved}  # the disk's failure is never a judgment's status
 
-    again = qrelkit("judge", "job.yaml", "--quiet", "--no-grade", cwd=tmp_path)
+    again = qrelkit("judge", "job.yaml", "--quiet", "--no-grade", "--allow-import", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     with Store(database, read_only=True) as store:
         after = store.con.execute("SELECT docid, raw_output, status FROM judgments ORDER BY docid").fetchall()

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,9 @@ from qrelkit.jobs import load_job, run_job
 from qrelkit.jobs.spec import JobError
 from qrelkit.judges import FatalJudgeError
 from qrelkit.storage import Store
+
+# The jobs here name test judges by `module:Class`: the caller allows the import (a job file cannot).
+load_job = partial(load_job, allow_import=True)
 
 pytestmark = pytest.mark.ray
 
@@ -211,7 +215,7 @@ def test_a_worker_sigkilled_mid_job_still_ends_with_one_judgment_per_pair(local_
 def test_the_driver_sigkilled_and_run_again_ends_the_same(local_ray, collection):
     folder, pairs, local = collection
     job = write_job(folder, "ray-driver", delay_seconds=0.005)
-    command = [sys.executable, "-m", "qrelkit.cli", "judge", str(job), "--executor", "ray", "--workers", "2"]
+    command = [sys.executable, "-m", "qrelkit.cli", "judge", str(job), "--executor", "ray", "--workers", "2", "--allow-import"]
     command += ["--set", f"executor.address={local_ray}", "--set", f"executor.runtime_env={{env_vars: {{PYTHONPATH: {TESTS}}}}}"]
     env = {**os.environ, "PYTHONPATH": str(TESTS), "QRELKIT_PROGRESS_SECONDS": "0"}
     driver = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
@@ -248,7 +252,7 @@ def test_a_fatal_judge_error_stops_every_worker_and_the_job(local_ray, collectio
     assert 0 < len(saved) < len(pairs) and all(local[key] == value for key, value in saved.items())
     assert not any(docid == "d520" for _, docid in saved)
     # the command line exits 3 with the judge's message and no traceback
-    command = [sys.executable, "-m", "qrelkit.cli", "judge", str(folder / "ray-fatal.yaml"), "--quiet", "--workers", "1"]
+    command = [sys.executable, "-m", "qrelkit.cli", "judge", str(folder / "ray-fatal.yaml"), "--quiet", "--workers", "1", "--allow-import"]
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     command += ["--set", f"executor.address={local_ray}", "--set", f"executor.runtime_env={{env_vars: {{PYTHONPATH: {TESTS}}}}}"]
     result = subprocess.run(command, capture_output=True, text=True, env=env)

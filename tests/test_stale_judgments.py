@@ -5,6 +5,7 @@ judged. When a document's text or image changes (`load docs --replace`), its jud
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 import yaml
@@ -15,6 +16,9 @@ from qrelkit.io.lines import sha256_bytes
 from qrelkit.jobs import load_job, run_job
 from qrelkit.storage import Store
 from qrelkit.storage.judgments import ok_scores, write_judgments
+
+# The jobs here name test judges by `module:Class`: the caller allows the import (a job file cannot).
+load_job = partial(load_job, allow_import=True)
 
 DOCS = {"d1": "goldfish grow big", "d2": "goldfish are orange", "d3": "cats sleep"}
 

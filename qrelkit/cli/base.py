@@ -36,8 +36,20 @@ app.add_typer(prompts_app, name="prompts")
 app.add_typer(export_app, name="export")
 app.add_typer(import_app, name="import")
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+
+class SafeConsole(Console):
+    """A console that shows control characters in the text it is given escaped (`qrelkit.report.text`):
+    a qid, a topic's text, a model's answer or a provider's error never drive the terminal. Rich's
+    own styling is not text it is given, so it is kept."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        from qrelkit.report.text import printable
+
+        return super().render_str(printable(text), **kwargs)
+
+
+out = SafeConsole(soft_wrap=True)
+err = SafeConsole(stderr=True, soft_wrap=True)
 
 DEFAULT_DB = Path("qrelkit.duckdb")
 DbOption = Annotated[
@@ -85,6 +97,14 @@ def command_line(ctx: typer.Context) -> str:
     return shlex.join(words)
 
 
+def print_lines(lines: Any) -> None:
+    """Plain lines on standard output (trec_eval's format, a rendered prompt), control characters escaped."""
+    from qrelkit.report.text import printable
+
+    for line in lines:
+        print(printable(line))
+
+
 def print_json(payload: Any) -> None:
     print(json.dumps(payload, indent=1, ensure_ascii=False, default=str))
 
@@ -107,7 +127,9 @@ def _root(
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001 (warnings' signature)
     """qrelkit's own warnings (files skipped in a folder) as one plain line; others as Python prints them."""
     if issubclass(category, SkippedFilesWarning):
-        err.print(Text("warning: ", style="yellow") + Text(str(message)), soft_wrap=True)
+        from qrelkit.report.text import printable
+
+        err.print(Text("warning: ", style="yellow") + Text(printable(str(message))), soft_wrap=True)
         return
     _python_showwarning(message, category, filename, lineno, file, line)
 
@@ -151,7 +173,9 @@ def _database_failure(exc: Exception) -> bool:
 
 def _fail(message: str, code: int) -> None:
     """Print the one error line and end with ``code``."""
-    err.print(Text("error: ", style="bold red") + Text(message), soft_wrap=True)
+    from qrelkit.report.text import printable
+
+    err.print(Text("error: ", style="bold red") + Text(printable(message)), soft_wrap=True)
     sys.exit(code)
 
 

@@ -21,9 +21,11 @@ from qrelkit.cli.base import (
     load_app,
     out,
     print_json,
+    print_lines,
 )
 from qrelkit.errors import QrelkitError
 
+ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite the output file when it exists.")]
 NameOption = Annotated[
     str | None, typer.Option(help="Name of this load (default: the file name without extension, or the ir_datasets id).")
 ]
@@ -150,13 +152,11 @@ def evaluate(
         print_json(evaluation.to_dict(per_query))
         return
     if output == "trec":
-        for line in tables.trec_eval_lines(evaluation):
-            print(line)
+        print_lines(tables.trec_eval_lines(evaluation))
         return
     out.print(tables.evaluation_table(evaluation))
     if per_query:
-        for line in tables.per_query_lines(evaluation):
-            print(line)
+        print_lines(tables.per_query_lines(evaluation))
 
 
 @import_app.command("scores")
@@ -186,12 +186,13 @@ def export_qrels(
     judge_run: Annotated[str | None, typer.Option("--judge-run", help="Export the newest qrels graded from this judge run.")] = None,
     name: Annotated[str | None, typer.Option(help="Or: the qrels set with this name.")] = None,
     db: DbOption = DEFAULT_DB,
+    force: ForceOption = False,
 ) -> None:
     """Write a qrels set (graded from a judge run, or loaded) as a TREC qrels file."""
 
     from qrelkit.commands import judging
 
-    qrels = judging.export_qrels_file(db, output, judge_run_id=judge_run, name=name)
+    qrels = judging.export_qrels_file(db, output, judge_run_id=judge_run, name=name, force=force)
     out.print(f"wrote {len(qrels)} judgments of {qrels.name!r} to {output}", highlight=False)
 
 
@@ -200,11 +201,12 @@ def export_judgments(
     output: Annotated[Path, typer.Argument(help="Where to write: OUT.parquet, OUT.csv or OUT.jsonl (the suffix chooses the format).")],
     judge_run: Annotated[str | None, typer.Option("--judge-run", help="One judge run (id, unique prefix or name); default: all.")] = None,
     db: DbOption = DEFAULT_DB,
+    force: ForceOption = False,
 ) -> None:
     """Write judgments with every stored field (raw output, score, parsed and expected grade, status,
     error, tokens, latency, cost, attempts, model id, fingerprint, time; the run's judge and template)."""
 
     from qrelkit.commands import judging
 
-    rows, runs = judging.export_judgments(db, output, judge_run_ref=judge_run)
+    rows, runs = judging.export_judgments(db, output, judge_run_ref=judge_run, force=force)
     out.print(f"wrote {rows} judgments of {len(runs)} judge run(s) ({', '.join(runs) or 'none'}) to {output}", highlight=False)

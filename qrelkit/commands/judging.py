@@ -214,21 +214,25 @@ def finish_job(spec: JobSpec, report: JobReport, *, dry_run: bool, grade: bool, 
     return result
 
 
-def export_qrels_file(db: Path, output: Path, *, judge_run_id: str | None, name: str | None) -> Qrels:
+def export_qrels_file(db: Path, output: Path, *, judge_run_id: str | None, name: str | None, force: bool = False) -> Qrels:
+    """`qrelkit export qrels`: a qrels set as a TREC qrels file (an existing file only with ``force``)."""
     if (judge_run_id is None) == (name is None):
         raise QrelkitError("name what to export: --judge-run ID or --name QRELS_SET")
-    check_writable(output)
+    check_writable(output, overwrite=force)
     with Store(db, read_only=True) as store:
         qrels = graded_qrels(store, judge_run_id)[0] if judge_run_id is not None else store.qrels(name)  # type: ignore[arg-type]
     write_qrels(qrels, output)
     return qrels
 
 
-def export_judgments(db: Path, output: Path, *, judge_run_ref: str | None = None) -> tuple[int, list[str]]:
+def export_judgments(db: Path, output: Path, *, judge_run_ref: str | None = None, force: bool = False) -> tuple[int, list[str]]:
     """`qrelkit export judgments`: every stored field of a judge run's judgments (or of all runs)
-    as Parquet, CSV or JSON Lines; returns the row count and the judge runs written."""
+    as Parquet, CSV or JSON Lines (an existing file only with ``force``); returns the row count and
+    the judge runs written."""
     from qrelkit.io.tables import write_table
     from qrelkit.storage.judgments import judgments_table
+
+    check_writable(output, overwrite=force)
 
     with Store(db, read_only=True) as store:
         judge_run_id = judge_run(store, judge_run_ref).judge_run_id if judge_run_ref is not None else None

@@ -132,6 +132,11 @@ def read_topics(path: str | Path) -> list[Topic]:
             if not tab or not qid.strip() or not text.strip():
                 problems.append(LineProblem(str(path), number, "expected `qid<TAB>query text`"))
                 continue
+            if any(c.isspace() for c in qid.strip()):
+                problems.append(
+                    LineProblem(str(path), number, f"qid {qid.strip()!r} holds white space: run and qrels files split it, so none names it")
+                )
+                continue
             if _check_unique(seen, qid.strip(), number, path, problems, "qid"):
                 topics.append(Topic(qid.strip(), text.strip()))
     raise_if_problems(problems)

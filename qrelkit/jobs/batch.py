@@ -23,6 +23,7 @@ import logging
 import os
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,12 +219,14 @@ class BatchDriver:
         sent = recorded.submission_pairs(self.store, sub.submission_id)
         keys = set(sent)
         lines: dict[tuple[str, str], BatchLine] = {}
+        seen: Counter[tuple[str, str]] = Counter()  # lines per pair: one, unless the output repeats a custom_id
         for file_id in (info.output_file_id, info.error_file_id):
             if file_id:
                 for line in self._read_lines(file_id):
                     parsed = parse_custom_id(line.custom_id)
                     if parsed is None or parsed[0] != self.judge_run_id or parsed[1:] not in keys:
                         continue  # not a line of this submission
+                    seen[parsed[1:]] += 1
                     if parsed[1:] not in lines or line.status_code == 200:
                         lines[parsed[1:]] = line
         history = recorded.batch_history(self.store, self.judge_run_id)
@@ -239,6 +242,11 @@ class BatchDriver:
             if judgment is None:
                 judgment = Judgment(*key, "model_error", error=f"{why_not_run(answer, info)} (in {tries} batches)")
             judgment.attempts = states.get(key, ("", 0))[1] + tries
+            if seen[key] > 1:
+                judgment.notes = (
+                    f"the batch {info.id} answered this pair in {seen[key]} lines (one custom_id repeated); {_kept(answer)} was kept"
+                )
+                log.warning("batch %s: %d lines for %s/%s (a repeated custom_id)", info.id, seen[key], *key)
             judgments.append(judgment)
         crash_point("batch-before-collect")
         recorded.collect_submission(self.store, sub.submission_id, self.judge_run_id, judgments, again, sent)
@@ -293,6 +301,12 @@ def _parse(raw_lines: list[bytes], file_id: str) -> Iterator[BatchLine]:
             yield read_output_line(raw.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:  # its pair is treated as not run, and sent again
             log.warning("batch file %s: a line that is not a Batch API output line (%s) was skipped", file_id, exc)
+
+
+def _kept(line: BatchLine | None) -> str:
+    if line is None:
+        return "none"
+    return "the first HTTP 200 answer" if line.status_code == 200 else "the first line"
 
 
 def _trailing_resubmits(outcomes: list[str]) -> int:

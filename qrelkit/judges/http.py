@@ -10,17 +10,20 @@
 * `RateLimiter` — requests-per-minute and tokens-per-minute token buckets (async).
 * `redact` — removes secrets from any text that may be stored or logged.
 * `checked_image_url` — which image URLs may be forwarded to an endpoint (never `file:`, never
-  loopback, link-local or private addresses unless the job lists the host).
+  credentials, never loopback, link-local, private or other non-public addresses, by the address
+  written or the addresses a name resolves to, unless the job lists the host).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import json
 import math
 import random
 import re
+import socket
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -233,9 +236,12 @@ def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 def _local_reason(host: str) -> str | None:
     """Why a host is not a public one, or None."""
     address = _address(host)
-    mapped = getattr(address, "ipv4_mapped", None)
-    if mapped is not None:  # ::ffff:a.b.c.d is the IPv4 address a.b.c.d
+    mapped = getattr(address, "ipv4_mapped", None) or getattr(address, "sixtofour", None)
+    if mapped is not None:  # ::ffff:a.b.c.d is the IPv4 address a.b.c.d; 2002:AABB:CCDD:: (6to4) carries one too
         return _local_reason(str(mapped))
+    teredo = getattr(address, "teredo", None)
+    if teredo is not None:  # (server, client) IPv4 addresses of a Teredo address
+        return _local_reason(str(teredo[1]))
     if address is not None:
         for test, what in (
             ("is_loopback", "a loopback address"),
@@ -247,12 +253,30 @@ def _local_reason(host: str) -> str | None:
         ):
             if getattr(address, test):
                 return what
+        if not address.is_global:  # carrier-grade NAT (100.64.0.0/10), documentation and benchmark ranges
+            return "a non-public address"
         return None
-    if host == "localhost" or host.endswith((".localhost", ".local", ".internal")):
+    name = host.rstrip(".")
+    if name == "localhost" or name.endswith((".localhost", ".local", ".internal")):
         return "a local name"
-    last = host.rstrip(".").rsplit(".", 1)[-1]
+    last = name.rsplit(".", 1)[-1]
     if not any(c.isalpha() for c in last):
         return "a numeric host (an address in another spelling)"
+    return _resolved_reason(name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolved_reason(name: str) -> str | None:
+    """Why a host name is not a public one by the addresses it resolves to here (an endpoint on this
+    network resolves it alike), or None; a name that does not resolve here is left to the endpoint."""
+    try:
+        found = socket.getaddrinfo(name, 443, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return None
+    for *_, sockaddr in found:
+        reason = _local_reason(str(sockaddr[0]).split("%", 1)[0])
+        if reason:
+            return f"a host that resolves to {reason} ({sockaddr[0]})"
     return None
 
 
@@ -269,6 +293,9 @@ def checked_image_url(url: str, allowed_hosts: Collection[str] = ()) -> str:
         raise ImageURLRefused(f"image URL {url!r}: only https:// URLs are forwarded (not {scheme or 'a relative'}: URLs)")
     if not host:
         raise ImageURLRefused(f"image URL {url!r} names no host")
+    if parts.username is not None or parts.password is not None:
+        shown = url.replace(parts.netloc, parts.netloc.rpartition("@")[2])  # the credentials are not repeated
+        raise ImageURLRefused(f"image URL {shown!r} carries credentials (user:password@); they are never forwarded")
     if host.rstrip(".") in allowed:
         return url
     if scheme == "http":
