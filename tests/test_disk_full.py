@@ -76,3 +76,23 @@ def test_a_full_disk_stops_the_job_with_the_count_saved_and_nothing_lost(tmp_pat
     assert len(after) == N_DOCS and {status for *_, status in after} == {"ok"}
     kept = {docid: raw for docid, raw, _ in after}
     assert all(kept[docid] == raw for docid, raw in before)  # what was saved before the disk filled is unchanged
+
+
+def test_a_full_disk_during_load_runs_is_one_line_and_the_runs_loaded_before_are_kept(tmp_path, small_disk):
+    """A run load that fills the disk: exit 3 with the disk's message (the load's transaction is rolled
+    back; resetting its memory cap inside the aborted transaction no longer masks that with a traceback)."""
+    import random
+
+    random.seed(7)
+    (tmp_path / "small.run").write_text("".join(f"q1 Q0 d{i} {i + 1} {100 - i}.5 small\n" for i in range(100)))
+    with open(tmp_path / "big.run", "w") as handle:  # 600,000 distinct entries: far more than the 4 MiB disk holds
+        for qid in range(300):
+            handle.writelines(f"q{qid} Q0 doc{qid}_{r}_{random.randrange(10**9)} {r + 1} {2000 - r}.5 big\n" for r in range(2000))
+    database = small_disk / "runs.duckdb"
+    assert qrelkit("load", "runs", tmp_path / "small.run", "--db", database).returncode == 0
+    error = one_error(qrelkit("load", "runs", tmp_path / "big.run", "--db", database), 3)
+    assert error.startswith(f"error: cannot write to the database {database}:") and "No space left on device" in error, error
+    grow(small_disk, "256m")
+    with Store(database, read_only=True) as store:
+        assert store.run_names() == ["small"] and len(store.run("small").table) == 100  # nothing of the big run landed
+    assert qrelkit("load", "runs", tmp_path / "big.run", "--db", database).returncode == 0  # room again: it loads

@@ -289,3 +289,40 @@ def test_embeddings_computed_in_workers_are_written_by_the_driver(local_ray, tmp
     local_scores, ray_scores = judgments(tmp_path / "local.duckdb"), judgments(tmp_path / "ray.duckdb")
     for key, row in local_scores.items():
         assert ray_scores[key][1] == pytest.approx(row[1], abs=0.01)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc)."""
+    found, pending = [], [pid]
+    while pending:
+        for task in Path(f"/proc/{pending.pop()}/task").glob("*/children"):
+            try:
+                kids = [int(k) for k in task.read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            pending += kids
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the local Ray's reaper reads /proc")
+def test_a_sigkilled_driver_leaves_no_ray_of_its_own_running(tmp_path):
+    """A driver that started its own local Ray (no address) and is SIGKILLed: Ray's fate-sharing ends
+    the node's processes, but the agents the raylet started lived on ~90 s; now nothing is left."""
+    pytest.importorskip("ray")
+    write_collection(tmp_path)
+    job = write_job(tmp_path, "own-ray", executor={"kind": "ray", "workers": 1}, delay_seconds=0.01)
+    env = {**os.environ, "PYTHONPATH": str(TESTS), "QRELKIT_PROGRESS_SECONDS": "0", "RAY_ADDRESS": "local"}  # a Ray of its own
+    command = [sys.executable, "-m", "qrelkit.cli", "judge", str(job), "--allow-import"]
+    driver = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    assert driver.stderr is not None
+    lines = []
+    for line in driver.stderr:  # `judging own-ray.yaml: 64/3002 pairs (...)`: the Ray and its agents are up, a worker judges
+        lines.append(line)
+        if line.startswith("judging own-ray.yaml:") and int(line.split(":")[1].split("/")[0]) >= 64:
+            break
+    started = descendants(driver.pid)
+    assert len(started) >= 4, "".join(lines[-20:])  # GCS, raylet, its agents, the worker (and the reaper)
+    driver.kill()
+    assert driver.wait() == -signal.SIGKILL
+    assert wait_gone(started, seconds=20.0) == []

@@ -208,3 +208,10 @@ def test_a_foreign_or_damaged_file_is_one_line_naming_it(tmp_path, db, how):
     error = one_error(qrelkit("show", "--db", path), 2)
     assert str(path) in error or path.name in error
     assert path.stat().st_size == size  # nothing written to it
+
+
+def test_the_tables_an_open_checks_for_are_those_the_migrations_make():
+    from qrelkit.storage.catalog import migrated_tables
+    from qrelkit.storage.schema import CURRENT_TABLES, SCHEMA_VERSION
+
+    assert CURRENT_TABLES == migrated_tables(SCHEMA_VERSION)  # a new migration must update CURRENT_TABLES

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import shlex
 import sys
@@ -137,10 +138,32 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 _python_showwarning = warnings.showwarning
 
 
+class _PrintableFormatter(logging.Formatter):
+    """Log lines as Python's last-resort handler prints them (the message alone), control characters
+    escaped: a retry warning quotes the provider's error text."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from qrelkit.report.text import printable
+
+        return printable(super().format(record))
+
+
+def _log_to_stderr() -> None:
+    """Warnings and errors logged by qrelkit and its libraries go to stderr, escaped (unless the
+    program that called `main` configured logging itself)."""
+    if logging.root.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(_PrintableFormatter("%(message)s"))
+    logging.root.addHandler(handler)
+
+
 def main() -> None:
     """Exit codes: 0 done; 2 bad input or usage (one message naming the file and line, or the pair);
     3 a job failed (a broken judge, most judgments failed, the database could not be written); 130 interrupted."""
     warnings.showwarning = _show_warning
+    _log_to_stderr()
     try:
         app()
     except FatalJobError as exc:
@@ -151,24 +174,12 @@ def main() -> None:
         where = f"{exc.filename}: " if exc.filename else ""
         _fail(f"{where}{exc.strerror or exc}", 3 if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else 2)
     except Exception as exc:
-        if not _database_failure(exc):
+        from qrelkit.commands import database_failure
+
+        failure = database_failure(exc)
+        if failure is None:
             raise  # a bug: its traceback is what gets it fixed
-        from qrelkit.storage.store import damaged_file
-
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        if damaged_file(exc):
-            _fail(f"the database is damaged ({first}); restore it from a copy", 2)
-        _fail(f"the database could not be read or written: {first}", 3)
-
-
-def _database_failure(exc: Exception) -> bool:
-    """A DuckDB error of the file or the machine (a database cut short, a bad block, an I/O error) that
-    reached the command line without passing a transaction (a read); duckdb is not imported for it."""
-    if not any(cls.__module__.split(".")[0] in ("duckdb", "_duckdb") for cls in type(exc).__mro__):
-        return False
-    from qrelkit.storage.store import damaged_file, machine_failure
-
-    return damaged_file(exc) or machine_failure(exc)
+        _fail(*failure)
 
 
 def _fail(message: str, code: int) -> None:
