@@ -24,6 +24,7 @@ from qrelkit.cli.base import (
     err,
     out,
     print_json,
+    print_lines,
 )
 
 ModelQrels = Annotated[
@@ -299,5 +300,4 @@ def nrg_cmd(
         return
     out.print(tables.nrg_table(outcome))
     if per_query:
-        for line in tables.nrg_per_query_lines(outcome.result):
-            print(line)
+        print_lines(tables.nrg_per_query_lines(outcome.result))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import shlex
 import sys
@@ -36,8 +37,20 @@ app.add_typer(prompts_app, name="prompts")
 app.add_typer(export_app, name="export")
 app.add_typer(import_app, name="import")
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+
+class SafeConsole(Console):
+    """A console that shows control characters in the text it is given escaped (`qrelkit.report.text`):
+    a qid, a topic's text, a model's answer or a provider's error never drive the terminal. Rich's
+    own styling is not text it is given, so it is kept."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        from qrelkit.report.text import printable
+
+        return super().render_str(printable(text), **kwargs)
+
+
+out = SafeConsole(soft_wrap=True)
+err = SafeConsole(stderr=True, soft_wrap=True)
 
 DEFAULT_DB = Path("qrelkit.duckdb")
 DbOption = Annotated[
@@ -93,6 +106,14 @@ def command_line(ctx: typer.Context) -> str:
     return shlex.join(words)
 
 
+def print_lines(lines: Any) -> None:
+    """Plain lines on standard output (trec_eval's format, a rendered prompt), control characters escaped."""
+    from qrelkit.report.text import printable
+
+    for line in lines:
+        print(printable(line))
+
+
 def print_json(payload: Any) -> None:
     print(json.dumps(payload, indent=1, ensure_ascii=False, default=str))
 
@@ -115,7 +136,9 @@ def _root(
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001 (warnings' signature)
     """qrelkit's own warnings (files skipped in a folder) as one plain line; others as Python prints them."""
     if issubclass(category, SkippedFilesWarning):
-        err.print(Text("warning: ", style="yellow") + Text(str(message)), soft_wrap=True)
+        from qrelkit.report.text import printable
+
+        err.print(Text("warning: ", style="yellow") + Text(printable(str(message))), soft_wrap=True)
         return
     _python_showwarning(message, category, filename, lineno, file, line)
 
@@ -123,10 +146,32 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 _python_showwarning = warnings.showwarning
 
 
+class _PrintableFormatter(logging.Formatter):
+    """Log lines as Python's last-resort handler prints them (the message alone), control characters
+    escaped: a retry warning quotes the provider's error text."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from qrelkit.report.text import printable
+
+        return printable(super().format(record))
+
+
+def _log_to_stderr() -> None:
+    """Warnings and errors logged by qrelkit and its libraries go to stderr, escaped (unless the
+    program that called `main` configured logging itself)."""
+    if logging.root.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(_PrintableFormatter("%(message)s"))
+    logging.root.addHandler(handler)
+
+
 def main() -> None:
     """Exit codes: 0 done; 2 bad input or usage (one message naming the file and line, or the pair);
     3 a job failed (a broken judge, most judgments failed, the database could not be written); 130 interrupted."""
     warnings.showwarning = _show_warning
+    _log_to_stderr()
     try:
         app()
     except FatalJobError as exc:
@@ -136,11 +181,20 @@ def main() -> None:
     except OSError as exc:  # a file the command writes (or a device it uses): one line, never a traceback
         where = f"{exc.filename}: " if exc.filename else ""
         _fail(f"{where}{exc.strerror or exc}", 3 if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else 2)
+    except Exception as exc:
+        from qrelkit.commands import database_failure
+
+        failure = database_failure(exc)
+        if failure is None:
+            raise  # a bug: its traceback is what gets it fixed
+        _fail(*failure)
 
 
 def _fail(message: str, code: int) -> None:
     """Print the one error line and end with ``code``."""
-    err.print(Text("error: ", style="bold red") + Text(message), soft_wrap=True)
+    from qrelkit.report.text import printable
+
+    err.print(Text("error: ", style="bold red") + Text(printable(message)), soft_wrap=True)
     sys.exit(code)
 
 

@@ -23,9 +23,11 @@ from qrelkit.cli.base import (
     load_app,
     out,
     print_json,
+    print_lines,
 )
 from qrelkit.errors import QrelkitError
 
+ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite the output file when it exists.")]
 NameOption = Annotated[
     str | None, typer.Option(help="Name of this load (default: the file name without extension, or the ir_datasets id).")
 ]
@@ -179,13 +181,11 @@ def evaluate(
     if output == "trec":
         # stdout is trec_eval's, byte for byte; what the means run over goes to stderr
         err.print(f"means {evaluation.describe_average()}" + (f"; qrels cut to {evaluation.qrels_cut}" if evaluation.qrels_cut else ""))
-        for line in tables.trec_eval_lines(evaluation):
-            print(line)
+        print_lines(tables.trec_eval_lines(evaluation))
         return
     out.print(tables.evaluation_table(evaluation, evaluation.qrels_cut))
     if per_query:
-        for line in tables.per_query_lines(evaluation):
-            print(line)
+        print_lines(tables.per_query_lines(evaluation))
 
 
 @app.command()
@@ -258,12 +258,13 @@ def export_qrels(
     ] = None,
     name: Annotated[str | None, typer.Option(help="Or: the qrels set with this name.")] = None,
     db: DbOption = DEFAULT_DB,
+    force: ForceOption = False,
 ) -> None:
     """Write a qrels set (graded from a judge run, or loaded) as a TREC qrels file."""
 
     from qrelkit.commands import judging
 
-    qrels, note = judging.export_qrels_file(db, output, judge_run_id=judge_run, name=name)
+    qrels, note = judging.export_qrels_file(db, output, judge_run_id=judge_run, name=name, force=force)
     if note:
         err.print(note, highlight=False)
     out.print(f"wrote {len(qrels)} judgments of {qrels.name!r} to {output}", highlight=False)
@@ -274,11 +275,12 @@ def export_judgments(
     output: Annotated[Path, typer.Argument(help="Where to write: OUT.parquet, OUT.csv or OUT.jsonl (the suffix chooses the format).")],
     judge_run: Annotated[str | None, typer.Option("--judge-run", help="One judge run (id, unique prefix or name); default: all.")] = None,
     db: DbOption = DEFAULT_DB,
+    force: ForceOption = False,
 ) -> None:
     """Write judgments with every stored field (raw output, score, parsed and expected grade, status,
     error, tokens, latency, cost, attempts, model id, fingerprint, time; the run's judge and template)."""
 
     from qrelkit.commands import judging
 
-    rows, runs = judging.export_judgments(db, output, judge_run_ref=judge_run)
+    rows, runs = judging.export_judgments(db, output, judge_run_ref=judge_run, force=force)
     out.print(f"wrote {rows} judgments of {len(runs)} judge run(s) ({', '.join(runs) or 'none'}) to {output}", highlight=False)

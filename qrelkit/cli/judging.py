@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from qrelkit.cli.base import DEFAULT_DB, DbOption, JsonOption, app, err, out, print_json, prompts_app
+from qrelkit.cli.base import DEFAULT_DB, DbOption, JsonOption, app, err, out, print_json, print_lines, prompts_app
 from qrelkit.errors import QrelkitError
 
 
@@ -47,7 +47,7 @@ def prompts_show(
         return
     if topic is None or doc is None:
         raise QrelkitError("give both --topic QID and --doc DOCID (or neither)")
-    print(judging.render_pair(template, db, topic, doc))
+    print_lines([str(judging.render_pair(template, db, topic, doc))])
 
 
 @app.command("judges")

@@ -238,12 +238,15 @@ def finish_job(spec: JobSpec, report: JobReport, *, dry_run: bool, grade: bool, 
     return result
 
 
-def export_qrels_file(db: Path, output: Path, *, judge_run_id: str | None, name: str | None) -> tuple[Qrels, str | None]:
-    """Write a qrels set, named or a judge run's (the set an audit of it reads); the set, and a note
-    when `--judge-run` found its run by name."""
+def export_qrels_file(
+    db: Path, output: Path, *, judge_run_id: str | None, name: str | None, force: bool = False
+) -> tuple[Qrels, str | None]:
+    """`qrelkit export qrels`: a qrels set, named or a judge run's (the set an audit of it reads), as a
+    TREC qrels file (an existing file only with ``force``); the set, and a note when `--judge-run`
+    found its run by name."""
     if (judge_run_id is None) == (name is None):
         raise QrelkitError("name what to export: --judge-run ID or --name QRELS_SET")
-    check_writable(output)
+    check_writable(output, overwrite=force)
     note = None
     with Store(db, read_only=True) as store:
         if judge_run_id is not None:
@@ -255,11 +258,14 @@ def export_qrels_file(db: Path, output: Path, *, judge_run_id: str | None, name:
     return qrels, note
 
 
-def export_judgments(db: Path, output: Path, *, judge_run_ref: str | None = None) -> tuple[int, list[str]]:
+def export_judgments(db: Path, output: Path, *, judge_run_ref: str | None = None, force: bool = False) -> tuple[int, list[str]]:
     """`qrelkit export judgments`: every stored field of a judge run's judgments (or of all runs)
-    as Parquet, CSV or JSON Lines; returns the row count and the judge runs written."""
+    as Parquet, CSV or JSON Lines (an existing file only with ``force``); returns the row count and
+    the judge runs written."""
     from qrelkit.io.tables import write_table
     from qrelkit.storage.judgments import judgments_table
+
+    check_writable(output, overwrite=force)
 
     with Store(db, read_only=True) as store:
         judge_run_id = judge_run(store, judge_run_ref).judge_run_id if judge_run_ref is not None else None

@@ -43,9 +43,12 @@ class ImageFile:
     sha256: str
 
 
-def read_image_file(path: str | Path, root: str | Path | None = None) -> ImageFile:
+def read_image_file(path: str | Path, root: str | Path | None = None, expected_sha256: str | None = None) -> ImageFile:
     """Read an image file once: a regular file, inside ``root`` when given (checked on the file
-    actually opened, at read time; the policy of `qrelkit.io.files`)."""
+    actually opened, at read time; the policy of `qrelkit.io.files`). ``expected_sha256``: the hash
+    its bytes had when the collection was loaded ("" when they could not be read then); other bytes
+    are refused, so a judgment never records the loaded image while another was judged (a file
+    changed, or an image root swapped for another folder)."""
     path = Path(path)
     try:
         with open_under_root(path, root) as handle:
@@ -61,7 +64,14 @@ def read_image_file(path: str | Path, root: str | Path | None = None) -> ImageFi
         raise ImageError(f"image {path} cannot be read: {exc.reason}") from None
     except OSError as exc:
         raise ImageError(f"image {path} cannot be read: {exc.strerror or exc}") from None
-    return ImageFile(str(path), data, hashlib.sha256(data).hexdigest())
+    sha256 = hashlib.sha256(data).hexdigest()
+    if expected_sha256 is not None and sha256 != expected_sha256:
+        then = f"sha256 {expected_sha256[:12]}… then" if expected_sha256 else "it could not be read then"
+        raise ImageError(
+            f"image {path} is not the image loaded with the documents ({then}, sha256 {sha256[:12]}… now); "
+            "load the documents again (--replace) to judge it"
+        )
+    return ImageFile(str(path), data, sha256)
 
 
 def open_image(image: ImageFile) -> PILImage.Image:
@@ -96,6 +106,6 @@ def decode_image(image: ImageFile) -> PILImage.Image:
         raise ImageError(f"image {image.path} is corrupt or truncated: {exc}") from None
 
 
-def load_image(path: str | Path, root: str | Path | None = None) -> PILImage.Image:
+def load_image(path: str | Path, root: str | Path | None = None, expected_sha256: str | None = None) -> PILImage.Image:
     """Read and decode in one call (for code that needs the pixels only)."""
-    return decode_image(read_image_file(path, root))
+    return decode_image(read_image_file(path, root, expected_sha256))

@@ -8,9 +8,11 @@ so a dataset id names fixed content: the id, not a file hash, identifies what wa
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from qrelkit.errors import FatalJobError, QrelkitError
@@ -33,11 +35,49 @@ def irds_sha256(dataset_id: str) -> str:
     return sha256_text(IRDS_PREFIX + dataset_id)
 
 
+# Why ir_datasets may not download now: set while a dry run plans, which must start no download. A
+# dataset whose files are here already (downloaded before, or local) is read as usual.
+_DOWNLOADS_REFUSED: ContextVar[str | None] = ContextVar("irds_downloads_refused", default=None)
+
+
+@contextmanager
+def no_downloads(why: str) -> Iterator[None]:
+    """Within this block, an `irds:` id whose files ir_datasets would have to fetch is an IrdsError
+    saying ``why``, raised before any request is sent."""
+    token = _DOWNLOADS_REFUSED.set(why)
+    try:
+        yield
+    finally:
+        _DOWNLOADS_REFUSED.reset(token)
+
+
+def _guard_downloads(ir_datasets: Any) -> None:
+    """Make ir_datasets' one download step (`Download.path`: a file not in its cache, fetched from a
+    mirror that is not a local file) ask `no_downloads` first. Installed once; outside such a block
+    nothing changes."""
+    download = getattr(getattr(ir_datasets, "util", None), "Download", None)
+    if download is None or getattr(download.path, "qrelkit_guarded", False):
+        return
+    fetch = download.path
+
+    def path(self: Any, force: bool = True) -> Any:
+        refused = _DOWNLOADS_REFUSED.get()
+        cached = getattr(self, "_path", None) or getattr(self, "_cache_path", None)
+        local = all(type(m).__name__ == "LocalDownload" for m in getattr(self, "mirrors", []))
+        if refused and force and not local and not (cached and os.path.exists(cached)):
+            raise IrdsError(refused)
+        return fetch(self, force)
+
+    path.qrelkit_guarded = True  # type: ignore[attr-defined]
+    download.path = path
+
+
 def _dataset(dataset_id: str, what: str) -> Any:
     try:
         import ir_datasets
     except ImportError:
         raise IrdsError(f"irds:{dataset_id}: reading ir_datasets ids needs the irds extra: pip install 'qrelkit[irds]'") from None
+    _guard_downloads(ir_datasets)
     try:
         dataset = ir_datasets.load(dataset_id)
     except KeyError:
@@ -91,6 +131,9 @@ def _records(dataset_id: str, what: str, items: Iterable[Any]) -> Iterable[Any]:
                 item = next(iterator)
         except StopIteration:
             return
+        except IrdsError as exc:  # no_downloads' refusal (raised inside ir_datasets): name the id once
+            message = str(exc)
+            raise IrdsError(message if message.startswith("irds:") else f"irds:{dataset_id}: {message}") from None
         except QrelkitError:
             raise
         except Exception as exc:  # ir_datasets raises plain IOError, HTTP errors, or its own on a failed download

@@ -51,6 +51,7 @@ from qrelkit.io import Qrel, Qrels
 
 ALL_TOPICS = "*"
 DEFAULT_LABELS = [0, 1, 2]
+GRADE_MIN, GRADE_MAX = -(2**31), 2**31 - 1  # a qrels grade is stored as a 32-bit integer (as trec_eval reads it: a C int)
 METHOD_OPTIONS = {"quantile": {"quantiles", "per_topic", "ties"}, "thresholds": {"thresholds"}, "identity": set(), "map": {"map"}}
 _RANGE = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*(?:-|\.\.)\s*([+-]?\d+(?:\.\d+)?)\s*$")
 
@@ -310,6 +311,11 @@ def _grade_one(spec: GradingSpec, qid: str, docid: str, score: float) -> int:
     if spec.method == "identity":
         if not float(score).is_integer():
             raise GradingError(f"pair ({qid}, {docid}): score {score:g} is not an integer grade (method identity); use map or quantile")
+        if not GRADE_MIN <= score <= GRADE_MAX:
+            raise GradingError(
+                f"pair ({qid}, {docid}): score {score:g} is beyond the grades qrels hold (32-bit integers) (method identity); "
+                "use map or quantile"
+            )
         if spec.labels is not None and int(score) not in spec.labels:
             raise GradingError(f"pair ({qid}, {docid}): score {score:g} is not one of the labels {spec.labels} (method identity)")
         return int(score)

@@ -22,6 +22,7 @@ import numpy as np
 
 from qrelkit.embed.cache import ComputedEmbeddings, VectorStore
 from qrelkit.errors import JobFailed, PairInputError, QrelkitError, StorageFailure
+from qrelkit.io.irds import no_downloads
 from qrelkit.jobs.plan import JobPlan, JudgeFactory, collection_unchanged, plan_job, resolve_judge
 from qrelkit.jobs.spec import ExecutorSpec, JobSpec
 from qrelkit.judges import FatalJudgeError, JudgeContext, Judgment, Pair
@@ -421,7 +422,11 @@ def planning_store(spec: JobSpec) -> Store:
 def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False) -> JobReport:
     """What a run would do (what it would load, the pool, what is done, failed and left to judge, and
     an API judge's cost estimate), with no file written: not the database, not its folder."""
-    with planning_store(spec) as store:
+    why = (
+        "a dry run starts no download, and ir_datasets would fetch this dataset's files; "
+        "load it first (qrelkit load topics|docs|qrels irds:ID), or run without --dry-run"
+    )
+    with no_downloads(why), planning_store(spec) as store:
         plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
     report = JobReport(plan.judge_run_id, len(plan.pairs), plan.already_ok, plan.already_failed, len(plan.todo), loads=plan.loads)
     report.sample, report.checks = plan.sample, plan.checks

@@ -112,7 +112,9 @@ class JobSpec(_Strict):
     batch_size: int = Field(64, ge=1)
     flush_seconds: float = Field(2.0, gt=0, description="Write judgments at least this often.")
     allow_import: bool = Field(
-        False, description="Allow `judge.name: module:Class`, which imports and runs that Python module (also --allow-import)."
+        False,
+        description="Allow `judge.name: module:Class`, which imports and runs that Python module: only the command line "
+        "(--allow-import, --set allow_import=true) or the Python caller can; a job file's own `allow_import: true` is ignored.",
     )
     max_consecutive_failures: int = Field(
         20, ge=0, description="Stop when this many judgments in a row fail with the same error (the judge is broken); 0: never."
@@ -226,10 +228,20 @@ def with_data_root(environ: Mapping[str, str]) -> Mapping[str, str]:
 
 
 def load_job(
-    path: str | Path, overrides: dict[str, Any] | None = None, *, sets: list[str] | None = None, environ: Mapping[str, str] | None = None
+    path: str | Path,
+    overrides: dict[str, Any] | None = None,
+    *,
+    sets: list[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    allow_import: bool = False,
 ) -> JobSpec:
     """Read, expand (``${VAR}``), override (``--set``), validate and resolve a job file; every
-    problem is one line naming the job file and the key."""
+    problem is one line naming the job file and the key.
+
+    ``allow_import``: a `module:Class` judge may be imported (`--allow-import`). A job file cannot
+    allow that by itself: job files are shared like databases, and importing a module runs its
+    code, so the file's own `allow_import` is dropped; only the caller (this argument, an override,
+    a `--set`) can allow it."""
     path = Path(path)
     if not path.exists():
         raise JobError(f"job file {path} not found")
@@ -241,9 +253,12 @@ def load_job(
         raise JobError(str(exc)) from None
     if not isinstance(data, dict):
         raise JobError(f"{path}: expected a mapping (database, collection, pool, judge, template, grading)")
+    data.pop("allow_import", None)  # the file's own say does not count (see above)
     apply_sets(data, sets or [], path)  # first, so that a --set value may use ${VAR} as well
     data = expand_variables(data, "", path, with_data_root(os.environ if environ is None else environ))
     data.update(overrides or {})
+    if allow_import:
+        data["allow_import"] = True
     try:
         spec = JobSpec.model_validate(data)
     except ValidationError as exc:

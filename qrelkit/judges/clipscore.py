@@ -106,7 +106,7 @@ class ClipScoreJudge(BaseJudge[ClipScoreConfig]):
 
     def _read_images(self, pairs: Sequence[Pair]) -> dict[str, ImageFile]:
         """Each new image file read once, in parallel; failures go to image_errors."""
-        paths: dict[str, tuple[str, str | None]] = {}
+        paths: dict[str, tuple[str, str | None, str | None]] = {}
         for p in pairs:
             docid = p.document.docid
             if docid in self.image_vectors or docid in self.image_errors or docid in paths:
@@ -114,9 +114,9 @@ class ClipScoreJudge(BaseJudge[ClipScoreConfig]):
             if p.document.image_path is None:
                 self.image_errors[docid] = f"document {docid!r} has no image"
                 continue
-            paths[docid] = (str(p.document.image_path), p.document.image_root)
+            paths[docid] = (str(p.document.image_path), p.document.image_root, p.document.image_sha256)
 
-        def read(item: tuple[str, str | None]) -> ImageFile | str:
+        def read(item: tuple[str, str | None, str | None]) -> ImageFile | str:
             try:
                 return read_image_file(*item)
             except ImageError as exc:

@@ -10,7 +10,8 @@
 * `RateLimiter` — requests-per-minute and tokens-per-minute token buckets (async).
 * `redact` — removes secrets from any text that may be stored or logged.
 * `checked_image_url` — which image URLs may be forwarded to an endpoint (never `file:`, never
-  loopback, link-local or private addresses unless the job lists the host).
+  credentials, never loopback, link-local, private or other non-public addresses, by the address
+  written or the addresses a name resolves to, unless the job lists the host).
 """
 
 from __future__ import annotations
@@ -236,6 +237,9 @@ def checked_image_url(url: str, allowed_hosts: Collection[str] = ()) -> str:
         raise ImageURLRefused(f"image URL {url!r}: only https:// URLs are forwarded (not {scheme or 'a relative'}: URLs)")
     if not host:
         raise ImageURLRefused(f"image URL {url!r} names no host")
+    if parts.username is not None or parts.password is not None:
+        shown = url.replace(parts.netloc, parts.netloc.rpartition("@")[2])  # the credentials are not repeated
+        raise ImageURLRefused(f"image URL {shown!r} carries credentials (user:password@); they are never forwarded")
     if host.rstrip(".") in allowed:
         return url
     if scheme == "http":

@@ -68,6 +68,7 @@ class Prompt:
     images: list[str]
     image_root: str | None = None
     length: int = 0  # text tokens, for batching by length
+    image_sha256: str | None = None  # what the document's image bytes must hash to (`Document.image_sha256`)
 
 
 @dataclass
@@ -237,17 +238,17 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
 
     def _prompt(self, index: int, pair: Pair) -> Prompt:
         messages, images = hf_messages(self.template.render(pair.topic, pair.document), typed=self.is_vlm)
-        return Prompt(index, self.prompt_text(messages), images, pair.document.image_root)
+        return Prompt(index, self.prompt_text(messages), images, pair.document.image_root, image_sha256=pair.document.image_sha256)
 
     def _prepare(self, prompts: list[Prompt], decoded: dict[str, Any], last_use: dict[str, int], number: int) -> ForwardBatch:
         """Decode the batch's images not decoded yet (in parallel, each once per call) and run the
         processor; images no later batch needs are let go."""
         batch = ForwardBatch(prompts)
-        new = {path: p.image_root for p in prompts for path in p.images if path not in decoded}
+        new = {path: (p.image_root, p.image_sha256) for p in prompts for path in p.images if path not in decoded}
 
-        def decode(item: tuple[str, str | None]) -> Any:
+        def decode(item: tuple[str, tuple[str | None, str | None]]) -> Any:
             try:
-                return decode_image(read_image_file(*item))
+                return decode_image(read_image_file(item[0], *item[1]))
             except ImageError as exc:
                 return exc
 

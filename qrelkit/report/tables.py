@@ -9,6 +9,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from qrelkit.report.text import printable
+
 if TYPE_CHECKING:  # annotations only: printing a table must not load the audit's numerics
     from qrelkit.evaluate.audit import Audit
     from qrelkit.evaluate.fd.runs import FDReport
@@ -94,8 +96,8 @@ BIAS_HEADER = ["group", "measure", "runs in / out", "Δ model qrels", "Δ refere
 def audit_tables(result: Audit) -> list[Text | Table]:
     """`qrelkit agree` without --json: a heading, then labels, confusion, systems and bias as tables."""
     heading = Text(
-        f"{result.model_name} (model) vs {result.reference_name} (reference): {len(result.queries)} queries judged by both, "
-        f"{len(result.model_evaluation.runs)} runs",
+        printable(f"{result.model_name} (model) vs {result.reference_name} (reference): ")
+        + f"{len(result.queries)} queries judged by both, {len(result.model_evaluation.runs)} runs",
         style="bold",
     )
     sources = [Text(f"{side} qrels: {describe_qrels(source)}") for side, source in result.sources.items()]

@@ -60,8 +60,13 @@ def bounded_memory(con: duckdb.DuckDBPyConnection, limit: str | None = LOAD_MEMO
     try:
         yield
     finally:
-        con.execute("RESET memory_limit")
-        con.execute("RESET preserve_insertion_order")
+        try:
+            con.execute("RESET memory_limit")
+            con.execute("RESET preserve_insertion_order")
+        except duckdb.TransactionException:
+            # the load failed and aborted its transaction (a full disk): the settings cannot be reset
+            # inside it, and the load's own error, not this one, is what the user must see
+            pass
 
 
 def next_id(con: duckdb.DuckDBPyConnection, table: str, column: str) -> int:

@@ -34,6 +34,7 @@ JUDGMENT_COLUMNS = [
     "system_fingerprint",
     "content_hash",
     "notes",
+    "topic_hash",
 ]
 _TYPES = {
     "score": pa.float64(),
@@ -230,6 +231,12 @@ class JudgmentWriteError(FatalJobError):
         self.statuses = statuses  # of the judgments that were stored
 
 
+# What a judgment judged: the input hashes of its topic and document. A row that does not carry
+# them takes those loaded now (a job holds the database while it judges, and the image bytes it
+# sent were checked against the loaded hash as they were read: `qrelkit.io.images`).
+_INPUT_HASHES = {"content_hash": "coalesce(i.content_hash, d.content_hash)", "topic_hash": "coalesce(i.topic_hash, t.content_hash)"}
+
+
 def _insert_rows_in(con: Any, judge_run_id: str, rows: list[dict[str, Any]]) -> None:
     """Insert (or replace) coerced rows inside a transaction the caller holds."""
     columns = {"judge_run_id": pa.array([judge_run_id] * len(rows), pa.string())}
@@ -238,8 +245,12 @@ def _insert_rows_in(con: Any, judge_run_id: str, rows: list[dict[str, Any]]) -> 
     con.register("incoming_judgments", pa.table(columns))
     try:
         cols = ", ".join(JUDGMENT_COLUMNS)
+        values = ", ".join(_INPUT_HASHES.get(c, f"i.{c}") for c in JUDGMENT_COLUMNS)
         # A retried pair replaces its earlier (failed) judgment: one row per (run, qid, docid).
-        con.execute(f"INSERT OR REPLACE INTO judgments ({cols}) SELECT {cols} FROM incoming_judgments")
+        con.execute(
+            f"INSERT OR REPLACE INTO judgments ({cols}) SELECT {values} FROM incoming_judgments i "
+            "LEFT JOIN documents d ON d.docid = i.docid LEFT JOIN topics t ON t.qid = i.qid"
+        )
     finally:
         con.unregister("incoming_judgments")
 
@@ -249,16 +260,20 @@ def _insert_rows(store: Store, judge_run_id: str, rows: list[dict[str, Any]]) ->
         _insert_rows_in(con, judge_run_id, rows)
 
 
-def insert_judgments(con: Any, judge_run_id: str, judgments: list[Any], content_hashes: Mapping[str, str] | None = None) -> None:
+def insert_judgments(
+    con: Any, judge_run_id: str, judgments: list[Any], input_hashes: Mapping[tuple[str, str], tuple[str | None, str | None]] | None = None
+) -> None:
     """The insert of :func:`write_judgments` (fields coerced alike) inside a transaction the caller
-    holds, so that judgments and the caller's own bookkeeping (a collected batch) commit together."""
+    holds, so that judgments and the caller's own bookkeeping (a collected batch) commit together.
+    ``input_hashes``: (qid, docid) -> (topic hash, content hash) of what was sent, where that may
+    not be what is loaded now (a batch sent before a reload)."""
     if not judgments:
         return
-    hashes = content_hashes or {}
+    hashes = input_hashes or {}
     rows = []
     for judgment in judgments:
         row = judgment_row(judgment)
-        row["content_hash"] = hashes.get(row["docid"])
+        row["topic_hash"], row["content_hash"] = hashes.get((row["qid"], row["docid"]), (None, None))
         rows.append(row)
     _insert_rows_in(con, judge_run_id, rows)
 
