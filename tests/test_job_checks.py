@@ -85,12 +85,17 @@ def test_grading_into_a_set_another_judge_run_graded_is_refused_before_judging(j
     assert runner.invoke(app, ["judge", "--allow-import", str(path), "--quiet"], catch_exceptions=False).exit_code == 0
     before = judgments(tmp_path / "j.duckdb")
     OverlapJudge.calls.clear()
-    message = refused("judge", "--allow-import", path, "--set", "judge.options.unparseable_docids=[d4]")  # another option: another judge run
+    message = refused(
+        "judge", "--allow-import", path, "--set", "judge.options.unparseable_docids=[d4]"
+    )  # another option: another judge run
     assert "grading.name: 'model' holds qrels graded from judge run " in message and "not from this job's judge run" in message
     assert OverlapJudge.calls == [] and judgments(tmp_path / "j.duckdb") == before
     # --no-grade leaves the grading out, its check too
     assert (
-        runner.invoke(app, ["judge", "--allow-import", str(path), "--quiet", "--no-grade", "--set", "judge.options.unparseable_docids=[d4]"]).exit_code == 0
+        runner.invoke(
+            app, ["judge", "--allow-import", str(path), "--quiet", "--no-grade", "--set", "judge.options.unparseable_docids=[d4]"]
+        ).exit_code
+        == 0
     )
 
 
