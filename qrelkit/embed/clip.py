@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from qrelkit.embed.base import l2_normalise, missing_extra
+from qrelkit.embed.device_images import jpeg_file
 from qrelkit.embed.image_batches import Batch, ImageBatches, ImageSource
 from qrelkit.errors import QrelkitError
 from qrelkit.io.images import ImageFile
@@ -227,16 +228,6 @@ class OpenClip:
         for name, output in (("image", image), ("text", text)):
             if not bool(self.torch.isfinite(output.float()).all()):
                 raise QrelkitError(f"the {name} encoder returns non-finite values")
-
-
-def jpeg_file(image: Any) -> ImageFile:
-    """A PIL image as the ImageFile of its JPEG encoding."""
-    import hashlib
-    import io
-
-    buffer = io.BytesIO()
-    image.save(buffer, format="JPEG")
-    return ImageFile("synthetic.jpg", buffer.getvalue(), hashlib.sha256(buffer.getvalue()).hexdigest())
 
 
 class ClipTextEmbedder:

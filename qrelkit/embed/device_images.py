@@ -16,10 +16,11 @@ this path there.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from qrelkit.io.images import ImageError, ImageFile, ImageHeader, decode_image, image_header
+from qrelkit.io.images import ImageError, ImageFile, ImageHeader, decode_image, image_header, read_image_file
+from qrelkit.io.parallel import ordered_map
 
 JPEG_END = b"\xff\xd9"
 JPEG_MODES = ("RGB", "L")  # nvJPEG's RGB output of these is the RGB PIL makes of them
@@ -88,6 +89,34 @@ def decode_on_device(images: Sequence[ImageFile], device: str) -> list[Any]:
     return out
 
 
+def read_and_decode_on_device(paths: Mapping[str, str | None], device: str, workers: int) -> dict[str, Any]:
+    """path -> uint8 (3, height, width) tensor on ``device`` (those PIL decoded moved there too), or
+    the ImageError saying why it cannot be used; each file read once (``workers`` threads), checked
+    against its root (the value)."""
+    import numpy as np
+    import torch
+
+    def read(item: tuple[str, str | None]) -> ImageFile | ImageError:
+        try:
+            return read_image_file(*item)
+        except ImageError as exc:
+            return exc
+
+    out: dict[str, Any] = {}
+    files: dict[str, ImageFile] = {}
+    window = max(1, 2 * workers)
+    for path, result in zip(paths, ordered_map(read, paths.items(), workers=max(1, workers), window=window)):
+        if isinstance(result, ImageFile):
+            files[path] = result
+        else:
+            out[path] = result
+    for path, image in zip(files, decode_on_device(list(files.values()), device)):
+        if not isinstance(image, (torch.Tensor, ImageError)):  # decoded by PIL
+            image = torch.from_numpy(np.array(image, dtype=np.uint8)).permute(2, 0, 1).contiguous().to(device)
+        out[path] = image
+    return {path: out[path] for path in paths}
+
+
 def _decode_one(data: Any, device: str) -> Any:
     from torchvision.io import ImageReadMode, decode_jpeg
 
@@ -97,18 +126,25 @@ def _decode_one(data: Any, device: str) -> Any:
         return None
 
 
-def device_jpeg_works(device: str) -> bool:
-    """Whether torchvision decodes a JPEG on ``device`` here (a build without nvJPEG cannot)."""
+def jpeg_file(image: Any) -> ImageFile:
+    """A PIL image as the ImageFile of its JPEG encoding (for checks before a job: preflight)."""
+    import hashlib
     import io
 
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG")
+    return ImageFile("synthetic.jpg", buffer.getvalue(), hashlib.sha256(buffer.getvalue()).hexdigest())
+
+
+def device_jpeg_works(device: str) -> bool:
+    """Whether torchvision decodes a JPEG on ``device`` here (a build without nvJPEG cannot)."""
     import torch
     from PIL import Image
     from torchvision.io import decode_jpeg
 
-    buffer = io.BytesIO()
-    Image.new("RGB", (16, 8), (200, 100, 50)).save(buffer, format="JPEG")
+    data = jpeg_file(Image.new("RGB", (16, 8), (200, 100, 50))).data
     try:
-        decoded = decode_jpeg([torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8)], device=device)
+        decoded = decode_jpeg([torch.frombuffer(bytearray(data), dtype=torch.uint8)], device=device)
         return tuple(decoded[0].shape) == (3, 8, 16)
     except (RuntimeError, NotImplementedError):
         return False
