@@ -212,7 +212,7 @@ def test_a_jpeg_is_given_to_the_device_only_when_complete_in_rgb_or_grey():
 
 
 def judged(tiny_clip, folder, names, **options):
-    judge = create_judge("clipscore", {**tiny_clip, "batch_size": 2, **options}, None)
+    judge = create_judge("clipscore", {**tiny_clip, "batch_size": 4, **options}, None)
     pairs = [Pair(topic, Document(name, image=name, image_root=str(folder))) for name in names for topic in TOPICS]
     try:
         return judge.judge(pairs)
@@ -226,13 +226,16 @@ def cosine(judgment) -> float:
 
 def test_the_device_path_scores_like_the_cpu_path_png_and_bad_files_in_their_place(tiny_clip, jpegs, tmp_path):
     """The whole judge, image_decode device (here on CPU tensors) against cpu (PIL), with batches of
-    two crossing the PNG and the failures: the same input errors, the PNG's cosine identical (PIL
+    four crossing the PNG, the failures and three images of one size: the same input errors, the PNG's cosine identical (PIL
     decodes it on both paths), the JPEGs' within 2e-4 (on the CPU both decoders give the same
     pixels: only the resampling's rounding differs; measured 3e-5)."""
     folder = jpegs[0].parent
     (folder / "picture.png").write_bytes(encoded(photo(200, 150, seed=9), "PNG"))
     (folder / "broken.jpg").write_bytes(jpegs[1].read_bytes()[:300])
+    for seed in range(3):  # one size: resized together on the device path
+        (folder / f"same{seed}.jpg").write_bytes(encoded(photo(260, 190, seed=20 + seed), quality=90))
     names = [jpegs[0].name, "picture.png", jpegs[2].name, "broken.jpg", "missing.jpg", *[p.name for p in jpegs[3:]]]
+    names[6:6] = ["same0.jpg", "same1.jpg", "same2.jpg"]
     device = judged(tiny_clip, folder, names, image_decode="device")
     cpu = judged(tiny_clip, folder, names, image_decode="cpu")
     for fast, exact in zip(device, cpu):

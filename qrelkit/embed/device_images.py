@@ -90,11 +90,9 @@ def decode_on_device(images: Sequence[ImageFile], device: str) -> list[Any]:
 
 
 def read_and_decode_on_device(paths: Mapping[str, str | None], device: str, workers: int) -> dict[str, Any]:
-    """path -> uint8 (3, height, width) tensor on ``device`` (those PIL decoded moved there too), or
-    the ImageError saying why it cannot be used; each file read once (``workers`` threads), checked
+    """path -> what `decode_on_device` gives for it (a tensor on ``device``, a PIL image, or the
+    ImageError saying why it cannot be used); each file read once (``workers`` threads), checked
     against its root (the value)."""
-    import numpy as np
-    import torch
 
     def read(item: tuple[str, str | None]) -> ImageFile | ImageError:
         try:
@@ -110,11 +108,18 @@ def read_and_decode_on_device(paths: Mapping[str, str | None], device: str, work
             files[path] = result
         else:
             out[path] = result
-    for path, image in zip(files, decode_on_device(list(files.values()), device)):
-        if not isinstance(image, (torch.Tensor, ImageError)):  # decoded by PIL
-            image = torch.from_numpy(np.array(image, dtype=np.uint8)).permute(2, 0, 1).contiguous().to(device)
-        out[path] = image
+    out.update(zip(files, decode_on_device(list(files.values()), device)))
     return {path: out[path] for path in paths}
+
+
+def as_tensor(image: Any, device: str) -> Any:
+    """A decoded image as a uint8 (3, height, width) tensor on ``device`` (a PIL image is copied there)."""
+    import numpy as np
+    import torch
+
+    if isinstance(image, torch.Tensor):
+        return image
+    return torch.from_numpy(np.array(image.convert("RGB"), dtype=np.uint8)).permute(2, 0, 1).contiguous().to(device)
 
 
 def _decode_one(data: Any, device: str) -> Any:

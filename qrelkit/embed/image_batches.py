@@ -176,11 +176,20 @@ class ImageBatches:
             if not usable:
                 return [], None, errors, None
             batch = torch.empty((len(usable), 3, *self.transform.output_size), dtype=torch.float32, device=self.device)
-            for slot, (_, image) in zip(batch, usable):
+            same_size: dict[tuple[int, ...], list[int]] = {}  # images of one size are resized in one call
+            for slot, (_, image) in enumerate(usable):
                 if isinstance(image, torch.Tensor):
-                    self.transform.tensor_pixels(image, slot)
+                    same_size.setdefault(tuple(image.shape), []).append(slot)
                 else:  # decoded by PIL: PIL's resize and crop, as on the CPU path
-                    slot.copy_(torch.from_numpy(self.transform.pil_pixels(image)).permute(2, 0, 1))
+                    batch[slot].copy_(torch.from_numpy(self.transform.pil_pixels(image)).permute(2, 0, 1))
+            for slots in same_size.values():
+                if len(slots) == 1:
+                    self.transform.tensor_pixels(usable[slots[0]][1], batch[slots[0]])
+                else:
+                    resized = torch.empty((len(slots), *batch.shape[1:]), dtype=torch.float32, device=self.device)
+                    self.transform.tensor_pixels(torch.stack([usable[slot][1] for slot in slots]), resized)
+                    for row, slot in enumerate(slots):  # not an index tensor: its copy to the device would wait
+                        batch[slot].copy_(resized[row])
             batch = self.transform.normalise(batch, self.constants).to(self.input_dtype())
             return [row for row, _ in usable], batch, errors, self.handoff.ready()
 

@@ -103,15 +103,16 @@ class ImageTransform:
             image = image.crop((left, top, left + crop_width, top + crop_height))
         return np.array(image.convert("RGB"), dtype=np.uint8)
 
-    def tensor_pixels(self, image: Any, out: Any) -> None:
-        """A decoded image tensor, uint8 (3, height, width) on any device, resized and cropped into
-        ``out`` (float32 (3, h, w) on the same device) as PIL does it: two passes in PIL's order,
-        each rounded to 8 bits (bicubic overshoots: clipped to 0..255)."""
+    def tensor_pixels(self, images: Any, out: Any) -> None:
+        """Decoded image tensors, uint8 (3, height, width) or (n, 3, height, width) of one size on
+        any device, resized and cropped into ``out`` (float32, (3, h, w) or (n, 3, h, w), on the
+        same device) as PIL does it: two passes in PIL's order, each rounded to 8 bits (bicubic
+        overshoots: clipped to 0..255)."""
         import torch
 
-        height, width = int(image.shape[-2]), int(image.shape[-1])
+        height, width = int(images.shape[-2]), int(images.shape[-1])
         new_height, new_width = self.resized_size(height, width)
-        pixels = image.unsqueeze(0).to(torch.float32)
+        pixels = (images if images.dim() == 4 else images.unsqueeze(0)).to(torch.float32)
         passes = [(height, new_width), (new_height, new_width)]  # the width first, then the height
         if vertical_pass_first(height, width, new_height, new_width):
             passes = [(new_height, width), (new_height, new_width)]
@@ -120,7 +121,8 @@ class ImageTransform:
                 pixels = torch.nn.functional.interpolate(pixels, size=size, mode=self.interpolation, antialias=True, align_corners=False)
                 pixels = pixels.clamp_(0, 255).round_()
         top, left, crop_height, crop_width = self.crop_box(new_height, new_width)
-        out.copy_(pixels[0, :, top : top + crop_height, left : left + crop_width])
+        cropped = pixels[:, :, top : top + crop_height, left : left + crop_width]
+        out.copy_(cropped if images.dim() == 4 else cropped[0])
 
     def constants(self, device: Any) -> tuple[Any, Any]:
         """(mean, std) as float32 (1, 3, 1, 1) tensors on ``device``: made once, not per batch (a

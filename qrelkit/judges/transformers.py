@@ -32,7 +32,14 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from qrelkit.embed.device_images import StreamHandoff, decode_on_device, device_jpeg_works, jpeg_file, read_and_decode_on_device
+from qrelkit.embed.device_images import (
+    StreamHandoff,
+    as_tensor,
+    decode_on_device,
+    device_jpeg_works,
+    jpeg_file,
+    read_and_decode_on_device,
+)
 from qrelkit.io.images import ImageError, decode_image, read_image_file
 from qrelkit.io.parallel import ordered_map
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
@@ -328,6 +335,8 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
         if self.processor is None:
             return self.tokenizer(texts, padding=True, return_tensors="pt", add_special_tokens=False)
         images = [decoded[path] for p in prompts for path in p.images] or None
+        if images and any(isinstance(image, self.torch.Tensor) for image in images):  # with JPEGs decoded on the device:
+            images = [as_tensor(image, self.device) for image in images]  # all there, the processor runs there
         return self.processor(text=texts, images=images, padding=True, return_tensors="pt", add_special_tokens=False)
 
     def _to_device(self, inputs: Any, ready: Any = None) -> dict[str, Any]:
