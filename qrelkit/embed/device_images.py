@@ -89,14 +89,15 @@ def decode_on_device(images: Sequence[ImageFile], device: str) -> list[Any]:
     return out
 
 
-def read_and_decode_on_device(paths: Mapping[str, str | None], device: str, workers: int) -> dict[str, Any]:
+def read_and_decode_on_device(paths: Mapping[str, tuple[Any, ...]], device: str, workers: int) -> dict[str, Any]:
     """path -> what `decode_on_device` gives for it (a tensor on ``device``, a PIL image, or the
-    ImageError saying why it cannot be used); each file read once (``workers`` threads), checked
-    against its root (the value)."""
+    ImageError saying why it cannot be used); each file read once (``workers`` threads) by
+    `read_image_file` with the path's value as its further arguments (the root, ...), so the
+    reader's checks are the ones every other path makes."""
 
-    def read(item: tuple[str, str | None]) -> ImageFile | ImageError:
+    def read(item: tuple[str, tuple[Any, ...]]) -> ImageFile | ImageError:
         try:
-            return read_image_file(*item)
+            return read_image_file(item[0], *item[1])
         except ImageError as exc:
             return exc
 

@@ -286,7 +286,7 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
         """Decode the batch's images not decoded yet (in parallel, each once per call) and run the
         processor; images no later batch needs are let go."""
         batch = ForwardBatch(prompts)
-        new = {path: p.image_root for p in prompts for path in p.images if path not in decoded}
+        new = {path: (p.image_root,) for p in prompts for path in p.images if path not in decoded}
         with self._producing():
             decoded.update(self._decode(new))
             usable = []
@@ -313,14 +313,15 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
         stack.enter_context(self.handoff.producing())
         return stack
 
-    def _decode(self, paths: dict[str, str | None]) -> dict[str, Any]:
-        """path -> the decoded image (a tensor on the device path, a PIL image otherwise) or its ImageError."""
+    def _decode(self, paths: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
+        """path -> the decoded image (a tensor on the device path, a PIL image otherwise) or its
+        ImageError; the path's value: `read_image_file`'s further arguments (the root, ...)."""
         if self.image_decode == "device":
             return read_and_decode_on_device(paths, self.device, self.workers)
 
-        def decode(item: tuple[str, str | None]) -> Any:
+        def decode(item: tuple[str, tuple[Any, ...]]) -> Any:
             try:
-                return decode_image(read_image_file(*item))
+                return decode_image(read_image_file(item[0], *item[1]))
             except ImageError as exc:
                 return exc
 
