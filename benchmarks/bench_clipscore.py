@@ -83,6 +83,11 @@ def rate(count: int, seconds: float) -> float:
     return count / seconds if seconds > 0 else float("inf")
 
 
+def figure(speed: float) -> str:
+    """A rate as the table prints it: whole numbers, two significant digits below 10 (a CPU's ViT-L-14)."""
+    return f"{speed:,.0f}" if speed >= 10 else f"{speed:.2g}"
+
+
 def synchronise(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -241,20 +246,20 @@ def main() -> None:
     print("| distinct images/s | " + " | ".join(rows) + " |")
     print("|---|" + "---:|" * len(rows))
     lines = [
-        (f"encode on ready tensors (batch {args.batch_size})", lambda r: f"{r['encode']:,.0f}"),
-        (f"decode + preprocess on the {where} (nvJPEG, tensor transforms), alone", lambda r: f"{r['device']:,.0f}"),
-        ("decode + preprocess, one core (PIL)", lambda r: f"{r['one core']:,.0f}"),
+        (f"encode on ready tensors (batch {args.batch_size})", lambda r: figure(r["encode"])),
+        (f"decode + preprocess on the {where} (nvJPEG, tensor transforms), alone", lambda r: figure(r["device"])),
+        ("decode + preprocess, one core (PIL)", lambda r: figure(r["one core"])),
         (
             f"the judge's {cores} decoding processes, alone (× one core; machine's own {cores}-process scaling {control:.1f}×)",
-            lambda r: f"{r['processes']:,.0f} ({r['processes'] / r['one core']:.1f}×)",
+            lambda r: f"{figure(r['processes'])} ({r['processes'] / r['one core']:.1f}×)",
         ),
         (
             "**clipscore judge, whole job, image_decode: device** (share of encode)",
-            lambda r: f"**{r['judge device']:,.0f}** ({r['judge device'] / r['encode']:.0%})",
+            lambda r: f"**{figure(r['judge device'])}** ({r['judge device'] / r['encode']:.0%})",
         ),
         (
             "**clipscore judge, whole job, image_decode: cpu** (share of min(encode, processes))",
-            lambda r: f"**{r['judge cpu']:,.0f}** ({r['judge cpu'] / min(r['encode'], r['processes']):.0%})",
+            lambda r: f"**{figure(r['judge cpu'])}** ({r['judge cpu'] / min(r['encode'], r['processes']):.0%})",
         ),
         ("largest difference of 2.5·cos between the two paths, over all pairs", lambda r: f"{r['delta']:.1e}"),
     ]
