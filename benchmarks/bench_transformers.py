@@ -257,7 +257,6 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=8, help="parsed mode: tokens generated after the answer prefix")
     parser.add_argument("--parsed-pairs", type=int, default=None, help="pairs of the parsed-mode job (default: --pairs)")
     args = parser.parse_args()
-    rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         if args.preset == "small":
@@ -267,47 +266,52 @@ def main() -> None:
         else:
             model = build_llava_7b(root / "model", args.device)
         pairs = write_collection(root / "job", args)
-        for mode in args.modes:
-            rows[mode] = run_mode(root / "job", str(model), pairs, args, mode)
+        for number, mode in enumerate(args.modes):
+            row = run_mode(root / "job", str(model), pairs, args, mode)
+            if number == 0:
+                print_machine(args, row)
+            # each mode's table as soon as it is measured: a run stopped in the next mode keeps it
+            (print_expected if mode == "expected" else print_parsed)(args, row)
 
+
+def print_machine(args, row: dict) -> None:
     device = torch.cuda.get_device_name() if args.device.startswith("cuda") else f"CPU, {torch.get_num_threads()} torch threads"
     print(f"machine: {platform.machine()}, {device}, torch {torch.__version__}, load average {os.getloadavg()[0]:.1f}")
-    first = next(iter(rows.values()))
-    print(f"model: {args.preset}; images decoded on the {'GPU (nvJPEG)' if first['image_decode'] == 'device' else 'CPU (PIL)'}")
-    expected = rows.get("expected")
-    if expected:
-        job_rate = expected["judged"] / expected["judging"]
-        with_load = expected["judged"] / (expected["judging"] + expected["load"])
-        flops_per_pair = 2 * (expected["language"] * expected["tokens"] + expected["vision"] * expected["patches"])
-        print(
-            f"{(expected['language'] + expected['vision']) / 1e6:,.1f} M parameters ({expected['vision'] / 1e6:,.1f} M vision), "
-            f"{expected['dtype']}; {expected['tokens']:.0f} prompt tokens per pair ({expected['patches'] - 1} image tokens); "
-            f"{flops_per_pair / 1e9:,.1f} GFLOP per pair"
-        )
-        print(f"matmul (2048×{expected['width']} @ {expected['width']}×{4 * expected['width']}): {expected['peak'] / 1e9:,.1f} GFLOP/s")
-        print()
-        print("| transformers judge, expected mode | pairs/s | GFLOP/s | share of matmul FLOP/s |")
-        print("|---|---:|---:|---:|")
-        for label, speed in (
-            (f"plain forward pass on ready inputs (batch {args.batch_size})", expected["plain"]),
-            (
-                f"qrelkit job: {expected['judged']} pairs, JPEG decoding and store included, model loaded",
-                expected["judged"] / expected["judging"],
-            ),
-        ):
-            print(f"| {label} | {speed:,.2f} | {speed * flops_per_pair / 1e9:,.1f} | {speed * flops_per_pair / expected['peak']:.0%} |")
-        print(f"| job ÷ plain forward pass | {job_rate / expected['plain']:.0%} | | |")
-        print(f"(model load and preflight {expected['load']:.1f} s; with it the job ran at {with_load:.2f} pairs/s)")
-    parsed = rows.get("parsed")
-    if parsed:
-        print()
-        print(f"| transformers judge, parsed mode (seed 003's 1-100 prompt, up to {args.new_tokens} new tokens) | pairs/s |")
-        print("|---|---:|")
-        print(f"| plain `generate` of {args.new_tokens} tokens on ready inputs (batch {args.batch_size}) | {parsed['plain']:,.2f} |")
-        rate = parsed["judged"] / parsed["judging"]
-        print(f"| qrelkit job: {parsed['judged']} pairs, {parsed['tokens_out']:.1f} tokens generated per pair on average | {rate:,.2f} |")
-        print(f"| job ÷ plain generate | {rate / parsed['plain']:.0%} |")
-        print(f"(statuses {parsed['statuses']}: random weights seldom write a grade; model load and preflight {parsed['load']:.1f} s)")
+    print(f"model: {args.preset}; images decoded on the {'GPU (nvJPEG)' if row['image_decode'] == 'device' else 'CPU (PIL)'}")
+
+
+def print_expected(args, expected: dict) -> None:
+    job_rate = expected["judged"] / expected["judging"]
+    with_load = expected["judged"] / (expected["judging"] + expected["load"])
+    flops_per_pair = 2 * (expected["language"] * expected["tokens"] + expected["vision"] * expected["patches"])
+    print(
+        f"{(expected['language'] + expected['vision']) / 1e6:,.1f} M parameters ({expected['vision'] / 1e6:,.1f} M vision), "
+        f"{expected['dtype']}; {expected['tokens']:.0f} prompt tokens per pair ({expected['patches'] - 1} image tokens); "
+        f"{flops_per_pair / 1e9:,.1f} GFLOP per pair"
+    )
+    print(f"matmul (2048×{expected['width']} @ {expected['width']}×{4 * expected['width']}): {expected['peak'] / 1e9:,.1f} GFLOP/s")
+    print()
+    print("| transformers judge, expected mode | pairs/s | GFLOP/s | share of matmul FLOP/s |")
+    print("|---|---:|---:|---:|")
+    for label, speed in (
+        (f"plain forward pass on ready inputs (batch {args.batch_size})", expected["plain"]),
+        (f"qrelkit job: {expected['judged']} pairs, JPEG decoding and store included, model loaded", job_rate),
+    ):
+        print(f"| {label} | {speed:,.2f} | {speed * flops_per_pair / 1e9:,.1f} | {speed * flops_per_pair / expected['peak']:.0%} |")
+    print(f"| job ÷ plain forward pass | {job_rate / expected['plain']:.0%} | | |")
+    print(f"(model load and preflight {expected['load']:.1f} s; with it the job ran at {with_load:.2f} pairs/s)", flush=True)
+
+
+def print_parsed(args, parsed: dict) -> None:
+    print()
+    print(f"| transformers judge, parsed mode (seed 003's 1-100 prompt, up to {args.new_tokens} new tokens) | pairs/s |")
+    print("|---|---:|")
+    print(f"| plain `generate` of {args.new_tokens} tokens on ready inputs (batch {args.batch_size}) | {parsed['plain']:,.2f} |")
+    rate = parsed["judged"] / parsed["judging"]
+    print(f"| qrelkit job: {parsed['judged']} pairs, {parsed['tokens_out']:.1f} tokens generated per pair on average | {rate:,.2f} |")
+    print(f"| job ÷ plain generate | {rate / parsed['plain']:.0%} |")
+    load = parsed["load"]
+    print(f"(statuses {parsed['statuses']}: random weights seldom write a grade; model load and preflight {load:.1f} s)", flush=True)
 
 
 if __name__ == "__main__":

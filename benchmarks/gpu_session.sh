@@ -19,6 +19,7 @@ WHEELS=${WHEELS:-.whl}
 DRY=${DRY:-}
 PYTHON=${PYTHON:-python3}
 mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1  # a step stopped at its time share keeps the lines it printed
 deadline=$((SECONDS + ${BUDGET:-530}))
 summary="$OUT/summary.md"
 : > "$summary"
