@@ -1,0 +1,282 @@
+"""`qrelkit compare`: several judges (judge runs, qrels sets, qrels files, or the cells of a sweep
+job) against one reference, over the same runs: each judge's row as `agree` gives it, what its
+judge run cost, and the paired differences (`qrelkit.evaluate.compare`).
+
+The request is one pydantic model and the use case one function, ``run(request) -> result``, so
+that the command line, a `--config` file and the Python API (`qrelkit.compare`) are the same call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from qrelkit.commands.agree import resolve_groups
+from qrelkit.commands.sources import ResolvedQrels, judge_run_qrels, qrels_with_source, resolve_runs, stored_qrels
+from qrelkit.errors import QrelkitError, StoreError
+from qrelkit.evaluate.audit import DEFAULT_MEASURES
+from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, check_method, check_resamples
+from qrelkit.evaluate.compare import Comparison, compare_judges
+from qrelkit.evaluate.labels import parse_grade_map
+from qrelkit.io import OnDuplicate
+
+
+class CompareRequest(BaseModel):
+    """What to compare: judges by reference (a judge run in ``db`` by id, id prefix or name; a qrels
+    set in ``db``; a qrels file) and/or every cell of a ``sweep`` job, against ``reference`` over ``runs``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judges: list[str] = Field(default_factory=list, description="Judge runs, qrels sets or qrels files, in the order to show them.")
+    sweep: Path | None = Field(None, description="A sweep job: one judge per cell (its graded set), failed cells shown as failed.")
+    reference: str = Field(description="The reference (human) qrels: a file, irds:<id>, or a qrels set in db.")
+    reference_name: str | None = None
+    runs: list[str] = Field(default_factory=list, description="Run files, folders or stored run names (none: every run in db).")
+    db: Path | None = None
+    measures: list[str] = Field(default_factory=lambda: list(DEFAULT_MEASURES))
+    baseline: str | None = Field(None, description="Compare each judge with this one only (a judge's name as shown).")
+    group_patterns: list[str] = Field(default_factory=list)
+    groups: str | None = None
+    reference_map: str | None = None
+    model_map: str | None = None
+    rel_level: int | None = None
+    resamples: int = 1000
+    permutations: int = 1000
+    seed: int | None = 0
+    interval: str = DEFAULT_METHOD
+    on_duplicate: OnDuplicate = OnDuplicate.error
+
+
+@dataclass(frozen=True)
+class JudgeCost:
+    """What a judge run did and cost, from its judgments (None where it is not known)."""
+
+    judge_run_id: str
+    judge: str
+    model_id: str | None
+    template_id: str | None
+    statuses: dict[str, int]
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None
+    seconds: float | None  # first to last judgment written
+
+    @property
+    def judgments(self) -> int:
+        return sum(self.statuses.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(n for status, n in self.statuses.items() if status != "ok")
+
+    @property
+    def pairs_per_second(self) -> float | None:
+        return self.judgments / self.seconds if self.seconds else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "judge_run_id": self.judge_run_id,
+            "judge": self.judge,
+            "model_id": self.model_id,
+            "template_id": self.template_id,
+            "statuses": self.statuses,
+            "judgments": self.judgments,
+            "failed": self.failed,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost_usd": self.cost_usd,
+            "seconds": self.seconds,
+            "seconds_are": "first to last judgment written",
+            "pairs_per_second": self.pairs_per_second,
+        }
+
+
+@dataclass(frozen=True)
+class JudgeEntry:
+    """One judge of the comparison: its name, what its qrels are, its judge run's cost, and whether it
+    could be compared (a failed or ungraded sweep cell cannot)."""
+
+    name: str
+    status: str  # compared | failed | not graded | not judged
+    source: dict[str, Any] = field(default_factory=dict)
+    cost: JudgeCost | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    comparison: Comparison | None  # None when no judge could be compared
+    entries: list[JudgeEntry]
+    reference: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        from qrelkit.report.compare import comparison_to_dict
+
+        return comparison_to_dict(self)
+
+    def to_pandas(self):
+        """One row per judge (failed ones too): κ, each measure's τ and τ_AP with interval ends, cost."""
+        import pandas as pd
+
+        from qrelkit.report.compare import judge_records
+
+        return pd.DataFrame(judge_records(self))
+
+    def differences_to_pandas(self):
+        """One row per paired difference: first, second, statistic, measure, estimate, interval, p."""
+        import pandas as pd
+
+        from qrelkit.report.compare import difference_records
+
+        return pd.DataFrame(difference_records(self))
+
+
+def judge_cost(db: Path, judge_run_id: str) -> JudgeCost:
+    from qrelkit.storage import Store
+
+    with Store(db, read_only=True) as store:
+        return stored_cost(store, judge_run_id)
+
+
+def stored_cost(store: Any, judge_run_id: str) -> JudgeCost:
+    from qrelkit.storage import judgments
+
+    info = judgments.judge_run(store, judge_run_id)
+    totals = judgments.judge_run_totals(store, info.judge_run_id)
+    return JudgeCost(
+        info.judge_run_id,
+        info.judge,
+        info.model_id,
+        info.template_id,
+        judgments.status_counts(store, info.judge_run_id),
+        totals.tokens_in,
+        totals.tokens_out,
+        totals.cost,
+        judgments.judging_span_seconds(store, info.judge_run_id),
+    )
+
+
+def _is_judge_run(db: Path | None, ref: str) -> bool:
+    if db is None or not db.exists() or Path(ref).is_file():
+        return False
+    from qrelkit.storage import Store, judgments
+
+    with Store(db, read_only=True) as store:
+        try:
+            judgments.judge_run(store, ref)
+        except StoreError:
+            return False
+        names = store.qrels_names()
+    if ref in names:
+        raise QrelkitError(f"{ref!r} names both a judge run and a qrels set in {db}: give the judge run's id, or the set's file")
+    return True
+
+
+def resolve_judge(ref: str, request: CompareRequest) -> ResolvedQrels:
+    """A judge run (its audited set: the one its job graded), a qrels set, or a qrels file."""
+    if _is_judge_run(request.db, ref):
+        return judge_run_qrels(request.db, ref)
+    return qrels_with_source(ref, request.db, on_duplicate=request.on_duplicate)
+
+
+def _entry(resolved: ResolvedQrels, db: Path | None) -> JudgeEntry:
+    cost = judge_cost(db, resolved.judge_run_id) if resolved.judge_run_id and db is not None and _run_exists(db, resolved) else None
+    return JudgeEntry(resolved.qrels.name, "compared", resolved.source, cost)
+
+
+def _run_exists(db: Path, resolved: ResolvedQrels) -> bool:
+    return (resolved.source.get("judge_run") or {}).get("judge") is not None  # None: the run was dropped since
+
+
+def sweep_entries(request: CompareRequest) -> list[tuple[JudgeEntry, ResolvedQrels | None]]:
+    """Every cell of the sweep job: its graded set when it has one, else why not (failed, not graded,
+    not judged), from what the database holds."""
+    from qrelkit.commands.sweep import load_cells, sweep_of
+    from qrelkit.storage import Store, judgments
+
+    assert request.sweep is not None
+    sweep = sweep_of(request.sweep)
+    if sweep is None:
+        raise QrelkitError(f"--sweep {request.sweep}: this job has no sweep:")
+    cells = load_cells(request.sweep, sweep)
+    database = cells[0][1].database
+    if request.db is not None and request.db.resolve() != database.resolve():
+        raise QrelkitError(f"--sweep {request.sweep} writes {database}, but --db is {request.db}: give one database")
+    if not database.exists():
+        raise QrelkitError(f"--sweep {request.sweep}: its database {database} does not exist yet: run qrelkit judge {request.sweep} first")
+    out: list[tuple[JudgeEntry, ResolvedQrels | None]] = []
+    with Store(database, read_only=True) as store:
+        known = set(judgments.judge_run_ids(store))
+        for cell, spec, judge_run_id in cells:
+            values = {"cell": cell.name, "judge_run_id": judge_run_id, **cell.values}
+            if judge_run_id not in known:
+                out.append((JudgeEntry(cell.name, "not judged", values, note="no judge run in the database"), None))
+                continue
+            cost = stored_cost(store, judge_run_id)
+            if spec.grading is not None and store.qrels_origin(cell.name) is not None:
+                out.append((JudgeEntry(cell.name, "compared", values, cost), stored_qrels(store, cell.name)))
+                continue
+            sample = judgments.failed_sample(store, judge_run_id, limit=1)
+            reason = f"; e.g. {sample[0].status}: {sample[0].error}" if sample else ""
+            status = "failed" if cost.failed or not cost.judgments else "not graded"
+            note = f"no graded qrels: {cost.failed} of {cost.judgments} judgments failed{reason}"
+            out.append((JudgeEntry(cell.name, status, values, cost, note), None))
+    return out
+
+
+def run(request: CompareRequest) -> CompareResult:
+    """Resolve the judges, the reference, the runs and the groups, then :func:`compare_judges`."""
+    check_resamples(request.resamples)
+    check_resamples(request.permutations)
+    check_method(request.interval)
+    reference_map = parse_grade_map(request.reference_map, "--map") if request.reference_map else None
+    model_map = parse_grade_map(request.model_map, "--map-model") if request.model_map else None
+    found: list[tuple[JudgeEntry, ResolvedQrels | None]] = []
+    for ref in request.judges:
+        resolved = resolve_judge(ref, request)
+        found.append((_entry(resolved, request.db), resolved))
+    if request.sweep is not None:
+        found += sweep_entries(request)
+    if not found:
+        raise QrelkitError("name the judges to compare: --judge NAME (repeatable) and/or --sweep JOB")
+    db = request.db if request.db is not None else _sweep_database(request)
+    reference = qrels_with_source(request.reference, db, name=request.reference_name, file_name=True, on_duplicate=request.on_duplicate)
+    runs = resolve_runs(request.runs, db, on_duplicate=request.on_duplicate)
+    run_groups = resolve_groups([r.name for r in runs], patterns=request.group_patterns or None, groups=request.groups)
+    compared = [resolved.qrels for entry, resolved in found if entry.status == "compared" and resolved is not None]
+    comparison = None
+    if compared:
+        comparison = compare_judges(
+            compared,
+            reference.qrels,
+            runs,
+            measures=request.measures,
+            groups=run_groups,
+            reference_map=reference_map,
+            model_map=model_map,
+            rel_level=request.rel_level,
+            baseline=request.baseline,
+            resamples=request.resamples,
+            permutations=request.permutations,
+            seed=request.seed,
+            interval=request.interval,
+        )
+    return CompareResult(comparison, [entry for entry, _ in found], reference.source)
+
+
+def _sweep_database(request: CompareRequest) -> Path | None:
+    """Where names are looked up when only --sweep gave a database."""
+    if request.sweep is None:
+        return None
+    from qrelkit.commands.sweep import load_cells, sweep_of
+
+    sweep = sweep_of(request.sweep)
+    return load_cells(request.sweep, sweep)[0][1].database if sweep is not None else None
+
+
+def compare(**options: Any) -> CompareResult:
+    """`qrelkit.compare(judges=[...], reference=..., runs=[...], db=...)`: the request's fields as keywords."""
+    return run(CompareRequest(**options))
