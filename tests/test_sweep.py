@@ -111,7 +111,7 @@ def test_two_templates_by_two_models_make_four_judge_runs_resumed_and_compared(t
     )
     judges = {j["name"]: j for j in shown["judges"]}
     assert sorted(judges) == sorted(cells) and all(j["status"] == "compared" for j in judges.values())
-    for name, judge in judges.items():
+    for judge in judges.values():
         assert judge["cost"]["judgments"] == 30 and judge["cost"]["tokens_in"] == 30 * 120  # the fake's usage per request
         assert judge["audit"]["pairs"]["shared"] == 30
     assert len(shown["differences"]) == 6 * 5  # every two of four judges: Δτ and Δτ_AP on two measures, and Δκ
