@@ -140,3 +140,30 @@ def test_kappa_matrix_between_judges_and_a_baseline(track):
     a, b = (np.array([q.grade for q in sorted(j.entries, key=lambda e: (e.qid, e.docid))]) for j in judges[:2])
     assert found.kappa_matrix["a"]["b"] == pytest.approx(cohen_kappa(a, b)) and found.kappa_matrix["b"]["b"] == 1.0
     assert all(d.interval is None and d.p_value is None for d in found.differences)  # --resamples 0, no permutations
+
+
+def test_the_python_api_compares_qrels_files_and_gives_pandas_tables(track, tmp_path):
+    import qrelkit
+    from qrelkit.io import write_qrels
+
+    human, runs, truth = track
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for run in runs:
+        (folder / f"{run.name}.txt").write_text("".join(f"{e.qid} Q0 {e.docid} {e.rank} {e.score} {run.name}\n" for e in run.entries))
+    files = {}
+    for name, judge in (("human", human), ("good", noisy("good", truth, 0.3, 2)), ("poor", noisy("poor", truth, 0.8, 3))):
+        files[name] = tmp_path / f"{name}.qrels"
+        write_qrels(judge, files[name])
+    result = qrelkit.compare(
+        judges=[str(files["good"]), str(files["poor"])], reference=str(files["human"]), runs=[str(folder)], resamples=100, permutations=100
+    )
+    table = result.to_pandas()
+    assert list(table["judge"]) == ["good", "poor"] and list(table["status"]) == ["compared", "compared"]
+    alone = audit(noisy("good", truth, 0.3, 2), human, runs, resamples=100)
+    assert table.loc[0, "kappa"] == pytest.approx(alone.labels.cohen_kappa) and table.loc[0, "kendall_tau nDCG@10"] == pytest.approx(
+        alone.systems["nDCG@10"].kendall_tau
+    )
+    differences = result.differences_to_pandas()
+    assert set(differences["statistic"]) == {"kendall_tau", "tau_ap", "cohen_kappa"} and (differences["difference"] == "good − poor").all()
+    assert result.to_dict()["test"]["name"] == TEST_NAME

@@ -55,6 +55,7 @@ def compare_cmd(
     queries), the κ between judges, and a note where two judges cannot be told apart."""
     from qrelkit.cli.base import either
     from qrelkit.commands.compare import CompareRequest, run
+    from qrelkit.io import OnDuplicate
     from qrelkit.report import compare as views
 
     if output_format not in FORMATS:
@@ -67,15 +68,14 @@ def compare_cmd(
 
         check_writable(html, overwrite=True)
     request = CompareRequest(
-        judges=judge or [],
-        sweep=sweep,
         reference=reference_ref,
+        judges=tuple(judge or ()),
+        sweep=sweep,
         reference_name=reference_name,
-        runs=runs or [],
-        db=db,
-        measures=measure or ["nDCG@10", "AP(rel=2)"],
+        runs=tuple(runs or ()),
+        measures=tuple(measure or ()),
         baseline=baseline,
-        group_patterns=group or [],
+        group_patterns=tuple(group or ()),
         groups=groups,
         reference_map=grade_map,
         model_map=model_map,
@@ -84,9 +84,9 @@ def compare_cmd(
         permutations=permutations,
         seed=seed,
         interval=interval,
-        on_duplicate=on_duplicate,
+        on_duplicate=OnDuplicate(on_duplicate),
     )
-    result = run(request)
+    result = run(request, db)
     if html is not None:
         from qrelkit.report.compare_html import write_comparison_page
 

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from qrelkit.commands.agree import resolve_groups
 from qrelkit.commands.sources import ResolvedQrels, judge_run_qrels, qrels_with_source, resolve_runs, stored_qrels
 from qrelkit.errors import QrelkitError, StoreError
@@ -24,21 +22,21 @@ from qrelkit.evaluate.labels import parse_grade_map
 from qrelkit.io import OnDuplicate
 
 
-class CompareRequest(BaseModel):
-    """What to compare: judges by reference (a judge run in ``db`` by id, id prefix or name; a qrels
-    set in ``db``; a qrels file) and/or every cell of a ``sweep`` job, against ``reference`` over ``runs``."""
+@dataclass(frozen=True)
+class CompareRequest:
+    """What to compare: judges by reference (a judge run by id, id prefix or name; a qrels set; a
+    qrels file) and/or every cell of a ``sweep`` job, against ``reference`` over ``runs``; the
+    database is the workspace's (``run(request, db)``). A frozen dataclass checked on creation, as
+    the other requests (issue 25's `qrelkit.commands.requests`): no pydantic at start-up."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    judges: list[str] = Field(default_factory=list, description="Judge runs, qrels sets or qrels files, in the order to show them.")
-    sweep: Path | None = Field(None, description="A sweep job: one judge per cell (its graded set), failed cells shown as failed.")
-    reference: str = Field(description="The reference (human) qrels: a file, irds:<id>, or a qrels set in db.")
+    reference: str
+    judges: tuple[str, ...] = ()
+    sweep: Path | None = None  # a sweep job: one judge per cell (its graded set), failed cells shown as failed
     reference_name: str | None = None
-    runs: list[str] = Field(default_factory=list, description="Run files, folders or stored run names (none: every run in db).")
-    db: Path | None = None
-    measures: list[str] = Field(default_factory=lambda: list(DEFAULT_MEASURES))
-    baseline: str | None = Field(None, description="Compare each judge with this one only (a judge's name as shown).")
-    group_patterns: list[str] = Field(default_factory=list)
+    runs: tuple[str, ...] = ()  # run files, folders or stored names (none: every run in the database)
+    measures: tuple[str, ...] = DEFAULT_MEASURES
+    baseline: str | None = None  # compare each judge with this one only (a judge's name as shown)
+    group_patterns: tuple[str, ...] = ()
     groups: str | None = None
     reference_map: str | None = None
     model_map: str | None = None
@@ -48,6 +46,20 @@ class CompareRequest(BaseModel):
     seed: int | None = 0
     interval: str = DEFAULT_METHOD
     on_duplicate: OnDuplicate = OnDuplicate.error
+
+    def __post_init__(self) -> None:
+        check_resamples(self.resamples)  # before anything is read: a bad count is an input error, not a wait
+        check_resamples(self.permutations)
+        object.__setattr__(self, "interval", check_method(self.interval))
+        object.__setattr__(self, "on_duplicate", OnDuplicate(self.on_duplicate))
+        for name in ("judges", "runs", "measures", "group_patterns"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(str(v) for v in value or ()))
+        object.__setattr__(self, "measures", self.measures or DEFAULT_MEASURES)
+        if self.sweep is not None:
+            object.__setattr__(self, "sweep", Path(self.sweep))
+        if not self.judges and self.sweep is None:
+            raise QrelkitError("name the judges to compare: --judge NAME (repeatable) and/or --sweep JOB")
 
 
 @dataclass(frozen=True)
@@ -175,11 +187,11 @@ def _is_judge_run(db: Path | None, ref: str) -> bool:
     return True
 
 
-def resolve_judge(ref: str, request: CompareRequest) -> ResolvedQrels:
+def resolve_judge(ref: str, db: Path | None, on_duplicate: OnDuplicate) -> ResolvedQrels:
     """A judge run (its audited set: the one its job graded), a qrels set, or a qrels file."""
-    if _is_judge_run(request.db, ref):
-        return judge_run_qrels(request.db, ref)
-    return qrels_with_source(ref, request.db, on_duplicate=request.on_duplicate)
+    if _is_judge_run(db, ref):
+        return judge_run_qrels(db, ref)
+    return qrels_with_source(ref, db, on_duplicate=on_duplicate)
 
 
 def _entry(resolved: ResolvedQrels, db: Path | None) -> JudgeEntry:
@@ -191,7 +203,7 @@ def _run_exists(db: Path, resolved: ResolvedQrels) -> bool:
     return (resolved.source.get("judge_run") or {}).get("judge") is not None  # None: the run was dropped since
 
 
-def sweep_entries(request: CompareRequest) -> list[tuple[JudgeEntry, ResolvedQrels | None]]:
+def sweep_entries(request: CompareRequest, db: Path | None) -> list[tuple[JudgeEntry, ResolvedQrels | None]]:
     """Every cell of the sweep job: its graded set when it has one, else why not (failed, not graded,
     not judged), from what the database holds."""
     from qrelkit.commands.sweep import load_cells, sweep_of
@@ -203,8 +215,8 @@ def sweep_entries(request: CompareRequest) -> list[tuple[JudgeEntry, ResolvedQre
         raise QrelkitError(f"--sweep {request.sweep}: this job has no sweep:")
     cells = load_cells(request.sweep, sweep)
     database = cells[0][1].database
-    if request.db is not None and request.db.resolve() != database.resolve():
-        raise QrelkitError(f"--sweep {request.sweep} writes {database}, but --db is {request.db}: give one database")
+    if db is not None and db.resolve() != database.resolve():
+        raise QrelkitError(f"--sweep {request.sweep} writes {database}, but --db is {db}: give one database")
     if not database.exists():
         raise QrelkitError(f"--sweep {request.sweep}: its database {database} does not exist yet: run qrelkit judge {request.sweep} first")
     out: list[tuple[JudgeEntry, ResolvedQrels | None]] = []
@@ -227,25 +239,21 @@ def sweep_entries(request: CompareRequest) -> list[tuple[JudgeEntry, ResolvedQre
     return out
 
 
-def run(request: CompareRequest) -> CompareResult:
-    """Resolve the judges, the reference, the runs and the groups, then :func:`compare_judges`."""
-    check_resamples(request.resamples)
-    check_resamples(request.permutations)
-    check_method(request.interval)
+def run(request: CompareRequest, db: str | Path | None = None) -> CompareResult:
+    """Resolve the judges, the reference, the runs and the groups in ``db`` (for a sweep, the job's
+    database), then :func:`compare_judges`."""
+    db = Path(db) if db is not None else _sweep_database(request)
     reference_map = parse_grade_map(request.reference_map, "--map") if request.reference_map else None
     model_map = parse_grade_map(request.model_map, "--map-model") if request.model_map else None
     found: list[tuple[JudgeEntry, ResolvedQrels | None]] = []
     for ref in request.judges:
-        resolved = resolve_judge(ref, request)
-        found.append((_entry(resolved, request.db), resolved))
+        resolved = resolve_judge(ref, db, request.on_duplicate)
+        found.append((_entry(resolved, db), resolved))
     if request.sweep is not None:
-        found += sweep_entries(request)
-    if not found:
-        raise QrelkitError("name the judges to compare: --judge NAME (repeatable) and/or --sweep JOB")
-    db = request.db if request.db is not None else _sweep_database(request)
+        found += sweep_entries(request, db)
     reference = qrels_with_source(request.reference, db, name=request.reference_name, file_name=True, on_duplicate=request.on_duplicate)
-    runs = resolve_runs(request.runs, db, on_duplicate=request.on_duplicate)
-    run_groups = resolve_groups([r.name for r in runs], patterns=request.group_patterns or None, groups=request.groups)
+    runs = resolve_runs(list(request.runs), db, on_duplicate=request.on_duplicate)
+    run_groups = resolve_groups([r.name for r in runs], patterns=list(request.group_patterns) or None, groups=request.groups)
     compared = [resolved.qrels for entry, resolved in found if entry.status == "compared" and resolved is not None]
     comparison = None
     if compared:
@@ -253,7 +261,7 @@ def run(request: CompareRequest) -> CompareResult:
             compared,
             reference.qrels,
             runs,
-            measures=request.measures,
+            measures=list(request.measures),
             groups=run_groups,
             reference_map=reference_map,
             model_map=model_map,
@@ -268,7 +276,7 @@ def run(request: CompareRequest) -> CompareResult:
 
 
 def _sweep_database(request: CompareRequest) -> Path | None:
-    """Where names are looked up when only --sweep gave a database."""
+    """The sweep job's database, where names are looked up when no database is given."""
     if request.sweep is None:
         return None
     from qrelkit.commands.sweep import load_cells, sweep_of
@@ -277,6 +285,6 @@ def _sweep_database(request: CompareRequest) -> Path | None:
     return load_cells(request.sweep, sweep)[0][1].database if sweep is not None else None
 
 
-def compare(**options: Any) -> CompareResult:
+def compare(*, db: str | Path | None = None, **options: Any) -> CompareResult:
     """`qrelkit.compare(judges=[...], reference=..., runs=[...], db=...)`: the request's fields as keywords."""
-    return run(CompareRequest(**options))
+    return run(CompareRequest(**options), db)
