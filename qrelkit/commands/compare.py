@@ -167,7 +167,7 @@ def stored_cost(store: Any, judge_run_id: str) -> JudgeCost:
         totals.tokens_in,
         totals.tokens_out,
         totals.cost,
-        judgments.judging_span_seconds(store, info.judge_run_id),
+        None if info.judge == "imported" else judgments.judging_span_seconds(store, info.judge_run_id),  # imported: not judged here
     )
 
 

@@ -19,7 +19,12 @@ from qrelkit.report.plots.audit import MARKERS, OKABE_ITO
 
 CompareResult = Any  # qrelkit.commands.compare.CompareResult, read by field (report/ sits below commands/)
 
-STATUS_CSS = "tr.failed td{background:#fff4e5}tr.failed td:nth-child(2){color:#D55E00;font-weight:600}"
+# A row per judge with every figure is wider than the audit page's text column: the page is wider,
+# the table's type smaller, a judge's name never broken.
+STATUS_CSS = (
+    "body{max-width:1370px}#judges td,#judges th{font-size:.78rem;padding:.1rem .35rem}#judges td:first-child{white-space:nowrap}"
+    "tr.failed td{background:#fff4e5}tr.failed td:nth-child(2){color:#D55E00;font-weight:600}"
+)
 
 
 def plot_tau_per_judge(result: CompareResult) -> Figure | None:
