@@ -100,8 +100,8 @@ def test_two_templates_by_two_models_make_four_judge_runs_resumed_and_compared(t
     umbrela_asked = [r for r in server.requests if "final score" in json.dumps(r.body["messages"])]
     assert len(umbrela_asked) == 2 * 30  # the template really changes with the cell
     # the collection was loaded once: the first cell loaded it, the others found it unchanged
-    loads = [c["report"]["judged"] for c in first["cells"]]
-    assert loads == [30, 30, 30, 30]
+    assert first["cells"][0]["loads"] == {"loaded": 8}  # topics, documents, five runs, the human qrels
+    assert all(c["loads"] == {"unchanged": 8} for c in first["cells"][1:])
 
     again = json.loads(qrelkit("judge", job, "--json", cwd=tmp_path).stdout)
     assert [c["report"]["to_judge"] for c in again["cells"]] == [0, 0, 0, 0] and len(server.requests) == 4 * 30

@@ -41,6 +41,10 @@ class CellOutcome:
             "status": self.status,
             "error": self.error,
             "report": self.report.to_dict() if self.report is not None else None,
+            # what this cell loaded: the first cell loads the collection, the others find it unchanged
+            "loads": {r.status: sum(1 for s in self.report.loads if s.status == r.status) for r in self.report.loads}
+            if self.report is not None
+            else {},
             "grading": self.outcome.to_dict().get("grading") if self.outcome is not None else None,
         }
 
