@@ -140,6 +140,7 @@ def test_kappa_matrix_between_judges_and_a_baseline(track):
     a, b = (np.array([q.grade for q in sorted(j.entries, key=lambda e: (e.qid, e.docid))]) for j in judges[:2])
     assert found.kappa_matrix["a"]["b"] == pytest.approx(cohen_kappa(a, b)) and found.kappa_matrix["b"]["b"] == 1.0
     assert all(d.interval is None and d.p_value is None for d in found.differences)  # --resamples 0, no permutations
+    assert not any("indistinguishable" in note for note in found.notes)  # nothing was tested, so nothing is claimed
 
 
 def test_the_python_api_compares_qrels_files_and_gives_pandas_tables(track, tmp_path):

@@ -228,7 +228,8 @@ def sweep_entries(request: CompareRequest, db: Path | None) -> list[tuple[JudgeE
                 out.append((JudgeEntry(cell.name, "not judged", values, note="no judge run in the database"), None))
                 continue
             cost = stored_cost(store, judge_run_id)
-            if spec.grading is not None and store.qrels_origin(cell.name) is not None:
+            origin = store.qrels_origin(cell.name)
+            if spec.grading is not None and origin is not None and origin[:2] == ("graded", judge_run_id):
                 out.append((JudgeEntry(cell.name, "compared", values, cost), stored_qrels(store, cell.name)))
                 continue
             sample = judgments.failed_sample(store, judge_run_id, limit=1)

@@ -28,7 +28,7 @@ class CellOutcome:
 
     cell: SweepCell
     judge_run_id: str
-    status: str = "not run"  # ok | failed | interrupted | not run
+    status: str = "not run"  # ok | failed | interrupted | planned (a dry run) | not run
     outcome: JudgingOutcome | None = None
     report: JobReport | None = None  # also for a failed cell: what it judged before it stopped
     error: str | None = None
@@ -119,7 +119,7 @@ def run_sweep(
             outcome.status, outcome.error = "failed", str(exc)
             continue
         outcome.report = outcome.outcome.report
-        outcome.status = "interrupted" if outcome.report.interrupted else "ok"
+        outcome.status = "interrupted" if outcome.report.interrupted else "planned" if dry_run else "ok"
         if outcome.report.interrupted:
             break  # Ctrl-C stops the sweep, not just the cell; later cells stay "not run"
     return result

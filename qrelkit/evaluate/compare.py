@@ -75,7 +75,10 @@ class PairedDifference:
         return DIFFERENCE_NAMES[self.statistic] + (f" {self.measure}" if self.measure else "")
 
     def indistinguishable(self, alpha: float) -> bool:
-        """Neither the test nor the interval tells the two judges apart."""
+        """Neither the test nor the interval tells the two judges apart (False when neither was computed:
+        nothing was tested)."""
+        if self.interval is None and self.p_value is None:
+            return False
         holds_zero = self.interval is None or self.interval.low <= 0.0 <= self.interval.high
         return (self.p_value is None or self.p_value >= alpha) and holds_zero
 
