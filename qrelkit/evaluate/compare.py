@@ -115,9 +115,16 @@ def _chunked(function: Callable[[np.ndarray, np.ndarray], np.ndarray], truth: np
 RANKING = {"kendall_tau": kendall_tau_b_rows, "tau_ap": tau_ap_rows}
 
 
-def _columns(evaluation_queries: list[str], queries: list[str]) -> np.ndarray:
-    position = {q: i for i, q in enumerate(evaluation_queries)}
-    return np.array([position[q] for q in queries], dtype=np.int64)
+def _on(evaluation: Any, measure: str, queries: list[str]) -> np.ndarray:
+    """The runs × queries matrix of ``measure`` on ``queries``: the evaluation's own matrix when it has
+    exactly those queries. Never a reordered copy then: τ-b sees systems whose means tie, and a copy
+    laid out otherwise in memory sums in another order, which can split a tie by rounding and give
+    another τ than the judge's own row."""
+    matrix = evaluation.matrix(measure)
+    if list(evaluation.queries) == list(queries):
+        return matrix
+    position = {q: i for i, q in enumerate(evaluation.queries)}
+    return np.ascontiguousarray(matrix[:, [position[q] for q in queries]])
 
 
 def _restricted(grades: dict[str, dict[str, int]], queries: list[str]) -> dict[str, dict[str, int]]:
@@ -132,10 +139,8 @@ class _Pair:
         self.queries = queries
         self.matrices: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         for measure in measures:
-            a = first.model_evaluation.matrix(measure)[:, _columns(first.model_evaluation.queries, queries)]
-            b = second.model_evaluation.matrix(measure)[:, _columns(second.model_evaluation.queries, queries)]
-            reference = first.reference_evaluation.matrix(measure)[:, _columns(first.reference_evaluation.queries, queries)]
-            self.matrices[measure] = (reference, a, b)
+            a, b = _on(first.model_evaluation, measure, queries), _on(second.model_evaluation, measure, queries)
+            self.matrices[measure] = (_on(first.reference_evaluation, measure, queries), a, b)
         reference_grades = _restricted(first.reference_grades, queries)
         self.kappa_a = kappa_statistic(_restricted(first.model_grades, queries), reference_grades, queries, **maps)
         self.kappa_b = kappa_statistic(_restricted(second.model_grades, queries), reference_grades, queries, **maps)
