@@ -168,3 +168,16 @@ def test_cell_names_follow_the_pattern_and_a_template_file_is_named_by_its_stem(
     job.write_text(yaml.safe_dump({**base, "grading": {"name": "x-{template}"}, "sweep": {"judge.options.backend": ["onnx"]}}))
     with pytest.raises(QrelkitError, match="does not vary"):
         read_sweep(job)
+
+
+def test_compare_refuses_bad_input_in_one_line_with_exit_2(tmp_path):
+    write_track(tmp_path)
+    common = ("--reference-qrels", tmp_path / "human.qrels", "--runs", tmp_path / "runs")
+    done = qrelkit("compare", "--judge", tmp_path / "human.qrels", *common, "--format", "html", cwd=tmp_path, check=2)
+    assert "--format 'html': choose table, markdown or latex" in done.stderr and "Traceback" not in done.stderr
+    done = qrelkit("compare", *common, cwd=tmp_path, check=2)
+    assert "name the judges to compare" in done.stderr
+    done = qrelkit("compare", "--judge", tmp_path / "nothing.qrels", *common, cwd=tmp_path, check=2)
+    assert "nothing.qrels" in done.stderr and "Traceback" not in done.stderr
+    done = qrelkit("compare", "--judge", tmp_path / "human.qrels", *common, "--baseline", "nobody", cwd=tmp_path, check=2)
+    assert "--baseline 'nobody' is none of the judges compared: human" in done.stderr

@@ -8,9 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from qrelkit.cli.base import DuplicateOption, IntervalOption, MeasureOption, RunsOption, SeedOption, app, err, out, print_json
-from qrelkit.errors import JobFailed, QrelkitError
-
-FORMATS = ("table", "markdown", "latex")
 
 
 @app.command("compare")
@@ -25,8 +22,8 @@ def compare_cmd(
         Path | None, typer.Option("--sweep", help="A sweep job: every cell is a judge (failed cells shown as failed).")
     ] = None,
     reference_qrels: Annotated[
-        str | None, typer.Option("--reference-qrels", help="Reference (human) qrels: a TREC qrels file, irds:<id>, or a qrels set in --db.")
-    ] = None,
+        str, typer.Option("--reference-qrels", help="Reference (human) qrels: a TREC qrels file, irds:<id>, or a qrels set in --db.")
+    ] = "",
     reference_name: Annotated[str | None, typer.Option("--reference-name", help="What to call the reference in the output.")] = None,
     runs: RunsOption = None,
     measure: MeasureOption = None,
@@ -47,28 +44,18 @@ def compare_cmd(
     html: Annotated[Path | None, typer.Option("--html", help="Also write the comparison as one self-contained HTML page.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: each judge's audit as agree --json, differences, κ matrix.")] = False,
     on_duplicate: DuplicateOption = "error",
-    reference: Annotated[str | None, typer.Option("--reference", hidden=True)] = None,
 ) -> None:
     """Compare judges against one reference over the same runs: a row per judge (coverage, failures,
     κ, Kendall τ and τ_AP per measure with intervals, cost, time), then the paired differences Δτ and
     Δκ between judges (the same query resamples for both; p from a paired randomisation test over
     queries), the κ between judges, and a note where two judges cannot be told apart."""
-    from qrelkit.cli.base import either
-    from qrelkit.commands.compare import CompareRequest, run
+    from qrelkit.commands.compare import CompareRequest, check_output, run
     from qrelkit.io import OnDuplicate
     from qrelkit.report import compare as views
 
-    if output_format not in FORMATS:
-        raise QrelkitError(f"--format {output_format!r}: choose table, markdown or latex")
-    reference_ref = either(reference_qrels, reference, "--reference-qrels", "--reference")
-    if reference_ref is None:
-        raise QrelkitError("give the reference qrels: --reference-qrels FILE_OR_NAME")
-    if html is not None:
-        from qrelkit.io.files import check_writable
-
-        check_writable(html, overwrite=True)
+    check_output(output_format, html)
     request = CompareRequest(
-        reference=reference_ref,
+        reference=reference_qrels,
         judges=tuple(judge or ()),
         sweep=sweep,
         reference_name=reference_name,
@@ -122,5 +109,4 @@ def judge_sweep(job: Path, *, quiet: bool, as_json: bool, dry_run: bool, **optio
         err.print(line, highlight=False)
     if outcome.interrupted:
         raise typer.Exit(130)
-    if outcome.failed:
-        raise JobFailed(f"{len(outcome.failed)} of {len(outcome.cells)} sweep cells failed (the others ran; see above)")
+    outcome.raise_for_failed_cells()

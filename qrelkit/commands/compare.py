@@ -48,6 +48,8 @@ class CompareRequest:
     on_duplicate: OnDuplicate = OnDuplicate.error
 
     def __post_init__(self) -> None:
+        if not self.reference:
+            raise QrelkitError("give the reference qrels: --reference-qrels FILE_OR_NAME")
         check_resamples(self.resamples)  # before anything is read: a bad count is an input error, not a wait
         check_resamples(self.permutations)
         object.__setattr__(self, "interval", check_method(self.interval))
@@ -60,6 +62,19 @@ class CompareRequest:
             object.__setattr__(self, "sweep", Path(self.sweep))
         if not self.judges and self.sweep is None:
             raise QrelkitError("name the judges to compare: --judge NAME (repeatable) and/or --sweep JOB")
+
+
+OUTPUT_FORMATS = ("table", "markdown", "latex")
+
+
+def check_output(output_format: str, page: str | Path | None = None) -> None:
+    """The output asked for, before anything is computed: a known format, a page that can be written."""
+    if output_format not in OUTPUT_FORMATS:
+        raise QrelkitError(f"--format {output_format!r}: choose table, markdown or latex")
+    if page is not None:
+        from qrelkit.io.files import check_writable
+
+        check_writable(Path(page), overwrite=True)
 
 
 @dataclass(frozen=True)

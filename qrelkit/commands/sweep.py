@@ -64,6 +64,11 @@ class SweepOutcome:
     def interrupted(self) -> bool:
         return any(c.status == "interrupted" for c in self.cells)
 
+    def raise_for_failed_cells(self) -> None:
+        """A sweep with a failed cell failed (exit 3), after every other cell ran."""
+        if self.failed:
+            raise JobFailed(f"{len(self.failed)} of {len(self.cells)} sweep cells failed (the others ran; see above)")
+
     def to_dict(self) -> dict[str, Any]:
         return {"job": str(self.job), "sweep": self.keys, "dry_run": self.dry_run, "cells": [c.to_dict() for c in self.cells]}
 
