@@ -168,3 +168,13 @@ def test_the_python_api_compares_qrels_files_and_gives_pandas_tables(track, tmp_
     differences = result.differences_to_pandas()
     assert set(differences["statistic"]) == {"kendall_tau", "tau_ap", "cohen_kappa"} and (differences["difference"] == "good − poor").all()
     assert result.to_dict()["test"]["name"] == TEST_NAME
+    grouped = qrelkit.compare(
+        judges=[str(files["good"])], reference=str(files["human"]), runs=[str(folder)], group_patterns=["top=run[0-2]"], resamples=50
+    )
+    from qrelkit.report.compare import judge_grid, markdown
+
+    grid = judge_grid(grouped)
+    column = grid.header.index("Rel. Δ top nDCG@10, judge − ref %")
+    bias = grouped.comparison.audits["good"].bias["top"]["nDCG@10"]
+    assert grid.rows[0][column].startswith(f"{bias.difference:.1f} [")  # Relative Δ, judge − reference, with its interval
+    assert "Rel. Δ top nDCG@10" in markdown(grouped)
