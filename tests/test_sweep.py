@@ -140,8 +140,12 @@ def test_a_cell_with_a_broken_model_fails_alone_and_is_shown_as_failed(tmp_path,
         "umbrela-no-such-model": "failed",
         "umbrela-fake-mini": "compared",
     }
-    table = qrelkit("compare", "--sweep", job, "--reference-qrels", "human", "--resamples", "0", cwd=tmp_path).stdout
-    assert "failed" in table and "umbrela-no-such-model" in table
+    page = tmp_path / "compare.html"
+    table = qrelkit("compare", "--sweep", job, "--reference-qrels", "human", "--resamples", "0", "--html", page, cwd=tmp_path).stdout
+    rows = [line for line in table.splitlines() if "no-such-model" in line and line.startswith("│")]
+    assert len(rows) == 2 and all("│ failed" in row for row in rows)
+    assert "umbrela-no-such-model: failed: no judgment saved: its judge stopped before the first answer" in table  # why
+    assert page.read_text(encoding="utf-8").count("<tr class=failed>") == 2  # the page marks them too
 
 
 def test_cell_names_follow_the_pattern_and_a_template_file_is_named_by_its_stem(tmp_path):

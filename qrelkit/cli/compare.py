@@ -7,11 +7,12 @@ from typing import Annotated, Any
 
 import typer
 
-from qrelkit.cli.base import DuplicateOption, IntervalOption, MeasureOption, RunsOption, SeedOption, app, err, out, print_json
+from qrelkit.cli.base import DuplicateOption, IntervalOption, MeasureOption, RunsOption, SeedOption, app, command_line, err, out, print_json
 
 
 @app.command("compare")
 def compare_cmd(
+    ctx: typer.Context,
     judge: Annotated[
         list[str] | None,
         typer.Option(
@@ -77,7 +78,7 @@ def compare_cmd(
     if html is not None:
         from qrelkit.report.compare_html import write_comparison_page
 
-        write_comparison_page(result, html)
+        write_comparison_page(result, html, command_line(ctx))
         err.print(f"wrote {html}", highlight=False)
     if as_json:
         print_json(result.to_dict())

@@ -250,7 +250,12 @@ def sweep_entries(request: CompareRequest, db: Path | None) -> list[tuple[JudgeE
             sample = judgments.failed_sample(store, judge_run_id, limit=1)
             reason = f"; e.g. {sample[0].status}: {sample[0].error}" if sample else ""
             status = "failed" if cost.failed or not cost.judgments else "not graded"
-            note = f"no graded qrels: {cost.failed} of {cost.judgments} judgments failed{reason}"
+            if not cost.judgments:
+                note = "no judgment saved: its judge stopped before the first answer (`qrelkit judge` on the sweep says why)"
+            elif cost.failed:
+                note = f"no graded qrels: {cost.failed} of {cost.judgments} judgments failed{reason}"
+            else:
+                note = f"no graded qrels: {cost.judgments} judgments, all ok; run the sweep again to grade it"
             out.append((JudgeEntry(cell.name, status, values, cost, note), None))
     return out
 
