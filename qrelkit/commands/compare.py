@@ -210,11 +210,12 @@ def resolve_judge(ref: str, db: Path | None, on_duplicate: OnDuplicate) -> Resol
 
 
 def _entry(resolved: ResolvedQrels, db: Path | None) -> JudgeEntry:
-    cost = judge_cost(db, resolved.judge_run_id) if resolved.judge_run_id and db is not None and _run_exists(db, resolved) else None
-    return JudgeEntry(resolved.qrels.name, "compared", resolved.source, cost)
+    if resolved.judge_run_id is None or db is None or not _run_still_stored(resolved):
+        return JudgeEntry(resolved.qrels.name, "compared", resolved.source)  # a file, a loaded set: no judge run to cost
+    return JudgeEntry(resolved.qrels.name, "compared", resolved.source, judge_cost(db, resolved.judge_run_id))
 
 
-def _run_exists(db: Path, resolved: ResolvedQrels) -> bool:
+def _run_still_stored(resolved: ResolvedQrels) -> bool:
     return (resolved.source.get("judge_run") or {}).get("judge") is not None  # None: the run was dropped since
 
 
