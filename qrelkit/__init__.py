@@ -8,6 +8,7 @@ The Python API, plain data in and out (every result has ``to_dict()``, tabular o
     evaluation = qrelkit.evaluate_runs(qrels, runs, ["nDCG@10", "AP(rel=2)"])  # per-query values
     audit = qrelkit.audit(qrelkit.read_qrels("model.qrels"), qrels, runs)   # κ, τ, Relative Δ (BCa intervals)
     cut, how = qrelkit.sparsify_qrels(qrels, 1, seed=0)                     # at most 1 relevant per query
+    which = qrelkit.compare(judges=["a.qrels", "b.qrels"], reference="qrels.txt", runs=["runs/"])  # .to_pandas()
     table3 = qrelkit.correlate(qrels=["qrels.txt"], runs=["runs/"], measures=["nDCG@10", "RR(rel=2)"])
     report = qrelkit.run_job(qrelkit.load_job("job.yaml"))                  # judge what is missing
     graded = qrelkit.grade_scores(scores, name="mine", method="quantile", per_topic=True)
@@ -56,6 +57,9 @@ _API = {
     "agree": ("qrelkit.commands.agree", "agree"),
     "evaluate_files": ("qrelkit.commands.data", "evaluate"),  # `qrelkit evaluate`: files or stored names, --max-rel
     "correlate": ("qrelkit.commands.correlate", "correlate"),
+    "compare": ("qrelkit.commands.compare", "compare"),  # several judges against one reference, paired differences
+    "CompareRequest": ("qrelkit.commands.compare", "CompareRequest"),
+    "compare_judges": ("qrelkit.evaluate.compare", "compare_judges"),
     # judging
     "load_job": ("qrelkit.jobs", "load_job"),
     "run_job": ("qrelkit.jobs", "run_job"),

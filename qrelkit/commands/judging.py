@@ -185,8 +185,9 @@ def load_judging_job(
     workers: int | None = None,
     on_duplicate: str | None = None,
     allow_import: bool = False,
+    cell: dict[str, Any] | None = None,
 ) -> JobSpec:
-    """The job file with `--set` overrides, `--mode` (the judge's `mode` option: sync or batch),
+    """The job file (or one ``cell`` of a sweep job) with `--set` overrides, `--mode` (the judge's `mode` option: sync or batch),
     `--executor`/`--workers`, `--on-duplicate` (the collection's on_duplicate),
     `--sample N --seed S` (the job's `sample`) and `--allow-import` (a `module:Class` judge may be imported)."""
     from qrelkit.jobs import load_job
@@ -197,7 +198,7 @@ def load_judging_job(
     extra += [f"collection.on_duplicate={on_duplicate}"] if on_duplicate else []
     extra += sample_sets(sample, seed)
     overrides = {"allow_import": True} if allow_import else None
-    return load_job(path, overrides, sets=[*(sets or []), *extra, *executor_sets(executor, workers)])
+    return load_job(path, overrides, sets=[*(sets or []), *extra, *executor_sets(executor, workers)], cell=cell)
 
 
 def run_judging(

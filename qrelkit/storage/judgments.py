@@ -454,3 +454,19 @@ def judgments_table(store: Store, judge_run_id: str | None = None) -> pa.Table:
             "ORDER BY judge_run_id, qid, docid",
             params=params,
         ).to_arrow_table()
+
+
+def judging_span_seconds(store: Store, judge_run_id: str) -> float | None:
+    """Seconds from the first judgment of a judge run written to the last (None with fewer than two):
+    its judging time as the database saw it, pauses between resumed runs included."""
+    row = store.con.execute(
+        "SELECT count(*), (epoch_ms(max(judged_at)) - epoch_ms(min(judged_at))) / 1000.0 FROM judgments WHERE judge_run_id = ?",
+        [judge_run_id],
+    ).fetchone()
+    assert row is not None  # an aggregate always answers one row
+    return None if row[0] < 2 or row[1] is None else float(row[1])
+
+
+def judge_run_ids(store: Store) -> list[str]:
+    """Every judge run's id, oldest first."""
+    return [row[0] for row in store.con.execute("SELECT judge_run_id FROM judge_runs ORDER BY created_at").fetchall()]
