@@ -6,7 +6,10 @@ The Python API, plain data in and out (every result has ``to_dict()``, tabular o
     qrels = qrelkit.read_qrels("qrels.txt")
     runs = qrelkit.read_runs(["runs/"])
     evaluation = qrelkit.evaluate_runs(qrels, runs, ["nDCG@10", "AP(rel=2)"])  # per-query values
-    audit = qrelkit.audit(qrelkit.read_qrels("model.qrels"), qrels, runs)   # κ, τ, Relative Δ
+    audit = qrelkit.audit(qrelkit.read_qrels("model.qrels"), qrels, runs)   # κ, τ, Relative Δ (BCa intervals)
+    cut, how = qrelkit.sparsify_qrels(qrels, 1, seed=0)                     # at most 1 relevant per query
+    which = qrelkit.compare(judges=["a.qrels", "b.qrels"], reference="qrels.txt", runs=["runs/"])  # .to_pandas()
+    table3 = qrelkit.correlate(qrels=["qrels.txt"], runs=["runs/"], measures=["nDCG@10", "RR(rel=2)"])
     report = qrelkit.run_job(qrelkit.load_job("job.yaml"))                  # judge what is missing
     graded = qrelkit.grade_scores(scores, name="mine", method="quantile", per_topic=True)
 
@@ -46,8 +49,17 @@ _API = {
     "restrain": ("qrelkit.evaluate.interex", "restrain"),
     "resttest": ("qrelkit.evaluate.interex", "resttest"),
     "label_overlap": ("qrelkit.evaluate.interex", "label_overlap"),
+    "rank_correlations": ("qrelkit.evaluate.correlate", "rank_correlations"),
+    "sparsify_qrels": ("qrelkit.evaluate.sparsify", "sparsify_qrels"),
+    "bootstrap_interval": ("qrelkit.evaluate.bootstrap", "bootstrap_interval"),
+    "paired_intervals": ("qrelkit.evaluate.bootstrap", "paired_intervals"),
     # the same from files and databases, as the command line does it
     "agree": ("qrelkit.commands.agree", "agree"),
+    "evaluate_files": ("qrelkit.commands.data", "evaluate"),  # `qrelkit evaluate`: files or stored names, --max-rel
+    "correlate": ("qrelkit.commands.correlate", "correlate"),
+    "compare": ("qrelkit.commands.compare", "compare"),  # several judges against one reference, paired differences
+    "CompareRequest": ("qrelkit.commands.compare", "CompareRequest"),
+    "compare_judges": ("qrelkit.evaluate.compare", "compare_judges"),
     # judging
     "load_job": ("qrelkit.jobs", "load_job"),
     "run_job": ("qrelkit.jobs", "run_job"),

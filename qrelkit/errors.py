@@ -25,15 +25,17 @@ class InputFormatError(QrelkitError):
 
     MAX_SHOWN = 10
 
-    def __init__(self, problems: list[LineProblem], omitted: int = 0):
+    def __init__(self, problems: list[LineProblem], omitted: int = 0, stopped: str | None = None):
         """``omitted`` counts problems found beyond those kept in ``problems`` (a reader keeps
-        the first few dozen of a file, not millions)."""
+        the first few dozen of a file, not millions); ``stopped`` says why the reader stopped
+        counting before the end of the file (there are more)."""
         self.problems = problems
         self.omitted = omitted
+        self.stopped = stopped
         shown = [str(p) for p in problems[: self.MAX_SHOWN]]
         more = len(problems) - len(shown) + omitted
         if more > 0:
-            shown.append(f"... and {more} more problem(s) in {problems[0].path}")
+            shown.append(f"... and {more} more problem(s) in {problems[0].path}" + (f", and more ({stopped})" if stopped else ""))
         super().__init__("\n".join(shown))
 
     @classmethod

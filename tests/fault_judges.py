@@ -7,7 +7,7 @@ backends do: a raise for one pair, a parse failure, an interrupt mid-job.
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -100,3 +100,25 @@ class ShortFirstJudge(OverlapJudge):
     def judge(self, batch):
         ShortFirstJudge.calls_seen.append([pair.document.docid for pair in batch])
         return super().judge(batch)
+
+
+class AnswerConfig(JudgeConfig):
+    answer: float = 3.0
+    score: Literal["parsed", "expected"] = "parsed"
+
+
+class AnswerJudge(BaseJudge):
+    """A generative judge as grading sees one (it needs a template, and scores by its parsed grade or
+    its expected grade): it answers `answer` for every pair, and records each call."""
+
+    name = "answer"
+    Config = AnswerConfig
+    needs_template = True
+    calls: ClassVar[list[tuple[str, str]]] = []
+
+    def judge(self, batch):
+        AnswerJudge.calls.extend(pair.key for pair in batch)
+        answer = self.config.answer
+        return [
+            Judgment(*pair.key, "ok", score=answer, parsed=answer, expected=answer, raw_output=f"Relevance: {answer:g}") for pair in batch
+        ]

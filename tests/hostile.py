@@ -15,8 +15,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def qrelkit(*args: Any, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """`qrelkit ARGS` in a fresh process (the real exit code and stderr, as a user sees them)."""
+    """`qrelkit ARGS` in a fresh process (the real exit code and stderr, as a user sees them), running
+    this checkout's qrelkit (first on the path, whatever folder the command runs in)."""
     environ = {**os.environ, "PYTHONPATH": str(ROOT / "tests"), "COLUMNS": "200", **(env or {})}
+    environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), environ["PYTHONPATH"]])
     return subprocess.run(
         [sys.executable, "-m", "qrelkit.cli", *map(str, args)],
         capture_output=True,

@@ -136,7 +136,7 @@ def test_bootstrap_equals_recomputing_both_orderings_on_resampled_topics():
     reference = rng.random((8, 12))
     model = reference + rng.normal(0, 0.15, reference.shape)
     weights = resample_weights(12, 50, seed=1)
-    result = correlate_systems(_evaluation(model), _evaluation(reference), weights=weights)["m"]
+    result = correlate_systems(_evaluation(model), _evaluation(reference), weights=weights, interval="percentile")["m"]
     by_hand = []
     for row in np.rint(weights * 12).astype(int):
         topics = np.repeat(np.arange(12), row)  # the resample, as a list of topic indices

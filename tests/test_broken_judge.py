@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,9 @@ from qrelkit.jobs import JobStopped, load_job, run_job
 from qrelkit.judges import FatalJudgeError
 from qrelkit.storage import Store
 from qrelkit.storage.judgments import status_counts
+
+# The jobs here name test judges by `module:Class`: the caller allows the import (a job file cannot).
+load_job = partial(load_job, allow_import=True)
 
 TESTS = Path(__file__).resolve().parent
 
@@ -60,14 +64,17 @@ def test_max_consecutive_failures_zero_never_stops(tmp_path):
 
 def test_the_command_exits_3_when_the_judge_is_broken_or_most_judgments_failed(tmp_path):
     env = {"PYTHONPATH": str(TESTS), "PATH": "/usr/bin:/bin"}
-    command = [sys.executable, "-m", "qrelkit.cli", "judge"]
+    command = [sys.executable, "-m", "qrelkit.cli", "judge", "--allow-import"]
     broken = subprocess.run([*command, str(write_job(tmp_path))], capture_output=True, text=True, env=env)
     assert broken.returncode == 3 and "Traceback" not in broken.stderr
     assert "judge looks broken" in " ".join(broken.stderr.split())
     folder = tmp_path / "mostly"
     folder.mkdir()
     mostly = subprocess.run(
-        [sys.executable, "-m", "qrelkit.cli", "judge", str(write_job(folder, n_docs=10))], capture_output=True, text=True, env=env
+        [sys.executable, "-m", "qrelkit.cli", "judge", "--allow-import", str(write_job(folder, n_docs=10))],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert mostly.returncode == 3 and "most judgments failed: 10 of the 10" in " ".join(mostly.stderr.split())
 

@@ -109,7 +109,7 @@ def test_a_job_whose_run_folder_has_a_bad_file_loads_nothing_at_all(folder):
         "allow_import": True,
     }
     (folder / "job.yaml").write_text(yaml.safe_dump(job))
-    error = one_error(qrelkit("judge", "job.yaml", "--quiet", cwd=folder), 2)
+    error = one_error(qrelkit("judge", "job.yaml", "--quiet", "--allow-import", cwd=folder), 2)
     assert error.startswith("error: ") and "runs/r4.run:1: expected 6 columns" in error
     tables = snapshot(folder / "fresh.duckdb")
     assert all(not rows for name, rows in tables.items() if name != "meta")  # topics and documents did not land either

@@ -89,3 +89,23 @@ def test_demo_prints_the_comparison(tmp_path):
     output = invoke("demo", "--out", str(tmp_path / "demo"))
     assert "Kendall τ between the two system rankings" in output
     assert (tmp_path / "demo" / "minilm.qrels").is_file()
+
+
+def test_grade_without_flags_grades_as_the_job_file_and_the_api_do(judged, tmp_path):
+    """One default (issue 23): per-topic quantiles with mid-rank ties, whether the job grades, `qrelkit grade`
+    grades with no grading flags, or Python calls grade_scores with none."""
+    from qrelkit.jobs import grade_scores
+    from qrelkit.storage import Store
+    from qrelkit.storage.judgments import ok_scores
+
+    output = invoke("grade", "--db", judged["db"], "--judge-run", judged["run_id"], "--name", "no-flags")
+    assert "graded 120 scores into qrels 'no-flags' (per-topic quantiles [0.5, 0.75] over 12 topics, ties: midrank)" in output
+    with Store(judged["db"], read_only=True) as store:
+        job, command_line = store.qrels("minilm").grades, store.qrels("no-flags").grades
+        api = grade_scores(ok_scores(store, judged["run_id"]), name="api").qrels.grades
+    assert command_line == job == api
+    output = invoke("grade", "--db", judged["db"], "--judge-run", judged["run_id"], "--name", "global", "--global", "--ties", "at-or-above")
+    assert "(global quantiles [0.5, 0.75] at " in output and "ties: at-or-above)" in output
+    shown = {line["what"]: line["detail"] for line in json.loads(invoke("show", "--db", judged["db"], "--json"))}
+    assert shown["qrels no-flags"] == f"graded from judge run {judged['run_id']} (quantile, per topic, ties midrank)"
+    assert shown["qrels global"] == f"graded from judge run {judged['run_id']} (quantile, global, ties at-or-above)"

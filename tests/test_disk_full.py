@@ -56,7 +56,7 @@ def test_a_full_disk_stops_the_job_with_the_count_saved_and_nothing_lost(tmp_pat
     }
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(job))
 
-    full = qrelkit("judge", "job.yaml", "--quiet", "--no-grade", cwd=tmp_path)
+    full = qrelkit("judge", "job.yaml", "--quiet", "--no-grade", "--allow-import", cwd=tmp_path)
     error = one_error(full, 3)
     assert "No space left on device" in error or "disk is full" in error or "Could not write" in error, error
     saved = int(re.search(r"the job stopped at once: (\d+) judgments of this run were saved before", error).group(1))
@@ -69,10 +69,30 @@ def test_a_full_disk_stops_the_job_with_the_count_saved_and_nothing_lost(tmp_pat
         before = store.con.execute("SELECT docid, raw_output FROM judgments ORDER BY docid").fetchall()
     assert statuses == {"ok": saved}  # the disk's failure is never a judgment's status
 
-    again = qrelkit("judge", "job.yaml", "--quiet", "--no-grade", cwd=tmp_path)
+    again = qrelkit("judge", "job.yaml", "--quiet", "--no-grade", "--allow-import", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     with Store(database, read_only=True) as store:
         after = store.con.execute("SELECT docid, raw_output, status FROM judgments ORDER BY docid").fetchall()
     assert len(after) == N_DOCS and {status for *_, status in after} == {"ok"}
     kept = {docid: raw for docid, raw, _ in after}
     assert all(kept[docid] == raw for docid, raw in before)  # what was saved before the disk filled is unchanged
+
+
+def test_a_full_disk_during_load_runs_is_one_line_and_the_runs_loaded_before_are_kept(tmp_path, small_disk):
+    """A run load that fills the disk: exit 3 with the disk's message (the load's transaction is rolled
+    back; resetting its memory cap inside the aborted transaction no longer masks that with a traceback)."""
+    import random
+
+    random.seed(7)
+    (tmp_path / "small.run").write_text("".join(f"q1 Q0 d{i} {i + 1} {100 - i}.5 small\n" for i in range(100)))
+    with open(tmp_path / "big.run", "w") as handle:  # 600,000 distinct entries: far more than the 4 MiB disk holds
+        for qid in range(300):
+            handle.writelines(f"q{qid} Q0 doc{qid}_{r}_{random.randrange(10**9)} {r + 1} {2000 - r}.5 big\n" for r in range(2000))
+    database = small_disk / "runs.duckdb"
+    assert qrelkit("load", "runs", tmp_path / "small.run", "--db", database).returncode == 0
+    error = one_error(qrelkit("load", "runs", tmp_path / "big.run", "--db", database), 3)
+    assert error.startswith(f"error: cannot write to the database {database}:") and "No space left on device" in error, error
+    grow(small_disk, "256m")
+    with Store(database, read_only=True) as store:
+        assert store.run_names() == ["small"] and len(store.run("small").table) == 100  # nothing of the big run landed
+    assert qrelkit("load", "runs", tmp_path / "big.run", "--db", database).returncode == 0  # room again: it loads

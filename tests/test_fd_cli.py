@@ -47,7 +47,7 @@ def test_fd_json_ranks_the_good_run_first_with_intervals(tmp_path):
     cache = tmp_path / "cache.duckdb"
     # the demo track, its documents, FD@1 and FD@5 with 100 resamples, embeddings cached
     args = ["--qrels", str(DEMO / "qrels.txt"), "--runs", str(DEMO / "runs"), "--docs", str(DEMO / "passages.jsonl")]
-    args += ["--k", "1", "--k", "5", "--bootstrap", "100", "--cache", str(cache)]
+    args += ["--k", "1", "--k", "5", "--bootstrap", "100", "--cache", str(cache), "--interval", "percentile"]
     payload = fd_json(*args)
     assert payload["embedder"] == "minilm-l6-v2/onnx-int8" and payload["d"] == 384
     qrels = read_qrels(DEMO / "qrels.txt")

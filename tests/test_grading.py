@@ -14,7 +14,7 @@ from qrelkit.jobs.spec import GradingSpec
 
 def test_global_quantiles_give_exact_thresholds_and_grades():
     scores = [("q1", f"d{i}", float(i)) for i in range(1, 9)]  # 1..8
-    result = grade_scores(scores, name="g")
+    result = grade_scores(scores, name="g", per_topic=False)
     # numpy linear quantiles of 1..8: q50 = 4.5, q75 = 6.25
     assert result.thresholds == {"*": [4.5, 6.25]}
     assert [q.grade for q in result.qrels.entries] == [0, 0, 0, 0, 1, 1, 2, 2]
@@ -183,3 +183,75 @@ def test_the_job_file_and_the_command_line_get_the_same_errors(tmp_path, options
             args += [f"--{flag}", flags[flag] if isinstance(flags[flag], str) else ",".join(map(str, flags[flag]))]
     result = CliRunner().invoke(app, args)
     assert result.exit_code != 0 and message.split()[0] in str(result.exception or result.output)
+
+
+# -- the tie rule and the one default (issue 23) ------------------------------------------------
+
+# docs/grading.md's worked example: half of a topic's ten scores are 80, the median is 80.
+HALF_AT_80 = [40.0, 80.0, 80.0, 80.0, 80.0, 80.0, 85.0, 90.0, 95.0, 100.0]
+
+
+def test_half_a_topic_at_80_grades_the_80s_0_by_midrank_and_1_by_the_papers_at_or_above_rule():
+    scores = [("t", f"d{i}", v) for i, v in enumerate(HALF_AT_80)]
+    q50, q75 = np.quantile(HALF_AT_80, [0.5, 0.75])
+    assert (q50, q75) == (80.0, 88.75)
+    midrank = grade_scores(scores, name="m")
+    paper = grade_scores(scores, name="p", ties="at-or-above")
+    # the 80s span ranks 1-5 of 0-9: mid-rank 3, p = 3/9 = 0.33 < 0.5 -> 0; the paper: 80 >= q50 = 80 -> 1
+    assert [q.grade for q in midrank.qrels.entries] == [0, 0, 0, 0, 0, 0, 1, 2, 2, 2]
+    assert [q.grade for q in paper.qrels.entries] == [0, 1, 1, 1, 1, 1, 1, 2, 2, 2]
+    assert (midrank.description["ties"], paper.description["ties"]) == ("midrank", "at-or-above")
+    assert paper.thresholds == midrank.thresholds == {"t": [80.0, 88.75]}
+
+
+@given(st.lists(st.integers(1, 5), min_size=2, max_size=60))
+def test_at_or_above_is_seed_003s_rule_a_grade_is_reached_when_the_score_is_at_or_above_numpys_quantile(values):
+    scores = [("q", f"d{i}", float(v)) for i, v in enumerate(values)]
+    result = grade_scores(scores, name="g", ties="at-or-above")
+    q50, q75 = np.quantile(np.asarray(values, dtype=np.float64), [0.5, 0.75])
+    assert [q.grade for q in result.qrels.entries] == [0 if v < q50 else 1 if v < q75 else 2 for v in values]
+    by_score: dict[int, set[int]] = {}
+    for value, qrel in zip(values, result.qrels.entries):
+        by_score.setdefault(value, set()).add(qrel.grade)
+    assert all(len(grades) == 1 for grades in by_score.values())  # this rule never splits a tie either
+
+
+def test_the_tie_rule_belongs_to_quantile_grading_only():
+    assert GradingSpec(ties="at-or-above").ties == "at-or-above" and GradingSpec().ties == "midrank"
+    with pytest.raises(ValueError, match="ties do not apply to method thresholds"):
+        GradingSpec(method="thresholds", thresholds=[0.5], ties="midrank")
+    with pytest.raises(ValueError, match="ties"):
+        GradingSpec(ties="paper")
+
+
+def test_one_default_per_topic_quantiles_by_midrank_in_the_api_the_job_file_and_the_command_line():
+    from qrelkit.commands.judging import grading_from_flags
+    from qrelkit.jobs import grading_spec
+
+    api, job, command_line = GradingSpec(), grading_spec({}), grading_from_flags()
+    assert (api.per_topic, api.ties) == (job.per_topic, job.ties) == (command_line.per_topic, command_line.ties) == (True, "midrank")
+    assert grading_from_flags(per_topic=False).per_topic is False  # --global
+    scores = [("a", f"d{i}", float(i)) for i in range(4)] + [("b", f"e{i}", 10.0 * i) for i in range(4)]
+    assert set(grade_scores(scores, name="g").thresholds) == {"a", "b"}  # per topic unless asked otherwise
+
+
+def test_every_grading_line_names_its_method_scope_and_tie_rule():
+    from qrelkit.report.tables import describe_grading
+
+    scores = [("a", f"d{i}", float(i)) for i in range(4)] + [("b", f"e{i}", 10.0 * i) for i in range(4)]
+    per_topic = describe_grading(grade_scores(scores, name="g"))[0]
+    assert "(per-topic quantiles [0.5, 0.75] over 2 topics, ties: midrank)" in per_topic
+    overall = describe_grading(grade_scores(scores, name="g", per_topic=False, ties="at-or-above"))[0]
+    assert "(global quantiles [0.5, 0.75] at 2.5, 12.5, ties: at-or-above)" in overall
+
+
+def test_the_seed_003_configs_grade_globally_by_the_papers_tie_rule():
+    from pathlib import Path
+
+    from qrelkit.jobs import load_job
+
+    configs = sorted((Path(__file__).resolve().parents[1] / "configs").glob("atomic-*.yaml"))
+    assert len(configs) == 4
+    for config in configs:
+        grading = load_job(config).grading
+        assert grading is not None and (grading.method, grading.per_topic, grading.ties) == ("quantile", False, "at-or-above"), config

@@ -56,6 +56,8 @@ def test_agree_on_the_imported_run_gives_umbrelas_known_kappa_and_tau(dl19, umbr
             "agree",
             "--judge-run",
             "umbrela",
+            "--model-qrels",  # the run has three graded sets by now, none a job's: the audit is told which (issue 23)
+            "umbrela-agree",
             "--reference-qrels",
             dl19 / "qrels.txt",
             "--runs",

@@ -52,6 +52,12 @@ def test_the_wheel_carries_the_licence_and_the_minilm_tokenizer(wheel):
         assert f"qrelkit/embed/minilm/{vendored}" in names
 
 
+def test_the_wheel_carries_the_data_bundle_manifests(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    for bundle in ("trec-dl-2019", "trec-dl-2020", "trec-dl-2021", "atomic-2023", "extrapolate-eval"):
+        assert f"qrelkit/data/bundles/{bundle}.yaml" in names
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(PYTHON311 is None, reason="needs python3.11 on PATH")
 def test_onnx_extra_installs_no_torch_and_runs_the_demo_elsewhere(wheel, tmp_path):

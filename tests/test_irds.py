@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -19,6 +20,9 @@ from qrelkit.io import read_documents, read_qrels, read_topics
 from qrelkit.io.irds import read_irds_documents, read_irds_qrels, read_irds_topics
 from qrelkit.jobs import load_job, run_job
 from qrelkit.storage import Store
+
+# The jobs here name test judges by `module:Class`: the caller allows the import (a job file cannot).
+load_job = partial(load_job, allow_import=True)
 
 ir_datasets = pytest.importorskip("ir_datasets", reason="the irds extra is not installed (pip install 'qrelkit[irds]')")
 from ir_datasets.datasets.base import Dataset  # noqa: E402
@@ -132,3 +136,52 @@ def test_an_unknown_id_and_a_missing_extra_are_one_line(files, monkeypatch):
         QrelkitError, match=r"^irds:qrelkit-test/tiny: reading ir_datasets ids needs the irds extra: pip install 'qrelkit\[irds\]'"
     ):
         read_irds_qrels(DATASET)
+
+
+def test_a_dry_run_starts_no_download_of_an_irds_dataset(files, tmp_path):
+    """A dataset whose files ir_datasets would fetch (from a local HTTP server that counts requests):
+    a dry run names it in one line and sends no request; a real run downloads it."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from ir_datasets.util import Download, RequestsDownload
+
+    requests: list[str] = []
+
+    class Files(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            requests.append(self.path)
+            body = TOPICS.encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Files)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        remote = f"qrelkit-test/remote-{tmp_path.name}"
+        url = f"http://127.0.0.1:{server.server_address[1]}/queries.tsv"
+        queries = Download([RequestsDownload(url)], cache_path=str(tmp_path / "cache" / "queries.tsv"))
+        dataset = Dataset(TsvDocs(LocalDownload(files / "docs.tsv")), TsvQueries(queries, query_cls=TinyQuery))
+        ir_datasets.registry.register(remote, dataset)
+        (tmp_path / "pairs.tsv").write_text("q1\td1\n")
+        spec = {
+            "database": "j.duckdb",
+            "collection": {"topics": f"irds:{remote}", "documents": f"irds:{DATASET}"},
+            "pool": {"pairs": "pairs.tsv"},
+            "judge": {"name": "fault_judges:OverlapJudge"},
+        }
+        (tmp_path / "job.yaml").write_text(yaml.safe_dump(spec))
+        job = load_job(tmp_path / "job.yaml")
+        with pytest.raises(QrelkitError) as refused:
+            run_job(job, dry_run=True, progress=False)
+        assert str(refused.value).startswith(f"irds:{remote}: a dry run starts no download, and ir_datasets would fetch")
+        assert requests == [] and not (tmp_path / "j.duckdb").exists()
+        assert run_job(job, progress=False).statuses == {"ok": 1} and requests == ["/queries.tsv"]  # a real run fetches it
+        assert run_job(job, dry_run=True, progress=False).to_judge == 0 and requests == ["/queries.tsv"]
+    finally:
+        server.shutdown()

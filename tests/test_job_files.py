@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,9 @@ from qrelkit.errors import InputFormatError
 from qrelkit.jobs import load_job, run_job
 from qrelkit.jobs.spec import JobError
 from qrelkit.storage import Store
+
+# The jobs here name test judges by `module:Class`: the caller allows the import (a job file cannot).
+load_job = partial(load_job, allow_import=True)
 
 TESTS = Path(__file__).resolve().parent
 TOPICS = "q1\tgoldfish grow big\nq2\twifi versus bluetooth\n"
@@ -114,10 +118,12 @@ def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 def test_the_cli_reports_variable_and_path_errors_in_one_line_and_exits_2(tmp_path, data):
     job = write_job(tmp_path)
-    unset = run_cli("judge", str(job), "--dry-run", env={"DATA": ""})
+    unset = run_cli("judge", str(job), "--dry-run", "--allow-import", env={"DATA": ""})
     assert unset.returncode == 2 and "Traceback" not in unset.stderr
     assert unset.stderr.strip() == f"error: {job}: collection.topics: ${{DATA}} is not set; export DATA=... or write ${{DATA:-default}}"
-    missing = run_cli("judge", str(job), "--dry-run", "--set", "collection.qrels.human=${DATA}/none.qrels", env={"DATA": str(data)})
+    missing = run_cli(
+        "judge", str(job), "--dry-run", "--allow-import", "--set", "collection.qrels.human=${DATA}/none.qrels", env={"DATA": str(data)}
+    )
     assert missing.returncode == 2
     assert missing.stderr.strip() == f"error: {job}: collection.qrels.human: {data / 'none.qrels'} not found"
     assert not (tmp_path / "out" / "j.duckdb").exists()
@@ -129,7 +135,7 @@ def test_the_cli_reports_variable_and_path_errors_in_one_line_and_exits_2(tmp_pa
 def test_a_dry_run_on_a_new_database_counts_and_creates_nothing(tmp_path, data):
     job = write_job(tmp_path)
     before = snapshot(tmp_path)
-    arguments = ["judge", str(job), "--dry-run", "--set", f"collection.runs=[{data / 'runs'}]"]
+    arguments = ["judge", str(job), "--dry-run", "--allow-import", "--set", f"collection.runs=[{data / 'runs'}]"]
     result = CliRunner().invoke(app, arguments, env={"DATA": str(data)})
     assert result.exit_code == 0, result.output
     assert "6 pairs in the pool; before this run 0 ok, 0 failed; 6 to judge" in result.output
@@ -186,7 +192,7 @@ def test_on_duplicate_in_the_collection_section_and_on_judge(tmp_path, data):
     with Store(spec.database, read_only=True) as store:
         assert store.qrels("human").grades["q1"]["d1"] == 2  # max kept the 2
     job = write_job(tmp_path, database="${OUT:-../out}/k.duckdb")
-    result = CliRunner().invoke(app, ["judge", str(job), "--on-duplicate", "last", "--quiet"], env={"DATA": str(data)})
+    result = CliRunner().invoke(app, ["judge", str(job), "--on-duplicate", "last", "--quiet", "--allow-import"], env={"DATA": str(data)})
     assert result.exit_code == 0, result.output
     with Store(tmp_path / "out" / "k.duckdb", read_only=True) as store:
         assert store.qrels("human").grades["q1"]["d1"] == 0  # last kept the 0

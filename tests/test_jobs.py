@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 import yaml
@@ -14,6 +15,9 @@ from qrelkit.jobs.spec import JobError
 from qrelkit.judges import JudgeError
 from qrelkit.storage import Store
 from qrelkit.storage.judgments import judgment_states, status_counts
+
+# The jobs here name test judges by `module:Class`: the caller allows the import (a job file cannot).
+load_job = partial(load_job, allow_import=True)
 
 TOPICS = "q1\tgoldfish grow big\nq2\twifi versus bluetooth\n"
 DOCS = [

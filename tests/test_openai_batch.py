@@ -325,26 +325,27 @@ def test_qrelkit_batches_collects_without_the_job_file_and_cancel_keeps_what_was
     spec = make_job()
     run_job(spec, progress=False)
     db = str(spec.database)
-    listed = json.loads(runner.invoke(app, ["batches", "--db", db, "--json"], catch_exceptions=False).output)
+    at = ["--base-url", api.base_url, "--api-key-env", "QRELKIT_FAKE_KEY"]  # the endpoint the batches were sent to
+    listed = json.loads(runner.invoke(app, ["batches", "--db", db, "--json", *at], catch_exceptions=False).output)
     assert [(b["state"], b["status"], b["requests"]) for b in listed] == [
         ("submitted", "in_progress", 200),
         ("submitted", "in_progress", 100),
     ]
     big, small = listed[0]["batch_id"], listed[1]["batch_id"]
 
-    cancelled = runner.invoke(app, ["batches", "cancel", big, "--db", db, "--json"], catch_exceptions=False)
+    cancelled = runner.invoke(app, ["batches", "cancel", big, "--db", db, "--json", *at], catch_exceptions=False)
     assert json.loads(cancelled.output)["status"] == "cancelling"
     api.complete(big, expire_after=120)  # 120 lines were answered before the cancel took hold
     api.complete(small)
-    table = runner.invoke(app, ["batches", "list", "--db", db], catch_exceptions=False).output
+    table = runner.invoke(app, ["batches", "list", "--db", db, *at], catch_exceptions=False).output
     assert big in table and "cancelled" in table and "completed" in table
     listed = json.loads(runner.invoke(app, ["batches", "--db", db, "--json", "--no-check"], catch_exceptions=False).output)
     assert [(b["status"], b["judged"], b["resubmitted"]) for b in listed] == [("cancelled", 120, 80), ("completed", 100, 0)]
     assert len(judgments(spec)) == 220
 
-    code, output = exit_of(capsys, monkeypatch, "batches", "cancel", big, "--db", db)
+    code, output = exit_of(capsys, monkeypatch, "batches", "cancel", big, "--db", db, *at)
     assert code == 2 and f"batch {big} is cancelled, not running: nothing to cancel" in output
-    code, output = exit_of(capsys, monkeypatch, "batches", "cancel", "batch_nope", "--db", db)
+    code, output = exit_of(capsys, monkeypatch, "batches", "cancel", "batch_nope", "--db", db, *at)
     assert code == 2 and "no batch 'batch_nope'" in output
     assert run_job(spec, progress=False).submitted == 80  # the job sends the cancelled rest again
 
@@ -393,7 +394,8 @@ def test_the_api_key_is_in_no_request_file_database_column_log_or_report(make_jo
     assert len(request_files) == 2
     api.complete()
     outputs.append(runner.invoke(app, ["judge", str(spec.source)], catch_exceptions=False).output)
-    outputs.append(runner.invoke(app, ["batches", "--db", str(spec.database), "--json"], catch_exceptions=False).output)
+    at = ["--base-url", api.base_url, "--api-key-env", "QRELKIT_FAKE_KEY"]
+    outputs.append(runner.invoke(app, ["batches", "--db", str(spec.database), "--json", *at], catch_exceptions=False).output)
 
     assert {c.headers["authorization"] for c in api.calls} == {f"Bearer {key}"}  # the key was really used
     row = judgments(spec)

@@ -169,10 +169,14 @@ def test_a_module_class_judge_is_imported_only_when_allowed(tmp_path):
     env = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{Path(__file__).parent}"}
     error = one_error(qrelkit("judge", "job.yaml", "--quiet", cwd=tmp_path, env=env), 2)
     assert error == (
-        "error: judge 'sneaky:Judge' would import and run the Python module 'sneaky'; allow it with `allow_import: true` "
-        "in the job or --allow-import (registered judges need neither)"
+        "error: judge 'sneaky:Judge' would import and run the Python module 'sneaky'; allow it with --allow-import "
+        "(a job file cannot allow it by itself; registered judges need neither)"
     )
     assert not marker.exists() and snapshot(tmp_path / "j.duckdb") == {}  # nothing imported, nothing written
+    # a job file that allows it itself (a shared job file, like a shared database, is data) does not
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump({**job, "allow_import": True}))
+    assert one_error(qrelkit("judge", "job.yaml", "--quiet", cwd=tmp_path, env=env), 2) == error
+    assert not marker.exists() and snapshot(tmp_path / "j.duckdb") == {}
     allowed = qrelkit("judge", "job.yaml", "--quiet", "--allow-import", "--no-grade", cwd=tmp_path, env=env)
     assert allowed.returncode == 0, allowed.stderr
     assert marker.read_text() == "ran"

@@ -44,7 +44,11 @@ def judge(job: Path, interval: str) -> subprocess.CompletedProcess:
     env.pop("FORCE_COLOR", None)
     env.pop("TERM", None)
     return subprocess.run(
-        [sys.executable, "-m", "qrelkit.cli", "judge", str(job)], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env
+        [sys.executable, "-m", "qrelkit.cli", "judge", str(job), "--allow-import"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
     )
 
 

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,9 @@ from qrelkit.jobs import load_job, run_job
 from qrelkit.jobs.spec import JobError
 from qrelkit.judges import FatalJudgeError
 from qrelkit.storage import Store
+
+# The jobs here name test judges by `module:Class`: the caller allows the import (a job file cannot).
+load_job = partial(load_job, allow_import=True)
 
 pytestmark = pytest.mark.ray
 
@@ -211,7 +215,7 @@ def test_a_worker_sigkilled_mid_job_still_ends_with_one_judgment_per_pair(local_
 def test_the_driver_sigkilled_and_run_again_ends_the_same(local_ray, collection):
     folder, pairs, local = collection
     job = write_job(folder, "ray-driver", delay_seconds=0.005)
-    command = [sys.executable, "-m", "qrelkit.cli", "judge", str(job), "--executor", "ray", "--workers", "2"]
+    command = [sys.executable, "-m", "qrelkit.cli", "judge", str(job), "--executor", "ray", "--workers", "2", "--allow-import"]
     command += ["--set", f"executor.address={local_ray}", "--set", f"executor.runtime_env={{env_vars: {{PYTHONPATH: {TESTS}}}}}"]
     env = {**os.environ, "PYTHONPATH": str(TESTS), "QRELKIT_PROGRESS_SECONDS": "0"}
     driver = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
@@ -248,7 +252,7 @@ def test_a_fatal_judge_error_stops_every_worker_and_the_job(local_ray, collectio
     assert 0 < len(saved) < len(pairs) and all(local[key] == value for key, value in saved.items())
     assert not any(docid == "d520" for _, docid in saved)
     # the command line exits 3 with the judge's message and no traceback
-    command = [sys.executable, "-m", "qrelkit.cli", "judge", str(folder / "ray-fatal.yaml"), "--quiet", "--workers", "1"]
+    command = [sys.executable, "-m", "qrelkit.cli", "judge", str(folder / "ray-fatal.yaml"), "--quiet", "--workers", "1", "--allow-import"]
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     command += ["--set", f"executor.address={local_ray}", "--set", f"executor.runtime_env={{env_vars: {{PYTHONPATH: {TESTS}}}}}"]
     result = subprocess.run(command, capture_output=True, text=True, env=env)
@@ -285,3 +289,40 @@ def test_embeddings_computed_in_workers_are_written_by_the_driver(local_ray, tmp
     local_scores, ray_scores = judgments(tmp_path / "local.duckdb"), judgments(tmp_path / "ray.duckdb")
     for key, row in local_scores.items():
         assert ray_scores[key][1] == pytest.approx(row[1], abs=0.01)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc)."""
+    found, pending = [], [pid]
+    while pending:
+        for task in Path(f"/proc/{pending.pop()}/task").glob("*/children"):
+            try:
+                kids = [int(k) for k in task.read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            pending += kids
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the local Ray's reaper reads /proc")
+def test_a_sigkilled_driver_leaves_no_ray_of_its_own_running(tmp_path):
+    """A driver that started its own local Ray (no address) and is SIGKILLed: Ray's fate-sharing ends
+    the node's processes, but the agents the raylet started lived on ~90 s; now nothing is left."""
+    pytest.importorskip("ray")
+    write_collection(tmp_path)
+    job = write_job(tmp_path, "own-ray", executor={"kind": "ray", "workers": 1}, delay_seconds=0.01)
+    env = {**os.environ, "PYTHONPATH": str(TESTS), "QRELKIT_PROGRESS_SECONDS": "0", "RAY_ADDRESS": "local"}  # a Ray of its own
+    command = [sys.executable, "-m", "qrelkit.cli", "judge", str(job), "--allow-import"]
+    driver = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    assert driver.stderr is not None
+    lines = []
+    for line in driver.stderr:  # `judging own-ray.yaml: 64/3002 pairs (...)`: the Ray and its agents are up, a worker judges
+        lines.append(line)
+        if line.startswith("judging own-ray.yaml:") and int(line.split(":")[1].split("/")[0]) >= 64:
+            break
+    started = descendants(driver.pid)
+    assert len(started) >= 4, "".join(lines[-20:])  # GCS, raylet, its agents, the worker (and the reaper)
+    driver.kill()
+    assert driver.wait() == -signal.SIGKILL
+    assert wait_gone(started, seconds=20.0) == []

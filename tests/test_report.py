@@ -122,8 +122,12 @@ def test_a_judge_run_without_graded_qrels_is_a_clear_error(tmp_path, toy):
     )
     assert isinstance(result.exception, QrelkitError)
     assert "has no graded qrels yet" in str(result.exception) and "qrelkit grade --judge-run jr-ungraded" in str(result.exception)
-    both = runner.invoke(app, ["agree", "--judge-run", "x", "--qrels", "y", "--reference", "human", "--db", str(db)])
-    assert "exactly one of --model-qrels" in str(both.exception)
+    # issue 23: --judge-run with --model-qrels names one of the run's graded sets; a set it did not grade is refused
+    both = runner.invoke(app, ["agree", "--judge-run", "jr-ungraded", "--qrels", "human", "--reference", "human", "--db", str(db)])
+    assert isinstance(both.exception, QrelkitError) and "must name a qrels set graded from judge run jr-ungraded" in str(both.exception)
+    assert "'human' is loaded from" in str(both.exception)
+    neither = runner.invoke(app, ["agree", "--reference", "human", "--db", str(db)])
+    assert "give the model qrels" in str(neither.exception)
 
 
 REPORT_OPTIONS = ["--reference", "human", "--group", "neural=^neural", "--bootstrap", "50"]

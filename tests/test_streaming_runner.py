@@ -31,13 +31,12 @@ def write_job(folder, *, topics, documents, qrels, judge, batch_size=3, **extra)
         "collection": {"topics": "topics.tsv", "documents": "docs.jsonl", "qrels": {"pool": "pool.qrels"}},
         "pool": {"qrels": "pool"},
         "judge": judge,
-        "allow_import": True,
         "batch_size": batch_size,
         "flush_seconds": 0.001,
         **extra,
     }
     (folder / "job.yaml").write_text(yaml.safe_dump(spec))
-    return load_job(folder / "job.yaml")
+    return load_job(folder / "job.yaml", allow_import=True)  # a test judge loaded by `module:Class`
 
 
 @pytest.fixture

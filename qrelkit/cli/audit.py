@@ -11,7 +11,9 @@ from qrelkit.cli.base import (
     DEFAULT_DB,
     DbOption,
     DuplicateOption,
+    IntervalOption,
     JudgeRunOption,
+    KeepOption,
     MeasureOption,
     MoreRuns,
     RunsOption,
@@ -22,10 +24,22 @@ from qrelkit.cli.base import (
     err,
     out,
     print_json,
+    print_lines,
 )
 
 ModelQrels = Annotated[
-    str | None, typer.Option("--model-qrels", help="Model qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db.")
+    str | None,
+    typer.Option(
+        "--model-qrels",
+        help="Model qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db; with --judge-run, which of its graded sets.",
+    ),
+]
+AuditJudgeRun = Annotated[
+    str | None,
+    typer.Option(
+        "--judge-run",
+        help="A judge run in --db (id, unique id prefix, or name): the qrels set its job graded (or its only graded set).",
+    ),
 ]
 ModelQrelsAlias = Annotated[str | None, typer.Option("--qrels", hidden=True)]
 ReferenceQrels = Annotated[
@@ -33,6 +47,10 @@ ReferenceQrels = Annotated[
     typer.Option("--reference-qrels", help="Reference (human) qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db."),
 ]
 ReferenceAlias = Annotated[str | None, typer.Option("--reference", hidden=True)]
+ReferenceName = Annotated[
+    str | None,
+    typer.Option("--reference-name", help="What to call the reference qrels in the output (default: the set's name, or FOLDER/FILE)."),
+]
 Groups = Annotated[
     str | None, typer.Option("--groups", help="Groups TSV of runs as FILE[:COLUMN]: a `run` column and grouping columns (header optional).")
 ]
@@ -60,6 +78,7 @@ def _audit_options(**given) -> dict:
         model_qrels=either(given["model_qrels"], given["qrels"], "--model-qrels", "--qrels"),
         reference_qrels=reference,
         judge_run=given["judge_run"],
+        reference_name=given["reference_name"],
         runs=given["runs"] or [],
         db=given["db"],
         measures=given["measure"],
@@ -72,6 +91,7 @@ def _audit_options(**given) -> dict:
         resamples=1000 if resamples is None else resamples,
         seed=given["seed"],
         on_duplicate=given["on_duplicate"],
+        interval=given["interval"],
     )
 
 
@@ -79,7 +99,8 @@ def _audit_options(**given) -> dict:
 def agree_cmd(
     model_qrels: ModelQrels = None,
     reference_qrels: ReferenceQrels = None,
-    judge_run: JudgeRunOption = None,
+    reference_name: ReferenceName = None,
+    judge_run: AuditJudgeRun = None,
     runs: RunsOption = None,
     measure: MeasureOption = None,
     group: Group = None,
@@ -89,6 +110,7 @@ def agree_cmd(
     rel_level: RelLevel = None,
     resamples: Resamples = None,
     seed: SeedOption = 0,
+    interval: IntervalOption = "bca",
     db: DbOption = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: pairs, labels, systems, bias, warnings.")] = False,
     on_duplicate: DuplicateOption = "error",
@@ -100,7 +122,7 @@ def agree_cmd(
 ) -> None:
     """Audit model qrels against reference qrels: Cohen's κ and Krippendorff's α on the shared pairs,
     Kendall τ / Spearman ρ / Pearson r / τ_AP between the system rankings, Relative Δ toward groups,
-    with bootstrap 95% intervals over queries.
+    with bootstrap 95% intervals over queries (BCa unless --interval percentile).
     """
 
     from qrelkit.commands.agree import agree
@@ -122,7 +144,8 @@ def report_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="Where to write the page: an .html file, or a folder (report.html inside).")],
     model_qrels: ModelQrels = None,
     reference_qrels: ReferenceQrels = None,
-    judge_run: JudgeRunOption = None,
+    reference_name: ReferenceName = None,
+    judge_run: AuditJudgeRun = None,
     runs: RunsOption = None,
     measure: MeasureOption = None,
     group: Group = None,
@@ -132,6 +155,7 @@ def report_cmd(
     rel_level: RelLevel = None,
     resamples: Resamples = None,
     seed: SeedOption = 0,
+    interval: IntervalOption = "bca",
     db: DbOption = DEFAULT_DB,
     on_duplicate: DuplicateOption = "error",
     qrels: ModelQrelsAlias = None,
@@ -162,10 +186,12 @@ def fd_cmd(
     backend: Annotated[str, typer.Option("--backend", help="For minilm: onnx (int8, no torch) or torch.")] = "onnx",
     k: Annotated[list[int] | None, typer.Option("--k", help="Cut-off; repeatable (paper: --k 1 --k 10). Default 10.")] = None,
     urr: Annotated[bool, typer.Option("--urr", help="Unlabeled Retrieved Results: the first k unjudged items per query.")] = False,
-    max_rel: Annotated[int | None, typer.Option("--max-rel", help="At most M relevant items per query, highest grade first.")] = None,
+    max_rel: Annotated[int | None, typer.Option("--max-rel", help="At most M relevant items per query (see --keep).")] = None,
+    keep: KeepOption = "top-grade",
     rel_level: Annotated[int | None, typer.Option("--rel-level", help="Relevant = grade >= LEVEL (default 2 if graded, else 1).")] = None,
     resamples: Resamples = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sparsification and the resamples.")] = 0,
+    interval: IntervalOption = "bca",
     workers: Annotated[
         int | None,
         typer.Option("--workers", min=1, help="Processes for the bootstrap (default: one per core when it is large; 1: this one)."),
@@ -193,7 +219,7 @@ def fd_cmd(
     from qrelkit.report.progress import progress_output
 
     chosen = either(resamples, bootstrap, "--resamples", "--bootstrap")
-    settings = fd_settings(k, urr=urr, max_rel=max_rel, rel_level=rel_level, resamples=chosen, seed=seed)
+    settings = fd_settings(k, urr=urr, max_rel=max_rel, rel_level=rel_level, resamples=chosen, seed=seed, interval=interval, keep=keep)
     with progress_output("FD bootstrap", console=err, enabled=not as_json, unit="resamples") as progress:
         report = run_fd(
             qrels=qrels,
@@ -217,6 +243,8 @@ def fd_cmd(
     for written in (plot, plot_metric):
         if written is not None:
             err.print(f"wrote {written}", highlight=False)
+    for warning in report.warnings():
+        err.print(f"warning: {warning}", highlight=False)
     if as_json:
         print_json(report.to_dict())
         return
@@ -272,5 +300,4 @@ def nrg_cmd(
         return
     out.print(tables.nrg_table(outcome))
     if per_query:
-        for line in tables.nrg_per_query_lines(outcome.result):
-            print(line)
+        print_lines(tables.nrg_per_query_lines(outcome.result))

@@ -12,18 +12,22 @@ from qrelkit.cli.base import (
     DbOption,
     DuplicateOption,
     JsonOption,
+    KeepOption,
     MeasureOption,
     ReplaceOption,
     RunsOption,
     app,
+    err,
     export_app,
     import_app,
     load_app,
     out,
     print_json,
+    print_lines,
 )
 from qrelkit.errors import QrelkitError
 
+ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite the output file when it exists.")]
 NameOption = Annotated[
     str | None, typer.Option(help="Name of this load (default: the file name without extension, or the ir_datasets id).")
 ]
@@ -126,18 +130,31 @@ def evaluate(
     measure: MeasureOption = None,
     db: DbOption = DEFAULT_DB,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print JSON: measures, queries, runs → measure → mean (= --format json).")
+        bool, typer.Option("--json", help="Print JSON: measures, queries, averaging, runs → measure → mean (= --format json).")
     ] = False,
     per_query: Annotated[bool, typer.Option("--per-query", help="Also print each query's value.")] = False,
     output: Annotated[
-        str, typer.Option("--format", help="table, json, or trec (trec_eval -q's layout: measure, qid, value; `all` for the mean).")
+        str, typer.Option("--format", help="table, json, or trec (trec_eval -q's output, byte for byte: -c unless --average run).")
     ] = "table",
+    average: Annotated[
+        str,
+        typer.Option("--average", help="What a mean runs over: qrels (every query of the qrels, a missed one scoring 0; default) or run."),
+    ] = "qrels",
+    max_rel: Annotated[
+        int | None, typer.Option("--max-rel", help="Score under qrels cut to at most M relevant items per query (seed 001, Table 2).")
+    ] = None,
+    keep: KeepOption = "top-grade",
+    rel_level: Annotated[
+        int | None, typer.Option("--rel-level", help="With --max-rel: relevant = grade >= LEVEL (default 2 if graded).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="With --max-rel: seed of the choice of relevant items.")] = 0,
     on_duplicate: DuplicateOption = "error",
 ) -> None:
     """Score runs under qrels (ir_measures; default nDCG@10).
 
-    Means run over the queries of the qrels; a run that misses one scores 0 on it.
-    Run scores are read as float32 and ties broken by docid descending, as trec_eval does.
+    Means run over the queries of the qrels; a run that misses one scores 0 on it (--average run:
+    over the queries each run covers). Run scores are read as float32 and ties broken by docid
+    descending, as trec_eval does.
     """
 
     from qrelkit.commands import data
@@ -145,18 +162,71 @@ def evaluate(
 
     if output not in ("table", "json", "trec"):
         raise QrelkitError(f"--format {output!r}: choose table, json or trec")
-    evaluation = data.evaluate(qrels, runs or [], measure, db, on_duplicate=on_duplicate)
+    evaluation = data.evaluate(
+        qrels,
+        runs or [],
+        measure,
+        db,
+        on_duplicate=on_duplicate,
+        average=average,
+        max_rel=max_rel,
+        keep=keep,
+        seed=seed,
+        rel_level=rel_level,
+        trec_layout=output == "trec" and not as_json,
+    )
     if as_json or output == "json":
         print_json(evaluation.to_dict(per_query))
         return
     if output == "trec":
-        for line in tables.trec_eval_lines(evaluation):
-            print(line)
+        # stdout is trec_eval's, byte for byte; what the means run over goes to stderr
+        err.print(f"means {evaluation.describe_average()}" + (f"; qrels cut to {evaluation.qrels_cut}" if evaluation.qrels_cut else ""))
+        print_lines(tables.trec_eval_lines(evaluation))
         return
-    out.print(tables.evaluation_table(evaluation))
+    out.print(tables.evaluation_table(evaluation, evaluation.qrels_cut))
     if per_query:
-        for line in tables.per_query_lines(evaluation):
-            print(line)
+        print_lines(tables.per_query_lines(evaluation))
+
+
+@app.command()
+def correlate(
+    qrels: Annotated[list[str], typer.Option("--qrels", help="Qrels files or stored sets; repeatable (orderings under each).")],
+    runs: RunsOption = None,
+    measure: MeasureOption = None,
+    max_rel: Annotated[
+        list[int] | None, typer.Option("--max-rel", help="Also the first qrels cut to at most M relevant per query; repeatable.")
+    ] = None,
+    keep: KeepOption = "top-grade",
+    rel_level: Annotated[
+        int | None, typer.Option("--rel-level", help="With --max-rel: relevant = grade >= LEVEL (default 2 if graded).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="With --max-rel: seed of the choice of relevant items.")] = 0,
+    db: DbOption = DEFAULT_DB,
+    as_json: JsonOption = False,
+    on_duplicate: DuplicateOption = "error",
+) -> None:
+    """Kendall τ-b, Spearman ρ and τ_AP between orderings of the same runs: between measures (seed 000,
+    Table 3), between qrels sets, or between full and cut qrels (--max-rel; seed 001, Table 2)."""
+
+    from qrelkit.commands.correlate import correlate as run_correlate
+    from qrelkit.report import tables
+
+    result = run_correlate(
+        qrels=qrels,
+        runs=runs or [],
+        measures=measure,
+        db=db,
+        max_rel=max_rel,
+        keep=keep,
+        seed=seed,
+        rel_level=rel_level,
+        on_duplicate=on_duplicate,
+    )
+    if as_json:
+        print_json(result.to_dict())
+        return
+    for table in tables.correlation_tables(result):
+        out.print(table)
 
 
 @import_app.command("scores")
@@ -183,15 +253,20 @@ def import_scores(
 @export_app.command("qrels")
 def export_qrels(
     output: Annotated[Path, typer.Argument(help="Where to write TREC qrels.")],
-    judge_run: Annotated[str | None, typer.Option("--judge-run", help="Export the newest qrels graded from this judge run.")] = None,
+    judge_run: Annotated[
+        str | None, typer.Option("--judge-run", help="Export the qrels set this judge run's job graded (or its only graded set).")
+    ] = None,
     name: Annotated[str | None, typer.Option(help="Or: the qrels set with this name.")] = None,
     db: DbOption = DEFAULT_DB,
+    force: ForceOption = False,
 ) -> None:
     """Write a qrels set (graded from a judge run, or loaded) as a TREC qrels file."""
 
     from qrelkit.commands import judging
 
-    qrels = judging.export_qrels_file(db, output, judge_run_id=judge_run, name=name)
+    qrels, note = judging.export_qrels_file(db, output, judge_run_id=judge_run, name=name, force=force)
+    if note:
+        err.print(note, highlight=False)
     out.print(f"wrote {len(qrels)} judgments of {qrels.name!r} to {output}", highlight=False)
 
 
@@ -200,11 +275,12 @@ def export_judgments(
     output: Annotated[Path, typer.Argument(help="Where to write: OUT.parquet, OUT.csv or OUT.jsonl (the suffix chooses the format).")],
     judge_run: Annotated[str | None, typer.Option("--judge-run", help="One judge run (id, unique prefix or name); default: all.")] = None,
     db: DbOption = DEFAULT_DB,
+    force: ForceOption = False,
 ) -> None:
     """Write judgments with every stored field (raw output, score, parsed and expected grade, status,
     error, tokens, latency, cost, attempts, model id, fingerprint, time; the run's judge and template)."""
 
     from qrelkit.commands import judging
 
-    rows, runs = judging.export_judgments(db, output, judge_run_ref=judge_run)
+    rows, runs = judging.export_judgments(db, output, judge_run_ref=judge_run, force=force)
     out.print(f"wrote {rows} judgments of {len(runs)} judge run(s) ({', '.join(runs) or 'none'}) to {output}", highlight=False)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from qrelkit.cli.base import DEFAULT_DB, DbOption, JsonOption, app, err, out, print_json, prompts_app
+from qrelkit.cli.base import DEFAULT_DB, DbOption, JsonOption, app, err, out, print_json, print_lines, prompts_app
 from qrelkit.errors import QrelkitError
 
 
@@ -47,7 +47,7 @@ def prompts_show(
         return
     if topic is None or doc is None:
         raise QrelkitError("give both --topic QID and --doc DOCID (or neither)")
-    print(judging.render_pair(template, db, topic, doc))
+    print_lines([str(judging.render_pair(template, db, topic, doc))])
 
 
 @app.command("judges")
@@ -71,10 +71,23 @@ def judges_list(
 @app.command()
 def judge(
     job: Annotated[Path, typer.Argument(help="Job YAML: database, collection, pool, judge, template, grading.")],
-    limit: Annotated[int | None, typer.Option(help="Judge at most N of the pending pairs.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="A cap on this run's calls: the first N pending pairs in pool order (not a sample: see --sample).")
+    ] = None,
+    sample: Annotated[
+        int | None,
+        typer.Option(
+            "--sample", help="Judge N pairs of the pool spread over every topic (stratified; a larger N later judges only the difference)."
+        ),
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the --sample order (default 0).")] = None,
     dry_run: Annotated[
         bool,
-        typer.Option("--dry-run", help="Only count (what it would load; pairs, done, failed, to judge) and estimate cost; writes nothing."),
+        typer.Option(
+            "--dry-run",
+            help="Only count (what it would load; pairs, done, failed, to judge), estimate cost and run the checks made before "
+            "judging (database, grading target, template grades); writes nothing.",
+        ),
     ] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Judge failed pairs (parse/model/input errors) again.")] = False,
     grade: Annotated[bool, typer.Option("--grade/--no-grade", help="Grade into qrels when the job has `grading`.")] = True,
@@ -115,12 +128,27 @@ def judge(
     """
 
     from qrelkit.commands import judging
+    from qrelkit.commands.sweep import sweep_of
     from qrelkit.jobs import JobStopped
     from qrelkit.report import tables
     from qrelkit.report.progress import progress_output
 
+    if sweep_of(job) is not None:  # one judge run per cell of the sweep (docs/compare.md)
+        from qrelkit.cli.compare import judge_sweep
+
+        options: dict[str, Any] = dict(sample=sample, seed=seed, mode=mode, executor=executor, workers=workers, on_duplicate=on_duplicate)
+        options |= dict(sets=overrides, limit=limit, retry_failed=retry_failed, grade=grade, wait=wait, allow_import=allow_import)
+        return judge_sweep(job, quiet=quiet, as_json=as_json, dry_run=dry_run, **options)
     spec = judging.load_judging_job(
-        job, sets=overrides, mode=mode, executor=executor, workers=workers, on_duplicate=on_duplicate, allow_import=allow_import
+        job,
+        sets=overrides,
+        sample=sample,
+        seed=seed,
+        mode=mode,
+        executor=executor,
+        workers=workers,
+        on_duplicate=on_duplicate,
+        allow_import=allow_import,
     )
     try:
         with progress_output(f"judging {job.name}", console=err, enabled=not (quiet or as_json or dry_run)) as progress:
@@ -134,7 +162,7 @@ def judge(
     if as_json:
         print_json(outcome.to_dict())
     else:
-        for line in tables.describe_job(outcome.report, dry_run=dry_run):
+        for line in tables.describe_job(outcome.report, dry_run=dry_run, limit=limit):
             out.print(line, highlight=False)
         for line in tables.describe_grading(outcome.grading) if outcome.grading else []:
             out.print(line, highlight=False)
@@ -150,7 +178,16 @@ def grade_cmd(
     quantiles: Annotated[str | None, typer.Option(help="Cut points as quantiles of the scores (default 0.5,0.75).")] = None,
     thresholds: Annotated[str | None, typer.Option(help="Fixed cut points, e.g. 0.3,0.5 (method thresholds).")] = None,
     labels: Annotated[str | None, typer.Option(help="Grades for the intervals between cut points (default 0,1,2).")] = None,
-    per_topic: Annotated[bool, typer.Option("--per-topic", help="Quantiles within each topic instead of over all scores.")] = False,
+    per_topic: Annotated[
+        bool | None,
+        typer.Option("--per-topic/--global", help="Quantiles within each topic (the default, as in job files) or over all scores."),
+    ] = None,
+    ties: Annotated[
+        str | None,
+        typer.Option(
+            "--ties", help="Tied scores: midrank (default; a tie is never split) or at-or-above (seed 003: score >= the quantile value)."
+        ),
+    ] = None,
     grade_map: Annotated[str | None, typer.Option("--map", help="Score (or LOW-HIGH range) to grade, e.g. 3:2,2:2,1:1,0:0.")] = None,
     score: Annotated[str | None, typer.Option(help="Which score: score (the judge's own, default), parsed, or expected.")] = None,
     name: Annotated[str | None, typer.Option(help="Name of the qrels set (default graded-<judge run>).")] = None,
@@ -158,7 +195,7 @@ def grade_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Grade a judge run's scores into qrels. Quantile grading (Yang and Lin, LLM4Eval workshop at SIGIR 2024): below the
-    median 0, to the 75th percentile 1, above 2; tied scores always share a grade."""
+    median 0, to the 75th percentile 1, above 2; per topic unless --global; tied scores share a grade (--ties)."""
 
     from qrelkit.commands import judging
     from qrelkit.report import tables
@@ -169,11 +206,15 @@ def grade_cmd(
         thresholds=thresholds,
         labels=labels,
         per_topic=per_topic,
+        ties=ties,
         grade_map=grade_map,
         score=score,
         name=name,
     )
     result = judging.grade_run(db, judge_run, spec, replace=replace)
+    note = tables.judge_run_match_note(judge_run, result.description["judge_run_id"], result.matched_by)
+    if note:
+        err.print(note, highlight=False)
     if as_json:
         print_json({"qrels": result.qrels.name, "grades": result.grade_counts(), **result.description})
         return

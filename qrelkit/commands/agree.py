@@ -1,15 +1,19 @@
 """`qrelkit agree`: resolve the model and reference qrels (files, qrels sets in the database, or
-a judge run's graded qrels), the runs and the groups, then audit (`qrelkit.evaluate.audit`)."""
+a judge run's graded qrels), the runs and the groups, then audit (`qrelkit.evaluate.audit`). The
+audit says what it read: each side's name, origin, judge run, grading and sample (`Audit.sources`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from qrelkit.commands.sources import judge_run_qrels, resolve_qrels, resolve_runs
+from qrelkit.commands.sources import judge_run_qrels, qrels_with_source, resolve_runs
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.audit import DEFAULT_MEASURES, Audit, audit
 from qrelkit.evaluate.bias import groups_from_file, groups_from_patterns
+from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, check_method, check_resamples
 from qrelkit.evaluate.labels import parse_grade_map
 from qrelkit.io import OnDuplicate, Qrels, Run
 from qrelkit.io.groups import split_groups_spec
@@ -20,7 +24,8 @@ class AuditInputs:
     model: Qrels
     reference: Qrels
     runs: list[Run]
-    judge_run_id: str | None = None  # the full id when the model qrels come from a judge run
+    judge_run_id: str | None = None  # the full id when the model qrels were graded from a judge run
+    sources: dict[str, dict[str, Any]] = field(default_factory=dict)  # "model", "reference": what each is
 
 
 def load_inputs(
@@ -30,21 +35,25 @@ def load_inputs(
     runs: list[str],
     db: str | Path | None,
     judge_run: str | None = None,
+    reference_name: str | None = None,
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
 ) -> AuditInputs:
-    """Model qrels from a file, a qrels set in ``db``, or the newest graded qrels of ``judge_run``."""
-    if (model_qrels is None) == (judge_run is None):
-        raise QrelkitError("give the model qrels with exactly one of --model-qrels FILE_OR_NAME or --judge-run ID (with --db)")
-    judge_run_id = None
+    """Model qrels from a file, a qrels set in ``db``, or a judge run's: the set its job grades into
+    (or its only graded set), or the set ``model_qrels`` names, which must have been graded from it.
+    The reference is named by its stored name, ``reference_name``, or its folder and file name."""
+    if model_qrels is None and judge_run is None:
+        raise QrelkitError("give the model qrels: --model-qrels FILE_OR_NAME, or --judge-run ID (with --db), or both (a set of that run)")
     if judge_run is not None:
-        model, judge_run_id = judge_run_qrels(db, judge_run)
+        model = judge_run_qrels(db, judge_run, model_qrels)
     else:
-        model = resolve_qrels(model_qrels, db, on_duplicate=on_duplicate)  # type: ignore[arg-type]
+        model = qrels_with_source(model_qrels, db, on_duplicate=on_duplicate)  # type: ignore[arg-type]
+    reference = qrels_with_source(reference_qrels, db, name=reference_name, file_name=True, on_duplicate=on_duplicate)
     return AuditInputs(
-        model,
-        resolve_qrels(reference_qrels, db, on_duplicate=on_duplicate),
+        model.qrels,
+        reference.qrels,
         resolve_runs(runs, db, on_duplicate=on_duplicate),
-        judge_run_id,
+        model.judge_run_id,
+        {"model": model.source, "reference": reference.source},
     )
 
 
@@ -78,6 +87,7 @@ def agree(
     runs: list[str],
     db: str | Path | None = None,
     judge_run: str | None = None,
+    reference_name: str | None = None,
     measures: list[str] | None = None,
     group_patterns: list[str] | None = None,
     groups: str | Path | None = None,
@@ -88,15 +98,25 @@ def agree(
     resamples: int = 1000,
     seed: int | None = 0,
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
+    interval: str = DEFAULT_METHOD,
 ) -> Audit:
-    """`qrelkit agree`: resolve what the command line names, then :func:`qrelkit.evaluate.audit.audit`."""
+    """`qrelkit agree`: resolve what the command line names, then :func:`qrelkit.evaluate.audit.audit`.
+    ``interval``: 'bca' (default) or 'percentile' bootstrap intervals."""
+    check_resamples(resamples)  # before anything is read: a bad count is an input error, not a wait
+    check_method(interval)
     parsed_reference_map = parse_grade_map(reference_map, "--map") if reference_map else None
     parsed_model_map = parse_grade_map(model_map, "--map-model") if model_map else None
     inputs = load_inputs(
-        model_qrels=model_qrels, reference_qrels=reference_qrels, runs=runs, db=db, judge_run=judge_run, on_duplicate=on_duplicate
+        model_qrels=model_qrels,
+        reference_qrels=reference_qrels,
+        runs=runs,
+        db=db,
+        judge_run=judge_run,
+        reference_name=reference_name,
+        on_duplicate=on_duplicate,
     )
     run_groups = resolve_groups([r.name for r in inputs.runs], patterns=group_patterns, groups=groups, group_by=group_by)
-    return audit(
+    result = audit(
         inputs.model,
         inputs.reference,
         inputs.runs,
@@ -107,4 +127,6 @@ def agree(
         rel_level=rel_level,
         resamples=resamples,
         seed=seed,
+        interval=interval,
     )
+    return dataclasses.replace(result, sources=inputs.sources)

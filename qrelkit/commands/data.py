@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qrelkit.commands.sources import resolve_qrels, stream_runs
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate import Evaluation, evaluate_runs
+from qrelkit.evaluate.metrics import check_average
+from qrelkit.evaluate.trec_names import trec_eval_names
 from qrelkit.io import OnDuplicate, list_run_files, run_tag
 
 if TYPE_CHECKING:
@@ -79,10 +82,37 @@ def show(db: Path) -> list[dict[str, object]]:
 
 
 def evaluate(
-    qrels: str, runs: list[str], measures: list[str] | None, db: Path | None, *, on_duplicate: OnDuplicate | str = OnDuplicate.error
+    qrels: str,
+    runs: list[str],
+    measures: list[str] | None,
+    db: Path | None,
+    *,
+    on_duplicate: OnDuplicate | str = OnDuplicate.error,
+    average: str = "qrels",
+    max_rel: int | None = None,
+    keep: str = "top-grade",
+    seed: int = 0,
+    rel_level: int | None = None,
+    trec_layout: bool = False,
 ) -> Evaluation:
     """`qrelkit evaluate`: qrels and runs from files or the database, scored per query; the runs are
-    read one at a time (memory holds one run, not a whole track)."""
-    return evaluate_runs(
-        resolve_qrels(qrels, db, on_duplicate=on_duplicate), stream_runs(runs, db, on_duplicate=on_duplicate), measures or DEFAULT_MEASURES
-    )
+    read one at a time (memory holds one run, not a whole track).
+
+    ``average``: what a mean runs over ("qrels" or "run"). ``max_rel``: score under qrels cut to at
+    most that many relevant items per query (grade >= ``rel_level``), kept as ``keep`` says with
+    ``seed`` (`qrelkit.evaluate.sparsify`, the same cut as `qrelkit fd --max-rel`). ``trec_layout``:
+    the output will be trec_eval's, so measure names that collide there are refused up front."""
+    check_average(average)
+    chosen = list(measures or DEFAULT_MEASURES)
+    if trec_layout:
+        trec_eval_names(chosen)
+    if max_rel is None and (keep != "top-grade" or rel_level is not None):
+        raise QrelkitError("--keep and --rel-level choose how --max-rel cuts the qrels; give --max-rel M too")
+    resolved = resolve_qrels(qrels, db, on_duplicate=on_duplicate)
+    cut = None
+    if max_rel is not None:
+        from qrelkit.evaluate.sparsify import check_keep, sparsify_qrels
+
+        resolved, cut = sparsify_qrels(resolved, max_rel, rel_level=rel_level, seed=seed, keep=check_keep(keep))
+    evaluation = evaluate_runs(resolved, stream_runs(runs, db, on_duplicate=on_duplicate), chosen, average=average)
+    return replace(evaluation, qrels_cut=cut) if cut else evaluation

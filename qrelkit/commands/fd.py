@@ -11,7 +11,9 @@ import numpy as np
 from qrelkit.commands.sources import judge_run_qrels, resolve_qrels, resolve_runs
 from qrelkit.embed.cache import embed_with_cache
 from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, check_method, check_resamples
 from qrelkit.evaluate.fd.runs import FDReport, FDSettings, check_vectors, fd_of_runs, selected_docids
+from qrelkit.evaluate.sparsify import check_keep
 from qrelkit.io import Document, OnDuplicate, Qrels, read_documents
 
 
@@ -68,10 +70,20 @@ def _documents(docs: Path | None, db: Path | None, docids: set[str], image_root:
 
 
 def fd_settings(
-    ks: list[int] | None, *, urr: bool, max_rel: int | None, rel_level: int | None, resamples: int | None, seed: int
+    ks: list[int] | None,
+    *,
+    urr: bool,
+    max_rel: int | None,
+    rel_level: int | None,
+    resamples: int | None,
+    seed: int,
+    interval: str = DEFAULT_METHOD,
+    keep: str = "top-grade",
 ) -> FDSettings:
-    """The command line's FD options (cut-offs default 10, resamples default 1000)."""
-    return FDSettings(tuple(ks or [10]), urr, max_rel, rel_level, 1000 if resamples is None else resamples, seed)
+    """The command line's FD options (cut-offs default 10, resamples default 1000), checked before anything is read."""
+    chosen = 1000 if resamples is None else resamples
+    check_resamples(chosen)
+    return FDSettings(tuple(ks or [10]), urr, max_rel, rel_level, chosen, seed, check_method(interval), check_keep(keep))
 
 
 def run_fd(

@@ -16,7 +16,7 @@ from qrelkit.jobs.grade import GradingResult, GradingSpec, grade_judge_run, grad
 from qrelkit.jobs.runner import JobReport, JobStopped, ProgressCallback, run_job
 from qrelkit.jobs.spec import JobSpec
 from qrelkit.prompts import PromptTemplate, RenderedPrompt, load_template
-from qrelkit.report.tables import describe_grading, describe_job
+from qrelkit.report.tables import describe_grading, describe_job, judge_run_match_note
 from qrelkit.storage import Store
 from qrelkit.storage.judgments import graded_qrels, judge_run
 
@@ -26,7 +26,8 @@ GRADE_FLAGS = {
     "quantiles": "--quantiles",
     "thresholds": "--thresholds",
     "labels": "--labels",
-    "per_topic": "--per-topic",
+    "per_topic": "--per-topic/--global",
+    "ties": "--ties",
     "map": "--map",
     "score": "--score",
     "name": "--name",
@@ -91,18 +92,21 @@ def grading_from_flags(
     quantiles: str | None = None,
     thresholds: str | None = None,
     labels: str | None = None,
-    per_topic: bool = False,
+    per_topic: bool | None = None,
+    ties: str | None = None,
     grade_map: str | None = None,
     score: str | None = None,
     name: str | None = None,
 ) -> GradingSpec:
-    """The command line's grading flags as the same validated specification a job file gives."""
+    """The command line's grading flags as the same validated specification a job file gives (and
+    so the same defaults: quantiles per topic, ties by mid-rank)."""
     options: dict[str, Any] = {
         "method": method,
         "quantiles": _numbers(quantiles, "--quantiles"),
         "thresholds": _numbers(thresholds, "--thresholds"),
         "labels": _numbers(labels, "--labels", int),
-        "per_topic": per_topic or None,
+        "per_topic": per_topic,
+        "ties": ties,
         "map": _mapping(grade_map),
         "score": score,
         "name": name,
@@ -121,23 +125,26 @@ def grade_run(db: Path, judge_run_id: str, spec: GradingSpec, *, replace: bool =
 
 def grade_job(spec: JobSpec, judge_run_id: str) -> GradingResult | None:
     """The job's own grading step: it may re-grade the set it graded before from the same judge run,
-    never a loaded set or one graded from another run."""
+    never a loaded set or one graded from another run (both are refused before judging, too). The
+    set is recorded as the judge run's own: the one `--judge-run` audits."""
     if spec.grading is None:
         return None
     with Store(spec.database) as store:
         name = spec.grading.name or f"graded-{judge_run_id}"
         origin = store.qrels_origin(name)
         own = origin is not None and origin[0] == "graded" and origin[1] == judge_run_id
-        return grade_judge_run(store, judge_run_id, spec.grading, replace=own)
+        return grade_judge_run(store, judge_run_id, spec.grading, replace=own, by_job=True)
 
 
 @dataclass
 class JudgingOutcome:
     report: JobReport
     grading: GradingResult | None = None
+    limit: int | None = None  # --limit: a cap on this run's calls, not a sample
 
     def to_dict(self) -> dict[str, Any]:
         out = self.report.to_dict()
+        out["limit"] = self.limit
         if self.grading is not None:
             out["grading"] = {"qrels": self.grading.qrels.name, "grades": self.grading.grade_counts(), **self.grading.description}
         return out
@@ -156,27 +163,42 @@ def executor_sets(executor: str | None, workers: int | None) -> list[str]:
     return sets
 
 
+def sample_sets(sample: int | None, seed: int | None) -> list[str]:
+    """`--sample N --seed S` as the job overrides they stand for (`sample:` in a job file)."""
+    if sample is None:
+        if seed is not None:
+            raise QrelkitError("--seed goes with --sample N (the seed of the sample's order)")
+        return []
+    if sample < 1:
+        raise QrelkitError(f"--sample must be 1 or more, got {sample}")
+    return [f"sample.pairs={sample}"] + ([f"sample.seed={seed}"] if seed is not None else [])
+
+
 def load_judging_job(
     path: Path,
     *,
     sets: list[str] | None = None,
+    sample: int | None = None,
+    seed: int | None = None,
     mode: str | None = None,
     executor: str | None = None,
     workers: int | None = None,
     on_duplicate: str | None = None,
     allow_import: bool = False,
+    cell: dict[str, Any] | None = None,
 ) -> JobSpec:
-    """The job file with `--set` overrides, `--mode` (the judge's `mode` option: sync or batch),
-    `--executor`/`--workers`, `--on-duplicate` (the collection's on_duplicate) and
-    `--allow-import` (a `module:Class` judge may be imported)."""
+    """The job file (or one ``cell`` of a sweep job) with `--set` overrides, `--mode` (the judge's `mode` option: sync or batch),
+    `--executor`/`--workers`, `--on-duplicate` (the collection's on_duplicate),
+    `--sample N --seed S` (the job's `sample`) and `--allow-import` (a `module:Class` judge may be imported)."""
     from qrelkit.jobs import load_job
 
     if mode is not None and mode not in ("sync", "batch"):
         raise QrelkitError(f"--mode {mode!r}: choose sync or batch")
     extra = [f"judge.options.mode={mode}"] if mode else []
     extra += [f"collection.on_duplicate={on_duplicate}"] if on_duplicate else []
+    extra += sample_sets(sample, seed)
     overrides = {"allow_import": True} if allow_import else None
-    return load_job(path, overrides, sets=[*(sets or []), *extra, *executor_sets(executor, workers)])
+    return load_job(path, overrides, sets=[*(sets or []), *extra, *executor_sets(executor, workers)], cell=cell)
 
 
 def run_judging(
@@ -190,11 +212,14 @@ def run_judging(
     wait: bool = False,
 ) -> JudgingOutcome:
     """`qrelkit judge`: run the job, then grade it when the job asks, the run was not interrupted and
-    no pair is still in a batch."""
+    no pair is still in a batch. Without ``grade`` the job's grading is left out altogether (its
+    checks too: nothing is graded)."""
+    if not grade and spec.grading is not None:
+        spec = spec.model_copy(update={"grading": None})
     report = run_job(spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, progress=progress, wait=wait)
     if report.mostly_failed:
         raise JobStopped(report.failure_message(), report)
-    outcome = JudgingOutcome(report)
+    outcome = JudgingOutcome(report, limit=limit)
     settled = not report.interrupted and report.in_batches == 0
     if grade and not dry_run and settled and (report.judged or report.to_judge == 0):
         outcome.grading = grade_job(spec, report.judge_run_id)
@@ -214,22 +239,34 @@ def finish_job(spec: JobSpec, report: JobReport, *, dry_run: bool, grade: bool, 
     return result
 
 
-def export_qrels_file(db: Path, output: Path, *, judge_run_id: str | None, name: str | None) -> Qrels:
+def export_qrels_file(
+    db: Path, output: Path, *, judge_run_id: str | None, name: str | None, force: bool = False
+) -> tuple[Qrels, str | None]:
+    """`qrelkit export qrels`: a qrels set, named or a judge run's (the set an audit of it reads), as a
+    TREC qrels file (an existing file only with ``force``); the set, and a note when `--judge-run`
+    found its run by name."""
     if (judge_run_id is None) == (name is None):
         raise QrelkitError("name what to export: --judge-run ID or --name QRELS_SET")
-    check_writable(output)
+    check_writable(output, overwrite=force)
+    note = None
     with Store(db, read_only=True) as store:
-        qrels = graded_qrels(store, judge_run_id)[0] if judge_run_id is not None else store.qrels(name)  # type: ignore[arg-type]
+        if judge_run_id is not None:
+            qrels, info = graded_qrels(store, judge_run_id)
+            note = judge_run_match_note(judge_run_id, info.judge_run_id, info.matched_by)
+        else:
+            qrels = store.qrels(name)  # type: ignore[arg-type]
     write_qrels(qrels, output)
-    return qrels
+    return qrels, note
 
 
-def export_judgments(db: Path, output: Path, *, judge_run_ref: str | None = None) -> tuple[int, list[str]]:
+def export_judgments(db: Path, output: Path, *, judge_run_ref: str | None = None, force: bool = False) -> tuple[int, list[str]]:
     """`qrelkit export judgments`: every stored field of a judge run's judgments (or of all runs)
-    as Parquet, CSV or JSON Lines; returns the row count and the judge runs written."""
+    as Parquet, CSV or JSON Lines (an existing file only with ``force``); returns the row count and
+    the judge runs written."""
     from qrelkit.io.tables import table_format, write_table
     from qrelkit.storage.judgments import copy_judgments, judgments_table
 
+    check_writable(output, overwrite=force)
     suffix = table_format(output)
     with Store(db, read_only=True) as store:
         judge_run_id = judge_run(store, judge_run_ref).judge_run_id if judge_run_ref is not None else None

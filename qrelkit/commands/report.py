@@ -12,15 +12,17 @@ from qrelkit.io.files import check_writable
 from qrelkit.report.html import JudgeSummary, Provenance, write_report
 
 
-def summarize_judge_run(db: str | Path, judge_run: str) -> JudgeSummary:
-    """What the report shows about the judge run behind the model qrels."""
+def summarize_judge_run(db: str | Path, judge_run: str, qrels_set: str | None = None) -> JudgeSummary:
+    """What the report shows about the judge run behind the model qrels (``qrels_set``, the set the
+    audit read; by default the one `--judge-run` audits)."""
     from qrelkit.storage import Store, judgments  # DuckDB only for a report from a database
 
     with Store(db, read_only=True) as store:
         info = judgments.judge_run(store, judge_run)
         run_id = info.judge_run_id
         totals = judgments.judge_run_totals(store, run_id)
-        qrels_set = judgments.graded_qrels_name(store, run_id)
+        if qrels_set is None:
+            qrels_set = judgments.audit_qrels_name(store, info)
         return JudgeSummary(
             judge_run_id=run_id,
             judge=info.judge,
@@ -54,6 +56,10 @@ def build_report(
     is the command line shown at its bottom. Everything is computed before the file is written."""
     check_writable(report_path(out))
     result = agree(judge_run=judge_run, db=db, **agree_options)
-    judge = summarize_judge_run(db, judge_run) if judge_run is not None and db is not None else None
+    model = result.sources.get("model", {})
+    # the judge run behind the model qrels, whether named by --judge-run or by a graded set's name
+    judge_run_part = model.get("judge_run") or {}
+    graded_from = judge_run_part.get("id") if judge_run_part.get("judge") is not None else None  # None: the run was dropped since
+    judge = summarize_judge_run(db, graded_from, model["name"]) if graded_from is not None and db is not None else None
     provenance = Provenance(__version__, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), command)
     return write_report(result, report_path(out), judge, provenance)

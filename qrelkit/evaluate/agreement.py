@@ -1,5 +1,5 @@
 """How two qrels rank the same systems: Kendall τ-b, Spearman ρ, Pearson r and τ_AP, with
-95% confidence intervals from bootstrapping queries.
+95% confidence intervals from bootstrapping queries (BCa by default; `qrelkit.evaluate.bootstrap`).
 
 The statistics are vectorised over rows (one row = one ordering of the same systems), so all
 bootstrap resamples are scored in one call. A resample is a vector of query weights
@@ -10,12 +10,21 @@ resample, and the model and reference orderings of a resample use the same queri
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.bootstrap import percentile_interval, resample_weights
+from qrelkit.evaluate.bootstrap import (
+    DEFAULT_METHOD,
+    METHOD_NAMES,
+    Interval,
+    IntervalEstimate,
+    check_method,
+    paired_intervals,
+    resample_weights,
+)
 from qrelkit.evaluate.metrics import Evaluation
 
 STATISTICS = ("kendall_tau", "spearman_rho", "pearson_r", "tau_ap")
@@ -134,15 +143,36 @@ class SystemCorrelation:
     resamples: int  # bootstrap resamples behind the intervals
     ci95: dict[str, tuple[float, float]] = field(default_factory=dict)
     undefined: int = 0  # resamples where τ was undefined (an ordering all tied), left out of the CI
+    intervals: dict[str, IntervalEstimate] = field(default_factory=dict)  # ci95 with its method and any note
+    method: str = METHOD_NAMES[DEFAULT_METHOD]  # the interval method asked for, as printed
+
+    @property
+    def notes(self) -> dict[str, str]:
+        """statistic -> why its interval should not be read as it stands (estimate outside it, ...)."""
+        return {name: found.note for name, found in self.intervals.items() if found.note}
+
+
+ROWS_PER_CHUNK = 2000  # orderings compared at a time: τ-b and τ_AP hold rows × runs² values
 
 
 def _statistics(model_means: np.ndarray, reference_means: np.ndarray) -> dict[str, np.ndarray]:
-    return {
-        "kendall_tau": kendall_tau_b_rows(reference_means, model_means),
-        "spearman_rho": spearman_rho_rows(reference_means, model_means),
-        "pearson_r": pearson_r_rows(reference_means, model_means),
-        "tau_ap": tau_ap_rows(reference_means, model_means),
-    }
+    functions = {"kendall_tau": kendall_tau_b_rows, "spearman_rho": spearman_rho_rows, "pearson_r": pearson_r_rows, "tau_ap": tau_ap_rows}
+    pieces: dict[str, list[np.ndarray]] = {name: [] for name in functions}
+    for start in range(0, max(len(model_means), 1), ROWS_PER_CHUNK):
+        rows = slice(start, start + ROWS_PER_CHUNK)
+        for name, function in functions.items():
+            pieces[name].append(function(reference_means[rows], model_means[rows]))
+    return {name: np.concatenate(parts) for name, parts in pieces.items()}
+
+
+def _correlation_statistic(model: np.ndarray, reference: np.ndarray) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+    """Query weights (rows, Q) -> the four correlations of the systems' weighted means, per row
+    (runs × queries matrices in)."""
+
+    def statistic(weights: np.ndarray) -> dict[str, np.ndarray]:
+        return _statistics(weights @ model.T, weights @ reference.T)
+
+    return statistic
 
 
 def check_aligned(model: Evaluation, reference: Evaluation) -> None:
@@ -157,31 +187,38 @@ def correlate_systems(
     resamples: int = 1000,
     seed: int | None = 0,
     weights: np.ndarray | None = None,
+    interval: str = DEFAULT_METHOD,
+    level: float = 0.95,
 ) -> dict[str, SystemCorrelation]:
     """Per measure: the four correlations between the systems' mean scores under the model and
-    under the reference qrels (means over the shared queries), with bootstrap 95% intervals.
+    under the reference qrels (means over the shared queries), with bootstrap intervals
+    (``interval`` 'bca' or 'percentile', at ``level``).
 
     ``weights`` (from :func:`qrelkit.evaluate.bootstrap.resample_weights`) overrides ``resamples``/``seed`` so that other
     analyses can share the same resamples.
     """
     check_aligned(model, reference)
+    method = check_method(interval)
     if len(model.runs) < 2:
         raise QrelkitError(f"system correlations need at least 2 runs, got {len(model.runs)}")
     if weights is None:
         weights = resample_weights(len(model.queries), resamples, seed)
-    uniform = np.full((1, len(model.queries)), 1.0 / len(model.queries))
     out = {}
     for measure in model.measures:
         model_matrix, reference_matrix = model.matrix(measure), reference.matrix(measure)
-        point = _statistics(uniform @ model_matrix.T, uniform @ reference_matrix.T)
-        resampled = _statistics(weights @ model_matrix.T, weights @ reference_matrix.T)
+        found = paired_intervals(_correlation_statistic(model_matrix, reference_matrix), weights, method=method, level=level)
+        intervals = {name: interval for name, interval in found.intervals.items() if interval is not None}
         out[measure] = SystemCorrelation(
             measure=measure,
             runs=len(model.runs),
             queries=len(model.queries),
-            **{name: float(point[name][0]) for name in STATISTICS},
+            **{name: found.estimates[name] for name in STATISTICS},
             resamples=len(weights),
-            ci95={name: percentile_interval(resampled[name]) for name in STATISTICS} if len(weights) else {},
-            undefined=int(np.isnan(resampled["kendall_tau"]).sum()),
+            ci95={name: intervals[name].interval if name in intervals else Interval(np.nan, np.nan) for name in STATISTICS}
+            if len(weights)
+            else {},
+            undefined=int(np.isnan(found.resampled["kendall_tau"]).sum()) if len(weights) else 0,
+            intervals=intervals,
+            method=METHOD_NAMES[method],
         )
     return out

@@ -2,6 +2,10 @@
 correlations and group bias, with bootstrap intervals over queries. Plain data in, plain data
 out: `qrelkit.commands.agree` resolves files, qrels sets and judge runs into it.
 
+Every interval of an audit (κ, τ, ρ, r, τ_AP, Relative Δ) comes from the same query resamples,
+by one method (BCa by default, percentile on request; `qrelkit.evaluate.bootstrap`), and an
+interval that should not be read as it stands carries a note (`Audit.interval_notes`).
+
 Systems are scored on the queries both qrels judge, each side with its own grades; a grade
 map (`--map`) changes only the label agreement, never the measures.
 
@@ -24,13 +28,13 @@ disagreement), or too little data for a statistic. The size thresholds, and why:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from qrelkit.evaluate.agreement import STATISTICS, SystemCorrelation, correlate_systems
 from qrelkit.evaluate.bias import GroupBias, check_groups, group_bias
-from qrelkit.evaluate.bootstrap import resample_weights
-from qrelkit.evaluate.labels import LabelAgreement, label_agreement
+from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, METHOD_NAMES, check_method, check_resamples, paired_intervals, resample_weights
+from qrelkit.evaluate.labels import LabelAgreement, kappa_statistic, label_agreement
 from qrelkit.evaluate.metrics import Evaluation, evaluate_runs
 from qrelkit.io import Qrels, Run
 
@@ -38,6 +42,13 @@ DEFAULT_MEASURES = ("nDCG@10", "AP(rel=2)")
 MIN_KAPPA_PAIRS = 50
 MIN_RUNS = 5
 MIN_QUERIES = 10
+STATISTIC_NAMES = {"kendall_tau": "Kendall τ-b", "spearman_rho": "Spearman ρ", "pearson_r": "Pearson r", "tau_ap": "τ_AP"}
+KAPPA_NAMES = {
+    "cohen_kappa": "Cohen's κ",
+    "cohen_kappa_linear": "Cohen's κ, linear weights",
+    "cohen_kappa_quadratic": "Cohen's κ, quadratic weights",
+    "cohen_kappa_binary": "Cohen's κ, binary",
+}
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,28 @@ class Audit:
     model_grades: dict[str, dict[str, int]] = field(default_factory=dict)  # as given, before any map
     reference_grades: dict[str, dict[str, int]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # sentences for a reader: scale mismatch, too little data
+    # What each side's qrels are ("model", "reference" -> name, origin, file, judge run, grading record,
+    # sample), as plain data; filled by whoever resolved them (`qrelkit.commands.agree`).
+    sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    interval: str = METHOD_NAMES[DEFAULT_METHOD]  # the interval method, as printed: "BCa" or "percentile"
+    level: float = 0.95
+
+    def interval_notes(self) -> list[str]:
+        """One sentence per interval that should not be read as it stands (its estimate outside
+        it, BCa not computable there), naming the statistic."""
+        notes = [f"{KAPPA_NAMES[name]}: {found.note}" for name, found in self.labels.intervals.items() if found.note]
+        for measure, corr in self.systems.items():
+            notes += [f"{STATISTIC_NAMES[name]}, {measure}: {note}" for name, note in corr.notes.items()]
+        for group, by_measure in self.bias.items():
+            for measure, bias in by_measure.items():
+                notes += [f"Relative Δ toward {group} ({side}), {measure}: {note}" for side, note in bias.notes.items()]
+        return notes
+
+    def interval_description(self) -> str:
+        """What the intervals are, in words: "95% BCa bootstrap over 43 queries, 1000 resamples, seed 0"."""
+        if not self.resamples:
+            return "no intervals (--resamples 0)"
+        return f"{self.level:.0%} {self.interval} bootstrap over {len(self.queries)} queries, {self.resamples} resamples, seed {self.seed}"
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (`qrelkit agree --json`)."""
@@ -140,15 +173,23 @@ def audit(
     rel_level: int | None = None,
     resamples: int = 1000,
     seed: int | None = 0,
+    interval: str = DEFAULT_METHOD,
+    level: float = 0.95,
 ) -> Audit:
-    """Audit ``model`` qrels against ``reference`` qrels over ``runs``; see the module docstring."""
+    """Audit ``model`` qrels against ``reference`` qrels over ``runs``; see the module docstring.
+    ``interval``: 'bca' (default) or 'percentile', for every interval of the audit."""
+    method = check_method(interval)
+    check_resamples(resamples)
     labels = label_agreement(model.grades, reference.grades, reference_map=reference_map, model_map=model_map, rel_level=rel_level)
     queries = sorted(set(model.grades) & set(reference.grades))  # non-empty: label_agreement found shared pairs
     measures = list(dict.fromkeys(measures))
     model_evaluation = evaluate_runs({q: model.grades[q] for q in queries}, runs, measures)
     reference_evaluation = evaluate_runs({q: reference.grades[q] for q in queries}, runs, measures)
-    # One set of resamples for every statistic, so intervals of τ and Δ describe the same topic draws.
+    # One set of resamples for every statistic, so intervals of κ, τ and Δ describe the same topic draws.
     weights = resample_weights(len(queries), resamples, seed)
+    kappas = kappa_statistic(model.grades, reference.grades, queries, reference_map=reference_map, model_map=model_map, rel_level=rel_level)
+    found = paired_intervals(kappas, weights, method=method, level=level)
+    labels = replace(labels, intervals={name: i for name, i in found.intervals.items() if i is not None})
     groups = check_groups(groups or {}, model_evaluation.runs)
     scale = scale_warning(model.grades, reference.grades, reference_map=reference_map, model_map=model_map)
     warnings = ([scale] if scale else []) + size_warnings(labels.shared_pairs, len(queries), len(model_evaluation.runs))
@@ -157,8 +198,8 @@ def audit(
         reference_name=reference.name,
         queries=queries,
         labels=labels,
-        systems=correlate_systems(model_evaluation, reference_evaluation, weights=weights),
-        bias=group_bias(model_evaluation, reference_evaluation, groups, weights=weights) if groups else {},
+        systems=correlate_systems(model_evaluation, reference_evaluation, weights=weights, interval=method, level=level),
+        bias=group_bias(model_evaluation, reference_evaluation, groups, weights=weights, interval=method, level=level) if groups else {},
         model_evaluation=model_evaluation,
         reference_evaluation=reference_evaluation,
         resamples=resamples,
@@ -169,6 +210,8 @@ def audit(
         model_grades=model.grades,
         reference_grades=reference.grades,
         warnings=warnings,
+        interval=METHOD_NAMES[method],
+        level=level,
     )
 
 
@@ -194,12 +237,17 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
     if labels.rel_level is not None:
         label_part["rel_level"] = labels.rel_level
         label_part["cohen_kappa_binary"] = _number(labels.cohen_kappa_binary)
+    for name in [n for n in KAPPA_NAMES if n in label_part]:
+        found = labels.intervals.get(name)
+        label_part[f"{name}_ci95"] = _interval(found.interval) if found else None
+    label_part["notes"] = {name: found.note for name, found in labels.intervals.items() if found.note}
     systems = {}
     for measure, corr in result.systems.items():
         entry: dict[str, Any] = {"runs": corr.runs, "queries": corr.queries}
         for name in STATISTICS:
             entry[name] = _number(getattr(corr, name))
             entry[f"{name}_ci95"] = _interval(corr.ci95.get(name))
+        entry["notes"] = corr.notes
         systems[measure] = entry
     bias = {
         group: {
@@ -212,6 +260,7 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
                 "difference_ci95": _interval(b.difference_ci95),
                 "group_runs": len(b.group_runs),
                 "other_runs": b.other_runs,
+                "notes": b.notes,
             }
             for measure, b in by_measure.items()
         }
@@ -225,7 +274,14 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
         "labels": label_part,
         "systems": systems,
         "bias": bias,
-        "bootstrap": {"resamples": result.resamples, "seed": result.seed},
+        "bootstrap": {
+            "method": result.interval if result.resamples else None,
+            "level": result.level,
+            "resamples": result.resamples,
+            "seed": result.seed,
+            "over": f"{len(result.queries)} queries (paired: the same resamples for every statistic)",
+        },
         "maps": {"reference": result.reference_map, "model": result.model_map},
         "warnings": list(result.warnings),
+        "sources": result.sources,
     }

@@ -14,14 +14,22 @@ columns, each distinct value of the chosen column being one group (`--groups FIL
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import check_aligned
-from qrelkit.evaluate.bootstrap import Interval, percentile_interval, resample_weights
+from qrelkit.evaluate.bootstrap import (
+    DEFAULT_METHOD,
+    METHOD_NAMES,
+    Interval,
+    IntervalEstimate,
+    check_method,
+    paired_intervals,
+    resample_weights,
+)
 from qrelkit.evaluate.metrics import Evaluation
 from qrelkit.io.groups import read_groups_table, run_groups
 
@@ -99,6 +107,13 @@ class GroupBias:
     reference_ci95: tuple[float, float] | None = None
     # model − reference: the bias the model qrels add; its interval pairs both sides on each resample
     difference_ci95: tuple[float, float] | None = None
+    intervals: dict[str, IntervalEstimate] = field(default_factory=dict)  # "model", "reference", "difference"
+    method: str = METHOD_NAMES[DEFAULT_METHOD]
+
+    @property
+    def notes(self) -> dict[str, str]:
+        """Side (model, reference, difference) -> why that interval should not be read as it stands."""
+        return {side: found.note for side, found in self.intervals.items() if found.note}
 
     @property
     def difference(self) -> float:
@@ -112,6 +127,16 @@ def _delta(system_means: np.ndarray, inside: np.ndarray) -> tuple[np.ndarray, np
     return relative_delta(group_mean, other_mean), group_mean, other_mean
 
 
+def _bias_statistic(model: np.ndarray, reference: np.ndarray, inside: np.ndarray):
+    """Query weights -> Relative Δ under each qrels and their difference, per weight row."""
+
+    def statistic(weights: np.ndarray) -> dict[str, np.ndarray]:
+        under_model, under_reference = _delta(weights @ model.T, inside)[0], _delta(weights @ reference.T, inside)[0]
+        return {"model": under_model, "reference": under_reference, "difference": under_model - under_reference}
+
+    return statistic
+
+
 def group_bias(
     model: Evaluation,
     reference: Evaluation,
@@ -120,9 +145,13 @@ def group_bias(
     resamples: int = 1000,
     seed: int | None = 0,
     weights: np.ndarray | None = None,
+    interval: str = DEFAULT_METHOD,
+    level: float = 0.95,
 ) -> dict[str, dict[str, GroupBias]]:
-    """group -> measure -> Relative Δ under both qrels, with bootstrap intervals over queries."""
+    """group -> measure -> Relative Δ under both qrels, with bootstrap intervals over queries
+    (``interval`` 'bca' or 'percentile'); model and reference are paired on every resample."""
     check_aligned(model, reference)
+    method = check_method(interval)
     groups = check_groups(groups, model.runs)
     if weights is None:
         weights = resample_weights(len(model.queries), resamples, seed)
@@ -132,29 +161,27 @@ def group_bias(
         inside = np.isin(np.array(model.runs), members)
         out[name] = {}
         for measure in model.measures:
-            results: dict[str, tuple[float, tuple[float, float], Interval | None]] = {}
-            resampled: dict[str, np.ndarray] = {}
-            for side, evaluation in (("model", model), ("reference", reference)):
-                matrix = evaluation.matrix(measure)
-                delta, group_mean, other_mean = _delta(uniform @ matrix.T, inside)
-                if len(weights):
-                    resampled[side] = _delta(weights @ matrix.T, inside)[0]
-                results[side] = (
-                    float(delta[0]),
-                    (float(group_mean[0]), float(other_mean[0])),
-                    percentile_interval(resampled[side]) if side in resampled else None,
-                )
+            model_matrix, reference_matrix = model.matrix(measure), reference.matrix(measure)
+            means = {
+                side: _delta(uniform @ matrix.T, inside) for side, matrix in (("model", model_matrix), ("reference", reference_matrix))
+            }
+            found = paired_intervals(_bias_statistic(model_matrix, reference_matrix, inside), weights, method=method, level=level)
+            intervals = {side: interval for side, interval in found.intervals.items() if interval is not None}
+            # with resamples but Δ undefined on all of them: an interval of NaN ends (null in JSON), not none at all
+            ends = {side: intervals[side].interval if side in intervals else Interval(np.nan, np.nan) for side in found.intervals}
             out[name][measure] = GroupBias(
                 group=name,
                 measure=measure,
                 group_runs=members,
                 other_runs=int((~inside).sum()),
-                model=results["model"][0],
-                reference=results["reference"][0],
-                model_means=results["model"][1],
-                reference_means=results["reference"][1],
-                model_ci95=results["model"][2],
-                reference_ci95=results["reference"][2],
-                difference_ci95=percentile_interval(resampled["model"] - resampled["reference"]) if resampled else None,
+                model=found.estimates["model"],
+                reference=found.estimates["reference"],
+                model_means=(float(means["model"][1][0]), float(means["model"][2][0])),
+                reference_means=(float(means["reference"][1][0]), float(means["reference"][2][0])),
+                model_ci95=ends["model"] if len(weights) else None,
+                reference_ci95=ends["reference"] if len(weights) else None,
+                difference_ci95=ends["difference"] if len(weights) else None,
+                intervals=intervals,
+                method=METHOD_NAMES[method],
             )
     return out

@@ -1,6 +1,10 @@
 """Label agreement on the (qid, docid) pairs two qrels both judge: Cohen's κ (unweighted,
 linear, quadratic), Krippendorff's α, the confusion matrix, and grade mappings between scales.
 
+κ's intervals resample queries, not pairs (a query's pairs share its topic and its assessor), with
+the same draws as every other statistic of an audit: κ is a function of the confusion matrix, and
+a resample's confusion matrix is the query-weighted sum of per-query ones (:func:`kappa_statistic`).
+
 Grades are integers. Weighted κ weighs a disagreement by the grade difference (|i−j| or
 (i−j)²): the confusion matrix spans every grade from the lowest to the highest seen on either
 side, so an unused grade in the middle still counts as a step (scikit-learn's
@@ -10,11 +14,13 @@ side, so an unused grade in the middle still counts as a step (scikit-learn's
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.bootstrap import IntervalEstimate
 
 Grades = dict[str, dict[str, int]]  # qid -> docid -> grade
 
@@ -95,26 +101,42 @@ def confusion_matrix(reference, model, labels: list[int] | None = None) -> np.nd
     return counts
 
 
+def _disagreement_weights(n_labels: int, weights: str | None) -> np.ndarray:
+    steps = np.arange(n_labels)
+    distance = np.abs(steps[:, None] - steps[None, :]).astype(np.float64)
+    if weights is None:
+        return (distance > 0).astype(np.float64)
+    if weights == "linear":
+        return distance
+    if weights == "quadratic":
+        return distance**2
+    raise ValueError(f"weights must be None, 'linear' or 'quadratic', not {weights!r}")
+
+
 def cohen_kappa(reference, model, weights: str | None = None) -> float:
     """Cohen's κ = 1 − Σ w·observed / Σ w·expected; ``weights`` None, 'linear' or 'quadratic'."""
     counts = confusion_matrix(reference, model).astype(np.float64)
     if counts.sum() == 0:
         return math.nan
-    steps = np.arange(len(counts))
-    distance = np.abs(steps[:, None] - steps[None, :]).astype(np.float64)
-    if weights is None:
-        weight = (distance > 0).astype(np.float64)
-    elif weights == "linear":
-        weight = distance
-    elif weights == "quadratic":
-        weight = distance**2
-    else:
-        raise ValueError(f"weights must be None, 'linear' or 'quadratic', not {weights!r}")
+    weight = _disagreement_weights(len(counts), weights)
     expected = np.outer(counts.sum(axis=1), counts.sum(axis=0)) / counts.sum()
     disagreement_expected = float((weight * expected).sum())
     if disagreement_expected == 0:
         return math.nan  # both sides used one and the same grade: agreement beyond chance is undefined
     return 1.0 - float((weight * counts).sum()) / disagreement_expected
+
+
+def kappa_rows(confusions: np.ndarray, weights: str | None = None) -> np.ndarray:
+    """Cohen's κ of each matrix in a (rows, L, L) stack of confusion counts (which may be
+    weighted: κ does not change when every count is scaled); NaN where κ is undefined."""
+    counts = np.asarray(confusions, np.float64)
+    weight = _disagreement_weights(counts.shape[-1], weights)
+    total = counts.sum(axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = counts.sum(axis=2)[:, :, None] * counts.sum(axis=1)[:, None, :] / total[:, None, None]
+        disagreement_expected = (weight * expected).sum(axis=(1, 2))
+        defined = disagreement_expected > 0
+        return np.where(defined, 1.0 - (weight * counts).sum(axis=(1, 2)) / np.where(defined, disagreement_expected, 1.0), np.nan)
 
 
 def krippendorff_alpha(reliability_data, level: str = "ordinal") -> float:
@@ -170,6 +192,8 @@ class LabelAgreement:
     krippendorff_alpha_ordinal: float
     rel_level: int | None = None
     cohen_kappa_binary: float | None = None  # both sides as grade >= rel_level
+    # κ statistic name -> its bootstrap interval over queries (set by the audit, which owns the draws)
+    intervals: dict[str, IntervalEstimate] = field(default_factory=dict)
 
 
 def label_agreement(
@@ -206,3 +230,52 @@ def label_agreement(
         rel_level=rel_level,
         cohen_kappa_binary=None if rel_level is None else cohen_kappa(pairs.reference >= rel_level, pairs.model >= rel_level),
     )
+
+
+KAPPAS = {"cohen_kappa": None, "cohen_kappa_linear": "linear", "cohen_kappa_quadratic": "quadratic"}
+
+
+def kappa_statistic(
+    model: Grades,
+    reference: Grades,
+    queries: list[str],
+    *,
+    reference_map: dict[int, int] | None = None,
+    model_map: dict[int, int] | None = None,
+    rel_level: int | None = None,
+) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+    """Query weights (rows, len(queries)) -> each κ of :class:`LabelAgreement` per row: κ of the
+    confusion matrix Σ_q w_q C_q, with C_q the confusion of query q's shared pairs. Uniform
+    weights give κ itself; resample weights its bootstrap over queries."""
+    pairs = shared_pairs(map_grades(model, model_map, "model", "--map-model"), map_grades(reference, reference_map, "reference"))
+    labels = grade_range(pairs.reference, pairs.model)
+    index = {label: i for i, label in enumerate(labels)}
+    position = {qid: i for i, qid in enumerate(queries)}
+    per_query = np.zeros((len(queries), len(labels), len(labels)))
+    np.add.at(
+        per_query,
+        (
+            np.array([position[q] for q in pairs.qids], dtype=np.int64),
+            np.array([index[g] for g in pairs.reference.tolist()], dtype=np.int64),
+            np.array([index[g] for g in pairs.model.tolist()], dtype=np.int64),
+        ),
+        1.0,
+    )
+    flat = per_query.reshape(len(queries), -1)
+    relevant = np.array([label >= rel_level for label in labels]) if rel_level is not None else None
+
+    def statistic(weights: np.ndarray) -> dict[str, np.ndarray]:
+        confusions = (weights @ flat).reshape(len(weights), len(labels), len(labels))
+        out = {name: kappa_rows(confusions, kind) for name, kind in KAPPAS.items()}
+        if relevant is not None:
+            binary = np.stack(
+                [
+                    np.stack([confusions[:, rows][:, :, columns].sum(axis=(1, 2)) for columns in (~relevant, relevant)], axis=1)
+                    for rows in (~relevant, relevant)
+                ],
+                axis=1,
+            )
+            out["cohen_kappa_binary"] = kappa_rows(binary)
+        return out
+
+    return statistic

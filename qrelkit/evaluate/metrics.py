@@ -1,14 +1,17 @@
 """Score runs under qrels: the common measures on arrays (`measures.py`), any other through
 ir_measures (pytrec_eval underneath).
 
-A mean runs over the queries of the qrels; a run that misses one of them scores 0 on it
-(ir_measures' behaviour, and trec_eval's with -c). Queries a run has but the qrels lack
-are ignored. Runs are taken one at a time and only their per-query values are kept, so
-`evaluate_runs` over an iterator of runs (`qrelkit.io.iter_runs`) holds one run in memory.
+A mean runs over the queries of the qrels by default; a run that misses one of them scores 0
+on it (ir_measures' behaviour, and trec_eval's with -c). With ``average="run"`` a run's mean
+runs over the queries it covers instead (trec_eval without -c). Either way the evaluation
+says which (`Evaluation.average`, `num_q`). Queries a run has but the qrels lack are ignored.
+Runs are taken one at a time and only their per-query values are kept, so `evaluate_runs` over
+an iterator of runs (`qrelkit.io.iter_runs`) holds one run in memory.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +46,18 @@ def parse_measures(names: Iterable[str]) -> list[tuple[str, Any]]:
     return parsed
 
 
+AVERAGES = {
+    "qrels": "over the {n} queries of the qrels; a query a run misses scores 0 (trec_eval -c)",
+    "run": "over the queries each run covers (num_q per run; trec_eval without -c)",
+}
+
+
+def check_average(average: str) -> str:
+    if average not in AVERAGES:
+        raise QrelkitError(f"--average {average!r}: choose qrels (every query of the qrels, a missed one scoring 0) or run")
+    return average
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """Per-query values of every run and measure, over one fixed list of queries."""
@@ -52,12 +67,35 @@ class Evaluation:
     runs: list[str]
     # values[run][measure] is a vector aligned with ``queries``
     values: dict[str, dict[str, np.ndarray]]
+    # covered[run]: which of ``queries`` the run retrieves anything for (None: all of them)
+    covered: dict[str, np.ndarray] | None = None
+    average: str = "qrels"  # what a mean runs over: "qrels" (every query) or "run" (the queries it covers)
+    qrels_cut: str | None = None  # how the qrels were cut before scoring (`--max-rel`), in words
+    tags: dict[str, str] | None = None  # run -> its tag column (trec_eval's runid), where it has one
+
+    def covers(self, run: str) -> np.ndarray:
+        """(Q,) bool: the queries ``run`` retrieves anything for."""
+        if self.covered is None or run not in self.covered:
+            return np.ones(len(self.queries), bool)
+        return self.covered[run]
+
+    def num_q(self, run: str) -> int:
+        """How many queries ``run``'s means run over (trec_eval's num_q)."""
+        return len(self.queries) if self.average == "qrels" else int(self.covers(run).sum())
 
     def mean(self, run: str, measure: str) -> float:
-        return float(self.values[run][measure].mean()) if self.queries else 0.0
+        values = self.values[run][measure]
+        if self.average == "run":
+            covered = self.covers(run)
+            return float(values[covered].mean()) if covered.any() else math.nan
+        return float(values.mean()) if self.queries else 0.0
 
     def means(self) -> dict[str, dict[str, float]]:
         return {run: {m: self.mean(run, m) for m in self.measures} for run in self.runs}
+
+    def describe_average(self) -> str:
+        """What every mean of this evaluation runs over, in words."""
+        return AVERAGES[self.average].format(n=len(self.queries))
 
     def matrix(self, measure: str) -> np.ndarray:
         """runs × queries matrix of one measure (rows in ``runs`` order)."""
@@ -65,7 +103,15 @@ class Evaluation:
 
     def to_dict(self, per_query: bool = False) -> dict:
         """`{"measures", "queries": N, "runs": {run: {measure: mean}}}`, and each query's value with ``per_query``."""
-        out: dict = {"measures": list(self.measures), "queries": len(self.queries), "runs": self.means()}
+        out: dict = {
+            "measures": list(self.measures),
+            "queries": len(self.queries),
+            "average": self.average,
+            "average_over": self.describe_average(),
+            "num_q": {run: self.num_q(run) for run in self.runs},
+            "qrels_cut": self.qrels_cut,
+            "runs": {run: {m: None if math.isnan(v) else v for m, v in means.items()} for run, means in self.means().items()},
+        }
         if per_query:
             out["per_query"] = {run: {m: dict(zip(self.queries, self.values[run][m].tolist())) for m in self.measures} for run in self.runs}
         return out
@@ -100,7 +146,25 @@ class _IrMeasuresScorer:
         import ir_measures
 
         self.position = {qid: i for i, qid in enumerate(queries)}
-        self.evaluators = [(name, ir_measures.evaluator([measure], grades)) for name, measure in measures]
+        # NumRel counts the qrels, not the run (trec_eval's num_rel: judged documents with grade >=
+        # rel, 1 by default), whatever the run retrieved; a query the run misses has them too (it
+        # adds to trec_eval -c's sum). Counted here: ir_measures gives 0 for a missed query and
+        # has no provider for NumRel(rel=2).
+        self.qrels_counts = {
+            name: np.array([sum(g >= (measure.params.get("rel") or 1) for g in grades.get(q, {}).values()) for q in queries], float)
+            for name, measure in measures
+            if getattr(measure, "NAME", None) == "NumRel"
+        }
+        self.evaluators = []
+        for name, measure in measures:
+            if name in self.qrels_counts:
+                continue
+            try:
+                self.evaluators.append((name, ir_measures.evaluator([measure], grades)))
+            except ValueError as exc:  # parsed, but no provider computes it
+                providers = [line.strip(" -") for line in str(exc).splitlines()[1:] if line.strip()]
+                needs = f"; ir_measures would compute it with one of: {', '.join(providers)}" if providers else ""
+                raise QrelkitError(f"measure {name!r}: no installed ir_measures provider computes it{needs}") from None
 
     def score(self, run: Run) -> dict[str, np.ndarray]:
         scores = {qid: docs for qid, docs in run.scores.items() if qid in self.position}
@@ -111,10 +175,16 @@ class _IrMeasuresScorer:
                 if metric.query_id in self.position:
                     vector[self.position[metric.query_id]] = metric.value
             out[name] = vector
+        out.update((name, counts.copy()) for name, counts in self.qrels_counts.items())
         return out
 
 
-def evaluate_runs(qrels: Qrels | dict[str, dict[str, int]], runs: Iterable[Run], measures: Iterable[str]) -> Evaluation:
+def evaluate_runs(
+    qrels: Qrels | dict[str, dict[str, int]], runs: Iterable[Run], measures: Iterable[str], *, average: str = "qrels"
+) -> Evaluation:
+    """Per-query values of each run and measure over the qrels' queries; ``average`` says what
+    a mean runs over ("qrels": every query, a missed one scoring 0; "run": the queries it covers)."""
+    check_average(average)
     parsed = parse_measures(measures)
     if isinstance(qrels, Qrels):
         pairs = JudgedPairs.of(qrels)
@@ -129,12 +199,17 @@ def evaluate_runs(qrels: Qrels | dict[str, dict[str, int]], runs: Iterable[Run],
     needs_ascending = any(m.family == "Judged" for _, m in ours)
     names: list[str] = []
     values: dict[str, dict[str, np.ndarray]] = {}
+    covered: dict[str, np.ndarray] = {}
+    tags: dict[str, str] = {}
     for run in runs:
+        tags[run.name] = run.tag
         ranked = rank_run(run, pairs)
+        covered[run.name] = np.zeros(len(pairs.queries), bool)
+        covered[run.name][ranked.query] = True
         ascending = rank_run_by_docid_ascending(run, pairs) if needs_ascending else None
         per_measure = {name: compute(m, ranked, pairs, ascending) for name, m in ours}
         if fallback is not None:
             per_measure.update(fallback.score(run))
         names.append(run.name)
         values[run.name] = {name: per_measure[name] for name, _ in parsed}
-    return Evaluation([name for name, _ in parsed], pairs.queries, names, values)
+    return Evaluation([name for name, _ in parsed], pairs.queries, names, values, covered, average, tags=tags)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from qrelkit.errors import QrelkitError
+
 # trec_eval name -> ir_measures name; {k} is a cut-off.
 _FIXED = {
     "map": "AP",
@@ -45,3 +47,59 @@ def from_trec_eval(name: str) -> str | None:
             return None
         measure = f"{family}(rel={rel})" + (f"@{cutoff}" if cutoff else "")
     return measure
+
+
+# trec_eval 9.0.8's measure table (measures.c): `-q` prints a query's measures, and the final
+# `all` block, in this order whatever the order of -m; a family's cut-offs ascending.
+TREC_EVAL_ORDER = (
+    "runid num_q num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall P relstring recall infAP "
+    "gm_bpref Rprec_mult utility 11pt_avg binG G ndcg ndcg_rel Rndcg ndcg_cut map_cut relative_P success"
+).split()
+# Counts: trec_eval prints them as integers, and their `all` line is a sum over queries, not a mean.
+TREC_EVAL_COUNTS = {"num_ret", "num_rel", "num_rel_ret"}
+_FAMILY_TO_TREC = {"nDCG": "ndcg", "AP": "map", "RR": "recip_rank"}
+_CUT_FAMILY_TO_TREC = {"nDCG": "ndcg_cut", "P": "P", "R": "recall", "AP": "map_cut", "Success": "success"}
+_OURS = re.compile(r"^(?P<family>[A-Za-z]+)(?:\(rel=(?P<rel>\d+)\))?(?:@(?P<k>\d+))?$")
+
+
+def to_trec_eval(name: str) -> str | None:
+    """The name trec_eval prints for the measure spelled ``name`` (nDCG@10 -> ndcg_cut_10,
+    AP(rel=2) -> map, P_10_rel2 -> P_10: trec_eval names no relevance level, it takes one per
+    call with -l), or None when trec_eval has no such measure."""
+    spelled = from_trec_eval(name)
+    measure = spelled if spelled is not None else name.strip()
+    match = _OURS.match(measure)
+    if match is None:
+        return None
+    family, k = match["family"], match["k"]
+    if k is not None:
+        base = _CUT_FAMILY_TO_TREC.get(family)
+        return f"{base}_{k}" if base else None
+    fixed = {value: key for key, value in _FIXED.items()}
+    return _FAMILY_TO_TREC.get(family) or fixed.get(family)
+
+
+def trec_eval_sort_key(trec_name: str) -> tuple[int, int]:
+    """(position in trec_eval's table, cut-off) of a name :func:`to_trec_eval` gave."""
+    for family in sorted(TREC_EVAL_ORDER, key=len, reverse=True):
+        rest = trec_name[len(family) :]
+        if trec_name == family or (trec_name.startswith(family + "_") and rest[1:].isdigit()):
+            return TREC_EVAL_ORDER.index(family), int(rest[1:]) if rest else 0
+    return len(TREC_EVAL_ORDER), 0
+
+
+def trec_eval_names(measures: list[str]) -> dict[str, str]:
+    """measure -> the name `--format trec` prints it under; two measures that trec_eval would
+    print under one name (AP and AP(rel=2) are both `map`) are an error."""
+    printed: dict[str, str] = {}
+    taken: dict[str, str] = {}
+    for measure in measures:
+        name = to_trec_eval(measure) or measure
+        if name in taken:
+            raise QrelkitError(
+                f"--format trec: {taken[name]!r} and {measure!r} both print as trec_eval's {name!r} (trec_eval takes one "
+                "relevance level, -l, per call); evaluate them in two calls, or use --format table or json"
+            )
+        printed[measure] = name
+        taken[name] = measure
+    return printed

@@ -6,6 +6,7 @@ root (by default the documents file's folder). Image paths may not escape that r
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,19 @@ from qrelkit.errors import InputFormatError, LineProblem
 from qrelkit.io.files import FileRefused, open_under_root, sha256_of
 from qrelkit.io.lines import ProblemLog, iter_lines, raise_if_problems, sha256_text
 from qrelkit.io.structured import json_value
+
+
+def fields_json(fields: dict[str, Any]) -> str:
+    """A record's extra fields as the database stores them (the text its input hash covers)."""
+    return json.dumps(fields, ensure_ascii=False)
+
+
+def with_fields(content_hash: str, fields: str) -> str:
+    """The hash of what a prompt template can read of a topic or document: the hash of its text (or
+    of its image's bytes) extended by its fields (`fields_json`), or unchanged when it has none. A
+    judgment records it; when it changes, the pair is judged again. (Migration 7 computes the same
+    in SQL: sha256(content_hash || chr(0) || fields).)"""
+    return content_hash if fields == "{}" else sha256_text(content_hash + "\0" + fields)
 
 
 @dataclass(frozen=True)
@@ -34,6 +48,9 @@ class Document:
     image: str | None = None  # path relative to image_root
     image_root: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
+    # The sha256 of the image's bytes when the collection was loaded ("" when it could not be read
+    # then), for a document read from a database: the bytes read to judge it must be these.
+    image_sha256: str | None = None
 
     @property
     def image_path(self) -> Path | None:
@@ -114,6 +131,11 @@ def read_topics(path: str | Path) -> list[Topic]:
             qid, tab, text = line.partition("\t")
             if not tab or not qid.strip() or not text.strip():
                 problems.append(LineProblem(str(path), number, "expected `qid<TAB>query text`"))
+                continue
+            if any(c.isspace() for c in qid.strip()):
+                problems.append(
+                    LineProblem(str(path), number, f"qid {qid.strip()!r} holds white space: run and qrels files split it, so none names it")
+                )
                 continue
             if _check_unique(seen, qid.strip(), number, path, problems, "qid"):
                 topics.append(Topic(qid.strip(), text.strip()))

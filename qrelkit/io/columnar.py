@@ -51,6 +51,8 @@ def _single_spaced(block: bytes, thorough: bool) -> bytes:
     column came out empty). Non-ASCII text is split by Python, whose idea of whitespace
     (NBSP, U+2000…) is the line reader's.
     """
+    if b"\x00" in block:
+        raise _Fallback  # a NUL byte is no text: the line reader names its line
     if not block.isascii():
         try:
             text = block.decode("utf-8")

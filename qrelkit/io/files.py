@@ -120,12 +120,15 @@ class OutputPathError(QrelkitError):
     """A file qrelkit was asked to write cannot be written there."""
 
 
-def check_writable(path: str | Path) -> Path:
+def check_writable(path: str | Path, *, overwrite: bool = True) -> Path:
     """``path`` when a file can be written there (its folder may still have to be made); an
-    OutputPathError naming it otherwise, before any work is done for it."""
+    OutputPathError naming it otherwise, before any work is done for it. ``overwrite`` False: a file
+    already there is not replaced (the command's --force says it may be)."""
     path = Path(path)
     if path.is_dir():
         raise OutputPathError(f"cannot write {path}: it is a directory")
+    if (path.exists() or path.is_symlink()) and not overwrite:
+        raise OutputPathError(f"{path} exists; pass --force to overwrite it")
     if path.exists():
         if not os.access(path, os.W_OK):
             raise OutputPathError(f"cannot write {path}: permission denied")

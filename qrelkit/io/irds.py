@@ -7,10 +7,15 @@ so a dataset id names fixed content: the id, not a file hash, identifies what wa
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+import os
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-from qrelkit.errors import QrelkitError
+from qrelkit.errors import FatalJobError, QrelkitError
 from qrelkit.io.collection import Document, Topic
 from qrelkit.io.lines import sha256_text
 from qrelkit.io.paths import IRDS_PREFIX
@@ -21,9 +26,50 @@ class IrdsError(QrelkitError):
     pass
 
 
+class IrdsUnreachable(IrdsError, FatalJobError):
+    """ir_datasets could not reach the hosts of a file it needs: not the input's fault (exit 3)."""
+
+
 def irds_sha256(dataset_id: str) -> str:
     """What identifies a dataset's content for idempotent loads: its id (see the module note)."""
     return sha256_text(IRDS_PREFIX + dataset_id)
+
+
+# Why ir_datasets may not download now: set while a dry run plans, which must start no download. A
+# dataset whose files are here already (downloaded before, or local) is read as usual.
+_DOWNLOADS_REFUSED: ContextVar[str | None] = ContextVar("irds_downloads_refused", default=None)
+
+
+@contextmanager
+def no_downloads(why: str) -> Iterator[None]:
+    """Within this block, an `irds:` id whose files ir_datasets would have to fetch is an IrdsError
+    saying ``why``, raised before any request is sent."""
+    token = _DOWNLOADS_REFUSED.set(why)
+    try:
+        yield
+    finally:
+        _DOWNLOADS_REFUSED.reset(token)
+
+
+def _guard_downloads(ir_datasets: Any) -> None:
+    """Make ir_datasets' one download step (`Download.path`: a file not in its cache, fetched from a
+    mirror that is not a local file) ask `no_downloads` first. Installed once; outside such a block
+    nothing changes."""
+    download = getattr(getattr(ir_datasets, "util", None), "Download", None)
+    if download is None or getattr(download.path, "qrelkit_guarded", False):
+        return
+    fetch = download.path
+
+    def path(self: Any, force: bool = True) -> Any:
+        refused = _DOWNLOADS_REFUSED.get()
+        cached = getattr(self, "_path", None) or getattr(self, "_cache_path", None)
+        local = all(type(m).__name__ == "LocalDownload" for m in getattr(self, "mirrors", []))
+        if refused and force and not local and not (cached and os.path.exists(cached)):
+            raise IrdsError(refused)
+        return fetch(self, force)
+
+    path.qrelkit_guarded = True  # type: ignore[attr-defined]
+    download.path = path
 
 
 def _dataset(dataset_id: str, what: str) -> Any:
@@ -31,6 +77,7 @@ def _dataset(dataset_id: str, what: str) -> Any:
         import ir_datasets
     except ImportError:
         raise IrdsError(f"irds:{dataset_id}: reading ir_datasets ids needs the irds extra: pip install 'qrelkit[irds]'") from None
+    _guard_downloads(ir_datasets)
     try:
         dataset = ir_datasets.load(dataset_id)
     except KeyError:
@@ -40,14 +87,72 @@ def _dataset(dataset_id: str, what: str) -> Any:
     return dataset
 
 
+# What a failed download says when the machine cannot reach the host (requests, urllib3, urllib).
+_UNREACHABLE = re.compile(
+    r"NameResolutionError|Failed to resolve|Name or service not known|Temporary failure in name resolution|"
+    r"Connection refused|Network is unreachable|No route to host|timed out|ProxyError|Max retries exceeded"
+)
+_TRIED = re.compile(r"Download\('(https?://[^'\\]+)'")  # ir_datasets names each URL it tried
+_HOST = re.compile(r"host=\\?'([^'\\]+)")
+
+
+def irds_failure(dataset_id: str, what: str, exc: BaseException) -> IrdsError:
+    """One line for a failure inside ir_datasets: for a download that could not reach its host
+    (ir_datasets' own error nests every try of every mirror), which hosts, and what to do offline."""
+    text = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    if _UNREACHABLE.search(text):
+        hosts = ", ".join(dict.fromkeys(_TRIED.findall(text) or _HOST.findall(text))) or "its download host"
+        return IrdsUnreachable(
+            f"irds:{dataset_id}: cannot download its {what}: {hosts} could not be reached (offline?). "
+            "Copy ir_datasets' files into $IR_DATASETS_HOME (default ~/.ir_datasets) from a machine that has them, "
+            "or give plain files (`qrelkit data fetch NAME --mirror DIR|URL` fetches qrelkit's bundles from a mirror)"
+        )
+    return IrdsError(f"irds:{dataset_id}: cannot read its {what} through ir_datasets: {text}")
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """ir_datasets logs each failed try of each download mirror on stderr before it gives up: the
+    failure is reported once, by `irds_failure`, instead."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
+
+
 def _records(dataset_id: str, what: str, items: Iterable[Any]) -> Iterable[Any]:
     """The dataset's records; a failure to fetch or read its files becomes one message naming the id."""
+    iterator = iter(items)
+    while True:
+        try:
+            with _quiet():  # only while ir_datasets works, not while the caller handles a record
+                item = next(iterator)
+        except StopIteration:
+            return
+        except IrdsError as exc:  # no_downloads' refusal (raised inside ir_datasets): name the id once
+            message = str(exc)
+            raise IrdsError(message if message.startswith("irds:") else f"irds:{dataset_id}: {message}") from None
+        except QrelkitError:
+            raise
+        except Exception as exc:  # ir_datasets raises plain IOError, HTTP errors, or its own on a failed download
+            raise irds_failure(dataset_id, what, exc) from None
+        yield item
+
+
+def read_irds_texts(dataset_id: str, docids: list[str]) -> dict[str, str]:
+    """docid -> text (ir_datasets' default text) of the given documents, through the dataset's
+    document store (which downloads the corpus on first use)."""
+    dataset = _dataset(dataset_id, "docs")
     try:
-        yield from items
+        with _quiet():
+            found = dataset.docs_store().get_many(docids)
     except QrelkitError:
         raise
-    except Exception as exc:  # ir_datasets raises plain IOError, HTTP errors, or its own on a failed download
-        raise IrdsError(f"irds:{dataset_id}: cannot read its {what} through ir_datasets: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:
+        raise irds_failure(dataset_id, "documents", exc) from None
+    return {str(docid): _text(doc) for docid, doc in found.items()}
 
 
 def _plain(value: Any) -> Any:

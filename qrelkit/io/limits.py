@@ -14,6 +14,7 @@ or a user can set it per process):
 | `QRELKIT_MAX_CONFIG_BYTES` | 4 MiB | a job or template YAML file |
 | `QRELKIT_MAX_TEXT_CHARS` | 100,000 | a document's text given to a tokenizer (its models keep far fewer tokens) |
 | `QRELKIT_MAX_ANSWER_CHARS` | 65,536 | a model answer as stored (head and tail kept, the cut noted) |
+| `QRELKIT_MAX_PROBLEMS` | 1,000,000 | problems counted in one file before reading it stops ("and more") |
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class Limits:
     max_config_bytes: int = 4 * MiB
     max_text_chars: int = 100_000
     max_answer_chars: int = 65_536
+    max_problems: int = 1_000_000
 
     @staticmethod
     def variable(name: str) -> str:
@@ -121,11 +123,14 @@ class _Inflating(io.RawIOBase):
                     out = self.inflater.decompress(self.pending, want)
                 except zlib.error as exc:
                     raise StreamError(self.path, f"corrupt gzip data ({exc}) after {size_text(self.inflated)} of text") from None
-                self.pending = self.inflater.unconsumed_tail
                 if self.inflater.eof:
-                    self.pending = self.inflater.unused_data + self.pending
+                    # The next member's bytes are in unused_data; an output-limited call that ended a
+                    # member leaves the same bytes in unconsumed_tail too (CPython), so it is not added.
+                    self.pending = self.inflater.unused_data
                     self.inflater = zlib.decompressobj(wbits=31)
                     self.in_member = False
+                else:
+                    self.pending = self.inflater.unconsumed_tail
                 if out:
                     self._count(len(out))
                     return out

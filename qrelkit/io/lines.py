@@ -39,13 +39,16 @@ class ProblemSink(Protocol):
 
 class ProblemLog(list[LineProblem]):
     """The problems of one file: the first ``LIMIT`` kept, the rest only counted, so a file
-    of millions of bad lines costs neither the memory nor the time of millions of messages."""
+    of millions of bad lines costs neither the memory nor the time of millions of messages;
+    and counting stops at `max_problems` (`QRELKIT_MAX_PROBLEMS`): a file of 20 million bad
+    lines is not read to its end only to count them (the line reader stops there)."""
 
     LIMIT = 50
 
     def __init__(self) -> None:
         super().__init__()
         self.omitted = 0
+        self.cap = limits().max_problems
 
     def append(self, problem: LineProblem, /) -> None:
         if len(self) < self.LIMIT:
@@ -56,6 +59,13 @@ class ProblemLog(list[LineProblem]):
     @property
     def full(self) -> bool:
         return len(self) >= self.LIMIT
+
+    @property
+    def stopped(self) -> str | None:
+        """Why counting stopped before the end of the file, once the cap is reached."""
+        if len(self) + self.omitted < self.cap:
+            return None
+        return f"reading stopped at {self.cap:,} problems; QRELKIT_MAX_PROBLEMS raises the cap"
 
 
 def open_stream(path: str | Path) -> AbstractContextManager[BinaryIO]:
@@ -102,6 +112,8 @@ def iter_lines(path: str | Path, problems: ProblemSink) -> Iterator[tuple[int, s
     with open_input(path) as stream:
         try:
             for line in iter_capped_lines(stream, caps.max_line_bytes):
+                if getattr(problems, "stopped", None):
+                    return  # enough problems to tell the file is not what it should be
                 number += 1
                 text = _decode(path, number, line, caps.max_line_bytes, problems)
                 if text is not None and text.strip():
@@ -130,4 +142,4 @@ def _decode(path: Path, number: int, line: bytes | None, max_line_bytes: int, pr
 
 def raise_if_problems(problems: list[LineProblem]) -> None:
     if problems:
-        raise InputFormatError(list(problems), getattr(problems, "omitted", 0))
+        raise InputFormatError(list(problems), getattr(problems, "omitted", 0), getattr(problems, "stopped", None))

@@ -20,6 +20,25 @@ def _json_value(value: object) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+# A spreadsheet opening a CSV runs a cell that starts with one of these as a formula
+# (`=HYPERLINK(...)` sends data away when clicked, `=cmd|...` has run programs). OWASP's rule.
+FORMULA_START = r"^[=+\-@\t\r]"
+
+
+def formula_safe(table: pa.Table) -> pa.Table:
+    """The table with every text cell that starts a formula prefixed by an apostrophe (spreadsheets
+    then show it as the text it is); numbers and other columns as they are."""
+    import pyarrow.compute as pc
+
+    columns = []
+    for column in table.columns:
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            starts = pc.fill_null(pc.match_substring_regex(column, FORMULA_START), False)
+            column = pc.if_else(starts, pc.binary_join_element_wise("'", column, ""), column)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
 def table_format(path: str | Path) -> str:
     """The format a table written to ``path`` takes, by its suffix: ".parquet", ".csv" or ".jsonl"
     (a clear error for any other suffix, or a folder that is not there)."""
@@ -33,8 +52,9 @@ def table_format(path: str | Path) -> str:
 
 
 def write_table(table: pa.Table, path: str | Path) -> Path:
-    """Write ``table`` as Parquet, CSV (a header, RFC 4180 quoting) or JSON Lines (one object per
-    row, nulls as null, timestamps in ISO 8601), by the suffix of ``path``."""
+    """Write ``table`` as Parquet, CSV (a header, RFC 4180 quoting, text that would start a formula
+    prefixed by ') or JSON Lines (one object per row, nulls as null, timestamps in ISO 8601), by
+    the suffix of ``path``."""
     path = Path(path)
     suffix = table_format(path)
     if suffix == ".parquet":
@@ -44,7 +64,10 @@ def write_table(table: pa.Table, path: str | Path) -> Path:
     elif suffix == ".csv":
         import pyarrow.csv as pacsv
 
-        pacsv.write_csv(table, path)
+        # Arrow's writer quotes as RFC 4180 needs, but knows nothing of spreadsheets: the text cells
+        # that would start a formula are neutralised first (`formula_safe`). (DuckDB's COPY cannot
+        # do that either, so the CSV is written here.)
+        pacsv.write_csv(formula_safe(table), path)
     else:
         with path.open("w", encoding="utf-8") as handle:
             for row in table.to_pylist():

@@ -86,6 +86,9 @@ class BatchDriver:
     def close(self) -> None:
         self.client.close()
 
+    def _remove_request_file(self, path: str | None) -> None:
+        remove_request_file(self.folder, path)
+
     def _open(self) -> list[recorded.Submission]:
         """This run's open submissions on this driver's endpoint (one sent elsewhere is checked by
         `qrelkit batches`, which reaches each endpoint with the options it was sent with)."""
@@ -114,7 +117,7 @@ class BatchDriver:
             else:
                 log.info("submission %s never reached the API; its %d pairs are pending again", sub.submission_id, sub.requests)
                 recorded.forget_submission(self.store, sub.submission_id)
-                _remove(sub.request_file)
+                self._remove_request_file(sub.request_file)
         if create_missing:
             for sub in self._open():
                 if sub.state == "uploaded":
@@ -146,7 +149,7 @@ class BatchDriver:
             except BatchApiError as exc:
                 if exc.refused:  # the server said no: no file exists, nothing can be paid
                     recorded.forget_submission(self.store, submission_id)
-                    _remove(str(path))
+                    self._remove_request_file(str(path))
                 raise
             crash_point("batch-after-upload")
             recorded.set_uploaded(self.store, submission_id, file_id)
@@ -223,14 +226,17 @@ class BatchDriver:
         return recorded.submissions(self.store, self.judge_run_id)
 
     def _collect(self, sub: recorded.Submission, info: BatchInfo) -> None:
-        keys = set(recorded.submission_pairs(self.store, sub.submission_id))
+        sent = recorded.submission_pairs(self.store, sub.submission_id)
+        keys = set(sent)
         lines: dict[tuple[str, str], BatchLine] = {}
+        seen: Counter[tuple[str, str]] = Counter()  # lines per pair: one, unless the output repeats a custom_id
         for file_id in (info.output_file_id, info.error_file_id):
             if file_id:
                 for line in self._read_lines(file_id):
                     parsed = parse_custom_id(line.custom_id)
                     if parsed is None or parsed[0] != self.judge_run_id or parsed[1:] not in keys:
                         continue  # not a line of this submission
+                    seen[parsed[1:]] += 1
                     if parsed[1:] not in lines or line.status_code == 200:
                         lines[parsed[1:]] = line
         history = recorded.batch_history(self.store, self.judge_run_id, sub.submission_id)
@@ -246,10 +252,15 @@ class BatchDriver:
             if judgment is None:
                 judgment = Judgment(*key, "model_error", error=f"{why_not_run(answer, info)} (in {tries} batches)")
             judgment.attempts = states.get(key, ("", 0))[1] + tries
+            if seen[key] > 1:
+                judgment.notes = (
+                    f"the batch {info.id} answered this pair in {seen[key]} lines (one custom_id repeated); {_kept(answer)} was kept"
+                )
+                log.warning("batch %s: %d lines for %s/%s (a repeated custom_id)", info.id, seen[key], *key)
             judgments.append(judgment)
         crash_point("batch-before-collect")
-        recorded.collect_submission(self.store, sub.submission_id, self.judge_run_id, judgments, again)
-        _remove(sub.request_file)
+        recorded.collect_submission(self.store, sub.submission_id, self.judge_run_id, judgments, again, sent)
+        self._remove_request_file(sub.request_file)
         self.activity.collected.append(sub.submission_id)
         self.activity.record(judgments)
         self.activity.resubmit += len(again)
@@ -302,6 +313,12 @@ def _parse(raw_lines: list[bytes], file_id: str) -> Iterator[BatchLine]:
             log.warning("batch file %s: a line that is not a Batch API output line (%s) was skipped", file_id, exc)
 
 
+def _kept(line: BatchLine | None) -> str:
+    if line is None:
+        return "none"
+    return "the first HTTP 200 answer" if line.status_code == 200 else "the first line"
+
+
 def _trailing_resubmits(outcomes: list[str]) -> int:
     count = 0
     for outcome in reversed(outcomes):
@@ -321,12 +338,25 @@ def why_not_run(line: BatchLine | None, info: BatchInfo) -> str:
     return f"HTTP {line.status_code} from the batch {info.id}"
 
 
-def _remove(path: str | None) -> None:
-    if path:
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
+def remove_request_file(folder: Path, path: str | None) -> bool:
+    """Remove a batch's request file, which the database names, only when it is a file of qrelkit's own
+    folder ``folder`` (`<db>.batches/`) once links are resolved: a database is data, and a path stored
+    in it never chooses which file is deleted. False when the path was left alone."""
+    if not path:
+        return False
+    # Only the name is taken from the database, and only a name qrelkit gives its request files: the
+    # file removed is that name in ``folder`` (however the folder was reached, relative or not).
+    name = Path(path).name
+    target = folder / name
+    ours = name.startswith("qrelkit-") and name.endswith(".jsonl") and Path(path).parent.resolve() == folder.resolve()
+    if not ours or target.is_symlink() or target.parent.resolve() != folder.resolve() or (target.exists() and not target.is_file()):
+        log.warning("the request file %r a batch submission records is not a file of %s; it was left alone", path, folder)
+        return False
+    try:
+        os.remove(target)
+    except FileNotFoundError:
+        pass
+    return True
 
 
 def poll_delays(initial: float, maximum: float) -> Iterator[float]:

@@ -11,14 +11,16 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from qrelkit.errors import QrelkitError
 from qrelkit.jobs.batch import BatchDriver, batch_folder, poll_delays
 from qrelkit.jobs.plan import JobPlan
 from qrelkit.jobs.spec import JobError
 from qrelkit.jobs.stream import PendingStream
-from qrelkit.judges import BatchJudge, JudgeContext, Pair, create_judge
+from qrelkit.judges import BatchJudge, JudgeContext, Pair, create_judge, judge_class
 from qrelkit.prompts import PromptTemplate
 from qrelkit.storage import Store
 from qrelkit.storage import batches as recorded
@@ -135,23 +137,72 @@ def _fill(report: JobReport, store: Store, judge_run_id: str, driver: BatchDrive
 # -- a database's batches, without its job file ------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """Where `qrelkit batches` sends requests and which environment variable's key goes with them:
+    the command line's (or the judge's defaults), never the database's. A database is data: the
+    endpoint and key variable stored with a batch are only shown and compared."""
+
+    base_url: str | None = None  # None: the judge's default endpoint
+    api_key_env: str = "OPENAI_API_KEY"
+
+
+DEFAULT_ENDPOINT = Endpoint()
+
+
+class EndpointMismatch(QrelkitError):
+    """A batch was sent to another endpoint, or with another key variable, than this command would use."""
+
+
+def _endpoint_of(options: dict[str, Any]) -> tuple[str, str]:
+    from qrelkit.judges.openai import DEFAULT_BASE_URL
+
+    base_url = options.get("base_url") or DEFAULT_BASE_URL
+    return str(base_url).rstrip("/"), str(options.get("api_key_env") or Endpoint.api_key_env)
+
+
+def trusted_options(sub: recorded.Submission, endpoint: Endpoint | None) -> dict[str, Any]:
+    """The judge options to reach a submission's batch with: those stored with it, with the endpoint
+    and key variable of ``endpoint`` after checking that they are the stored ones (EndpointMismatch
+    names both otherwise); ``endpoint`` None: the stored ones, taken as they are (`--use-stored-endpoint`)."""
+    if endpoint is None:
+        return dict(sub.options)
+    stored = _endpoint_of(sub.options)
+    given = _endpoint_of({"base_url": endpoint.base_url, "api_key_env": endpoint.api_key_env})
+    if stored != given:
+        raise EndpointMismatch(
+            f"batch {sub.batch_id or sub.submission_id} (judge run {sub.judge_run_id}) was sent to {stored[0]} with the key in "
+            f"${stored[1]}, the database says; this command would reach {given[0]} with ${given[1]}, so nothing was sent. "
+            "If you trust that endpoint, give --base-url and --api-key-env for it (or --use-stored-endpoint)"
+        )
+    return {**sub.options, "base_url": endpoint.base_url, "api_key_env": endpoint.api_key_env}
+
+
 def driver_for(store: Store, database: Path, judge_run_id: str, options: dict[str, Any]) -> BatchDriver:
-    """A driver for a judge run's batches, its judge built from the stored template and the options
-    the newest submission was sent with (the endpoint, the key's variable, the prices)."""
+    """A driver for a judge run's batches, its judge built from the stored template and ``options``
+    (`trusted_options`). Only a registered judge with a batch mode is built: the judge a database
+    names is never imported or loaded otherwise."""
     info = judge_run(store, judge_run_id)
+    cls = judge_class(info.judge)  # a `module:Class` name is refused: a database cannot allow an import
+    if not all(callable(getattr(cls, method, None)) for method in ("batch_request", "batch_client", "batch_judgment")):
+        raise JobError(
+            f"judge run {judge_run_id} in {database} names judge {info.judge!r}, which has no batch mode: its batches are not qrelkit's"
+        )
     template = PromptTemplate.model_validate(info.template) if info.template else None
     judge = create_judge(info.judge, options, template)
     return BatchDriver(store, judge_run_id, judge, options, batch_folder(database))
 
 
-def check_batches(store: Store, database: Path) -> list[recorded.Submission]:
+def check_batches(store: Store, database: Path, endpoint: Endpoint | None) -> list[recorded.Submission]:
     """Reconcile and check every open batch of the database, collecting the finished ones (no new
-    batch is created here: a half-done submission is finished by running its job again)."""
-    newest: dict[tuple[str, str | None], recorded.Submission] = {}
+    batch is created here: a half-done submission is finished by running its job again). Every
+    open batch's endpoint is checked against ``endpoint`` before any request is sent."""
+    newest: dict[tuple[str, str | None], tuple[recorded.Submission, dict[str, Any]]] = {}
     for sub in recorded.submissions(store, open_only=True):
-        newest[(sub.judge_run_id, sub.options.get("base_url"))] = sub  # one driver per judge run and endpoint
-    for (judge_run_id, _), sub in newest.items():
-        driver = driver_for(store, database, judge_run_id, sub.options)
+        options = trusted_options(sub, endpoint)
+        newest[(sub.judge_run_id, sub.options.get("base_url"))] = (sub, options)  # one driver per judge run and endpoint
+    for (judge_run_id, _), (_, options) in newest.items():
+        driver = driver_for(store, database, judge_run_id, options)
         try:
             driver.reconcile(create_missing=False)
             driver.check()
@@ -161,11 +212,11 @@ def check_batches(store: Store, database: Path) -> list[recorded.Submission]:
     return recorded.submissions(store)
 
 
-def cancel_batch(store: Store, database: Path, ref: str) -> recorded.Submission:
+def cancel_batch(store: Store, database: Path, ref: str, endpoint: Endpoint | None) -> recorded.Submission:
     """Ask the API to cancel a batch (by batch id or submission id); its answered requests are kept
     when it is collected, the rest go back to pending."""
     sub = recorded.submission_for(store, ref)
-    driver = driver_for(store, database, sub.judge_run_id, sub.options)
+    driver = driver_for(store, database, sub.judge_run_id, trusted_options(sub, endpoint))
     try:
         driver.cancel(sub)
     finally:

@@ -2,20 +2,28 @@
 build the same model, so they accept and refuse the same things) and four methods.
 
 * ``quantile`` (Yang and Lin, LLM4Eval workshop at SIGIR 2024, §3.3): below the median 0, from the median to the 75th
-  percentile 1, from the 75th percentile up 2 — quantiles and labels configurable, over all scores
-  or within each topic. **Ties are never split.** Real judges tie in large blocks (an LLM answers
-  0–3 or 1–100, CLIPScore clamps negatives to 0), so a score is placed by the mid-rank of its tied
-  block on the scale numpy's default quantiles use:
+  percentile 1, from the 75th percentile up 2 — quantiles and labels configurable, within each topic
+  (``per_topic``, the default everywhere: job files, ``qrelkit grade`` and this API) or over all
+  scores (global). Two rules for tied scores (``ties``):
+
+  ``midrank`` (the default): **ties are never split.** Real judges tie in large blocks (an LLM
+  answers 0–3 or 1–100, CLIPScore clamps negatives to 0), so a score is placed by the mid-rank of
+  its tied block on the scale numpy's default quantiles use:
 
       p(s) = (#scores below s + (#scores equal to s − 1) / 2) / (n − 1)      (p = ½ when n = 1)
 
   and gets labels[k], k = the number of quantiles q with p(s) ≥ q. Without ties p(sᵢ) = i/(n−1),
-  and p ≥ q exactly when sᵢ ≥ numpy.quantile(scores, q): the same grades as comparing each score
-  with the quantile values (tested). With ties every equal score gets one grade: six 0.0 and four
-  3.0 give p(0) = 2.5/9 → 0 and p(3) = 7.5/9 → 2, where comparing with the quantile values
-  (q50 = 0, q75 = 3) would grade the zeros 1. The mid-rank over n (Hazen's (i+½)/n) splits
-  nothing either, but does not reproduce numpy's quantile on tie-free data (five scores 1..5:
-  q75 = 4 grades two scores 2 by the seed's rule, (i+½)/n grades one); docs/grading.md has both.
+  and p ≥ q exactly when sᵢ ≥ numpy.quantile(scores, q): the same grades as the seed's rule
+  (tested). With ties every equal score gets one grade: six 0.0 and four 3.0 give p(0) = 2.5/9 → 0
+  and p(3) = 7.5/9 → 2, where the seed's rule (q50 = 0, q75 = 3) grades the zeros 1. The mid-rank
+  over n (Hazen's (i+½)/n) splits nothing either, but does not reproduce numpy's quantile on
+  tie-free data (five scores 1..5: q75 = 4 grades two scores 2 by the seed's rule, (i+½)/n grades
+  one); docs/grading.md has both.
+
+  ``at-or-above``: seed 003's rule as written: a grade is reached when the score is ≥ its quantile
+  value (numpy's default linear quantile). A tied block is kept together too, but it is graded by
+  where the quantile value falls, so a block that straddles the median goes up: with half a
+  topic's scores at 80 and the median 80, every 80 gets 1 (mid-rank may give 0).
 * ``thresholds``: fixed cut points; a score equal to a cut takes the upper label.
 * ``identity``: the score already is a grade (an UMBRELA-style judge answering on the qrels'
   scale): it must be an integer, and one of ``labels`` when they are given.
@@ -43,7 +51,8 @@ from qrelkit.io import Qrel, Qrels
 
 ALL_TOPICS = "*"
 DEFAULT_LABELS = [0, 1, 2]
-METHOD_OPTIONS = {"quantile": {"quantiles", "per_topic"}, "thresholds": {"thresholds"}, "identity": set(), "map": {"map"}}
+GRADE_MIN, GRADE_MAX = -(2**31), 2**31 - 1  # a qrels grade is stored as a 32-bit integer (as trec_eval reads it: a C int)
+METHOD_OPTIONS = {"quantile": {"quantiles", "per_topic", "ties"}, "thresholds": {"thresholds"}, "identity": set(), "map": {"map"}}
 _RANGE = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*(?:-|\.\.)\s*([+-]?\d+(?:\.\d+)?)\s*$")
 
 
@@ -92,7 +101,12 @@ class GradingSpec(BaseModel):
     quantiles: list[float] = Field(default_factory=lambda: [0.5, 0.75], description="Cut points as quantiles of the scores.")
     thresholds: list[float] | None = Field(None, description="Fixed cut points (method thresholds).")
     labels: list[int] | None = Field(None, description="Grades, low to high (default 0,1,2; identity: any integer).")
-    per_topic: bool = Field(False, description="Quantiles within each topic instead of over all scores.")
+    per_topic: bool = Field(True, description="Quantiles within each topic (the default) or, false, over all scores (global).")
+    ties: Literal["midrank", "at-or-above"] = Field(
+        "midrank",
+        description="Tied scores: midrank (a tied block is placed by its mid-rank percentile, never split) or at-or-above "
+        "(seed 003's rule: a grade is reached when the score is >= the quantile value).",
+    )
     map: dict[str, int] | None = Field(None, description="Score or LOW-HIGH range -> grade (method map).")
     score: Literal["score", "parsed", "expected"] = Field("score", description="Which stored score to grade.")
     name: str | None = Field(None, description="Name of the qrels set (default: graded-<judge run id>).")
@@ -159,7 +173,7 @@ class GradingSpec(BaseModel):
     def describe(self) -> str:
         if self.method == "quantile":
             scope = "within each topic" if self.per_topic else "over all scores"
-            return f"quantiles {self.quantiles} {scope}, tied scores kept together"
+            return f"quantiles {self.quantiles} {scope}, ties {self.ties}"
         if self.method == "thresholds":
             return "cut points " + ", ".join(f"{c:g}" for c in self.thresholds or [])
         if self.method == "map":
@@ -190,6 +204,8 @@ class GradingResult:
     thresholds: dict[str, list[float]]  # scope ("*" or a qid) -> cut points in score units (see record)
     description: dict[str, Any]  # the stored grading record
     warnings: list[str] = field(default_factory=list)
+    matched_by: str = "id"  # how `--judge-run` found the graded run ("name": say so)
+    judge_run_name: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"qrels": self.qrels.name, "grades": self.grade_counts(), **self.description}
@@ -232,6 +248,12 @@ def tie_aware_labels(scores: np.ndarray, quantiles: Sequence[float], labels: Seq
         for q in quantiles:
             level += twice_rank >= 2.0 * q * (n - 1)
     return np.asarray(labels)[level]
+
+
+def at_or_above_labels(scores: np.ndarray, cuts: Sequence[float], labels: Sequence[int]) -> np.ndarray:
+    """Each score's label by seed 003's rule: labels[k], k = the number of cut values the score is
+    at or above (`label_for`, for every score at once)."""
+    return np.asarray(labels)[np.searchsorted(np.asarray(cuts, dtype=np.float64), scores, side="right")]
 
 
 class _Scopes:
@@ -289,6 +311,11 @@ def _grade_one(spec: GradingSpec, qid: str, docid: str, score: float) -> int:
     if spec.method == "identity":
         if not float(score).is_integer():
             raise GradingError(f"pair ({qid}, {docid}): score {score:g} is not an integer grade (method identity); use map or quantile")
+        if not GRADE_MIN <= score <= GRADE_MAX:
+            raise GradingError(
+                f"pair ({qid}, {docid}): score {score:g} is beyond the grades qrels hold (32-bit integers) (method identity); "
+                "use map or quantile"
+            )
         if spec.labels is not None and int(score) not in spec.labels:
             raise GradingError(f"pair ({qid}, {docid}): score {score:g} is not one of the labels {spec.labels} (method identity)")
         return int(score)
@@ -311,9 +338,12 @@ def _grade_quantile(scores: Sequence[tuple[str, str, float]], spec: GradingSpec,
     for scope, members in by_scope.items():
         index = np.asarray(members)
         scope_scores = values[index]
-        scope_grades = tie_aware_labels(scope_scores, spec.quantiles, labels)
-        grades[index] = scope_grades
         thresholds[scope] = quantile_cuts(scope_scores, spec.quantiles)
+        if spec.ties == "at-or-above":
+            scope_grades = at_or_above_labels(scope_scores, thresholds[scope], labels)
+        else:
+            scope_grades = tie_aware_labels(scope_scores, spec.quantiles, labels)
+        grades[index] = scope_grades
         lowest[scope] = {int(g): float(scope_scores[scope_grades == g].min()) for g in sorted(set(scope_grades.tolist()))}
         scopes.check(scope, scope_scores, scope_grades, labels)
     warnings = scopes.warnings(len(by_scope), spec.per_topic)
@@ -335,22 +365,66 @@ def _record(
         "map": spec.map,
         "score": spec.score,
         "thresholds": thresholds if spec.method in ("quantile", "thresholds") else None,
-        "ties": "mid-rank of the tied block, (below + (equal - 1)/2) / (n - 1)" if spec.method == "quantile" else None,
+        "ties": spec.ties if spec.method == "quantile" else None,
         "n_scores": len(scores),
+        "topics": len({qid for qid, _, _ in scores}),
         "warnings": warnings,
     }
 
 
-def grade_judge_run(store: Any, judge_run_id: str, spec: GradingSpec, *, replace: bool = False) -> GradingResult:
-    """Grade a stored judge run's `ok` scores and store the qrels set with its grading record.
+def grade_judge_run(store: Any, judge_run_id: str, spec: GradingSpec, *, replace: bool = False, by_job: bool = False) -> GradingResult:
+    """Grade a stored judge run's `ok` scores and store the qrels set with its grading record (which
+    also says whether the run covers a sample of its pool). ``by_job``: the judge run's job grades,
+    so the set is recorded as the one `--judge-run` audits.
 
     A qrels set that was loaded from a file is never overwritten; one graded earlier is replaced
     only with ``replace`` (a job re-grading its own judge run's set counts as asked)."""
-    from qrelkit.storage.judgments import judge_run, ok_scores
+    from qrelkit.storage.judgments import judge_run, ok_scores, record_job_qrels
 
     info = judge_run(store, judge_run_id)
     name = spec.name or f"graded-{info.judge_run_id}"
     result = grade_scores(ok_scores(store, info.judge_run_id, spec.score), spec, name=name)
-    description = {**result.description, "judge_run_id": info.judge_run_id}
+    description = {**result.description, "judge_run_id": info.judge_run_id, "sample": info.sample}
     store.save_qrels(result.qrels, judge_run_id=info.judge_run_id, grading=description, replace=replace)
-    return GradingResult(result.qrels, result.thresholds, description, result.warnings)
+    if by_job:
+        record_job_qrels(store, info.judge_run_id, name)
+    return GradingResult(result.qrels, result.thresholds, description, result.warnings, info.matched_by, info.name)
+
+
+def _shown(grades: Sequence[float]) -> str:
+    consecutive = len(grades) > 2 and all(b - a == 1 for a, b in zip(grades, grades[1:]))
+    return f"{grades[0]:g}-{grades[-1]:g}" if consecutive else ", ".join(f"{g:g}" for g in grades)
+
+
+def template_grade_check(spec: GradingSpec, grade_tokens: Sequence[str], column: str, template_id: str) -> str | None:
+    """Whether ``identity`` or ``map`` grading can grade every grade a template asks a judge for
+    (``grade_tokens``; ``column``: the judge's parsed grade, or its expected grade Σ g·p(g), a real
+    number between them). A grade left out would stop the grading after every judgment was paid for,
+    so this is checked first; a line saying what was checked, or GradingError."""
+    if spec.method not in ("identity", "map"):
+        return None
+    try:
+        grades = sorted(float(token) for token in grade_tokens)
+    except ValueError:
+        return None  # grade tokens that are not numbers (e.g. yes/no): nothing to compare before judging
+    what = f"template {template_id!r} grades {_shown(grades)}"
+    if column == "expected":
+        raise GradingError(
+            f"method {spec.method} grades single scores, but the expected grade Σ g·p(g) is a real number between the {what}: "
+            "grade it by quantile or thresholds, or grade the parsed grade (score: parsed)"
+        )
+    if spec.method == "identity":
+        if spec.labels is None:
+            return f"{what}: each is a grade (method identity)"
+        missing = [g for g in grades if g not in spec.labels]
+        covered_by = f"labels {spec.labels}"
+    else:
+        ranges = spec.ranges()
+        missing = [g for g in grades if not any(r.covers(g) for r in ranges)]
+        covered_by = "map"
+    if missing:
+        raise GradingError(
+            f"the {what}, but the {covered_by} leave{'s' if covered_by == 'map' else ''} out {_shown(missing)}: "
+            "a judgment with one of them would stop the grading after the judging"
+        )
+    return f"{what}: every one is covered by the {covered_by}"

@@ -1,5 +1,6 @@
 """What a judging job will do, before any model runs: the judge, its configuration and identity,
-the collection loaded, the pool, and the resume state (which pairs are done, failed or pending)."""
+the collection loaded, the pool (or a sample of it), the resume state (which pairs are done, failed
+or pending), and every check that can fail a job before its first call rather than after it."""
 
 from __future__ import annotations
 
@@ -10,14 +11,15 @@ from typing import Any
 
 from qrelkit.errors import QrelkitError
 from qrelkit.io import Topic, list_run_files, sha256_text
-from qrelkit.jobs.pool import depth_pool_query, pairs_file_blocks, qrels_pool_query
-from qrelkit.jobs.spec import JobError, JobSpec
+from qrelkit.jobs.grade import template_grade_check
+from qrelkit.jobs.pool import depth_pool_query, pairs_file_blocks, qrels_pool_query, sample_pool
+from qrelkit.jobs.spec import JobError, JobSpec, SampleSpec
 from qrelkit.judges import JudgeConfig, JudgeContext, create_judge, judge_class, make_config
 from qrelkit.prompts import PromptTemplate, load_template
 from qrelkit.storage import LoadResult, Store
 from qrelkit.storage.batches import open_batch_count
 from qrelkit.storage.judgments import JudgeRunInfo
-from qrelkit.storage.pools import PendingPairs, Pool, listed_pool, pool_counts, pooled_qids
+from qrelkit.storage.pools import PendingPairs, Pool, listed_pool, pool_counts, pool_pairs, pooled_qids
 
 
 def judge_run_id_for(judge: str, config: dict[str, Any], template: PromptTemplate | None, model_id: str) -> str:
@@ -119,8 +121,10 @@ class JobPlan:
     model_id: str
     judge_run_id: str
     loads: list[LoadResult] = field(default_factory=list)
-    pool: Pool = field(default_factory=lambda: Pool(""))
-    pool_size: int = 0  # pairs in the pool
+    pool: Pool = field(default_factory=lambda: Pool(""))  # the pool, or the sample of it the job judges
+    pool_size: int = 0  # pairs in it
+    sample: dict[str, Any] | None = None  # the sample asked for: pairs, seed, topics, pool_pairs, pool_topics
+    checks: list[str] = field(default_factory=list)  # what was checked before judging (a dry run lists it)
     already_ok: int = 0  # pool pairs with an `ok` judgment before this run
     already_failed: int = 0  # pool pairs with a failed one
     to_judge: int = 0  # pending pool pairs this run judges (--limit applied)
@@ -139,6 +143,7 @@ class JobPlan:
             template.content_hash if template else None,
             template.content() if template else None,
             self.model_id,
+            self.sample if self.sample and self.sample["pairs"] < self.sample["pool_pairs"] else None,
         )
 
     def pending(self, store: Store, *, limit: int | None = None) -> PendingPairs:
@@ -150,31 +155,94 @@ class JobPlan:
 
 
 def resolve_judge(spec: JobSpec) -> tuple[JudgeFactory, type, JudgeConfig, str, str]:
-    """(factory, judge class, validated config, model id, judge run id): all known without loading a model."""
+    """(factory, judge class, validated config, model id, judge run id): all known without loading a
+    model. A grading that cannot grade the template's grades is refused here, before any judging."""
     source = str(spec.source or "job")
     template = load_template(spec.template) if spec.template else None
     cls = judge_class(spec.judge.name, allow_import=spec.allow_import)
     config = make_config(spec.judge.name, spec.judge.options, source=source, allow_import=spec.allow_import)
+    template_check(spec, template, cls, config)
     model_id = cls.model_id_for(config)
     identity = identity_options(cls.Config, config.model_dump(mode="json"))
     run_id = judge_run_id_for(spec.judge.name, identity, template, model_id)
     return JudgeFactory(spec.judge.name, spec.judge.options, template, source, spec.allow_import), cls, config, model_id, run_id
 
 
+def template_check(spec: JobSpec, template: PromptTemplate | None, cls: type, config: JudgeConfig) -> str | None:
+    """The grading against the grades the template asks a generative judge for (its parsed grade or
+    the expected grade Σ g·p(g), whichever the grading reads); raises when grading would fail."""
+    if spec.grading is None or template is None or not getattr(cls, "needs_template", True):
+        return None  # a judge that scores by itself (a cosine, CLIPScore): its scores are not the template's grades
+    column = spec.grading.score if spec.grading.score != "score" else getattr(config, "score", "parsed")
+    try:
+        return template_grade_check(spec.grading, template.grade_token_list, column, template.id)
+    except QrelkitError as exc:
+        raise JobError(f"{spec.source or 'job'}: grading: {exc}") from None
+
+
+def choose_pairs(store: Store, pool: Pool, sample: SampleSpec | None) -> tuple[Pool, dict[str, Any] | None]:
+    """The pairs a job judges: its pool, or the sample of it the job asks for (staged as a pool of
+    listed pairs, which the pending query reads as it reads any pool), with what the sample is. A
+    sample's order is drawn in Python (`sample_order`'s hashes), so its pool's pairs are read once."""
+    if sample is None:
+        return pool, None
+    pairs = pool_pairs(store, pool)
+    if not pairs:
+        return pool, None  # an empty pool is refused by the caller
+    chosen = sample_pool(pairs, sample.pairs, sample.seed)
+    described = {
+        "pairs": len(chosen),
+        "asked": sample.pairs,
+        "seed": sample.seed,
+        "topics": len({qid for qid, _ in chosen}),
+        "pool_pairs": len(pairs),
+        "pool_topics": len({qid for qid, _ in pairs}),
+    }
+    return listed_pool(store, [chosen]), described
+
+
+def grading_target_check(store: Store, spec: JobSpec, judge_run_id: str) -> str | None:
+    """Where the job's grading writes, checked against the store: a loaded set is never graded into,
+    and a set graded from another judge run is not replaced (both would stop the job after judging)."""
+    if spec.grading is None:
+        return None
+    source = spec.source or "job"
+    name = spec.grading.name or f"graded-{judge_run_id}"
+    origin = store.qrels_origin(name)
+    if origin is None:
+        return f"grading.name {name!r}: a new qrels set"
+    kind, graded_from, path = origin
+    if kind != "graded":
+        raise JobError(
+            f"{source}: grading.name: {name!r} holds qrels loaded from {path}; grading into it would overwrite them: "
+            "choose another grading.name"
+        )
+    if graded_from != judge_run_id:
+        raise JobError(
+            f"{source}: grading.name: {name!r} holds qrels graded from judge run {graded_from}, not from this job's judge run "
+            f"{judge_run_id}; grading would be refused after judging: choose another grading.name (e.g. --set grading.name=...)"
+        )
+    return f"grading.name {name!r}: graded from this judge run before; grading replaces it"
+
+
 def plan_job(store: Store, spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False) -> JobPlan:
-    """Load the collection, pool the pairs, and count what is done and what is left to judge."""
+    """Load the collection, pool the pairs (or sample them), check what can be checked before
+    judging, and count what is done and what is left to judge."""
     if limit is not None and limit < 0:
         raise QrelkitError(f"--limit must be 0 or more, got {limit}")
     spec.check_paths()
     factory, cls, config, model_id, run_id = resolve_judge(spec)
     plan = JobPlan(spec, factory, cls, config, model_id, run_id, limit=limit, retry_failed=retry_failed)
     plan.loads = load_collection(store, spec)
-    plan.pool = build_pool(store, spec)
+    pool = build_pool(store, spec)
     source = str(spec.source or "job")
-    plan.topics = {t.qid: t for t in store.topics()}
+    plan.pool, plan.sample = choose_pairs(store, pool, spec.sample)
     pooled = pooled_qids(store, plan.pool)
     if not pooled:
         raise JobError(f"{source}: the pool is empty")
+    plan.checks = [f"database {spec.database.resolve()}: can be written"]
+    plan.checks += [c for c in (grading_target_check(store, spec, run_id), template_check(spec, factory.template, cls, config)) if c]
+    plan.topics = {t.qid: t for t in store.topics()}
     if factory.template is not None:
         factory.template.check_topics([plan.topics[q] for q in pooled if q in plan.topics], source=source)
     store.retire_stale_judgments()  # a document changed some other way than a load: judge it again

@@ -19,11 +19,12 @@ import socket
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from qrelkit.embed.cache import CollectingVectorStore, ComputedEmbeddings
 from qrelkit.errors import FatalJobError, QrelkitError
 from qrelkit.jobs.plan import JudgeFactory
+from qrelkit.jobs.ray_reaper import reap_on_exit
 from qrelkit.jobs.runner import StoreEmbeddingCache, judge_batch_safely
 from qrelkit.jobs.spec import ExecutorSpec, JobError
 from qrelkit.judges import JudgeContext, Judgment, Pair
@@ -140,6 +141,7 @@ class RayExecutor:
         self.spec = spec
         self.ray: Any = None
         self.started_ray = False
+        self.reaper: IO[bytes] | None = None  # the pipe to the watcher of a local Ray we started (`ray_reaper`)
         self.workers: list[_Worker] = []
         self.factory: JudgeFactory | None = None
         self.save: Any = None
@@ -181,6 +183,9 @@ class RayExecutor:
                 worker.dead = True
         if self.started_ray:
             self.ray.shutdown()
+            if self.reaper is not None:
+                self.reaper.close()  # the watcher kills what is left of the Ray (an agent slow to go)
+                self.reaper = None
         self.ray = None
 
     def worker_pids(self) -> list[int]:
@@ -308,6 +313,8 @@ class RayExecutor:
             where = f"the Ray cluster at {self.spec.address!r}" if self.spec.address else "a local Ray"
             raise JobError(f"executor: cannot start or reach {where}: {first_line(exc)}") from None
         self.started_ray = True
+        if self.spec.address is None:  # a Ray of our own lives no longer than this process, however it ends
+            self.reaper = reap_on_exit(self.ray)
 
     def _check_resources(self) -> None:
         """A worker the cluster can never place would wait forever: say so at once."""

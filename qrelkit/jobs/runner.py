@@ -23,6 +23,7 @@ import numpy as np
 
 from qrelkit.embed.cache import ComputedEmbeddings, VectorStore
 from qrelkit.errors import JobFailed, PairInputError, QrelkitError, StorageFailure
+from qrelkit.io.irds import no_downloads
 from qrelkit.jobs.plan import JudgeFactory, collection_unchanged, plan_job, resolve_judge
 from qrelkit.jobs.spec import ExecutorSpec, JobSpec
 from qrelkit.jobs.stream import PendingStream
@@ -54,6 +55,8 @@ class JobReport:
     in_batches: int = 0  # pairs in batches not yet collected (after this run)
     batches: list[dict[str, Any]] = field(default_factory=list)  # the judge run's batch submissions (batch mode)
     submitted: int = 0  # requests this run sent in new batches
+    sample: dict[str, Any] | None = None  # the job judges a sample of its pool (`JobPlan.sample`); `pairs` is then the sample's size
+    checks: list[str] = field(default_factory=list)  # what was checked before judging (`JobPlan.checks`)
 
     @property
     def failed(self) -> int:
@@ -83,6 +86,8 @@ class JobReport:
             "in_batches": self.in_batches,
             "submitted": self.submitted,
             "batches": self.batches,
+            "sample": self.sample,
+            "checks": self.checks,
         }
 
 
@@ -333,6 +338,7 @@ def run_job(
     with Store(spec.database) as store, job_memory(store):
         plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
         report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
+        report.sample, report.checks = plan.sample, plan.checks
         report.in_batches = plan.in_batches
         report.mode = getattr(plan.config, "mode", "sync")
         if report.mode == "batch":
@@ -417,9 +423,14 @@ def planning_store(spec: JobSpec) -> Store:
 def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False) -> JobReport:
     """What a run would do (what it would load, the pool, what is done, failed and left to judge, and
     an API judge's cost estimate), with no file written: not the database, not its folder."""
-    with planning_store(spec) as store:
+    why = (
+        "a dry run starts no download, and ir_datasets would fetch this dataset's files; "
+        "load it first (qrelkit load topics|docs|qrels irds:ID), or run without --dry-run"
+    )
+    with no_downloads(why), planning_store(spec) as store:
         plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
         report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
+        report.sample, report.checks = plan.sample, plan.checks
         report.in_batches = plan.in_batches
         report.mode = getattr(plan.config, "mode", "sync")
         if plan.to_judge and hasattr(plan.judge_class, "estimate"):

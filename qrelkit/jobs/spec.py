@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from qrelkit.errors import InputFormatError, QrelkitError
 from qrelkit.io import OnDuplicate
+from qrelkit.io.files import OutputPathError, check_writable
 from qrelkit.io.paths import irds_id
 from qrelkit.io.structured import read_yaml, value_problem
 from qrelkit.jobs.grade import GradingSpec
@@ -60,6 +61,14 @@ class PoolSpec(_Strict):
         return self
 
 
+class SampleSpec(_Strict):
+    """Judge `pairs` pairs of the pool spread over every topic (`qrelkit.jobs.pool.sample_pool`): the
+    same seed always gives the same order, and a larger sample holds a smaller one."""
+
+    pairs: int = Field(ge=1, description="How many pairs of the pool to judge.")
+    seed: int = Field(0, ge=0, description="Seed of the sample's order.")
+
+
 class JudgeSpec(_Strict):
     name: str
     options: dict[str, Any] = Field(default_factory=dict)
@@ -99,10 +108,13 @@ class JobSpec(_Strict):
     judge: JudgeSpec
     template: str | None = Field(None, description="A template file or built-in id.")
     grading: GradingSpec | None = None
+    sample: SampleSpec | None = Field(None, description="Judge a stratified sample of the pool (also --sample N --seed S).")
     batch_size: int = Field(64, ge=1)
     flush_seconds: float = Field(2.0, gt=0, description="Write judgments at least this often.")
     allow_import: bool = Field(
-        False, description="Allow `judge.name: module:Class`, which imports and runs that Python module (also --allow-import)."
+        False,
+        description="Allow `judge.name: module:Class`, which imports and runs that Python module: only the command line "
+        "(--allow-import, --set allow_import=true) or the Python caller can; a job file's own `allow_import: true` is ignored.",
     )
     max_consecutive_failures: int = Field(
         20, ge=0, description="Stop when this many judgments in a row fail with the same error (the judge is broken); 0: never."
@@ -111,7 +123,9 @@ class JobSpec(_Strict):
     source: Path | None = Field(None, exclude=True)
 
     def check_paths(self) -> None:
-        """Every file the job names exists (and is a file, or a folder where one is expected)."""
+        """Every file the job names exists (and is a file, or a folder where one is expected), the
+        files it writes can be written, and its grading does not aim at a qrels set it loads: all
+        known before the first call to a judge."""
         c = self.collection
         files = [("collection.topics", c.topics), ("collection.documents", c.documents), ("pool.pairs", self.pool.pairs)]
         files += [(f"collection.qrels.{name}", q) for name, q in c.qrels.items()]
@@ -128,6 +142,18 @@ class JobSpec(_Strict):
             raise JobError(f"{self.source}: database: {self.database} is a directory; name a database file")
         if not self.database.parent.is_dir():
             raise JobError(f"{self.source}: database: the folder {self.database.parent} does not exist")
+        try:
+            check_writable(self.database)
+        except OutputPathError as exc:
+            raise JobError(f"{self.source}: database: {exc}") from None
+        requests = self.database.with_name(self.database.name + ".batches")  # jobs.batch.batch_folder
+        if self.judge.options.get("mode") == "batch" and requests.exists() and not requests.is_dir():
+            raise JobError(f"{self.source}: database: batch mode writes its request files into {requests}, which is a file, not a folder")
+        if self.grading is not None and self.grading.name in c.qrels:
+            raise JobError(
+                f"{self.source}: grading.name: {self.grading.name!r} is the qrels set the job loads from {c.qrels[self.grading.name]}; "
+                "grading into it would overwrite those qrels: choose another grading.name"
+            )
 
     def resolve_paths(self, base: Path) -> JobSpec:
         def fix(path: Path | None) -> Path | None:
@@ -181,21 +207,50 @@ def apply_sets(data: dict[str, Any], sets: list[str], path: Path) -> None:
         problem = value_problem(value)
         if problem:
             raise JobError(f"--set {key.strip()}: {problem}")
-        parts = key.strip().split(".")
-        node = data
-        for depth, part in enumerate(parts[:-1]):
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise JobError(f"--set {item!r}: {'.'.join(parts[: depth + 1])} in {path} is not a mapping")
-            node = child
-        node[parts[-1]] = value
+        set_dotted(data, key.strip(), value, path, f"--set {item!r}")
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any, path: Path, where: str) -> None:
+    """Set ``a.b.c`` in the job's data (a `--set`, a sweep's cell), making the mappings on the way."""
+    parts = key.split(".")
+    node = data
+    for depth, part in enumerate(parts[:-1]):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise JobError(f"{where}: {'.'.join(parts[: depth + 1])} in {path} is not a mapping")
+        node = child
+    node[parts[-1]] = value
+
+
+def with_data_root(environ: Mapping[str, str]) -> Mapping[str, str]:
+    """The environment a job's ``${VAR}`` read, with QRELKIT_DATA defaulting to the data folder
+    `qrelkit data fetch` writes to (so `${QRELKIT_DATA}/trec-dl-2019/...` needs no setting)."""
+    if environ.get("QRELKIT_DATA"):
+        return environ
+    from qrelkit.io.bundles import data_root
+
+    return {**environ, "QRELKIT_DATA": str(data_root(environ))}
 
 
 def load_job(
-    path: str | Path, overrides: dict[str, Any] | None = None, *, sets: list[str] | None = None, environ: Mapping[str, str] | None = None
+    path: str | Path,
+    overrides: dict[str, Any] | None = None,
+    *,
+    sets: list[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    allow_import: bool = False,
+    cell: Mapping[str, Any] | None = None,
 ) -> JobSpec:
     """Read, expand (``${VAR}``), override (``--set``), validate and resolve a job file; every
-    problem is one line naming the job file and the key."""
+    problem is one line naming the job file and the key.
+
+    ``allow_import``: a `module:Class` judge may be imported (`--allow-import`). A job file cannot
+    allow that by itself: job files are shared like databases, and importing a module runs its
+    code, so the file's own `allow_import` is dropped; only the caller (this argument, an override,
+    a `--set`) can allow it.
+
+    A job with a `sweep:` is several jobs (`qrelkit.jobs.sweep`): ``cell`` gives one cell's values
+    (dotted key -> value, applied after `--set`); without it such a job is refused, never run as one."""
     path = Path(path)
     if not path.exists():
         raise JobError(f"job file {path} not found")
@@ -207,9 +262,20 @@ def load_job(
         raise JobError(str(exc)) from None
     if not isinstance(data, dict):
         raise JobError(f"{path}: expected a mapping (database, collection, pool, judge, template, grading)")
+    data.pop("allow_import", None)  # the file's own say does not count (see above)
+    sweep = data.pop("sweep", None)
+    if sweep is not None and cell is None:
+        raise JobError(
+            f"{path}: sweep: this job is a sweep, one judge run per cell; run it with `qrelkit judge {path}` "
+            "(or qrelkit.jobs.sweep.sweep_jobs), which runs every cell"
+        )
     apply_sets(data, sets or [], path)  # first, so that a --set value may use ${VAR} as well
-    data = expand_variables(data, "", path, os.environ if environ is None else environ)
+    for key, value in (cell or {}).items():
+        set_dotted(data, key, value, path, f"{path}: sweep: {key}")
+    data = expand_variables(data, "", path, with_data_root(os.environ if environ is None else environ))
     data.update(overrides or {})
+    if allow_import:
+        data["allow_import"] = True
     try:
         spec = JobSpec.model_validate(data)
     except ValidationError as exc:

@@ -50,7 +50,7 @@ class PendingStream:
         columns = {name: block.column(name).to_pylist() for name in block.column_names}
         window = Window([])
         topics, in_flight = self.topics, self.in_flight
-        for qid, docid, attempts, has_document, text, image, root, fields, content_hash in zip(
+        for qid, docid, attempts, has_document, text, image, root, fields, content_hash, image_sha256 in zip(
             columns["qid"],
             columns["docid"],
             columns["earlier_attempts"],
@@ -60,6 +60,7 @@ class PendingStream:
             columns["image_root"],
             columns["fields"],
             columns["content_hash"],
+            columns["image_sha256"],
         ):
             in_flight[(qid, docid)] = (content_hash, attempts or 0)
             topic = topics.get(qid)
@@ -69,5 +70,7 @@ class PendingStream:
                 continue
             # Most documents carry no extra fields: "{}" needs no JSON parser.
             extra = {} if fields is None or fields == "{}" else json.loads(fields)
-            window.pairs.append(Pair(topic, Document(docid, text, image, root, extra)))
+            # the image's bytes as loaded ("" when they could not be read then): what must be read to judge it
+            sha = (image_sha256 or "") if image is not None else None
+            window.pairs.append(Pair(topic, Document(docid, text, image, root, extra, sha)))
         return window

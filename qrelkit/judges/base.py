@@ -56,6 +56,7 @@ class Judgment:
     attempts: int = 1  # tries this call made (HTTP retries count); the runner adds earlier calls'
     model_id: str | None = None
     system_fingerprint: str | None = None
+    notes: str | None = None  # what the judge or driver noticed about the answer (stored with the judgment's own notes)
 
     def __post_init__(self) -> None:
         # A failure never carries a score, so it can never be mistaken for a 0.

@@ -24,10 +24,10 @@ from qrelkit.prompts import ImagePart, RenderedPrompt, TextPart
 SENT_AS_IS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 
 
-def image_data_url(path: str | Path, root: str | Path | None = None) -> str:
+def image_data_url(path: str | Path, root: str | Path | None = None, expected_sha256: str | None = None) -> str:
     """The image as a base64 data URL whose MIME type comes from its content, not its name.
     The file is decoded once to check it (a corrupt image is an ImageError here, not a 400 later)."""
-    image = read_image_file(path, root)
+    image = read_image_file(path, root, expected_sha256)
     return data_url(image)
 
 
@@ -62,7 +62,7 @@ def build_messages(
             content.append({"type": "text", "text": part.text})
         elif isinstance(part, ImagePart):
             # hostile-input: a URL is forwarded only when judges.http allows it (never file:, link-local, ...)
-            url = checked_image_url(part.url, url_hosts) if image_urls and part.url else image_data_url(part.path, image_root)
+            url = checked_image_url(part.url, url_hosts) if image_urls and part.url else image_data_url(part.path, image_root, part.sha256)
             content.append({"type": "image_url", "image_url": {"url": url, "detail": detail}})
     return messages + [{"role": "user", "content": content}]
 

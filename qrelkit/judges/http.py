@@ -10,13 +10,13 @@
 * `RateLimiter` — requests-per-minute and tokens-per-minute token buckets (async).
 * `redact` — removes secrets from any text that may be stored or logged.
 * `checked_image_url` — which image URLs may be forwarded to an endpoint (never `file:`, never
-  loopback, link-local or private addresses unless the job lists the host).
+  credentials, never loopback, link-local, private or other non-public addresses, by the address
+  written or the addresses a name resolves to, unless the job lists the host).
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import math
 import random
@@ -30,6 +30,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from qrelkit.errors import PairInputError
+from qrelkit.io.urls import local_host_reason
 
 RETRYABLE_STATUS = {408, 409, 429}  # plus every 5xx
 FATAL_STATUS = {401: "the API key was rejected", 403: "the API key lacks permission", 404: "no such model or endpoint"}
@@ -223,39 +224,6 @@ class ImageURLRefused(PairInputError):
     """A document's image URL that the job does not allow to be forwarded."""
 
 
-def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        return None
-
-
-def _local_reason(host: str) -> str | None:
-    """Why a host is not a public one, or None."""
-    address = _address(host)
-    mapped = getattr(address, "ipv4_mapped", None)
-    if mapped is not None:  # ::ffff:a.b.c.d is the IPv4 address a.b.c.d
-        return _local_reason(str(mapped))
-    if address is not None:
-        for test, what in (
-            ("is_loopback", "a loopback address"),
-            ("is_link_local", "a link-local address"),
-            ("is_private", "a private address"),
-            ("is_unspecified", "an unspecified address"),
-            ("is_multicast", "a multicast address"),
-            ("is_reserved", "a reserved address"),
-        ):
-            if getattr(address, test):
-                return what
-        return None
-    if host == "localhost" or host.endswith((".localhost", ".local", ".internal")):
-        return "a local name"
-    last = host.rstrip(".").rsplit(".", 1)[-1]
-    if not any(c.isalpha() for c in last):
-        return "a numeric host (an address in another spelling)"
-    return None
-
-
 def checked_image_url(url: str, allowed_hosts: Collection[str] = ()) -> str:
     """``url`` when it may be forwarded; ImageURLRefused saying why not."""
     try:
@@ -269,11 +237,14 @@ def checked_image_url(url: str, allowed_hosts: Collection[str] = ()) -> str:
         raise ImageURLRefused(f"image URL {url!r}: only https:// URLs are forwarded (not {scheme or 'a relative'}: URLs)")
     if not host:
         raise ImageURLRefused(f"image URL {url!r} names no host")
+    if parts.username is not None or parts.password is not None:
+        shown = url.replace(parts.netloc, parts.netloc.rpartition("@")[2])  # the credentials are not repeated
+        raise ImageURLRefused(f"image URL {shown!r} carries credentials (user:password@); they are never forwarded")
     if host.rstrip(".") in allowed:
         return url
     if scheme == "http":
         raise ImageURLRefused(f"image URL {url!r}: http:// only to hosts listed in the judge's `image_url_hosts`")
-    reason = _local_reason(host)
+    reason = local_host_reason(host)
     if reason:
         raise ImageURLRefused(f"image URL {url!r} names {reason}; list {host!r} in `image_url_hosts` to allow it")
     return url

@@ -216,8 +216,38 @@ class Reply:
         return [(token, {**alternatives, token: logprob}) for token, logprob, alternatives in self.logprobs]
 
 
-def read_reply(body: str) -> Reply:
-    """A Chat Completions response body; MalformedResponse when it is not one."""
+def _content_text(content: Any) -> str | None:
+    """The answer's text: a string, or the text parts of a list of content parts joined (some
+    servers answer so); any other content kept as its JSON, so a paid answer is never lost."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [str(part["text"]) for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)]
+        if texts:
+            return "".join(texts)
+    return json.dumps(content, ensure_ascii=False)
+
+
+def _positions(logprobs: Any) -> list[tuple[str, float, dict[str, float]]] | None:
+    """Per generated token (token, logprob, {alternative: logprob}); None when the field is absent
+    or not the documented shape (a malformed field never fails an answer)."""
+    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
+        return None
+    positions = []
+    try:
+        for item in logprobs["content"]:
+            if isinstance(item, dict) and isinstance(item.get("token"), str):
+                alternatives = item.get("top_logprobs") or []
+                top = {alt["token"]: float(alt["logprob"]) for alt in alternatives if isinstance(alt, dict) and "token" in alt}
+                positions.append((item["token"], float(item.get("logprob", -math.inf)), top))
+    except (TypeError, ValueError, KeyError):
+        return None
+    return positions
+
+
+def read_reply(body: str, *, logprobs: bool = True) -> Reply:
+    """A Chat Completions response body; MalformedResponse when it is not one. ``logprobs``: read the
+    token log-probabilities (only when they were asked for)."""
     try:
         data = json.loads(body)
     except ValueError:
@@ -228,18 +258,11 @@ def read_reply(body: str) -> Reply:
     message = choices[0].get("message")
     if not isinstance(message, dict):
         raise MalformedResponse("the first choice has no message", body)
-    text = message.get("content") if isinstance(message.get("content"), str) else None
+    text = _content_text(message.get("content"))
     if text is None and isinstance(message.get("refusal"), str):
         text = message["refusal"]  # kept as the raw output; it will not parse
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    logprobs = choices[0].get("logprobs")
-    positions: list[tuple[str, float, dict[str, float]]] | None = None
-    if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
-        positions = []
-        for item in logprobs["content"]:
-            if isinstance(item, dict) and isinstance(item.get("token"), str):
-                top = {alt["token"]: float(alt["logprob"]) for alt in item.get("top_logprobs") or [] if "token" in alt}
-                positions.append((item["token"], float(item.get("logprob", -math.inf)), top))
+    positions = _positions(choices[0].get("logprobs")) if logprobs else None
     return Reply(
         text,
         choices[0].get("finish_reason"),
@@ -411,7 +434,7 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
         raw body is kept (as the raw output of a model error), so the pair is never sent again
         because of a problem after its answer came back."""
         try:
-            return self._judgment(pair, read_reply(body), attempts, latency_ms)
+            return self._judgment(pair, read_reply(body, logprobs=self.config.logprobs), attempts, latency_ms)
         except Exception as exc:  # noqa: BLE001 - a malformed body, or a bug reading an odd one
             what = (
                 f"malformed response: {exc}"
@@ -519,7 +542,7 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
             return None
         if line.status_code == 200:
             try:
-                reply = read_reply(line.body or "")
+                reply = read_reply(line.body or "", logprobs=self.config.logprobs)
             except MalformedResponse as exc:
                 body = (line.body or "")[:2000] or None
                 error = f"malformed response: {exc}"

@@ -25,20 +25,25 @@ def judge_names() -> list[str]:
 
 def judge_class(name: str, *, allow_import: bool = False) -> type[Any]:
     """A registered judge by name, or, with ``allow_import``, any judge class by
-    `package.module:ClassName`. Importing a module runs its code, so a job file may name one only
-    when the job (`allow_import: true`) or the command (`--allow-import`) says so; without that,
-    nothing is imported."""
+    `package.module:ClassName`. Importing a module runs its code, so a job may name one only when
+    the command (`--allow-import`) or the Python caller says so (a job file alone cannot); without
+    that, nothing is imported."""
     if ":" in name:
         if not allow_import:
             raise JudgeError(
                 f"judge {name!r} would import and run the Python module {name.partition(':')[0]!r}; "
-                "allow it with `allow_import: true` in the job or --allow-import (registered judges need neither)"
+                "allow it with --allow-import (a job file cannot allow it by itself; registered judges need neither)"
             )
         module_name, _, class_name = name.partition(":")
         try:
-            return getattr(importlib.import_module(module_name), class_name)
+            found = getattr(importlib.import_module(module_name), class_name)
         except (ImportError, AttributeError) as exc:
             raise JudgeError(f"judge {name!r} cannot be loaded: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - the module's own code failed as it was imported
+            raise JudgeError(f"judge {name!r}: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
+        if not isinstance(found, type) or not hasattr(found, "Config"):
+            raise JudgeError(f"judge {name!r}: {class_name!r} in {module_name!r} is not a judge class (a class with `Config`, `judge`)")
+        return found
     eps = _entry_points()
     if name not in eps:
         raise JudgeError(f"unknown judge {name!r}; available: {', '.join(sorted(eps)) or 'none'}")

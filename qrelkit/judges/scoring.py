@@ -149,7 +149,7 @@ def judgment_from_answer(
     grade tokens' log-probabilities read from full logits); None when the backend gave no token
     probabilities. ``common`` carries raw output, tokens, latency, model id and the like."""
     parsed = parse_score(text, template)
-    expected = expected_grade(candidates, template.grade_token_list)
+    expected = expected_grade(candidates, template.grade_token_list) if candidates else None
     parsed_score = parsed.score if parsed.ok else None
     if mode == "expected":
         if candidates is None:

@@ -83,7 +83,7 @@ def expected_request(
     messages, paths = hf_messages(template.render(pair.topic, pair.document), typed=typed)
     request: dict[str, Any] = {"prompt": apply_chat_template(messages) + answer_prefix}
     if paths:
-        images = [load_image(path, pair.document.image_root) for path in paths]
+        images = [load_image(path, pair.document.image_root, pair.document.image_sha256) for path in paths]
         request["multi_modal_data"] = {"image": images[0] if len(images) == 1 else images}
     return request
 

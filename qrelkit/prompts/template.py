@@ -9,6 +9,8 @@ canonical content, so any change makes a new judge run.
 from __future__ import annotations
 
 import json
+import math
+import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,8 @@ TOPIC_PLACEHOLDERS = {"query", "qid"}  # always present in a topic record
 DOCUMENT_PLACEHOLDERS = {"document", "docid"}
 SCORE_PLACEHOLDERS = {"min_score", "max_score"}
 DEFAULT_PATTERN = r"Relevance[\s:=]*(?P<score>[+-]?\d+(?:\.\d+)?)"
+MAX_DEFAULT_GRADES = 101  # the integers of a score range taken as grade tokens when none are listed (0-100)
+GRADE_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 
 
 class TemplateError(QrelkitError):
@@ -117,9 +121,32 @@ class PromptTemplate(BaseModel):
                         f"{part}: unknown placeholder {{{name}}}; allowed here: " + ", ".join("{" + n + "}" for n in sorted(names)) + hint
                     )
         low, high = self.score_range
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise ValueError(f"score_range: [{low:g}, {high:g}] must be finite numbers")
         if low >= high:
             raise ValueError(f"score_range: low {low} must be below high {high}")
+        if self.grade_tokens is None and math.floor(high) - math.ceil(low) + 1 > MAX_DEFAULT_GRADES:
+            # each integer of the range is a grade token by default: a range this wide would make
+            # every answer's expected grade a list of billions (each paid answer then lost)
+            raise ValueError(
+                f"score_range: [{low:g}, {high:g}] holds more than {MAX_DEFAULT_GRADES} integer grades; "
+                "narrow it, or list the grades' tokens under `grade_tokens`"
+            )
         return self
+
+    @field_validator("grade_tokens")
+    @classmethod
+    def _grades_are_numbers(cls, tokens: list[str] | None) -> list[str] | None:
+        """Each grade token is the grade it stands for, written as a number (what Σ g·p(g) sums)."""
+        if tokens is None:
+            return None
+        if not tokens:
+            raise ValueError("must list at least one token")
+        for token in tokens:
+            text = token.strip()
+            if not GRADE_NUMBER.fullmatch(text) or not math.isfinite(float(text)):
+                raise ValueError(f"{token!r} is not a number; each grade token is the grade it stands for (e.g. '0', '1', '2')")
+        return tokens
 
     # -- identity ----------------------------------------------------------------------------
 
@@ -170,7 +197,7 @@ class PromptTemplate(BaseModel):
         if self.modality == "text":
             parts.append(TextPart(self.document.format_map({"document": document.text, "docid": document.docid}).strip()))
         else:
-            parts.append(ImagePart(str(document.image_path), document.fields.get("url")))
+            parts.append(ImagePart(str(document.image_path), document.fields.get("url"), document.image_sha256))
         parts.append(TextPart(self.output_instruction.format_map(values).strip()))
         system = self.system.format_map(values).strip() if self.system else None
         return RenderedPrompt(system=system, parts=_merge_text(parts))
@@ -189,6 +216,7 @@ class TextPart:
 class ImagePart:
     path: str
     url: str | None = None
+    sha256: str | None = None  # the bytes loaded for the document (`Document.image_sha256`): what must be read
 
 
 Part = TextPart | ImagePart

@@ -22,7 +22,18 @@ import numpy as np
 from qrelkit.evaluate.audit import Audit
 from qrelkit.evaluate.labels import map_grades
 from qrelkit.report.plots.audit import figure_svg, plot_confusion, plot_relative_delta, plot_score_cdf, plot_system_scatter
-from qrelkit.report.tables import BIAS_HEADER, SYSTEM_HEADER, bias_rows, ci, fmt, label_rows, system_rows
+from qrelkit.report.tables import (
+    BIAS_HEADER,
+    SYSTEM_HEADER,
+    bias_rows,
+    ci,
+    describe_qrels,
+    describe_sample,
+    fmt,
+    grading_rule,
+    label_rows,
+    system_rows,
+)
 
 
 class FailureRow(Protocol):
@@ -183,19 +194,28 @@ def summary_box(result: Audit, judge: JudgeSummary | None) -> str:
         ok = judge.statuses.get("ok", 0)
         share = f" ({ok / judge.judgments:.1%})" if judge.judgments else ""
         coverage += f" · judge {_esc(judge.judge)}: {ok:,} of {judge.judgments:,} judgments ok{share}"
-    intervals = "No intervals (--bootstrap 0)."
-    if result.resamples:
-        intervals = f"95% percentile bootstrap over queries, {result.resamples} resamples, seed {result.seed}."
+    described = result.interval_description()
+    intervals = described[:1].upper() + described[1:] + "." + "".join(f" * {note}." for note in result.interval_notes())
     if not result.bias:
         intervals += " Relative Δ: no groups given (--group or --groups)."
     warnings = "".join(f"<li>{_esc(w)}</li>" for w in result.warnings)
     return (
         "<section class=summary id=summary><div class=stats>"
         + "".join(stats)
-        + f"</div>{bias}<div class=note>{coverage}. {_esc(intervals)}</div>"
+        + f"</div>{bias}{_qrels_note(result)}<div class=note>{coverage}. {_esc(intervals)}</div>"
         + (f'<ul class=warnings data-summary="warnings">{warnings}</ul>' if warnings else "")
         + "</section>"
     )
+
+
+def _qrels_note(result: Audit) -> str:
+    """Which qrels the numbers answer for: each side's set, judge run, grading and sample."""
+    sides = [
+        f'{label}: <span data-summary="{side}-qrels">{_esc(describe_qrels(result.sources[side]))}</span>'
+        for side, label in (("model", "Model qrels"), ("reference", "Reference qrels"))
+        if side in result.sources
+    ]
+    return f"<div class=note>{'. '.join(sides)}.</div>" if sides else ""
 
 
 def _systems_section(result: Audit, figure: Figures) -> str:
@@ -331,20 +351,41 @@ def _number(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def grading_section(grading: dict[str, Any], per_row: int = 4) -> str:
-    """The grading record: its settings as one key-value table, per-topic cut points as a compact grid."""
-    scalars = [[k, ", ".join(map(str, v)) if isinstance(v, list) else v] for k, v in grading.items() if not isinstance(v, dict)]
-    parts = ["<h2>Grading</h2>", _html_table(None, scalars, css="compact")]
-    for key, table in grading.items():
-        if not isinstance(table, dict):
-            continue
-        cells = [(k, ", ".join(map(_number, v)) if isinstance(v, list) else v) for k, v in table.items()]
-        header = "".join("<th>qid</th><th>" + _esc(key) + "</th>" for _ in range(min(per_row, len(cells))))
-        rows = [
-            "<tr>" + "".join(f"<td>{_esc(q)}</td><td class=n>{_esc(v)}</td>" for q, v in cells[i : i + per_row]) + "</tr>"
-            for i in range(0, len(cells), per_row)
-        ]
-        parts.append(f"<h3>{_esc(key)} ({len(cells)})</h3>")
+def _setting(value: Any) -> str:
+    """A grading record's value as text: lists and mappings spelled out, never as Python literals."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_number(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(map(_number, value))
+    return _number(value)
+
+
+GRADING_SETTINGS = ("method", "quantiles", "per_topic", "ties", "labels", "map", "score", "n_scores", "topics", "judge_run_id")
+
+
+def grading_section(grading: dict[str, Any], per_row: int = 3) -> str:
+    """The grading record: a sentence, its settings as a small table, and per scope (topic, or `*` for
+    all scores) the cut points and the lowest score that received each grade, as a compact grid."""
+    sample = f" The judge run covers a {describe_sample(grading['sample'])}." if grading.get("sample") else ""
+    sentence = f"Graded {grading.get('n_scores', '?')} scores by {grading_rule(grading)}.{sample}"
+    settings = [[key, _setting(grading[key])] for key in GRADING_SETTINGS if grading.get(key) is not None]
+    parts = ["<h2>Grading</h2>", f"<p>{_esc(sentence)}</p>", _html_table(None, settings, css="compact")]
+    if grading.get("warnings"):
+        parts.append("<ul class=warnings>" + "".join(f"<li>{_esc(w)}</li>" for w in grading["warnings"]) + "</ul>")
+    thresholds = grading.get("thresholds") or {}
+    lowest = grading.get("lowest_score_per_grade") or {}
+    scopes = list(dict.fromkeys([*thresholds, *lowest]))
+    if scopes:
+        cut_label = f"cut points (q {_setting(grading['quantiles'])})" if grading.get("quantiles") else "cut points"
+        columns = ["topic", cut_label] + (["lowest score per grade"] if lowest else [])
+        header = "".join("".join(f"<th>{_esc(c)}</th>" for c in columns) for _ in range(min(per_row, len(scopes))))
+        cells = []
+        for scope in scopes:
+            shown = "all scores" if scope == "*" else scope  # the global scope's key in the record
+            row = f"<td>{_esc(shown)}</td><td class=n>{_esc(_setting(thresholds.get(scope, [])))}</td>"
+            cells.append(row + (f"<td class=n>{_esc(_setting(lowest.get(scope, {})))}</td>" if lowest else ""))
+        rows = ["<tr>" + "".join(cells[i : i + per_row]) + "</tr>" for i in range(0, len(cells), per_row)]
+        parts.append(f"<h3>Per topic ({len(scopes)})</h3>" if grading.get("per_topic") else "<h3>Over all scores</h3>")
         parts.append(f"<table class=compact><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
     return "\n".join(parts)
 

@@ -9,7 +9,7 @@ transaction that marks it collected.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,7 +95,12 @@ def record_submission(
         )
         con.register("incoming_batch_pairs", rows)
         try:
-            con.execute("INSERT INTO batch_pairs (submission_id, judge_run_id, qid, docid) SELECT * FROM incoming_batch_pairs")
+            # the input hashes of what the file sends (its images were checked against them as they were read)
+            con.execute(
+                "INSERT INTO batch_pairs (submission_id, judge_run_id, qid, docid, topic_hash, content_hash) "
+                "SELECT i.submission_id, i.judge_run_id, i.qid, i.docid, t.content_hash, d.content_hash FROM incoming_batch_pairs i "
+                "LEFT JOIN topics t ON t.qid = i.qid LEFT JOIN documents d ON d.docid = i.docid"
+            )
         finally:
             con.unregister("incoming_batch_pairs")
 
@@ -164,9 +169,12 @@ def submission_for(store: Store, ref: str) -> Submission:
     return _submission(rows[0])
 
 
-def submission_pairs(store: Store, submission_id: str) -> list[tuple[str, str]]:
-    rows = store.con.execute("SELECT qid, docid FROM batch_pairs WHERE submission_id = ? ORDER BY qid, docid", [submission_id]).fetchall()
-    return [(q, d) for q, d in rows]
+def submission_pairs(store: Store, submission_id: str) -> dict[tuple[str, str], tuple[str | None, str | None]]:
+    """(qid, docid) -> (topic hash, content hash) of what was sent, for each pair of a submission."""
+    rows = store.con.execute(
+        "SELECT qid, docid, topic_hash, content_hash FROM batch_pairs WHERE submission_id = ? ORDER BY qid, docid", [submission_id]
+    ).fetchall()
+    return {(q, d): (topic, content) for q, d, topic, content in rows}
 
 
 def open_batch_pairs(store: Store, judge_run_id: str) -> set[tuple[str, str]]:
@@ -210,10 +218,16 @@ def batch_history(store: Store, judge_run_id: str, submission_id: str | None = N
 
 
 def collect_submission(
-    store: Store, submission_id: str, judge_run_id: str, judgments: list[Any], resubmit: Iterable[tuple[str, str]]
+    store: Store,
+    submission_id: str,
+    judge_run_id: str,
+    judgments: list[Any],
+    resubmit: Iterable[tuple[str, str]],
+    sent: Mapping[tuple[str, str], tuple[str | None, str | None]] | None = None,
 ) -> None:
     """A finished batch's judgments and the pairs it sends back to pending, and the submission marked
-    collected: one transaction, so a crash stores all of it or none (and the batch is read again)."""
+    collected: one transaction, so a crash stores all of it or none (and the batch is read again).
+    ``sent``: the input hashes each pair was sent with (`submission_pairs`), which its judgment records."""
     again = list(resubmit)
     outcomes = pa.table(
         {
@@ -223,7 +237,7 @@ def collect_submission(
         }
     )
     with store.transaction() as con:
-        insert_judgments(con, judge_run_id, judgments)
+        insert_judgments(con, judge_run_id, judgments, sent)
         con.register("batch_outcomes", outcomes)
         try:
             con.execute(

@@ -122,6 +122,9 @@ def judgment_row(judgment: Any) -> dict[str, Any]:
     if status == "ok" and getattr(judgment, "score", None) is not None and row["score"] is None:
         row["status"] = "model_error"  # an ok judgment whose score could not be kept is not ok
         row["error"] = row["error"] or "the judge's score could not be stored (see notes)"
+    given = getattr(judgment, "notes", None)
+    if isinstance(given, str) and given:
+        notes.insert(0, given)
     row["notes"] = "; ".join(notes) or None
     return row
 

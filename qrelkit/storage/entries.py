@@ -63,8 +63,13 @@ def bounded_memory(con: duckdb.DuckDBPyConnection, limit: str | None = LOAD_MEMO
     try:
         yield
     finally:
-        con.execute(f"SET memory_limit = '{before[0]}'")
-        con.execute(f"SET preserve_insertion_order = {'true' if before[1] else 'false'}")
+        try:
+            con.execute(f"SET memory_limit = '{before[0]}'")
+            con.execute(f"SET preserve_insertion_order = {'true' if before[1] else 'false'}")
+        except duckdb.TransactionException:
+            # the load failed and aborted its transaction (a full disk): the settings cannot be reset
+            # inside it, and the load's own error, not this one, is what the user must see
+            pass
 
 
 def next_id(con: duckdb.DuckDBPyConnection, table: str, column: str) -> int:

@@ -36,6 +36,7 @@ JUDGMENT_COLUMNS = [
     "system_fingerprint",
     "content_hash",
     "notes",
+    "topic_hash",
 ]
 _TYPES = {
     "score": pa.float64(),
@@ -58,17 +59,59 @@ class JudgeRunInfo:
     template_hash: str | None
     template: dict[str, Any] | None
     model_id: str | None
+    sample: dict[str, Any] | None = None  # the job ran on a sample of its pool (pairs, seed, topics, pool); None: the whole pool
+    name: str | None = None  # imported runs are named by the user
+    qrels_set: str | None = None  # the qrels set its job grades into (the job's grading.name)
+    matched_by: str = "id"  # how a reference found it: "id", "id prefix" or "name"
+
+
+_INFO_COLUMNS = "judge_run_id, judge, config, template_id, template_hash, template, model_id, sample, name, qrels_set"
+
+
+def _info(row: tuple[Any, ...], matched_by: str = "id") -> JudgeRunInfo:
+    rid, judge, config, template_id, template_hash, template, model_id, sample, name, qrels_set = row
+    return JudgeRunInfo(
+        rid,
+        judge,
+        json.loads(config),
+        template_id,
+        template_hash,
+        json.loads(template) if template else None,
+        model_id,
+        json.loads(sample) if sample else None,
+        name,
+        qrels_set,
+        matched_by,
+    )
+
+
+def merged_sample(earlier: dict[str, Any] | None, now: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a judge run covers after a job ran with ``now`` (None: its whole pool): a smaller sample
+    of the same seed and pool after a larger one leaves the larger one (it holds the smaller)."""
+    if now is None or earlier is None:
+        return now
+    same_order = all(earlier.get(key) == now.get(key) for key in ("seed", "pool_pairs"))
+    return earlier if same_order and earlier.get("pairs", 0) >= now.get("pairs", 0) else now
 
 
 def ensure_judge_run(store: Store, info: JudgeRunInfo) -> bool:
-    """Record the judge run if new; True when it was created."""
-    exists = store.con.execute("SELECT 1 FROM judge_runs WHERE judge_run_id = ?", [info.judge_run_id]).fetchone()
+    """Record the judge run if new, and what the job now running covers of its pool
+    (``info.sample``); True when it was created."""
+    exists = store.con.execute("SELECT sample FROM judge_runs WHERE judge_run_id = ?", [info.judge_run_id]).fetchone()
     if exists:
+        earlier = json.loads(exists[0]) if exists[0] else None
+        sample = merged_sample(earlier, info.sample)
+        if sample != earlier:
+            with store.transaction() as con:
+                con.execute(
+                    "UPDATE judge_runs SET sample = ? WHERE judge_run_id = ?",
+                    [json.dumps(sample, sort_keys=True) if sample else None, info.judge_run_id],
+                )
         return False
     with store.transaction() as con:
         con.execute(
-            "INSERT INTO judge_runs (judge_run_id, judge, config, template_id, template_hash, template, model_id) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO judge_runs (judge_run_id, judge, config, template_id, template_hash, template, model_id, sample) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 info.judge_run_id,
                 info.judge,
@@ -77,27 +120,42 @@ def ensure_judge_run(store: Store, info: JudgeRunInfo) -> bool:
                 info.template_hash,
                 json.dumps(info.template) if info.template else None,
                 info.model_id,
+                json.dumps(info.sample, sort_keys=True) if info.sample else None,
             ],
         )
     return True
 
 
 def judge_run(store: Store, judge_run_id: str) -> JudgeRunInfo:
-    """A judge run by its name, its id, or a unique prefix of its id (taken literally, never as a pattern)."""
-    columns = "judge_run_id, judge, config, template_id, template_hash, template, model_id"
+    """A judge run by its name, its id, or a unique prefix of its id (taken literally, never as a
+    pattern). A reference that is one run's name and another's id (prefix) is refused, never guessed;
+    ``matched_by`` says how it matched, so that a caller can say when it was by name."""
     ref = judge_run_id.strip()
-    rows = store.con.execute(f"SELECT {columns} FROM judge_runs WHERE name = ?", [ref]).fetchall() if ref else []
-    if not rows and ref:
-        rows = store.con.execute(f"SELECT {columns} FROM judge_runs WHERE starts_with(judge_run_id, ?)", [ref]).fetchall()
-    if len(rows) != 1:
-        known = [
-            r[0] + (f" ({r[1]})" if r[1] else "")
-            for r in store.con.execute("SELECT judge_run_id, name FROM judge_runs ORDER BY created_at").fetchall()
-        ]
-        what = "no" if not rows else "more than one"
-        raise StoreError(f"{what} judge run matches {judge_run_id!r} in {store.path} (judge runs: {', '.join(known) or 'none'})")
-    rid, judge, config, template_id, template_hash, template, model_id = rows[0]
-    return JudgeRunInfo(rid, judge, json.loads(config), template_id, template_hash, json.loads(template) if template else None, model_id)
+    found: dict[str, tuple[tuple[Any, ...], str]] = {}
+    if ref:
+        for row in store.con.execute(f"SELECT {_INFO_COLUMNS} FROM judge_runs WHERE starts_with(judge_run_id, ?)", [ref]).fetchall():
+            found[row[0]] = (row, "id" if row[0] == ref else "id prefix")
+        for row in store.con.execute(f"SELECT {_INFO_COLUMNS} FROM judge_runs WHERE name = ?", [ref]).fetchall():
+            found.setdefault(row[0], (row, "name"))
+    if len(found) == 1:
+        row, how = next(iter(found.values()))
+        return _info(row, how)
+    if found:
+        matches = ", ".join(f"{rid} (by {how})" for rid, (_, how) in sorted(found.items()))
+        raise StoreError(f"{judge_run_id!r} matches more than one judge run in {store.path}: {matches}; give more of the id")
+    known = [
+        r[0] + (f" ({r[1]})" if r[1] else "")
+        for r in store.con.execute("SELECT judge_run_id, name FROM judge_runs ORDER BY created_at").fetchall()
+    ]
+    raise StoreError(f"no judge run matches {judge_run_id!r} in {store.path} (judge runs: {', '.join(known) or 'none'})")
+
+
+def name_collision(store: Store, name: str, *also: str) -> str | None:
+    """The id of a judge run (stored, or among ``also``) that ``name`` equals or begins: a name that
+    `--judge-run NAME` could not tell apart from an id."""
+    ids = [r[0] for r in store.con.execute("SELECT judge_run_id FROM judge_runs WHERE starts_with(judge_run_id, ?)", [name]).fetchall()]
+    ids += [rid for rid in also if rid.startswith(name)]
+    return ids[0] if name and ids else None
 
 
 @dataclass(frozen=True)
@@ -117,6 +175,12 @@ def import_scores(store: Store, scores: Any, *, name: str, replace: bool = False
 
     config = {"file": scores.path, "sha256": scores.sha256, "format": scores.format}
     run_id = sha256_text(json.dumps({"judge": "imported", "name": name, "sha256": scores.sha256}, sort_keys=True))[:16]
+    clash = name_collision(store, name, run_id)
+    if clash is not None:
+        raise StoreError(
+            f"--name {name!r} {'is' if clash == name else 'begins'} the id of judge run {clash}, so `--judge-run {name}` could not "
+            f"tell the two apart; choose a name that does not begin an id (e.g. {name}-scores)"
+        )
     earlier = store.con.execute("SELECT judge_run_id FROM judge_runs WHERE name = ?", [name]).fetchall()
     if any(r[0] == run_id for r in earlier):
         return ImportResult(run_id, name, 0, "unchanged")
@@ -178,6 +242,12 @@ class JudgmentWriteError(FatalJobError):
         self.statuses = statuses  # of the judgments that were stored
 
 
+# What a judgment judged: the input hashes of its topic and document. A row that does not carry
+# them takes those loaded now (a job holds the database while it judges, and the image bytes it
+# sent were checked against the loaded hash as they were read: `qrelkit.io.images`).
+_INPUT_HASHES = {"content_hash": "coalesce(i.content_hash, d.content_hash)", "topic_hash": "coalesce(i.topic_hash, t.content_hash)"}
+
+
 def _rows_table(judge_run_id: str, rows: list[dict[str, Any]]) -> pa.Table:
     columns = {"judge_run_id": pa.array([judge_run_id] * len(rows), pa.string())}
     for name in JUDGMENT_COLUMNS[1:]:
@@ -190,10 +260,20 @@ def _insert_table_in(con: Any, table: pa.Table, *, replace: bool = True) -> None
     con.register("incoming_judgments", table)
     try:
         cols = ", ".join(JUDGMENT_COLUMNS)
+        filled = dict(_INPUT_HASHES)
+        documents = "LEFT JOIN documents d ON d.docid = i.docid "
+        if table.column("content_hash").null_count == 0:
+            # every row says what it judged (a job's writer): no join with a collection of millions
+            # of documents at each flush (topics are few)
+            filled.pop("content_hash")
+            documents = ""
+        values = ", ".join(filled.get(c, f"i.{c}") for c in JUDGMENT_COLUMNS)
         # A retried pair replaces its earlier (failed) judgment: one row per (run, qid, docid). A
         # plain insert, where no row replaces one, costs a third less (no lookup of each key first).
         verb = "INSERT OR REPLACE" if replace else "INSERT"
-        con.execute(f"{verb} INTO judgments ({cols}) SELECT {cols} FROM incoming_judgments")
+        con.execute(
+            f"{verb} INTO judgments ({cols}) SELECT {values} FROM incoming_judgments i {documents}LEFT JOIN topics t ON t.qid = i.qid"
+        )
     finally:
         con.unregister("incoming_judgments")
 
@@ -227,6 +307,7 @@ def judgment_rows(
     columns = plain_columns(judgments)
     if columns is not None:
         columns["content_hash"] = pa.array(content_hashes, pa.string())
+        columns["topic_hash"] = pa.nulls(len(judgments), pa.string())  # the loaded topic's (`_INPUT_HASHES`)
         table = pa.table({"judge_run_id": pa.array([judge_run_id] * len(judgments), pa.string()), **columns})
         return JudgmentRows(table.select(JUDGMENT_COLUMNS), [], replaces)
     rows: list[tuple[Any, dict[str, Any]]] = []
@@ -258,15 +339,22 @@ def _hashes(judgments: Sequence[Any], content_hashes: Mapping[str, str] | None) 
     return [hashes.get(docid) if isinstance(docid, str) else None for docid in docids]
 
 
-def insert_judgments(con: Any, judge_run_id: str, judgments: list[Any], content_hashes: Mapping[str, str] | None = None) -> None:
+def insert_judgments(
+    con: Any, judge_run_id: str, judgments: list[Any], input_hashes: Mapping[tuple[str, str], tuple[str | None, str | None]] | None = None
+) -> None:
     """The insert of :func:`write_judgments` (fields coerced alike) inside a transaction the caller
-    holds, so that judgments and the caller's own bookkeeping (a collected batch) commit together."""
+    holds, so that judgments and the caller's own bookkeeping (a collected batch) commit together.
+    ``input_hashes``: (qid, docid) -> (topic hash, content hash) of what was sent, where that may
+    not be what is loaded now (a batch sent before a reload)."""
     if not judgments:
         return
-    rows = judgment_rows(judge_run_id, judgments, _hashes(judgments, content_hashes))
-    if rows.broken:
-        raise rows.broken[0][1]
-    _insert_table_in(con, rows.table)
+    hashes = input_hashes or {}
+    rows = []
+    for judgment in judgments:
+        row = judgment_row(judgment)
+        row["topic_hash"], row["content_hash"] = hashes.get((row["qid"], row["docid"]), (None, None))
+        rows.append(row)
+    _insert_rows_in(con, judge_run_id, rows)
 
 
 def _try_insert(store: Store, table: pa.Table, *, replace: bool = True) -> BaseException | None:
@@ -353,24 +441,44 @@ def status_counts(store: Store, judge_run_id: str) -> dict[str, int]:
     )
 
 
-def graded_qrels_name(store: Store, judge_run_id: str) -> str | None:
-    """The newest qrels set graded from this judge run."""
-    row = store.con.execute(
-        "SELECT name FROM qrels_sets WHERE judge_run_id = ? ORDER BY created_at DESC LIMIT 1", [judge_run_id]
-    ).fetchone()
-    return row[0] if row else None
+def graded_sets(store: Store, judge_run_id: str) -> list[str]:
+    """The qrels sets graded from a judge run, oldest first."""
+    rows = store.con.execute(
+        "SELECT name FROM qrels_sets WHERE judge_run_id = ? AND origin = 'graded' ORDER BY created_at, name", [judge_run_id]
+    ).fetchall()
+    return [r[0] for r in rows]
 
 
-def graded_qrels(store: Store, judge_run_id: str):
-    """The newest qrels graded from a judge run (by id or unique prefix), and the full run id."""
-    info = judge_run(store, judge_run_id)
-    name = graded_qrels_name(store, info.judge_run_id)
-    if name is None:
+def audit_qrels_name(store: Store, info: JudgeRunInfo) -> str:
+    """Which qrels set `--judge-run X` means: the set X's job grades into (its `grading.name`, as
+    recorded), else X's only graded set. X with several graded sets, none its job's, is refused with
+    the list: which one to audit is the user's choice, never the newest by accident."""
+    sets = graded_sets(store, info.judge_run_id)
+    if info.qrels_set is not None and info.qrels_set in sets:
+        return info.qrels_set
+    if len(sets) == 1:
+        return sets[0]
+    if not sets:
         raise StoreError(
             f"judge run {info.judge_run_id} has no graded qrels yet; grade it first: "
             f"qrelkit grade --judge-run {info.judge_run_id} --db {store.path}"
         )
-    return store.qrels(name), info.judge_run_id
+    raise StoreError(
+        f"judge run {info.judge_run_id} has {len(sets)} graded qrels sets and none is its job's: {', '.join(sets)}; "
+        "name one with --model-qrels NAME"
+    )
+
+
+def graded_qrels(store: Store, judge_run_id: str):
+    """The qrels a judge run (by name, id or unique prefix) is audited by (`audit_qrels_name`), and the run."""
+    info = judge_run(store, judge_run_id)
+    return store.qrels(audit_qrels_name(store, info)), info
+
+
+def record_job_qrels(store: Store, judge_run_id: str, name: str) -> None:
+    """Remember ``name`` as the set the judge run's job grades into."""
+    with store.transaction() as con:
+        con.execute("UPDATE judge_runs SET qrels_set = ? WHERE judge_run_id = ?", [name, judge_run_id])
 
 
 @dataclass(frozen=True)
@@ -466,3 +574,19 @@ def copy_judgments(store: Store, path: str | Path, fmt: str, judge_run_id: str |
         finally:
             cursor.execute("COMMIT")
     return rows, runs
+
+
+def judging_span_seconds(store: Store, judge_run_id: str) -> float | None:
+    """Seconds from the first judgment of a judge run written to the last (None with fewer than two):
+    its judging time as the database saw it, pauses between resumed runs included."""
+    row = store.con.execute(
+        "SELECT count(*), (epoch_ms(max(judged_at)) - epoch_ms(min(judged_at))) / 1000.0 FROM judgments WHERE judge_run_id = ?",
+        [judge_run_id],
+    ).fetchone()
+    assert row is not None  # an aggregate always answers one row
+    return None if row[0] < 2 or row[1] is None else float(row[1])
+
+
+def judge_run_ids(store: Store) -> list[str]:
+    """Every judge run's id, oldest first."""
+    return [row[0] for row in store.con.execute("SELECT judge_run_id FROM judge_runs ORDER BY created_at").fetchall()]

@@ -162,7 +162,10 @@ class PendingPairs:
     fit the job's memory cap whatever the pool's size; one join of all of them did not). The
     process holds a block, DuckDB a chunk and its spill."""
 
-    COLUMNS = "position, qid, docid, earlier_status, earlier_attempts, has_document, text, image_path, image_root, fields, content_hash"
+    COLUMNS = (
+        "position, qid, docid, earlier_status, earlier_attempts, has_document, text, image_path, image_root, fields, content_hash, "
+        "image_sha256"
+    )
 
     def __init__(self, store: Store, pool: Pool, judge_run_id: str, *, retry_failed: bool = False, limit: int | None = None):
         self.store = store
@@ -185,7 +188,7 @@ class PendingPairs:
         for chunk in range(0, self.count, CHUNK_PAIRS):
             self.store.con.execute(
                 "CREATE OR REPLACE TEMP TABLE pending_pairs AS SELECT k.*, d.docid IS NOT NULL AS has_document, "
-                "d.text, d.image_path, d.image_root, d.fields, d.content_hash FROM pending_keys k "
+                "d.text, d.image_path, d.image_root, d.fields, d.content_hash, d.image_sha256 FROM pending_keys k "
                 f"LEFT JOIN documents d ON d.docid = k.docid WHERE k.position > {chunk} AND k.position <= {chunk + CHUNK_PAIRS} "
                 "ORDER BY k.position"
             )

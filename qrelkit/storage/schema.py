@@ -143,4 +143,190 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # 7: which qrels an audit of a judge run reads, and what it covers. `qrels_set` is the set the
+    # judge run's job grades into (its `grading.name`), recorded when the job grades, so that
+    # `--judge-run X` finds it again among other sets graded from X. `sample` describes a job run
+    # on a sample of its pool (`judge --sample N --seed S`: pairs, seed, topics, and the pool's
+    # size); NULL when the job ran on its whole pool. Runs made before this version have neither:
+    # an audit then takes their only graded set, or asks which. Quantile grading records name their
+    # tie rule (`midrank` or `at-or-above`); those that described the mid-rank rule in a sentence
+    # are given its name (the oldest records name none: their rule is not known).
+    [
+        "ALTER TABLE judge_runs ADD COLUMN qrels_set TEXT",
+        "ALTER TABLE judge_runs ADD COLUMN sample JSON",
+        """UPDATE qrels_sets SET grading = json_merge_patch(grading, '{"ties": "midrank"}')
+           WHERE starts_with(grading->>'ties', 'mid-rank')""",
+    ]
+)
+
+MIGRATIONS.append(
+    # 8: a judgment knows its inputs. A topic records the hash of what a template can read of it
+    # (its text and fields), a document the hash of its text or image bytes *and* its fields
+    # (`qrelkit.io.collection.with_fields`, computed alike here), and its image's own hash beside it
+    # (what the bytes read for judging must match). A judgment records both hashes of what it
+    # judged, so a topic or document that changes is judged again; a Batch API pair records them
+    # when it is sent (its answer may be collected after a reload). Judgments made before this
+    # version are taken to have judged the topics and fields loaded now.
+    [
+        "ALTER TABLE topics ADD COLUMN content_hash TEXT",
+        "UPDATE topics SET content_hash = sha256(text)",
+        "UPDATE topics SET content_hash = sha256(content_hash || chr(0) || CAST(fields AS TEXT)) WHERE CAST(fields AS TEXT) <> '{}'",
+        "ALTER TABLE documents ADD COLUMN image_sha256 TEXT",
+        "UPDATE documents SET image_sha256 = content_hash WHERE image_path IS NOT NULL",
+        "UPDATE judgments SET content_hash = sha256(d.content_hash || chr(0) || CAST(d.fields AS TEXT)) "
+        "FROM documents d WHERE d.docid = judgments.docid AND d.content_hash = judgments.content_hash AND CAST(d.fields AS TEXT) <> '{}'",
+        "UPDATE documents SET content_hash = sha256(content_hash || chr(0) || CAST(fields AS TEXT)) WHERE CAST(fields AS TEXT) <> '{}'",
+        "ALTER TABLE judgments ADD COLUMN topic_hash TEXT",
+        "UPDATE judgments SET topic_hash = t.content_hash FROM topics t WHERE t.qid = judgments.qid AND judgments.content_hash IS NOT NULL",
+        "ALTER TABLE judgment_history ADD COLUMN topic_hash TEXT",
+        "ALTER TABLE batch_pairs ADD COLUMN topic_hash TEXT",
+        "ALTER TABLE batch_pairs ADD COLUMN content_hash TEXT",
+        "UPDATE batch_pairs SET topic_hash = t.content_hash FROM topics t WHERE t.qid = batch_pairs.qid",
+        "UPDATE batch_pairs SET content_hash = d.content_hash FROM documents d WHERE d.docid = batch_pairs.docid",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
+
+# The tables of the current schema version as `qrelkit.storage.catalog` reads them from a file's
+# catalog: what opening a database checks (a test checks this against the migrations above).
+CURRENT_TABLES: dict[str, tuple[str, ...]] = {
+    "batch_pairs": (
+        "submission_id VARCHAR",
+        "judge_run_id VARCHAR",
+        "qid VARCHAR",
+        "docid VARCHAR",
+        "outcome VARCHAR",
+        "topic_hash VARCHAR",
+        "content_hash VARCHAR",
+    ),
+    "batch_submissions": (
+        "submission_id VARCHAR",
+        "judge_run_id VARCHAR",
+        "state VARCHAR",
+        "file_name VARCHAR",
+        "request_file VARCHAR",
+        "requests INTEGER",
+        "bytes BIGINT",
+        "options JSON",
+        "input_file_id VARCHAR",
+        "batch_id VARCHAR",
+        "status VARCHAR",
+        "total INTEGER",
+        "completed INTEGER",
+        "failed INTEGER",
+        "output_file_id VARCHAR",
+        "error_file_id VARCHAR",
+        "errors VARCHAR",
+        "judged INTEGER",
+        "resubmitted INTEGER",
+        "created_unix BIGINT",
+        "created_at TIMESTAMP DEFAULT current_timestamp",
+        "checked_at TIMESTAMP",
+        "collected_at TIMESTAMP",
+    ),
+    "docids": ("docid_id INTEGER", "docid VARCHAR"),
+    "documents": (
+        "docid VARCHAR",
+        "text VARCHAR",
+        "image_path VARCHAR",
+        "image_root VARCHAR",
+        "content_hash VARCHAR",
+        "fields JSON",
+        "source VARCHAR",
+        "image_sha256 VARCHAR",
+    ),
+    "embeddings": ("embedder_id VARCHAR", "item_kind VARCHAR", "item_id VARCHAR", "content_hash VARCHAR", "vector FLOAT[]"),
+    "judge_runs": (
+        "judge_run_id VARCHAR",
+        "judge VARCHAR",
+        "config JSON",
+        "template_id VARCHAR",
+        "template_hash VARCHAR",
+        "template JSON",
+        "model_id VARCHAR",
+        "created_at TIMESTAMP DEFAULT current_timestamp",
+        "name VARCHAR",
+        "qrels_set VARCHAR",
+        "sample JSON",
+    ),
+    "judgment_history": (
+        "judge_run_id VARCHAR",
+        "qid VARCHAR",
+        "docid VARCHAR",
+        "status VARCHAR",
+        "score DOUBLE",
+        "parsed DOUBLE",
+        "expected DOUBLE",
+        "raw_output VARCHAR",
+        "error VARCHAR",
+        "tokens_in INTEGER",
+        "tokens_out INTEGER",
+        "latency_ms DOUBLE",
+        "cost DOUBLE",
+        "attempts INTEGER",
+        "model_id VARCHAR",
+        "system_fingerprint VARCHAR",
+        "judged_at TIMESTAMP",
+        "content_hash VARCHAR",
+        "notes VARCHAR",
+        "retired_at TIMESTAMP DEFAULT current_timestamp",
+        "topic_hash VARCHAR",
+    ),
+    "judgments": (
+        "judge_run_id VARCHAR",
+        "qid VARCHAR",
+        "docid VARCHAR",
+        "status VARCHAR",
+        "score DOUBLE",
+        "expected DOUBLE",
+        "raw_output VARCHAR",
+        "error VARCHAR",
+        "tokens_in INTEGER",
+        "tokens_out INTEGER",
+        "latency_ms DOUBLE",
+        "cost DOUBLE",
+        "attempts INTEGER DEFAULT 1",
+        "model_id VARCHAR",
+        "system_fingerprint VARCHAR",
+        "judged_at TIMESTAMP DEFAULT current_timestamp",
+        "parsed DOUBLE",
+        "content_hash VARCHAR",
+        "notes VARCHAR",
+        "topic_hash VARCHAR",
+    ),
+    "loads": (
+        "kind VARCHAR",
+        "name VARCHAR",
+        "path VARCHAR",
+        "file_hash VARCHAR",
+        "n_rows BIGINT",
+        "loaded_at TIMESTAMP DEFAULT current_timestamp",
+    ),
+    "meta": ("key VARCHAR", "value VARCHAR"),
+    "qids": ("qid_id INTEGER", "qid VARCHAR"),
+    "qrels": ("qrels_set_id INTEGER", "qid_id INTEGER", "docid_id INTEGER", "grade INTEGER", "iteration VARCHAR DEFAULT '0'"),
+    "qrels_sets": (
+        "name VARCHAR",
+        "origin VARCHAR",
+        "judge_run_id VARCHAR",
+        "grading JSON",
+        "path VARCHAR",
+        "file_hash VARCHAR",
+        "created_at TIMESTAMP DEFAULT current_timestamp",
+        "qrels_set_id INTEGER",
+    ),
+    "run_entries": ("run_id INTEGER", "qid_id INTEGER", "docid_id INTEGER", "rank INTEGER", "score FLOAT"),
+    "runs": (
+        "name VARCHAR",
+        "run_group VARCHAR",
+        "tag VARCHAR",
+        "path VARCHAR",
+        "file_hash VARCHAR",
+        "n_entries BIGINT",
+        "loaded_at TIMESTAMP DEFAULT current_timestamp",
+        "run_id INTEGER",
+    ),
+    "topics": ("qid VARCHAR", "text VARCHAR", "fields JSON", "source VARCHAR", "content_hash VARCHAR"),
+}

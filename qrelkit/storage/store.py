@@ -21,17 +21,19 @@ import duckdb
 import pyarrow as pa
 
 from qrelkit.errors import DatabaseInUseError, StorageFailure, StoreError
-from qrelkit.io import Document, OnDuplicate, Qrels, Run, Topic, file_sha256, run_name_from_path
+from qrelkit.io import Document, OnDuplicate, Qrels, Run, Topic, file_sha256, run_name_from_path, sha256_text
+from qrelkit.io.collection import fields_json, with_fields
 from qrelkit.io.columnar import Block, iter_qrels_blocks
 from qrelkit.io.paths import irds_id
 from qrelkit.io.sources import documents_from, qrels_from, source_name, source_sha256, topics_from
+from qrelkit.storage.catalog import SAFE_CONFIG, check_tables, refuse_code
 from qrelkit.storage.entries import LOAD_MEMORY_LIMIT, QRELS, RUN_ENTRIES, StoredRuns, bounded_memory, delete_entries, next_id, read_entries
 from qrelkit.storage.loads import write_qrels_blocks, write_run_files
 from qrelkit.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
 HISTORY_COLUMNS = (
     "judge_run_id, qid, docid, status, score, parsed, expected, raw_output, error, tokens_in, tokens_out, "
-    "latency_ms, cost, attempts, model_id, system_fingerprint, judged_at, content_hash, notes"
+    "latency_ms, cost, attempts, model_id, system_fingerprint, judged_at, content_hash, notes, topic_hash"
 ).split(", ")
 
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>\S+) \(PID (?P<pid>\d+)\)")
@@ -69,12 +71,41 @@ def job_memory(store: Store) -> Iterator[None]:
         store.con.execute(f"SET threads = {int(threads)}")
 
 
+_DAMAGED = ("could not read enough bytes", "corrupt database file", "not a valid duckdb database file")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def damaged_file(exc: BaseException) -> bool:
+    """A database error that says the file itself is damaged (cut short, a block's checksum wrong)."""
+    text = str(exc).lower()
+    return any(marker in text for marker in _DAMAGED)
+
+
 def machine_failure(exc: BaseException) -> bool:
     """A database error that says the machine failed (disk, I/O, memory), not the data or the query."""
     text = str(exc).lower()
+    if damaged_file(exc):
+        return False
     return isinstance(exc, (duckdb.IOException, duckdb.OutOfMemoryException, duckdb.FatalException)) or any(
         marker in text for marker in ("no space left", "disk full", "input/output error", "database has been invalidated")
     )
+
+
+def refuse_foreign_file(path: Path) -> None:
+    """StoreError, before DuckDB opens it, for a file that is not a DuckDB database (DuckDB itself
+    would try to fetch an extension for an SQLite file); nothing for a missing file (created)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot open database {path}: {exc.strerror or exc}") from None
+    if head.startswith(SQLITE_MAGIC):
+        raise StoreError(f"cannot open database {path}: it is an SQLite database, not a DuckDB one (qrelkit's are); name another --db")
+    if head[8:12] != b"DUCK":
+        what = "it is empty" if not head else "it is not a DuckDB database file (no DuckDB header)"
+        raise StoreError(f"cannot open database {path}: {what}; name a qrelkit database, or a new file, as --db")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -118,8 +149,9 @@ class Store:
             self._upgrade_then_reopen(version)
 
     def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        refuse_foreign_file(self.path)
         try:
-            return duckdb.connect(str(self.path), read_only=read_only)
+            return duckdb.connect(str(self.path), read_only=read_only, config=SAFE_CONFIG)
         except duckdb.Error as exc:
             raise self._open_error(exc) from None
 
@@ -145,17 +177,22 @@ class Store:
         store.path = Path(path)
         store.in_memory = True
         store._depth = 0
-        store.con = duckdb.connect(":memory:")
-        if store.path.exists():
-            quoted = str(store.path).replace("'", "''")
-            try:
-                store.con.execute(f"ATTACH '{quoted}' AS planned_source (READ_ONLY)")
-            except duckdb.Error as exc:
-                store.con.close()
-                raise store._open_error(exc) from None
-            store.con.execute("COPY FROM DATABASE planned_source TO memory")
-            store.con.execute("DETACH planned_source")
-        store._migrate()
+        store.con = duckdb.connect(":memory:", config=SAFE_CONFIG)
+        try:
+            if store.path.exists():
+                refuse_foreign_file(store.path)
+                quoted = str(store.path).replace("'", "''")
+                try:
+                    store.con.execute(f"ATTACH '{quoted}' AS planned_source (READ_ONLY)")
+                except duckdb.Error as exc:
+                    raise store._open_error(exc) from None
+                store._check_version("planned_source")  # before COPY reads a row of it
+                store.con.execute("COPY FROM DATABASE planned_source TO memory")
+                store.con.execute("DETACH planned_source")
+            store._migrate()
+        except BaseException:
+            store.con.close()
+            raise
         return store
 
     def another_connection(self) -> Store:
@@ -174,6 +211,8 @@ class Store:
                 f"database {self.path} is in use by process {holder['pid']} ({Path(holder['program']).name}); "
                 "wait for it to finish or stop it, then try again"
             )
+        if damaged_file(exc):
+            return StoreError(f"database {self.path} is damaged ({_first_line(exc)}); restore it from a copy")
         return StoreError(f"cannot open database {self.path}: {_first_line(exc)}")
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -233,21 +272,30 @@ class Store:
         assert row is not None, sql  # an aggregate always answers one row
         return row[0]
 
-    def schema_version(self) -> int:
-        exists = self._scalar("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'")
+    def schema_version(self, database: str | None = None) -> int:
+        """The schema version the file records (0 for an empty one); ``database``: an attached one."""
+        catalog = database or self._scalar("SELECT current_database()")
+        exists = self._scalar("SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = 'meta'", [catalog])
         if not exists:
             return 0
-        row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        return int(row[0]) if row else 0
+        row = self.con.execute(f"SELECT value FROM \"{catalog}\".meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            return 0
+        try:
+            return int(row[0])
+        except ValueError:
+            raise StoreError(f"database {self.path} records no schema version qrelkit wrote ({str(row[0])[:40]!r})") from None
 
-    def _check_version(self) -> int:
-        version = self.schema_version()
+    def _check_version(self, database: str | None = None) -> int:
+        """The file's schema version, after checking that the file holds nothing but qrelkit's own
+        tables (`qrelkit.storage.catalog`): no view, macro or other object is read before that."""
+        catalog = database or self._scalar("SELECT current_database()")
+        refuse_code(self.con, catalog, str(self.path))
+        version = self.schema_version(catalog)
         if version == 0:
             tables = [
                 r[0]
-                for r in self.con.execute(
-                    "SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database() ORDER BY 1"
-                ).fetchall()
+                for r in self.con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = ? ORDER BY 1", [catalog]).fetchall()
             ]
             if tables:
                 shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
@@ -257,6 +305,7 @@ class Store:
                 f"database {self.path} has schema version {version}, newer than this qrelkit "
                 f"understands ({SCHEMA_VERSION}); upgrade qrelkit"
             )
+        check_tables(self.con, catalog, version, str(self.path))
         return version
 
     def _migrate(self) -> None:
@@ -348,12 +397,14 @@ class Store:
     def load_topics(self, path: str | Path, *, name: str | None = None, replace: bool = False) -> LoadResult:
         def prepare(path: Path, name: str):
             topics = topics_from(path)
+            fields = [fields_json(t.fields) for t in topics]
             rows = pa.table(
                 {
                     "qid": [t.qid for t in topics],
                     "text": [t.text for t in topics],
-                    "fields": [json.dumps(t.fields, ensure_ascii=False) for t in topics],
+                    "fields": fields,
                     "source": [name] * len(topics),
+                    "content_hash": [with_fields(sha256_text(t.text), f) for t, f in zip(topics, fields)],
                 }
             )
 
@@ -361,6 +412,7 @@ class Store:
                 con.execute("DELETE FROM topics WHERE source = ?", [name])
                 self._refuse_foreign_keys(con, "topics", "qid", rows, name, "topics")
                 self._insert(con, "topics", rows)
+                self.retire_stale_judgments()  # joins this load's transaction
                 return len(topics)
 
             return write
@@ -372,15 +424,18 @@ class Store:
     ) -> LoadResult:
         def prepare(path: Path, name: str):
             documents = documents_from(path, image_root=image_root)
+            bodies = [d.content_hash() for d in documents]  # an image's bytes are read (and hashed) here
+            fields = [fields_json(d.fields) for d in documents]
             rows = pa.table(
                 {
                     "docid": [d.docid for d in documents],
                     "text": pa.array([d.text for d in documents], pa.string()),
                     "image_path": pa.array([d.image for d in documents], pa.string()),
                     "image_root": pa.array([str(Path(d.image_root).resolve()) if d.image_root else None for d in documents], pa.string()),
-                    "content_hash": [d.content_hash() for d in documents],
-                    "fields": [json.dumps(d.fields, ensure_ascii=False) for d in documents],
+                    "content_hash": [with_fields(body, f) for body, f in zip(bodies, fields)],
+                    "fields": fields,
                     "source": [name] * len(documents),
+                    "image_sha256": pa.array([body if d.image is not None else None for d, body in zip(documents, bodies)], pa.string()),
                 }
             )
 
@@ -557,35 +612,37 @@ class Store:
         return [Topic(qid, text, json.loads(fields) if fields else {}) for qid, text, fields in rows]
 
     def documents(self, docids: list[str] | None = None) -> dict[str, Document]:
-        query = "SELECT docid, text, image_path, image_root, fields FROM documents"
+        """Documents as loaded; an image document carries the hash its bytes had then ("" when they
+        could not be read), which the bytes read to judge it must match."""
+        query = "SELECT docid, text, image_path, image_root, fields, image_sha256 FROM documents"
         if docids is None:
             rows = self.con.execute(query).fetchall()
         else:
             rows = self.con.execute(query + " WHERE list_contains(?, docid)", [list(docids)]).fetchall()
         return {
-            docid: Document(docid, text, image, root, json.loads(fields) if fields else {}) for docid, text, image, root, fields in rows
+            docid: Document(docid, text, image, root, json.loads(fields) if fields else {}, (sha or "") if image is not None else None)
+            for docid, text, image, root, fields, sha in rows
         }
 
     def document_hashes(self) -> dict[str, str]:
-        """docid -> the content hash of the document as loaded now."""
+        """docid -> the content hash of the document as loaded now (its text or image, and its fields)."""
         return dict(self.con.execute("SELECT docid, content_hash FROM documents").fetchall())
 
     def retire_stale_judgments(self) -> int:
-        """Move judgments of documents whose content changed since they were judged into
-        `judgment_history` (kept as the history of the old content, never used for the new one);
-        the number moved. A changed document is then judged again."""
+        """Move judgments whose topic or document changed since they were judged (their recorded
+        input hash is not the one loaded now) into `judgment_history`, kept as the history of the
+        old content and never used for the new; the number moved. Such a pair is judged again."""
         stale = (
-            "FROM judgments j JOIN documents d ON d.docid = j.docid WHERE j.content_hash IS NOT NULL AND j.content_hash <> d.content_hash"
+            "(j.content_hash IS NOT NULL AND EXISTS "
+            "(SELECT 1 FROM documents d WHERE d.docid = j.docid AND d.content_hash <> j.content_hash)) "
+            "OR (j.topic_hash IS NOT NULL AND EXISTS (SELECT 1 FROM topics t WHERE t.qid = j.qid AND t.content_hash <> j.topic_hash))"
         )
         with self.transaction() as con:
-            moved = con.execute(f"SELECT count(*) {stale}").fetchall()[0][0]
+            moved = con.execute(f"SELECT count(*) FROM judgments j WHERE {stale}").fetchall()[0][0]
             if moved:
                 columns = ", ".join(HISTORY_COLUMNS)
-                con.execute(f"INSERT INTO judgment_history ({columns}) SELECT {', '.join('j.' + c for c in HISTORY_COLUMNS)} {stale}")
-                con.execute(
-                    "DELETE FROM judgments WHERE content_hash IS NOT NULL AND EXISTS (SELECT 1 FROM documents d "
-                    "WHERE d.docid = judgments.docid AND d.content_hash <> judgments.content_hash)"
-                )
+                con.execute(f"INSERT INTO judgment_history ({columns}) SELECT {columns} FROM judgments j WHERE {stale}")
+                con.execute(f"DELETE FROM judgments j WHERE {stale}")
         return int(moved)
 
     def run_names(self) -> list[str]:
@@ -685,8 +742,7 @@ class Store:
             "LEFT JOIN qrels q USING (qrels_set_id) GROUP BY ALL ORDER BY s.name"
         ).fetchall():
             if origin == "graded":
-                method = (json.loads(grading) or {}).get("method", "?") if grading else "?"
-                detail = f"graded from judge run {judge_run_id} ({method})"
+                detail = f"graded from judge run {judge_run_id} ({grading_label(json.loads(grading) if grading else {})})"
             else:
                 detail = f"loaded from {path} (sha256 {str(file_hash)[:12]})"
             lines.append((f"qrels {name}", n, detail))
@@ -699,3 +755,12 @@ class Store:
             lines.append((f"judge run {run_id} ({judge}, template {template})", int(total), statuses or ""))
         lines.append(("embeddings", count("SELECT count(*) FROM embeddings"), ""))
         return lines
+
+
+def grading_label(grading: dict) -> str:
+    """A grading record in a few words for `qrelkit show`: the method and, for quantiles, per topic
+    or global and the tie rule (the oldest records name none)."""
+    method = grading.get("method", "?")
+    if method != "quantile":
+        return method
+    return f"quantile, {'per topic' if grading.get('per_topic') else 'global'}, ties {grading.get('ties') or 'not recorded'}"

@@ -1,6 +1,7 @@
 """Which items FD@k compares (seeds 000/001): the relevant judged items of the query set, with
-balanced sparsification, and a run's top-k (or its first k unjudged items, URR), grouped by
-query so that the bootstrap can resample queries."""
+balanced sparsification (`qrelkit.evaluate.sparsify`, shared with `evaluate --max-rel`), and a
+run's top-k (or its first k unjudged items, URR), grouped by query so that the bootstrap can
+resample queries."""
 
 from __future__ import annotations
 
@@ -10,43 +11,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.io import Qrels, Run, arrays
+from qrelkit.evaluate.sparsify import default_relevance_level, relevant_items
+from qrelkit.io import Qrels, Run
 
-
-def default_relevance_level(qrels: Qrels) -> int:
-    """2 for graded qrels (some grade above 1, as TREC DL), 1 for binary ones."""
-    grades = arrays.numbers(qrels.table.column("grade"))
-    return 2 if len(grades) and grades.max() >= 2 else 1
-
-
-def relevant_items(qrels: Qrels, *, rel_level: int | None = None, max_rel: int | None = None, seed: int = 0) -> dict[str, list[str]]:
-    """qid -> relevant docids (grade ≥ rel_level), for queries with at least one.
-
-    With ``max_rel`` = m (seed 000, section 5: balanced sparsification) a query keeps at most m,
-    taken from the highest grade first and at random within a grade (seeded; independent of
-    the file's order).
-    """
-    level = default_relevance_level(qrels) if rel_level is None else rel_level
-    if max_rel is not None and max_rel < 1:
-        raise QrelkitError(f"--max-rel must be at least 1 (got {max_rel})")
-    rng = np.random.default_rng(seed)
-    out: dict[str, list[str]] = {}
-    for qid, grades in sorted(qrels.grades.items()):
-        relevant = sorted((docid for docid, grade in grades.items() if grade >= level), key=lambda d: (-grades[d], d))
-        if not relevant:
-            continue
-        if max_rel is not None:
-            chosen: list[str] = []
-            for grade in sorted({grades[d] for d in relevant}, reverse=True):
-                if len(chosen) >= max_rel:
-                    break
-                tier = [d for d in relevant if grades[d] == grade]
-                chosen += [tier[i] for i in rng.permutation(len(tier))][: max_rel - len(chosen)]
-            relevant = chosen
-        out[qid] = relevant
-    if not out:
-        raise QrelkitError(f"no query of qrels {qrels.name!r} has an item with grade >= {level}; try a lower --rel-level")
-    return out
+__all__ = [
+    "ItemSample",
+    "default_relevance_level",
+    "fd_label",
+    "item_sample",
+    "judged_items",
+    "relevant_items",
+    "retrieved_items",
+]
 
 
 def retrieved_items(run: Run, qids: Sequence[str], k: int, *, skip: Mapping[str, set[str]] | None = None) -> dict[str, list[str]]:

@@ -6,13 +6,22 @@ Works on vectors already computed (docid -> array); `qrelkit.commands.fd` does t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.bootstrap import BootstrapSummary, resample_counts, summarize
+from qrelkit.evaluate.bootstrap import (
+    DEFAULT_METHOD,
+    METHOD_NAMES,
+    BootstrapSummary,
+    check_method,
+    jackknife_counts,
+    resample_counts,
+    summarize,
+)
 from qrelkit.evaluate.fd.bootstrap import bootstrap_fd
 from qrelkit.evaluate.fd.distance import CovarianceFactor, FrechetResult, factor_from_samples, frechet_from_factors
 from qrelkit.evaluate.fd.items import (
@@ -35,6 +44,13 @@ class FDSettings:
     rel_level: int | None = None
     resamples: int = 0  # bootstrap resamples of the queries (0: no intervals)
     seed: int = 0
+    interval: str = DEFAULT_METHOD  # 'bca' or 'percentile'
+    keep: str = "top-grade"  # which relevant items --max-rel keeps (qrelkit.evaluate.sparsify)
+
+
+# BCa's jackknife over at most this many groups of queries: FD costs an eigenvalue problem per
+# jackknife row, so MS MARCO dev's 6,980 queries would otherwise add 7 times the work of 1000 resamples.
+JACKKNIFE_GROUPS = 200
 
 
 @dataclass(frozen=True)
@@ -47,10 +63,22 @@ class RunFD:
     n_ret: int
     bootstrap: BootstrapSummary | None = None
     samples: np.ndarray | None = field(default=None, repr=False)  # the resampled values
+    reason: str | None = None  # why there is no value (None when there is one)
 
     @property
     def value(self) -> float | None:
         return None if self.result is None else self.result.value
+
+
+def null_reason(n_ret: int, k: int, urr: bool) -> str | None:
+    """Why a run has no FD at a cut-off, in words (None when it has one)."""
+    if n_ret >= 2:
+        return None
+    if urr and n_ret == 0:
+        return f"no unjudged item among the run's retrieved items (URR-FD@{k} skips every judged item; this run retrieves only judged ones)"
+    if urr:
+        return f"only 1 unjudged item among the run's retrieved items (URR-FD@{k} skips judged items); FD needs at least 2"
+    return f"only {n_ret} retrieved item(s) over the queries with a relevant item; FD needs at least 2"
 
 
 @dataclass(frozen=True)
@@ -69,6 +97,26 @@ class FDReport:
 
     def values(self, label: str) -> dict[str, float | None]:
         return {run: by_label[label].value for run, by_label in self.runs.items()}
+
+    @property
+    def interval(self) -> str:
+        """The interval method, as printed: "BCa" or "percentile"."""
+        return METHOD_NAMES[check_method(self.settings.interval)]
+
+    def warnings(self) -> list[str]:
+        """Sentences for a reader: a cut-off with no value for some runs (and why), intervals with notes."""
+        out = []
+        for label in self.labels:
+            null = {run: reason for run, by_label in self.runs.items() if (reason := by_label[label].reason)}
+            if null:
+                reasons = sorted(set(null.values()))
+                shown = ", ".join(sorted(null)[:5]) + (f" and {len(null) - 5} more" if len(null) > 5 else "")
+                out.append(f"{label} is null for {len(null)} of {len(self.runs)} runs ({shown}): " + "; ".join(reasons))
+        for run, by_label in self.runs.items():
+            for label, fd in by_label.items():
+                if fd.bootstrap is not None and fd.bootstrap.note:
+                    out.append(f"{label} of {run}: {fd.bootstrap.note}")
+        return out
 
     def to_pandas(self):
         """One row per (run, cut-off): FD, its interval and the item counts; pandas is optional."""
@@ -90,9 +138,13 @@ class FDReport:
             for label in self.labels:
                 fd = by_label[label]
                 entry[label] = fd.value
+                if fd.reason:
+                    entry[f"{label}_reason"] = fd.reason
                 if self.settings.resamples:
                     entry[f"{label}_ci95"] = [fd.bootstrap.low, fd.bootstrap.high] if fd.bootstrap else None
                     entry[f"{label}_mean"] = fd.bootstrap.mean if fd.bootstrap else None
+                    if fd.bootstrap is not None and fd.bootstrap.note:
+                        entry[f"{label}_note"] = fd.bootstrap.note
                 entry[f"n_ret@{label.rsplit('@', 1)[1]}"] = fd.n_ret
                 entry[f"{label}_rank"] = fd.result.rank2 if fd.result else None
             entry["n_ret"] = by_label[self.labels[0]].n_ret
@@ -110,7 +162,10 @@ class FDReport:
             "ks": list(s.ks),
             "resamples": s.resamples,
             "seed": s.seed,
+            "interval": {"method": self.interval, "level": 0.95, "resamples": s.resamples, "seed": s.seed} if s.resamples else None,
+            "keep": s.keep if s.max_rel else None,
             "runs": runs,
+            "warnings": self.warnings(),
         }
 
 
@@ -124,7 +179,7 @@ def _fd_against(relevant: CovarianceFactor, retrieved: ItemSample) -> FrechetRes
 
 def selected_docids(qrels: Qrels, runs: Sequence[Run], settings: FDSettings) -> dict[str, set[str]]:
     """Every docid FD@k will embed: 'relevant' and one entry per run (for error messages)."""
-    relevant = relevant_items(qrels, rel_level=settings.rel_level, max_rel=settings.max_rel, seed=settings.seed)
+    relevant = relevant_items(qrels, rel_level=settings.rel_level, max_rel=settings.max_rel, seed=settings.seed, keep=settings.keep)
     skip = judged_items(qrels) if settings.urr else None
     out = {"relevant": {d for docs in relevant.values() for d in docs}}
     for run in runs:
@@ -164,7 +219,8 @@ def fd_of_runs(
     if len({r.name for r in runs}) != len(runs):
         raise QrelkitError("two runs share a name; rename one")
     level = default_relevance_level(qrels) if settings.rel_level is None else settings.rel_level
-    relevant = relevant_items(qrels, rel_level=level, max_rel=settings.max_rel, seed=settings.seed)
+    method = check_method(settings.interval)
+    relevant = relevant_items(qrels, rel_level=level, max_rel=settings.max_rel, seed=settings.seed, keep=settings.keep)
     qids = tuple(relevant)
     check_vectors(selected_docids(qrels, runs, settings), vectors)
     relevant_sample = item_sample(relevant, qids, vectors)
@@ -174,19 +230,27 @@ def fd_of_runs(
     relevant_factor = factor_from_samples(relevant_sample.vectors)  # shared by every run and cut-off
     skip = judged_items(qrels) if settings.urr else None
     weights = resample_counts(len(qids), settings.resamples, settings.seed) if settings.resamples else None
+    if weights is not None and method == "bca" and len(qids) >= 2:
+        # BCa's jackknife rows go through the same bootstrap code as the resamples
+        weights = np.vstack([weights, jackknife_counts(len(qids), JACKKNIFE_GROUPS)])
     labels = tuple(fd_label(k, settings.urr) for k in settings.ks)
     out: dict[str, dict[str, RunFD]] = {run.name: {} for run in runs}
     for k, label in zip(settings.ks, labels):
         samples = [item_sample(retrieved_items(run, qids, k, skip=skip), qids, vectors) for run in runs]
         resampled = bootstrap_fd(relevant_sample, samples, weights, progress=progress, workers=workers) if weights is not None else None
         for j, (run, sample) in enumerate(zip(runs, samples)):
-            values = resampled[j] if resampled is not None else None
+            result = _fd_against(relevant_factor, sample)
+            values = resampled[j, : settings.resamples] if resampled is not None else None
+            jackknife = resampled[j, settings.resamples :] if resampled is not None else None
+            estimate = math.nan if result is None else result.value
+            summary = summarize(values, estimate=estimate, jackknife=jackknife, method=method) if values is not None else None
             out[run.name][label] = RunFD(
                 run.name,
                 label,
-                _fd_against(relevant_factor, sample),
+                result,
                 len(sample),
-                summarize(values) if values is not None else None,
+                summary,
                 values if keep_samples else None,
+                null_reason(len(sample), k, settings.urr),
             )
     return FDReport(settings, embedder, d, qids, len(relevant_sample), relevant_factor.rank, level, labels, out)

@@ -204,7 +204,14 @@ def plot_relative_delta(
                 low = np.array([v - i[0] if i else 0.0 for v, i in zip(values, intervals)])
                 high = np.array([i[1] - v if i else 0.0 for v, i in zip(values, intervals)])
                 axes.errorbar(
-                    values, rows + offset, xerr=[low, high], fmt=marker, color=colour, capsize=3, markersize=6, label=f"{name} qrels"
+                    values,
+                    rows + offset,
+                    xerr=[low, high],
+                    fmt=marker,
+                    color=colour,
+                    capsize=3,
+                    markersize=6,
+                    label=f"{name} ({value_field})",
                 )
             axes.axvline(0.0, color="#444444", linewidth=1, linestyle="--")
             axes.set(xlabel=f"Relative Δ, % ({measure})", title=measure)

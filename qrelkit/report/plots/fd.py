@@ -19,8 +19,9 @@ def kendall_tau(fd: Mapping[str, float | None], metric: Mapping[str, float]) -> 
 def plot_fd_bootstrap(
     report: FDReport, label: str, path: str | Path, *, order: Mapping[str, float] | None = None, x_label: str | None = None
 ) -> Path:
-    """Mean and 95% interval of each run's bootstrapped FD, runs left to right by point FD
-    (or by ``order``, e.g. a metric, descending)."""
+    """Each run's 95% bootstrap interval (a bar), its point FD (a dot) and bootstrap mean (a dash),
+    runs left to right by point FD (or by ``order``, e.g. a metric, descending). Drawn apart, since
+    neither need lie inside a BCa interval (the bootstrap of FD is biased upward)."""
     from matplotlib.figure import Figure
 
     summaries = {run: by_label[label].bootstrap for run, by_label in report.runs.items()}
@@ -29,14 +30,15 @@ def plot_fd_bootstrap(
     if not boot:
         raise ValueError(f"no bootstrap values for {label}: run with --resamples N")
     runs = sorted(boot, key=lambda r: -order[r]) if order else sorted(boot, key=point.__getitem__)
-    means = [boot[r].mean for r in runs]
-    low = [boot[r].mean - boot[r].low for r in runs]
-    high = [boot[r].high - boot[r].mean for r in runs]
+    x = range(len(runs))
     fig = Figure(figsize=(max(6.0, 0.28 * len(runs) + 2), 4.6), layout="constrained")
     ax = fig.subplots()
-    ax.errorbar(range(len(runs)), means, yerr=[low, high], fmt="o", ms=4, capsize=2, color="C0")
-    ax.set_xticks(range(len(runs)), runs, rotation=75, ha="right", fontsize=7)
-    ax.set_ylabel(f"{label} (bootstrap mean, 95% interval)")
+    ax.vlines(x, [boot[r].low for r in runs], [boot[r].high for r in runs], color="C0", lw=2, label=f"95% {report.interval} interval")
+    ax.plot(x, [point[r] for r in runs], "o", ms=4, color="C1", label="point FD")
+    ax.plot(x, [boot[r].mean for r in runs], "_", ms=8, color="0.3", label="bootstrap mean")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_xticks(x, runs, rotation=75, ha="right", fontsize=7)
+    ax.set_ylabel(f"{label}")
     ax.set_xlabel(x_label or ("runs by the given order" if order else f"runs by {label}, best first"), fontsize=8)
     some = next(iter(boot.values()))
     ax.set_title(

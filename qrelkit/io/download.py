@@ -1,0 +1,228 @@
+"""Downloading one public file to disk: resumed where an earlier try stopped (HTTP Range), bounded
+in size, from the network or from a mirror that replaces it.
+
+A mirror is a folder, a `file://` URL or an `http(s)://` base that holds each file at
+`<host>/<path>` of its public URL (as `wget -x` lays it out), or under `.sources/<host>/<path>`
+(the cache of a qrelkit data folder, so a data folder is a mirror). With a mirror the network is
+never used: a file the mirror lacks is reported missing, not fetched from elsewhere.
+
+Bytes arrive in `<dest>.part`, renamed to `dest` only when whole; a run that stopped part-way
+(killed, a dropped connection) asks for the rest with `Range: bytes=N-` next time.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from qrelkit.errors import FatalJobError, QrelkitError
+from qrelkit.io.limits import limits, size_text
+
+ProgressCallback = Callable[[int, int], None]
+CHUNK = 1 << 16
+TIMEOUT = 60.0
+USER_AGENT = "qrelkit-data-fetch"
+
+
+class DownloadError(FatalJobError):
+    """One file could not be fetched (not found, a login needed, larger than it may be): the fetch
+    goes on with the other files and ends with exit 3."""
+
+
+class Unreachable(FatalJobError):
+    """The network or the mirror cannot be reached at all: the fetch stops at once (exit 3)."""
+
+
+class Interrupted(Unreachable):
+    """The connection broke part-way: what arrived is kept, and the next run resumes from it."""
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """Where files come from instead of the network: a folder, or an http(s) base URL."""
+
+    base: str
+
+    @classmethod
+    def parse(cls, text: str) -> Mirror:
+        if text.startswith(("http://", "https://")):
+            return cls(text)
+        folder = Path(unquote(urlsplit(text).path) if text.startswith("file://") else text).expanduser()
+        if not folder.is_dir():
+            raise QrelkitError(f"--mirror {text}: not a folder (nor an http:// or https:// URL)")
+        return cls(str(folder.resolve()))
+
+    @property
+    def remote(self) -> bool:
+        return self.base.startswith(("http://", "https://"))
+
+    def candidates(self, url: str) -> list[str]:
+        """Where the mirror may hold the public file ``url``: `<host>/<path>`, then `.sources/<host>/<path>`."""
+        parts = urlsplit(url)
+        relative = f"{parts.hostname}{parts.path}"
+        return [self.join(relative), self.join(f".sources/{relative}")]
+
+    def join(self, relative: str) -> str:
+        if self.remote:
+            return self.base.rstrip("/") + "/" + relative.lstrip("/")
+        return str(Path(self.base) / relative)
+
+    def __str__(self) -> str:
+        return self.base
+
+
+def cache_path(root: Path, url: str) -> Path:
+    """Where the data folder keeps the public file ``url`` (the mirror layout under `.sources/`)."""
+    parts = urlsplit(url)
+    relative = Path(unquote(parts.path.lstrip("/")))
+    if ".." in relative.parts or not parts.hostname:
+        raise DownloadError(f"{url}: not a URL a file can be kept under")
+    return root / ".sources" / parts.hostname / relative
+
+
+def shown_url(url: str) -> str:
+    """The URL without any user:password part, for messages."""
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        return parts._replace(netloc=parts.hostname or "").geturl()
+    return url
+
+
+def _part(dest: Path) -> Path:
+    return dest.with_name(dest.name + ".part")
+
+
+def download(
+    url: str,
+    dest: Path,
+    *,
+    mirror: Mirror | None = None,
+    max_bytes: int | None = None,
+    auth: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> str:
+    """Fetch ``url`` (or the mirror's copy of it) to ``dest``, resuming `dest.part`; the place it
+    came from. ``auth`` (`user:password`) is sent as HTTP basic auth, never to a mirror, never shown."""
+    places = mirror.candidates(url) if mirror else [url]
+    for number, place in enumerate(places, 1):
+        try:
+            if fetch_place(
+                place, dest, max_bytes=max_bytes, auth=None if mirror else auth, progress=progress, missing_ok=number < len(places)
+            ):
+                return place
+        except Interrupted:
+            raise
+        except Unreachable as exc:
+            raise Unreachable(
+                f"{exc}; is the mirror up?" if mirror else f"{exc}; offline? fetch from a copy with --mirror DIR|URL"
+            ) from None
+    raise DownloadError(f"{shown_url(url)}: not in the mirror {mirror} (looked for {' and '.join(places)})")
+
+
+def fetch_place(
+    place: str,
+    dest: Path,
+    *,
+    max_bytes: int | None = None,
+    auth: str | None = None,
+    progress: ProgressCallback | None = None,
+    missing_ok: bool = True,
+) -> bool:
+    """Fetch one place (an http(s) URL, a `file://` URL or a local path) to ``dest``, resuming
+    `dest.part`; False when it is not there (and ``missing_ok``)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    cap = max_bytes or limits().max_input_bytes
+    try:
+        if place.startswith(("http://", "https://")):
+            found = _http(place, dest, cap, auth, progress, missing_ok=missing_ok)
+        else:
+            local = Path(unquote(urlsplit(place).path)) if place.startswith("file://") else Path(place)
+            found = _local(local, dest, cap, progress)
+            if not found and not missing_ok:
+                raise DownloadError(f"{local}: not found")
+    except DownloadError:
+        _part(dest).unlink(missing_ok=True)  # what arrived is refused, not kept to resume from
+        raise
+    if found:
+        os.replace(_part(dest), dest)
+    return found
+
+
+def _local(source: Path, dest: Path, cap: int, progress: ProgressCallback | None) -> bool:
+    if not source.is_file():
+        return False
+    total = source.stat().st_size
+    if total > cap:
+        raise DownloadError(f"{source}: {size_text(total)}, more than the {size_text(cap)} it may have")
+    part = _part(dest)
+    have = part.stat().st_size if part.exists() else 0
+    if have > total:
+        part.unlink()
+        have = 0
+    with open(source, "rb") as src, open(part, "ab") as out:
+        src.seek(have)
+        _copy(src, out, have, total, cap, str(source), progress)
+    return True
+
+
+def _http(url: str, dest: Path, cap: int, auth: str | None, progress: ProgressCallback | None, *, missing_ok: bool) -> bool:
+    part = _part(dest)
+    have = part.stat().st_size if part.exists() else 0
+    request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
+    if have:
+        request.add_header("Range", f"bytes={have}-")
+    if auth:
+        request.add_unredirected_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
+    try:
+        response = urllib.request.urlopen(request, timeout=TIMEOUT)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 416 and have:  # what we hold is not a prefix the server recognises: start over
+            part.unlink()
+            return _http(url, dest, cap, auth, progress, missing_ok=missing_ok)
+        if exc.code == 404:
+            if missing_ok:
+                return False
+            raise DownloadError(f"{shown_url(url)}: not found (HTTP 404)") from None
+        if exc.code in (401, 403):
+            raise DownloadError(f"{shown_url(url)}: needs a login (HTTP {exc.code})") from None
+        raise DownloadError(f"{shown_url(url)}: HTTP {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise Unreachable(f"{urlsplit(url).hostname} could not be reached for {shown_url(url)} ({reason})") from None
+    with response:
+        if response.status == 206 and response.headers.get("Content-Range", "").startswith(f"bytes {have}-"):
+            mode, start = "ab", have
+        else:
+            mode, start = "wb", 0  # the server sent the whole file
+        length = response.headers.get("Content-Length")
+        total = start + int(length) if length and length.isdigit() else 0
+        if total > cap:
+            raise DownloadError(f"{shown_url(url)}: {size_text(total)}, more than the {size_text(cap)} it may have")
+        with open(part, mode) as out:
+            try:
+                _copy(response, out, start, total, cap, shown_url(url), progress)
+            except (TimeoutError, ConnectionError, urllib.error.URLError) as exc:
+                raise Interrupted(
+                    f"the connection for {shown_url(url)} broke after {out.tell():,} bytes ({exc}); run again to resume"
+                ) from None
+        if total and part.stat().st_size < total:
+            raise Interrupted(
+                f"the connection for {shown_url(url)} closed after {part.stat().st_size:,} of {total:,} bytes; run again to resume"
+            )
+    return True
+
+
+def _copy(src, out, done: int, total: int, cap: int, what: str, progress: ProgressCallback | None) -> None:  # noqa: ANN001 (file-likes)
+    while chunk := src.read(CHUNK):
+        done += len(chunk)
+        if done > cap:
+            raise DownloadError(f"{what}: more than the {size_text(cap)} it may have")
+        out.write(chunk)
+        if progress:
+            progress(done, total)
