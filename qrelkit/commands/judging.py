@@ -263,15 +263,17 @@ def export_judgments(db: Path, output: Path, *, judge_run_ref: str | None = None
     """`qrelkit export judgments`: every stored field of a judge run's judgments (or of all runs)
     as Parquet, CSV or JSON Lines (an existing file only with ``force``); returns the row count and
     the judge runs written."""
-    from qrelkit.io.tables import write_table
-    from qrelkit.storage.judgments import judgments_table
+    from qrelkit.io.tables import table_format, write_table
+    from qrelkit.storage.judgments import copy_judgments, judgments_table
 
     check_writable(output, overwrite=force)
-
+    suffix = table_format(output)
     with Store(db, read_only=True) as store:
         judge_run_id = judge_run(store, judge_run_ref).judge_run_id if judge_run_ref is not None else None
+        if suffix != ".csv":  # DuckDB writes these itself, a block at a time
+            return copy_judgments(store, output, "parquet" if suffix == ".parquet" else "json", judge_run_id)
         table = judgments_table(store, judge_run_id)
-    write_table(table, output)
+    write_table(table, output)  # CSV: the cells' quoting is ours
     return table.num_rows, sorted(set(table.column("judge_run_id").to_pylist()))
 
 

@@ -10,12 +10,13 @@ from qrelkit import __version__
 from qrelkit.commands.agree import agree
 from qrelkit.io.files import check_writable
 from qrelkit.report.html import JudgeSummary, Provenance, write_report
-from qrelkit.storage import Store, judgments
 
 
 def summarize_judge_run(db: str | Path, judge_run: str, qrels_set: str | None = None) -> JudgeSummary:
     """What the report shows about the judge run behind the model qrels (``qrels_set``, the set the
     audit read; by default the one `--judge-run` audits)."""
+    from qrelkit.storage import Store, judgments  # DuckDB only for a report from a database
+
     with Store(db, read_only=True) as store:
         info = judgments.judge_run(store, judge_run)
         run_id = info.judge_run_id

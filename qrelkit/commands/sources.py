@@ -85,8 +85,7 @@ def _runs_from(files: list[Path], stored: list[str], db: str | Path | None, on_d
     yield from iter_runs(list(files), on_duplicate=on_duplicate)
     if stored:
         with _open_store(db) as store:  # type: ignore[arg-type]
-            for name in stored:
-                yield store.run(name)
+            yield from store.iter_runs(stored)  # one pass over the database, a run at a time
 
 
 class ResolvedQrels(NamedTuple):
