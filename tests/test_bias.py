@@ -11,11 +11,11 @@ from tracks import umbrela_vs_nist
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
+from qrelkit.commands.requests import groups_from_patterns
 from qrelkit.errors import InputFormatError, QrelkitError
 from qrelkit.evaluate.bias import (
     group_bias,
     groups_from_file,
-    groups_from_patterns,
     read_groups_file,
     relative_delta,
 )

@@ -18,6 +18,7 @@ from tracks import umbrela_vs_nist
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
+from qrelkit.commands.requests import parse_grade_map
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.labels import (
     cohen_kappa,
@@ -25,7 +26,6 @@ from qrelkit.evaluate.labels import (
     krippendorff_alpha,
     label_agreement,
     map_grades,
-    parse_grade_map,
 )
 
 runner = CliRunner()

@@ -67,20 +67,13 @@ ResamplesAlias = Annotated[int | None, typer.Option("--bootstrap", hidden=True)]
 
 
 def _audit_options(**given) -> dict:
-    """The shared options of agree and report, old spellings merged in."""
-    reference = either(given["reference_qrels"], given["reference"], "--reference-qrels", "--reference")
-    if reference is None:
-        from qrelkit.errors import QrelkitError
-
-        raise QrelkitError("give the reference qrels: --reference-qrels FILE_OR_NAME")
-    resamples = either(given["resamples"], given["bootstrap"], "--resamples", "--bootstrap")
+    """The shared options of agree and report as `AuditRequest.from_options` takes them, old spellings merged in."""
     return dict(
         model_qrels=either(given["model_qrels"], given["qrels"], "--model-qrels", "--qrels"),
-        reference_qrels=reference,
+        reference_qrels=either(given["reference_qrels"], given["reference"], "--reference-qrels", "--reference"),
         judge_run=given["judge_run"],
         reference_name=given["reference_name"],
         runs=given["runs"] or [],
-        db=given["db"],
         measures=given["measure"],
         group_patterns=given["group"],
         groups=given["groups"],
@@ -88,7 +81,7 @@ def _audit_options(**given) -> dict:
         reference_map=given["grade_map"],
         model_map=given["model_map"],
         rel_level=either(given["rel_level"], given["binarize"], "--rel-level", "--binarize"),
-        resamples=1000 if resamples is None else resamples,
+        resamples=either(given["resamples"], given["bootstrap"], "--resamples", "--bootstrap"),
         seed=given["seed"],
         on_duplicate=given["on_duplicate"],
         interval=given["interval"],
@@ -128,7 +121,7 @@ def agree_cmd(
     from qrelkit.commands.agree import agree
     from qrelkit.report import tables
 
-    result = agree(**_audit_options(**locals()))
+    result = agree(db=db, **_audit_options(**locals()))
     for warning in getattr(result, "warnings", []):
         err.print(f"warning: {warning}", highlight=False)
     if as_json:
@@ -168,9 +161,7 @@ def report_cmd(
     Δ, coverage, warnings), then the figures, the judge's failures, tokens and cost, and its grading."""
     from qrelkit.commands.report import build_report
 
-    given = dict(locals())
-    destination, context = given.pop("out_dir"), given.pop("ctx")
-    page = build_report(out=destination, command=command_line(context), **_audit_options(**given))
+    page = build_report(out=out_dir, command=command_line(ctx), db=db, **_audit_options(**locals()))
     out.print(f"wrote {page}", highlight=False)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qrelkit.commands.sources import resolve_qrels, resolve_runs
+from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.correlate import RankCorrelations, rank_correlations
 from qrelkit.evaluate.metrics import evaluate_runs
@@ -45,7 +45,21 @@ def correlate(
         raise QrelkitError("give the qrels: --qrels FILE_OR_NAME (repeatable)")
     chosen = list(dict.fromkeys(measures or DEFAULT_MEASURES))
     check_keep(keep)
-    resolved = [resolve_qrels(ref, db, on_duplicate=on_duplicate) for ref in qrels]
+    with Workspace(db, on_duplicate=on_duplicate) as workspace:
+        return _correlate(workspace, qrels, runs, chosen, max_rel, keep, seed, rel_level)
+
+
+def _correlate(
+    workspace: Workspace,
+    qrels: list[str],
+    runs: list[str],
+    chosen: list[str],
+    max_rel: list[int] | None,
+    keep: str,
+    seed: int,
+    rel_level: int | None,
+) -> RankCorrelations:
+    resolved = [workspace.qrels(ref) for ref in qrels]
     sets = _labelled(resolved, qrels)
     notes = []
     for m in max_rel or []:
@@ -57,7 +71,7 @@ def correlate(
     queries = sorted(set.intersection(*(set(q.grades) for _, q in sets)))
     if not queries:
         raise QrelkitError("the qrels sets share no query")
-    run_list = resolve_runs(runs, db, on_duplicate=on_duplicate)
+    run_list = workspace.runs(runs)
     scores: dict[str, dict[str, float]] = {}
     for label, qrels_set in sets:
         evaluation = evaluate_runs({q: qrels_set.grades[q] for q in queries}, run_list, chosen)

@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qrelkit.commands.sources import resolve_qrels, stream_runs
+from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate import Evaluation, evaluate_runs
 from qrelkit.evaluate.metrics import check_average
@@ -108,11 +108,12 @@ def evaluate(
         trec_eval_names(chosen)
     if max_rel is None and (keep != "top-grade" or rel_level is not None):
         raise QrelkitError("--keep and --rel-level choose how --max-rel cuts the qrels; give --max-rel M too")
-    resolved = resolve_qrels(qrels, db, on_duplicate=on_duplicate)
-    cut = None
-    if max_rel is not None:
-        from qrelkit.evaluate.sparsify import check_keep, sparsify_qrels
+    with Workspace(db, on_duplicate=on_duplicate) as workspace:
+        resolved = workspace.qrels(qrels)
+        cut = None
+        if max_rel is not None:
+            from qrelkit.evaluate.sparsify import check_keep, sparsify_qrels
 
-        resolved, cut = sparsify_qrels(resolved, max_rel, rel_level=rel_level, seed=seed, keep=check_keep(keep))
-    evaluation = evaluate_runs(resolved, stream_runs(runs, db, on_duplicate=on_duplicate), chosen, average=average)
+            resolved, cut = sparsify_qrels(resolved, max_rel, rel_level=rel_level, seed=seed, keep=check_keep(keep))
+        evaluation = evaluate_runs(resolved, workspace.stream_runs(runs), chosen, average=average)
     return replace(evaluation, qrels_cut=cut) if cut else evaluation

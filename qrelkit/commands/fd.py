@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from qrelkit.commands.sources import judge_run_qrels, resolve_qrels, resolve_runs
+from qrelkit.commands.requests import QrelsRef
+from qrelkit.commands.workspace import Workspace
 from qrelkit.embed.cache import embed_with_cache
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, check_method, check_resamples
@@ -48,25 +49,18 @@ def document_vectors(embedder, documents: Mapping[str, Document], docids: Iterab
     return embed_with_cache(store, embedder, "document", {d.docid: d.text for d in wanted if d.text is not None})
 
 
-def _qrels(qrels: str | None, judge_run: str | None, db: Path | None, on_duplicate) -> Qrels:
-
+def _qrels(qrels: str | None, judge_run: str | None, workspace: Workspace) -> Qrels:
     if (qrels is None) == (judge_run is None):
         raise QrelkitError("give either --qrels (a file or a qrels set in --db) or --judge-run (its graded qrels)")
-    if judge_run is not None:
-        return judge_run_qrels(db, judge_run)[0]
-    assert qrels is not None  # exactly one of the two, checked above
-    return resolve_qrels(qrels, db, on_duplicate=on_duplicate)
+    return workspace.qrels(QrelsRef(ref=qrels) if judge_run is None else QrelsRef(judge_run=judge_run))
 
 
-def _documents(docs: Path | None, db: Path | None, docids: set[str], image_root: Path | None) -> tuple[dict[str, Document], str]:
+def _documents(docs: Path | None, workspace: Workspace, docids: set[str], image_root: Path | None) -> tuple[dict[str, Document], str]:
     if docs is not None:
         return {d.docid: d for d in read_documents(docs, image_root=image_root)}, f"documents file {docs}"
-    if db is None or not Path(db).exists():
+    if not workspace.has_db:
         raise QrelkitError("give the documents: --docs FILE (JSONL), or --db with documents loaded")
-    from qrelkit.storage import Store
-
-    with Store(db, read_only=True) as store:
-        return store.documents(sorted(docids)), f"the documents of {db}"
+    return workspace.store.documents(sorted(docids)), f"the documents of {workspace.db}"
 
 
 def fd_settings(
@@ -111,11 +105,12 @@ def run_fd(
     """Everything `qrelkit fd` does before printing. ``cache`` (a database file) keeps the
     vectors; by default the --db itself when one is given. ``plot`` writes the bootstrap
     intervals of the first cut-off, ``plot_metric`` FD at each cut-off against ``metric``."""
-    qrels_data = _qrels(qrels, judge_run, db, on_duplicate)
-    run_list = resolve_runs(runs, db, on_duplicate=on_duplicate)
-    needed = selected_docids(qrels_data, run_list, settings)
-    all_docids = set().union(*needed.values())
-    documents, where = _documents(docs, db, all_docids, image_root)
+    with Workspace(db, on_duplicate=on_duplicate) as workspace:  # closed before the cache is written
+        qrels_data = _qrels(qrels, judge_run, workspace)
+        run_list = workspace.runs(runs)
+        needed = selected_docids(qrels_data, run_list, settings)
+        all_docids = set().union(*needed.values())
+        documents, where = _documents(docs, workspace, all_docids, image_root)
     check_vectors(needed, documents, where)
     model = load_embedder(embedder, backend, batch_size=batch_size, progress=progress)
     cache = cache if cache is not None else (db if db is not None and Path(db).exists() else None)

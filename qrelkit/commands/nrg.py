@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qrelkit.commands.sources import resolve_qrels, resolve_runs
+from qrelkit.commands.workspace import Workspace
 from qrelkit.evaluate.nrg import NRGResult
 from qrelkit.evaluate.nrg.compare import comparison_measures
 from qrelkit.evaluate.nrg.priors import groups_from_spec, nrg_from_spec
@@ -55,8 +55,9 @@ def nrg_command(
     plot: Path | None = None,
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
 ) -> NRGOutcome:
-    qrels_data = resolve_qrels(qrels, db, on_duplicate=on_duplicate)
-    run_list = resolve_runs(runs, db, on_duplicate=on_duplicate)
+    with Workspace(db, on_duplicate=on_duplicate) as workspace:
+        qrels_data = workspace.qrels(qrels)
+        run_list = workspace.runs(runs)
     result, prior_groups = nrg_from_spec(qrels_data, run_list, prior, model=browsing_model, depth=depth, gain=gain, order=order)
     extra = {m.measure: m.means() for m in comparison_measures(qrels_data, run_list, result)} if compare else {}
     if groups:

@@ -25,23 +25,6 @@ from qrelkit.evaluate.bootstrap import IntervalEstimate
 Grades = dict[str, dict[str, int]]  # qid -> docid -> grade
 
 
-def parse_grade_map(spec: str, option: str = "--map") -> dict[int, int]:
-    """`3:2,2:2,1:1,0:0` -> {3: 2, 2: 2, 1: 1, 0: 0}; a bad item is named in the error."""
-    mapping: dict[int, int] = {}
-    for item in (part.strip() for part in spec.split(",")):
-        source, colon, target = item.partition(":")
-        try:
-            if not colon:
-                raise ValueError
-            grade, onto = int(source), int(target)
-        except ValueError:
-            raise QrelkitError(f"{option} {spec!r}: {item!r} is not `grade:grade` (e.g. 3:2,2:2,1:1,0:0)") from None
-        if grade in mapping and mapping[grade] != onto:
-            raise QrelkitError(f"{option} {spec!r}: grade {grade} is mapped twice ({mapping[grade]} and {onto})")
-        mapping[grade] = onto
-    return mapping
-
-
 def map_grades(grades: Grades, mapping: dict[int, int] | None, side: str, option: str = "--map") -> Grades:
     """Apply a grade mapping; a grade the mapping does not cover is an error, never a guess."""
     if mapping is None:

@@ -1,0 +1,265 @@
+"""Requests as data: what each use case is asked, built once from shared parts.
+
+A request is built from the command line's flags, from a `--config FILE.yaml` of the same fields,
+or from the Python API's arguments; its parts parse each option string once (a grade map, a
+group's regex, a groups file's column), so the layers below only ever see typed values and no
+flag is parsed twice. The parts:
+
+- `QrelsRef`: qrels as a file, `irds:<id>`, a stored set's name, a judge run's graded set, or
+  qrels in memory (`Qrels`, ``{qid: {docid: grade}}``, a pandas/Arrow table);
+- `RunsRef`: run files or folders, stored run names (none: every stored run), or runs in memory;
+- `GradeMap`, `GroupPattern`, `GroupsFile`: the audit's maps and groups.
+
+The requests are frozen dataclasses checked in ``__post_init__`` (pydantic validates the same
+fields for a `--config` file, `from_config`): building one from flags must not import pydantic,
+~0.2 s of every command's start-up (`tests/test_startup.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qrelkit.errors import QrelkitError
+from qrelkit.io.duplicates import OnDuplicate
+
+DEFAULT_RESAMPLES = 1000
+DEFAULT_INTERVAL = "bca"
+
+
+# -- qrels and runs ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QrelsRef:
+    """Qrels as the user named them. ``ref``: a TREC qrels file, `irds:<id>`, or a qrels set stored
+    in the workspace's database; ``judge_run``: the set a judge run's job graded into (``ref`` then
+    says which of its graded sets); ``value``: qrels in memory. ``name`` renames them in the output;
+    ``file_label`` names a file's qrels by FOLDER/FILE rather than its stem (a reference's default)."""
+
+    ref: str | None = None
+    judge_run: str | None = None
+    value: Any = None
+    name: str | None = None
+    file_label: bool = False
+
+    def __post_init__(self) -> None:
+        if self.value is not None and (self.ref is not None or self.judge_run is not None):
+            raise QrelkitError("qrels are either given in memory or named, not both")
+
+    @classmethod
+    def of(cls, given: Any, *, name: str | None = None, file_label: bool = False) -> QrelsRef:
+        """Any form the API takes: a path or stored name (str or Path), a `QrelsRef`, or qrels in memory."""
+        if isinstance(given, QrelsRef):
+            return given if name is None else dataclasses.replace(given, name=name)
+        if isinstance(given, str | Path):
+            return cls(ref=str(given), name=name, file_label=file_label)
+        if given is None:
+            raise QrelkitError("give the qrels: a file, a stored set's name, a Qrels, a {qid: {docid: grade}} dict or a table")
+        return cls(value=given, name=name)
+
+
+@dataclass(frozen=True)
+class RunsRef:
+    """Runs as the user named them: files, folders (every run file inside) and stored run names
+    (``refs``; none and no ``values``: every run in the database), and runs in memory (``values``:
+    `Run` objects, ``{qid: {docid: score}}`` dicts by run name, or tables)."""
+
+    refs: tuple[str, ...] = ()
+    values: tuple[Any, ...] = ()
+
+    @classmethod
+    def of(cls, given: Any) -> RunsRef:
+        """A path or name, a list of them, a `Run`, a list of `Run`, ``{run: {qid: {docid: score}}}``,
+        one run as ``{qid: {docid: score}}``, or a table (a `run` column splits it into runs)."""
+        if isinstance(given, RunsRef):
+            return given
+        if given is None:
+            return cls()
+        if isinstance(given, str | Path):
+            return cls(refs=(str(given),))
+        if isinstance(given, Mapping):
+            return cls(values=(given,))
+        if isinstance(given, Sequence) and not isinstance(given, str | bytes):
+            refs = tuple(str(item) for item in given if isinstance(item, str | Path))
+            return cls(refs=refs, values=tuple(item for item in given if not isinstance(item, str | Path)))
+        return cls(values=(given,))
+
+
+# -- the audit's maps and groups ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GradeMap:
+    """A grade mapping, ``3:2,2:2,1:1,0:0``, parsed once; ``option`` is how it was given (its flag),
+    for the messages."""
+
+    mapping: Mapping[int, int]
+    option: str = "--map"
+
+    @classmethod
+    def parse(cls, spec: str | Mapping[int, int] | GradeMap | None, option: str = "--map") -> GradeMap | None:
+        if spec is None or isinstance(spec, GradeMap):
+            return spec
+        if isinstance(spec, Mapping):
+            return cls({int(k): int(v) for k, v in spec.items()}, option)
+        mapping: dict[int, int] = {}
+        for item in (part.strip() for part in str(spec).split(",")):
+            source, colon, target = item.partition(":")
+            try:
+                if not colon:
+                    raise ValueError
+                grade, onto = int(source), int(target)
+            except ValueError:
+                raise QrelkitError(f"{option} {spec!r}: {item!r} is not `grade:grade` (e.g. 3:2,2:2,1:1,0:0)") from None
+            if grade in mapping and mapping[grade] != onto:
+                raise QrelkitError(f"{option} {spec!r}: grade {grade} is mapped twice ({mapping[grade]} and {onto})")
+            mapping[grade] = onto
+        return cls(mapping, option)
+
+
+def parse_grade_map(spec: str, option: str = "--map") -> dict[int, int]:
+    """`3:2,2:2,1:1,0:0` -> {3: 2, 2: 2, 1: 1, 0: 0}; a bad item is named in the error."""
+    parsed = GradeMap.parse(spec, option)
+    assert parsed is not None
+    return dict(parsed.mapping)
+
+
+@dataclass(frozen=True)
+class GroupPattern:
+    """A group for Relative Δ as ``NAME=REGEX``: the runs whose name the regex matches anywhere."""
+
+    name: str
+    pattern: re.Pattern[str]
+
+    @classmethod
+    def parse(cls, spec: str) -> GroupPattern:
+        name, equals, pattern = spec.partition("=")
+        if not equals or not name.strip() or not pattern:
+            raise QrelkitError(f"--group {spec!r}: expected NAME=REGEX, e.g. neural='bert|BERT'")
+        try:
+            return cls(name.strip(), re.compile(pattern))
+        except re.error as exc:
+            raise QrelkitError(f"--group {spec!r}: invalid regular expression ({exc})") from None
+
+
+def parse_group_patterns(specs: Sequence[str] | None) -> tuple[GroupPattern, ...]:
+    """``--group`` items, each parsed once; a name given twice is an error."""
+    patterns: list[GroupPattern] = []
+    for spec in specs or ():
+        parsed = GroupPattern.parse(spec)
+        if parsed.name in {p.name for p in patterns}:
+            raise QrelkitError(f"--group {spec!r}: group {parsed.name!r} is given twice")
+        patterns.append(parsed)
+    return tuple(patterns)
+
+
+def groups_from_patterns(specs: Sequence[str], runs: list[str]) -> dict[str, list[str]]:
+    """`NAME=REGEX` items as group -> the runs whose name the regex matches anywhere."""
+    from qrelkit.evaluate.bias import groups_matching
+
+    return groups_matching([(p.name, p.pattern) for p in parse_group_patterns(specs)], runs)
+
+
+@dataclass(frozen=True)
+class GroupsFile:
+    """A groups TSV and the column whose values are the groups (None: its only grouping column)."""
+
+    path: Path
+    column: str | None = None
+
+    @classmethod
+    def parse(cls, spec: str | Path | None, group_by: str | None = None) -> GroupsFile | None:
+        """``FILE`` or ``FILE:COLUMN`` (a file whose own name has a colon wins); ``group_by`` names the column apart."""
+        if spec is None:
+            if group_by is not None:
+                raise QrelkitError("--group-by names a column of a --groups FILE; give the file too")
+            return None
+        text = str(spec)
+        file, column = (text, None) if Path(text).is_file() or ":" not in text else text.rsplit(":", 1)
+        column = column or None
+        if group_by is not None and column is not None and group_by != column:
+            raise QrelkitError(f"--groups {spec} names column {column!r} but --group-by says {group_by!r}")
+        return cls(Path(file), column or group_by)
+
+
+# -- the audit (`qrelkit agree`, `qrelkit report`) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditRequest:
+    """Model qrels against reference qrels over runs: κ/α on the shared pairs, τ/ρ/r/τ_AP between
+    the system rankings, Relative Δ toward groups, with bootstrap intervals over queries."""
+
+    model: QrelsRef
+    reference: QrelsRef
+    runs: RunsRef = field(default_factory=RunsRef)
+    measures: tuple[str, ...] = ()
+    group_patterns: tuple[GroupPattern, ...] = ()
+    groups_file: GroupsFile | None = None
+    reference_map: GradeMap | None = None
+    model_map: GradeMap | None = None
+    rel_level: int | None = None
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int | None = 0
+    interval: str = DEFAULT_INTERVAL
+    on_duplicate: OnDuplicate = OnDuplicate.error
+
+    def __post_init__(self) -> None:
+        from qrelkit.evaluate.bootstrap import check_method, check_resamples
+
+        check_resamples(self.resamples)  # before anything is read: a bad count is an input error, not a wait
+        object.__setattr__(self, "interval", check_method(self.interval))
+        object.__setattr__(self, "on_duplicate", OnDuplicate(self.on_duplicate))
+        if self.model.ref is None and self.model.judge_run is None and self.model.value is None:
+            raise QrelkitError(
+                "give the model qrels: --model-qrels FILE_OR_NAME, or --judge-run ID (with --db), or both (a set of that run)"
+            )
+
+    @classmethod
+    def from_options(
+        cls,
+        *,
+        reference_qrels: Any,
+        model_qrels: Any = None,
+        runs: Any = None,
+        judge_run: str | None = None,
+        reference_name: str | None = None,
+        measures: Sequence[str] | None = None,
+        group_patterns: Sequence[str] | None = None,
+        groups: str | Path | None = None,
+        group_by: str | None = None,
+        reference_map: Any = None,
+        model_map: Any = None,
+        rel_level: int | None = None,
+        resamples: int | None = None,
+        seed: int | None = 0,
+        interval: str = DEFAULT_INTERVAL,
+        on_duplicate: OnDuplicate | str = OnDuplicate.error,
+    ) -> AuditRequest:
+        """The request from option values as the command line and the Python API give them."""
+        if reference_qrels is None:
+            raise QrelkitError("give the reference qrels: --reference-qrels FILE_OR_NAME")
+        if judge_run is not None:
+            model = QrelsRef(ref=None if model_qrels is None else str(model_qrels), judge_run=str(judge_run))
+        else:
+            model = QrelsRef() if model_qrels is None else QrelsRef.of(model_qrels)
+        return cls(
+            model=model,
+            reference=QrelsRef.of(reference_qrels, name=reference_name, file_label=True),
+            runs=RunsRef.of(runs),
+            measures=tuple(measures or ()),
+            group_patterns=parse_group_patterns(group_patterns),
+            groups_file=GroupsFile.parse(groups, group_by),
+            reference_map=GradeMap.parse(reference_map, "--map"),
+            model_map=GradeMap.parse(model_map, "--map-model"),
+            rel_level=rel_level,
+            resamples=DEFAULT_RESAMPLES if resamples is None else int(resamples),
+            seed=seed,
+            interval=interval,
+            on_duplicate=OnDuplicate(on_duplicate),
+        )
