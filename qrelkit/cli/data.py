@@ -111,16 +111,16 @@ def load_qrels(
 
 @app.command()
 def show(db: DbOption = DEFAULT_DB, as_json: JsonOption = False) -> None:
-    """Show what the database holds: topics, documents, runs, each qrels set with its origin, judge runs."""
+    """Show what the database holds: topics, documents, runs, each qrels set with its origin, judge runs
+    (--json: each with its stored fields)."""
 
     from qrelkit.commands import data
     from qrelkit.report import tables
 
-    lines = data.show(db)
     if as_json:
-        print_json(lines)
+        print_json(data.contents(db))
         return
-    out.print(tables.summary_table(str(db), lines))
+    out.print(tables.summary_table(str(db), data.show(db)))
 
 
 @app.command()

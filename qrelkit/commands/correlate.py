@@ -6,6 +6,7 @@ same qrels cut to at most M relevant items per query (seed 001, Table 2; `--max-
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
@@ -17,16 +18,17 @@ from qrelkit.io import OnDuplicate, Qrels
 DEFAULT_MEASURES = ["nDCG@10"]
 
 
-def _labelled(qrels_sets: list[Qrels], refs: list[str]) -> list[tuple[str, Qrels]]:
+def _labelled(qrels_sets: list[Qrels], refs: list[Any]) -> list[tuple[str, Qrels]]:
     """(label, qrels): a set's name, or the reference the user gave where two names collide."""
     names = [q.name for q in qrels_sets]
-    return [(name if names.count(name) == 1 else ref, q) for name, ref, q in zip(names, refs, qrels_sets)]
+    given = [str(ref) if isinstance(ref, str | Path) else f"{name} #{i + 1}" for i, (name, ref) in enumerate(zip(names, refs))]
+    return [(name if names.count(name) == 1 else label, q) for name, label, q in zip(names, given, qrels_sets)]
 
 
 def correlate(
     *,
-    qrels: list[str],
-    runs: list[str],
+    qrels: list[Any],
+    runs: Any,
     measures: list[str] | None = None,
     db: str | Path | None = None,
     max_rel: list[int] | None = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
@@ -81,9 +81,18 @@ def show(db: Path) -> list[dict[str, object]]:
         return [{"what": what, "count": count, "detail": detail} for what, count, detail in store.summary()]
 
 
+def contents(db: Path) -> dict[str, Any]:
+    """`qrelkit show --json`: the sets, runs and judge runs the database holds, each with its fields."""
+    from qrelkit.storage import Store
+    from qrelkit.storage.contents import contents as stored
+
+    with Store(db, read_only=True) as store:
+        return stored(store)
+
+
 def evaluate(
-    qrels: str,
-    runs: list[str],
+    qrels: Any,
+    runs: Any,
     measures: list[str] | None,
     db: Path | None,
     *,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,10 +50,10 @@ def document_vectors(embedder, documents: Mapping[str, Document], docids: Iterab
     return embed_with_cache(store, embedder, "document", {d.docid: d.text for d in wanted if d.text is not None})
 
 
-def _qrels(qrels: str | None, judge_run: str | None, workspace: Workspace) -> Qrels:
+def _qrels(qrels: Any, judge_run: str | None, workspace: Workspace) -> Qrels:
     if (qrels is None) == (judge_run is None):
         raise QrelkitError("give either --qrels (a file or a qrels set in --db) or --judge-run (its graded qrels)")
-    return workspace.qrels(QrelsRef(ref=qrels) if judge_run is None else QrelsRef(judge_run=judge_run))
+    return workspace.qrels(QrelsRef.of(qrels) if judge_run is None else QrelsRef(judge_run=judge_run))
 
 
 def _documents(docs: Path | None, workspace: Workspace, docids: set[str], image_root: Path | None) -> tuple[dict[str, Document], str]:
@@ -82,8 +83,8 @@ def fd_settings(
 
 def run_fd(
     *,
-    qrels: str | None,
-    runs: list[str],
+    qrels: Any,
+    runs: Any,
     embedder: str,
     settings: FDSettings,
     docs: Path | None = None,

@@ -27,32 +27,26 @@ disagreement), or too little data for a statistic. The size thresholds, and why:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from qrelkit.evaluate.agreement import STATISTICS, SystemCorrelation, correlate_systems
 from qrelkit.evaluate.bias import GroupBias, check_groups, group_bias
 from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, METHOD_NAMES, check_method, check_resamples, paired_intervals, resample_weights
-from qrelkit.evaluate.labels import LabelAgreement, kappa_statistic, label_agreement
+from qrelkit.evaluate.labels import KAPPA_NAMES, LabelAgreement, finite_or_none, interval_or_none, kappa_statistic, label_agreement
 from qrelkit.evaluate.metrics import Evaluation, evaluate_runs
 from qrelkit.io import Qrels, Run
+from qrelkit.io.results import Result
 
 DEFAULT_MEASURES = ("nDCG@10", "AP(rel=2)")
 MIN_KAPPA_PAIRS = 50
 MIN_RUNS = 5
 MIN_QUERIES = 10
 STATISTIC_NAMES = {"kendall_tau": "Kendall τ-b", "spearman_rho": "Spearman ρ", "pearson_r": "Pearson r", "tau_ap": "τ_AP"}
-KAPPA_NAMES = {
-    "cohen_kappa": "Cohen's κ",
-    "cohen_kappa_linear": "Cohen's κ, linear weights",
-    "cohen_kappa_quadratic": "Cohen's κ, quadratic weights",
-    "cohen_kappa_binary": "Cohen's κ, binary",
-}
 
 
-@dataclass(frozen=True)
-class Audit:
+@dataclass(frozen=True, repr=False)
+class Audit(Result):
     model_name: str
     reference_name: str
     queries: list[str]  # judged by both qrels: the queries systems are scored on
@@ -74,6 +68,14 @@ class Audit:
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)
     interval: str = METHOD_NAMES[DEFAULT_METHOD]  # the interval method, as printed: "BCa" or "percentile"
     level: float = 0.95
+
+    def summary(self) -> str:
+        first = next(iter(self.systems.values()), None)
+        tau = f", kendall_tau[{next(iter(self.systems))}]={first.kendall_tau:.4f}" if first is not None else ""
+        return (
+            f"model={self.model_name!r}, reference={self.reference_name!r}, queries={len(self.queries)}, "
+            f"shared_pairs={self.labels.shared_pairs}, cohen_kappa={self.labels.cohen_kappa:.4f}{tau}"
+        )
 
     def interval_notes(self) -> list[str]:
         """One sentence per interval that should not be read as it stands (its estimate outside
@@ -98,7 +100,9 @@ class Audit:
 
     def to_pandas(self):
         """One row per (run, measure): the run's mean under the model and the reference qrels."""
-        import pandas as pd
+        from qrelkit.io.results import pandas
+
+        pd = pandas()
 
         model, reference = self.model_evaluation.means(), self.reference_evaluation.means()
         rows = [(run, m, model[run][m], reference[run][m]) for run in self.model_evaluation.runs for m in self.model_evaluation.measures]
@@ -215,49 +219,27 @@ def audit(
     )
 
 
-def _number(value: float | None) -> float | None:
-    return None if value is None or math.isnan(value) else float(value)
-
-
-def _interval(interval: tuple[float, float] | None) -> list[float | None] | None:
-    return None if not interval else [_number(interval[0]), _number(interval[1])]
-
-
 def audit_to_dict(result: Audit) -> dict[str, Any]:
     """The JSON form (`qrelkit agree --json`); an undefined statistic is null, never NaN."""
     labels = result.labels
-    label_part: dict[str, Any] = {
-        "cohen_kappa": _number(labels.cohen_kappa),
-        "cohen_kappa_linear": _number(labels.cohen_kappa_linear),
-        "cohen_kappa_quadratic": _number(labels.cohen_kappa_quadratic),
-        "krippendorff_alpha_ordinal": _number(labels.krippendorff_alpha_ordinal),
-        "exact_agreement": _number(labels.exact_agreement),
-        "confusion": {"rows": "reference", "columns": "model", "labels": labels.labels, "matrix": labels.confusion.tolist()},
-    }
-    if labels.rel_level is not None:
-        label_part["rel_level"] = labels.rel_level
-        label_part["cohen_kappa_binary"] = _number(labels.cohen_kappa_binary)
-    for name in [n for n in KAPPA_NAMES if n in label_part]:
-        found = labels.intervals.get(name)
-        label_part[f"{name}_ci95"] = _interval(found.interval) if found else None
-    label_part["notes"] = {name: found.note for name, found in labels.intervals.items() if found.note}
+    label_part = labels.to_dict()
     systems = {}
     for measure, corr in result.systems.items():
         entry: dict[str, Any] = {"runs": corr.runs, "queries": corr.queries}
         for name in STATISTICS:
-            entry[name] = _number(getattr(corr, name))
-            entry[f"{name}_ci95"] = _interval(corr.ci95.get(name))
+            entry[name] = finite_or_none(getattr(corr, name))
+            entry[f"{name}_ci95"] = interval_or_none(corr.ci95.get(name))
         entry["notes"] = corr.notes
         systems[measure] = entry
     bias = {
         group: {
             measure: {
-                "model": _number(b.model),
-                "reference": _number(b.reference),
-                "model_ci95": _interval(b.model_ci95),
-                "reference_ci95": _interval(b.reference_ci95),
-                "difference": _number(b.difference),
-                "difference_ci95": _interval(b.difference_ci95),
+                "model": finite_or_none(b.model),
+                "reference": finite_or_none(b.reference),
+                "model_ci95": interval_or_none(b.model_ci95),
+                "reference_ci95": interval_or_none(b.reference_ci95),
+                "difference": finite_or_none(b.difference),
+                "difference_ci95": interval_or_none(b.difference_ci95),
                 "group_runs": len(b.group_runs),
                 "other_runs": b.other_runs,
                 "notes": b.notes,

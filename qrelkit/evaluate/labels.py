@@ -16,11 +16,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.bootstrap import IntervalEstimate
+from qrelkit.io.results import Result
 
 Grades = dict[str, dict[str, int]]  # qid -> docid -> grade
 
@@ -161,8 +163,24 @@ def krippendorff_alpha(reliability_data, level: str = "ordinal") -> float:
     return float(1.0 - (n - 1.0) * float((coincidence * delta).sum()) / expected)
 
 
-@dataclass(frozen=True)
-class LabelAgreement:
+KAPPA_NAMES = {
+    "cohen_kappa": "Cohen's κ",
+    "cohen_kappa_linear": "Cohen's κ, linear weights",
+    "cohen_kappa_quadratic": "Cohen's κ, quadratic weights",
+    "cohen_kappa_binary": "Cohen's κ, binary",
+}
+
+
+def finite_or_none(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def interval_or_none(interval: tuple[float, float] | None) -> list[float | None] | None:
+    return None if not interval else [finite_or_none(interval[0]), finite_or_none(interval[1])]
+
+
+@dataclass(frozen=True, repr=False)
+class LabelAgreement(Result):
     reference_pairs: int
     model_pairs: int
     shared_pairs: int
@@ -177,6 +195,36 @@ class LabelAgreement:
     cohen_kappa_binary: float | None = None  # both sides as grade >= rel_level
     # κ statistic name -> its bootstrap interval over queries (set by the audit, which owns the draws)
     intervals: dict[str, IntervalEstimate] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        alpha = self.krippendorff_alpha_ordinal
+        return f"shared_pairs={self.shared_pairs}, cohen_kappa={self.cohen_kappa:.4f}, krippendorff_alpha_ordinal={alpha:.4f}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (the `labels` part of `qrelkit agree --json`); an undefined statistic is null, never NaN."""
+        out: dict[str, Any] = {
+            "cohen_kappa": finite_or_none(self.cohen_kappa),
+            "cohen_kappa_linear": finite_or_none(self.cohen_kappa_linear),
+            "cohen_kappa_quadratic": finite_or_none(self.cohen_kappa_quadratic),
+            "krippendorff_alpha_ordinal": finite_or_none(self.krippendorff_alpha_ordinal),
+            "exact_agreement": finite_or_none(self.exact_agreement),
+            "confusion": {"rows": "reference", "columns": "model", "labels": self.labels, "matrix": self.confusion.tolist()},
+        }
+        if self.rel_level is not None:
+            out["rel_level"] = self.rel_level
+            out["cohen_kappa_binary"] = finite_or_none(self.cohen_kappa_binary)
+        for name in [n for n in KAPPA_NAMES if n in out]:
+            found = self.intervals.get(name)
+            out[f"{name}_ci95"] = interval_or_none(found.interval) if found else None
+        out["notes"] = {name: found.note for name, found in self.intervals.items() if found.note}
+        return out
+
+    def to_pandas(self):
+        """The confusion matrix: one row per (reference grade, model grade, pairs); pandas is optional."""
+        from qrelkit.io.results import pandas
+
+        rows = [(r, m, int(self.confusion[i, j])) for i, r in enumerate(self.labels) for j, m in enumerate(self.labels)]
+        return pandas().DataFrame(rows, columns=["reference", "model", "pairs"])
 
 
 def label_agreement(

@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from qrelkit.errors import QrelkitError
 from qrelkit.io import Qrel, Qrels
+from qrelkit.io.results import Result
 
 ALL_TOPICS = "*"
 DEFAULT_LABELS = [0, 1, 2]
@@ -198,8 +199,8 @@ def grading_spec(options: dict[str, Any], *, where: str = "", option_names: dict
         raise GradingError("\n".join(lines)) from None
 
 
-@dataclass(frozen=True)
-class GradingResult:
+@dataclass(frozen=True, repr=False)
+class GradingResult(Result):
     qrels: Qrels
     thresholds: dict[str, list[float]]  # scope ("*" or a qid) -> cut points in score units (see record)
     description: dict[str, Any]  # the stored grading record
@@ -207,12 +208,17 @@ class GradingResult:
     matched_by: str = "id"  # how `--judge-run` found the graded run ("name": say so)
     judge_run_name: str | None = None
 
+    def summary(self) -> str:
+        return f"qrels={self.qrels.name!r}, method={self.description.get('method')!r}, grades={self.grade_counts()}"
+
     def to_dict(self) -> dict[str, Any]:
         return {"qrels": self.qrels.name, "grades": self.grade_counts(), **self.description}
 
     def to_pandas(self):
         """The graded qrels, one row per (qid, docid, grade); pandas is optional."""
-        import pandas as pd
+        from qrelkit.io.results import pandas
+
+        pd = pandas()
 
         return pd.DataFrame([(q.qid, q.docid, q.grade) for q in self.qrels.entries], columns=["qid", "docid", "grade"])
 

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,6 +38,18 @@ HISTORY_COLUMNS = (
 ).split(", ")
 
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>\S+) \(PID (?P<pid>\d+)\)")
+
+
+LOCK_WAIT_SECONDS = 5.0
+
+
+def lock_wait() -> float:
+    """How long opening a file another process holds is retried: `QRELKIT_LOCK_WAIT` seconds (default 5)."""
+    raw = os.environ.get("QRELKIT_LOCK_WAIT", "").strip()
+    try:
+        return max(float(raw), 0.0) if raw else LOCK_WAIT_SECONDS
+    except ValueError:
+        raise StoreError(f"QRELKIT_LOCK_WAIT={raw!r}: expected a number of seconds") from None
 
 
 def crash_point(name: str) -> None:
@@ -123,11 +136,18 @@ class Store:
             self._upgrade_then_reopen(version)
 
     def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        """A connection; a file another process holds is tried again, with backoff, for up to
+        `lock_wait()` seconds (a reader's or a flush's brief hold passes), then its holder is named."""
         refuse_foreign_file(self.path)
-        try:
-            return duckdb.connect(str(self.path), read_only=read_only, config=SAFE_CONFIG)
-        except duckdb.Error as exc:
-            raise self._open_error(exc) from None
+        deadline, delay = time.monotonic() + lock_wait(), 0.05
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=read_only, config=SAFE_CONFIG)
+            except duckdb.Error as exc:
+                if _LOCK_HOLDER.search(str(exc)) is None or time.monotonic() + delay > deadline:
+                    raise self._open_error(exc) from None
+            time.sleep(delay)
+            delay = min(2 * delay, 1.0)
 
     def _upgrade_then_reopen(self, version: int) -> None:
         """A database written by an earlier qrelkit, opened to be read: its migrations run once (for
