@@ -36,6 +36,7 @@ _API = {
     "grade": ("qrelkit.api", "grade"),
     "judge": ("qrelkit.api", "judge"),
     "judgments": ("qrelkit.api", "judgments"),
+    "data_path": ("qrelkit.api", "data_path"),
     "Store": ("qrelkit.storage.brief", "BriefStore"),
     # reading the field's formats
     "read_run": ("qrelkit.io", "read_run"),

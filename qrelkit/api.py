@@ -19,6 +19,7 @@ from qrelkit.commands.workspace import Workspace
 from qrelkit.io.duplicates import OnDuplicate
 
 if TYPE_CHECKING:
+    from qrelkit.commands.judging import JudgingOutcome
     from qrelkit.commands.judgments import Judgments
     from qrelkit.evaluate.audit import Audit
     from qrelkit.evaluate.correlate import RankCorrelations
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from qrelkit.evaluate.metrics import Evaluation
     from qrelkit.evaluate.nrg import NRGResult
     from qrelkit.jobs.grade import GradingResult
-    from qrelkit.jobs.runner import JobReport
     from qrelkit.jobs.spec import JobSpec
 
 Db = str | Path | None
@@ -271,18 +271,24 @@ def judge(
     job: str | Path | JobSpec,
     *,
     sets: Sequence[str] | None = None,
+    sample: int | None = None,
+    seed: int | None = None,
     limit: int | None = None,
     dry_run: bool = False,
     retry_failed: bool = False,
-    progress: bool = False,
+    grade: bool = True,
     allow_import: bool = False,
-) -> JobReport:
-    """Run a judging job (`qrelkit judge JOB.yaml`): judge what its pool still lacks, then grade.
-    ``sets``: overrides as on the command line (``judge.options.batch_size=32``)."""
-    from qrelkit.jobs import load_job, run_job
+) -> JudgingOutcome:
+    """Run a judging job as `qrelkit judge JOB.yaml` does: judge what its pool still lacks (or a
+    ``sample`` of it), then grade as the job says. ``sets``: overrides as on the command line
+    (``judge.options.batch_size=32``)."""
+    from qrelkit.commands.judging import load_judging_job, run_judging
 
-    spec = job if not isinstance(job, str | Path) else load_job(job, sets=list(sets or []), allow_import=allow_import)
-    return run_job(spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, progress=progress)
+    if isinstance(job, str | Path):
+        spec = load_judging_job(Path(job), sets=list(sets or []), sample=sample, seed=seed, allow_import=allow_import)
+    else:
+        spec = job
+    return run_judging(spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, grade=grade)
 
 
 def judgments(db: str | Path, judge_run: str | None = None) -> Judgments:
@@ -292,3 +298,15 @@ def judgments(db: str | Path, judge_run: str | None = None) -> Judgments:
 
     with Workspace(db) as workspace:
         return judgments_command.run(judge_run, workspace)
+
+
+def data_path(bundle: str) -> Path:
+    """The folder of a data bundle `qrelkit data fetch BUNDLE` fetched (under $QRELKIT_DATA, by
+    default ~/.local/share/qrelkit), as `qrelkit data path BUNDLE` prints it."""
+    from qrelkit.errors import QrelkitError
+    from qrelkit.io.bundles import data_root
+
+    folder = data_root() / bundle
+    if not folder.is_dir():
+        raise QrelkitError(f"no data bundle {bundle!r} in {data_root()}: fetch it with `qrelkit data fetch {bundle}`")
+    return folder

@@ -12,6 +12,7 @@ from qrelkit.errors import QrelkitError
 from qrelkit.io import Qrels, write_qrels
 from qrelkit.io.files import check_writable
 from qrelkit.io.numbers import ascii_int, ascii_number
+from qrelkit.io.results import Result
 from qrelkit.jobs.grade import GradingResult, GradingSpec, grade_judge_run, grading_spec
 from qrelkit.jobs.runner import JobReport, JobStopped, ProgressCallback, run_job
 from qrelkit.jobs.spec import JobSpec
@@ -136,11 +137,31 @@ def grade_job(spec: JobSpec, judge_run_id: str) -> GradingResult | None:
         return grade_judge_run(store, judge_run_id, spec.grading, replace=own, by_job=True)
 
 
-@dataclass
-class JudgingOutcome:
+@dataclass(repr=False)
+class JudgingOutcome(Result):
+    """What `qrelkit judge` (and `qrelkit.judge`) did: the run's report and, when the job grades, its grading."""
+
     report: JobReport
     grading: GradingResult | None = None
     limit: int | None = None  # --limit: a cap on this run's calls, not a sample
+
+    @property
+    def judge_run_id(self) -> str:
+        return self.report.judge_run_id
+
+    def summary(self) -> str:
+        graded = f", qrels={self.grading.qrels.name!r}" if self.grading is not None else ""
+        report = self.report
+        return f"judge_run_id={self.judge_run_id!r}, pairs={report.pairs}, judged={report.judged}, statuses={report.statuses}{graded}"
+
+    def to_pandas(self):
+        """One row: the counts of this run (pairs, judged, each status) and the graded set."""
+        from qrelkit.io.results import pandas
+
+        row = {k: v for k, v in self.to_dict().items() if not isinstance(v, dict | list)}
+        row.update({f"status_{status}": n for status, n in self.report.statuses.items()})
+        row["qrels"] = self.grading.qrels.name if self.grading is not None else None
+        return pandas().DataFrame([row])
 
     def to_dict(self) -> dict[str, Any]:
         out = self.report.to_dict()
