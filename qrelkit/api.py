@@ -161,8 +161,8 @@ def nrg(
 ) -> NRGResult:
     """Normalized Residual Gain of each run over its prior runs (`qrelkit nrg`): ``prior`` is
     all-others, order:FILE, best-per-group:FILE[:COLUMN], runs:A,B, or a {run: [prior runs]} dict."""
+    from qrelkit.commands.nrg import nrg_from_spec
     from qrelkit.evaluate.nrg import nrg as nrg_of
-    from qrelkit.evaluate.nrg.priors import nrg_from_spec
 
     with Workspace(db, on_duplicate=on_duplicate) as workspace:
         qrels_data, run_list = workspace.qrels(qrels), workspace.runs(runs)

@@ -20,7 +20,6 @@ from qrelkit.cli.base import (
     SeedOption,
     app,
     command_line,
-    either,
     err,
     out,
     print_json,
@@ -41,12 +40,10 @@ AuditJudgeRun = Annotated[
         help="A judge run in --db (id, unique id prefix, or name): the qrels set its job graded (or its only graded set).",
     ),
 ]
-ModelQrelsAlias = Annotated[str | None, typer.Option("--qrels", hidden=True)]
 ReferenceQrels = Annotated[
     str | None,
     typer.Option("--reference-qrels", help="Reference (human) qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db."),
 ]
-ReferenceAlias = Annotated[str | None, typer.Option("--reference", hidden=True)]
 ReferenceName = Annotated[
     str | None,
     typer.Option("--reference-name", help="What to call the reference qrels in the output (default: the set's name, or FOLDER/FILE)."),
@@ -54,34 +51,30 @@ ReferenceName = Annotated[
 Groups = Annotated[
     str | None, typer.Option("--groups", help="Groups TSV of runs as FILE[:COLUMN]: a `run` column and grouping columns (header optional).")
 ]
-GroupBy = Annotated[str | None, typer.Option("--group-by", hidden=True)]
 Group = Annotated[list[str] | None, typer.Option("--group", help="A group for Relative Δ: NAME=REGEX searched in run names; repeatable.")]
 GradeMap = Annotated[str | None, typer.Option("--map", help="Map reference grades for label agreement, e.g. 3:2,2:2,1:1,0:0.")]
 ModelMap = Annotated[str | None, typer.Option("--map-model", help="Map model grades for label agreement.")]
 RelLevel = Annotated[int | None, typer.Option("--rel-level", help="Also report κ with both sides cut at grade >= LEVEL (after maps).")]
-RelLevelAlias = Annotated[int | None, typer.Option("--binarize", hidden=True)]
 Resamples = Annotated[
     int | None, typer.Option("--resamples", help="Bootstrap resamples of the queries for 95% intervals (0: none; default 1000).")
 ]
-ResamplesAlias = Annotated[int | None, typer.Option("--bootstrap", hidden=True)]
 
 
 def _audit_options(**given) -> dict:
-    """The shared options of agree and report as `AuditRequest.from_options` takes them, old spellings merged in."""
+    """The shared options of agree and report as `AuditRequest.from_options` takes them."""
     return dict(
-        model_qrels=either(given["model_qrels"], given["qrels"], "--model-qrels", "--qrels"),
-        reference_qrels=either(given["reference_qrels"], given["reference"], "--reference-qrels", "--reference"),
+        model_qrels=given["model_qrels"],
+        reference_qrels=given["reference_qrels"],
         judge_run=given["judge_run"],
         reference_name=given["reference_name"],
         runs=given["runs"] or [],
         measures=given["measure"],
         group_patterns=given["group"],
         groups=given["groups"],
-        group_by=given["group_by"],
         reference_map=given["grade_map"],
         model_map=given["model_map"],
-        rel_level=either(given["rel_level"], given["binarize"], "--rel-level", "--binarize"),
-        resamples=either(given["resamples"], given["bootstrap"], "--resamples", "--bootstrap"),
+        rel_level=given["rel_level"],
+        resamples=given["resamples"],
         seed=given["seed"],
         on_duplicate=given["on_duplicate"],
         interval=given["interval"],
@@ -107,11 +100,6 @@ def agree_cmd(
     db: DbOption = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: pairs, labels, systems, bias, warnings.")] = False,
     on_duplicate: DuplicateOption = "error",
-    qrels: ModelQrelsAlias = None,
-    reference: ReferenceAlias = None,
-    group_by: GroupBy = None,
-    binarize: RelLevelAlias = None,
-    bootstrap: ResamplesAlias = None,
 ) -> None:
     """Audit model qrels against reference qrels: Cohen's κ and Krippendorff's α on the shared pairs,
     Kendall τ / Spearman ρ / Pearson r / τ_AP between the system rankings, Relative Δ toward groups,
@@ -151,11 +139,6 @@ def report_cmd(
     interval: IntervalOption = "bca",
     db: DbOption = DEFAULT_DB,
     on_duplicate: DuplicateOption = "error",
-    qrels: ModelQrelsAlias = None,
-    reference: ReferenceAlias = None,
-    group_by: GroupBy = None,
-    binarize: RelLevelAlias = None,
-    bootstrap: ResamplesAlias = None,
 ) -> None:
     """Write one HTML page auditing a judge run (or model qrels from a file): the answer first (κ, τ,
     Δ, coverage, warnings), then the figures, the judge's failures, tokens and cost, and its grading."""
@@ -198,7 +181,6 @@ def fd_cmd(
     metric: Annotated[str, typer.Option("--metric", help="ir_measures measure for --plot-metric (full qrels).")] = "nDCG@10",
     as_json: Annotated[bool, typer.Option("--json", help='Print JSON: {"embedder", "d", "runs": {run: {"FD@10": x}}, "n_rel"}.')] = False,
     on_duplicate: DuplicateOption = "error",
-    bootstrap: ResamplesAlias = None,
 ) -> None:
     """Fréchet distance between the embeddings of the relevant judged items and each run's top-k
     (Arabzadeh and Clarke, EACL 2024): lower is better. Reports n and d; FD with fewer
@@ -209,8 +191,7 @@ def fd_cmd(
     from qrelkit.report import tables
     from qrelkit.report.progress import progress_output
 
-    chosen = either(resamples, bootstrap, "--resamples", "--bootstrap")
-    settings = fd_settings(k, urr=urr, max_rel=max_rel, rel_level=rel_level, resamples=chosen, seed=seed, interval=interval, keep=keep)
+    settings = fd_settings(k, urr=urr, max_rel=max_rel, rel_level=rel_level, resamples=resamples, seed=seed, interval=interval, keep=keep)
     with progress_output("FD bootstrap", console=err, enabled=not as_json, unit="resamples") as progress:
         report = run_fd(
             qrels=qrels,
@@ -261,7 +242,6 @@ def nrg_cmd(
     as_json: Annotated[bool, typer.Option("--json", help='Print JSON: {"runs": {run: {"nrg": x, "base": x}}, ...}.')] = False,
     per_query: Annotated[bool, typer.Option("--per-query", help="Also print each query's values.")] = False,
     on_duplicate: DuplicateOption = "error",
-    model: Annotated[str | None, typer.Option("--model", hidden=True)] = None,
 ) -> None:
     """Normalized Residual Gain (Bigdeli, Arabzadeh, Bagheri and Clarke, SIGIR-AP 2024): what each run
     adds over its prior runs. Means run over the queries of the qrels; a run that misses one scores 0 on it.
@@ -275,7 +255,7 @@ def nrg_cmd(
         runs=(runs or []) + (more_runs or []),
         db=db,
         prior=prior,
-        browsing_model=either(browsing_model, model, "--browsing-model", "--model") or "ndcg",
+        browsing_model=browsing_model or "ndcg",
         depth=depth,
         gain=gain,
         order=order,

@@ -86,13 +86,6 @@ IntervalOption = Annotated[
 ]
 
 
-def either(value: Any, alias: Any, name: str, alias_name: str) -> Any:
-    """One option that also answers to an older spelling (a hidden alias kept for one release)."""
-    if value is not None and alias is not None and value != alias:
-        raise QrelkitError(f"{name} and {alias_name} (its older name) disagree; give one")
-    return value if value is not None else alias
-
-
 def command_line(ctx: typer.Context) -> str:
     """The command as given, rebuilt from its parsed options (so it reads the same under a test runner)."""
     words = ["qrelkit", ctx.info_name or ""]

@@ -25,7 +25,6 @@ from qrelkit.cli.base import (
     print_json,
     print_lines,
 )
-from qrelkit.errors import QrelkitError
 
 ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite the output file when it exists.")]
 NameOption = Annotated[
@@ -160,8 +159,7 @@ def evaluate(
     from qrelkit.commands import data
     from qrelkit.report import tables
 
-    if output not in ("table", "json", "trec"):
-        raise QrelkitError(f"--format {output!r}: choose table, json or trec")
+    data.check_format(output)
     evaluation = data.evaluate(
         qrels,
         runs or [],

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from qrelkit.cli.base import DEFAULT_DB, DbOption, JsonOption, app, err, out, print_json, print_lines, prompts_app
-from qrelkit.errors import QrelkitError
 
 
 @prompts_app.command("list")
@@ -45,8 +44,6 @@ def prompts_show(
         out.print(f"id {t.id} version {t.version} sha256 {t.content_hash}", highlight=False)
         print(t.model_dump_json(indent=1))
         return
-    if topic is None or doc is None:
-        raise QrelkitError("give both --topic QID and --doc DOCID (or neither)")
     print_lines([str(judging.render_pair(template, db, topic, doc))])
 
 

@@ -81,6 +81,16 @@ def show(db: Path) -> list[dict[str, object]]:
         return [{"what": what, "count": count, "detail": detail} for what, count, detail in store.summary()]
 
 
+OUTPUT_FORMATS = ("table", "json", "trec")
+
+
+def check_format(output: str) -> str:
+    """`qrelkit evaluate --format`: table, json or trec (trec_eval's lines)."""
+    if output not in OUTPUT_FORMATS:
+        raise QrelkitError(f"--format {output!r}: choose table, json or trec")
+    return output
+
+
 def contents(db: Path) -> dict[str, Any]:
     """`qrelkit show --json`: the sets, runs and judge runs the database holds, each with its fields."""
     from qrelkit.storage import Store

@@ -45,7 +45,10 @@ def templates_payload(templates: list[PromptTemplate]) -> list[dict[str, Any]]:
     return [t.content() for t in templates]
 
 
-def render_pair(template_ref: str, db: Path, qid: str, docid: str) -> RenderedPrompt:
+def render_pair(template_ref: str, db: Path, qid: str | None, docid: str | None) -> RenderedPrompt:
+    """`qrelkit prompts show TEMPLATE --topic QID --doc DOCID`: the messages a model sees for one pair."""
+    if qid is None or docid is None:
+        raise QrelkitError("give both --topic QID and --doc DOCID (or neither)")
     template = load_template(template_ref)
     with Store(db, read_only=True) as store:
         topics = {t.qid: t for t in store.topics()}

@@ -173,18 +173,46 @@ class GroupsFile:
     column: str | None = None
 
     @classmethod
-    def parse(cls, spec: str | Path | None, group_by: str | None = None) -> GroupsFile | None:
-        """``FILE`` or ``FILE:COLUMN`` (a file whose own name has a colon wins); ``group_by`` names the column apart."""
+    def parse(cls, spec: str | Path | None) -> GroupsFile | None:
+        """``FILE`` or ``FILE:COLUMN`` (a file whose own name has a colon wins)."""
         if spec is None:
-            if group_by is not None:
-                raise QrelkitError("--group-by names a column of a --groups FILE; give the file too")
             return None
         text = str(spec)
         file, column = (text, None) if Path(text).is_file() or ":" not in text else text.rsplit(":", 1)
-        column = column or None
-        if group_by is not None and column is not None and group_by != column:
-            raise QrelkitError(f"--groups {spec} names column {column!r} but --group-by says {group_by!r}")
-        return cls(Path(file), column or group_by)
+        return cls(Path(file), column or None)
+
+
+# -- NRG's prior sets ---------------------------------------------------------------------------------
+
+PRIOR_SPECS = "all-others | order:FILE | best-per-group:FILE[:COLUMN] | runs:A,B"
+
+
+@dataclass(frozen=True)
+class PriorSpec:
+    """NRG's prior sets as `--prior` names them, parsed once: all-others, order:FILE (oldest first),
+    best-per-group:FILE[:COLUMN], or runs:A,B."""
+
+    kind: str = "all-others"
+    order_file: Path | None = None
+    runs: tuple[str, ...] = ()
+    groups_file: GroupsFile | None = None
+
+    @classmethod
+    def parse(cls, spec: str | PriorSpec) -> PriorSpec:
+        from qrelkit.evaluate.nrg import NRGError
+
+        if isinstance(spec, PriorSpec):
+            return spec
+        kind, _, arg = spec.partition(":")
+        if kind == "all-others" and not arg:
+            return cls()
+        if kind == "order" and arg:
+            return cls(kind, order_file=Path(arg))
+        if kind == "runs" and arg:
+            return cls(kind, runs=tuple(r.strip() for r in arg.split(",") if r.strip()))
+        if kind == "best-per-group" and arg:
+            return cls(kind, groups_file=GroupsFile.parse(arg))
+        raise NRGError(f"--prior {spec!r}: expected {PRIOR_SPECS}")
 
 
 # -- the audit (`qrelkit agree`, `qrelkit report`) ---------------------------------------------------
@@ -232,7 +260,6 @@ class AuditRequest:
         measures: Sequence[str] | None = None,
         group_patterns: Sequence[str] | None = None,
         groups: str | Path | None = None,
-        group_by: str | None = None,
         reference_map: Any = None,
         model_map: Any = None,
         rel_level: int | None = None,
@@ -254,7 +281,7 @@ class AuditRequest:
             runs=RunsRef.of(runs),
             measures=tuple(measures or ()),
             group_patterns=parse_group_patterns(group_patterns),
-            groups_file=GroupsFile.parse(groups, group_by),
+            groups_file=GroupsFile.parse(groups),
             reference_map=GradeMap.parse(reference_map, "--map"),
             model_map=GradeMap.parse(model_map, "--map-model"),
             rel_level=rel_level,

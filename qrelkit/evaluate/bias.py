@@ -8,7 +8,7 @@ gap is larger than topic sampling alone would produce.
 
 Groups are named three ways: explicit lists (API), regular expressions searched in run names
 (`--group NAME=REGEX`), or a groups file: a TSV with a `run` column and any number of grouping
-columns, each distinct value of the chosen column being one group (`--groups FILE --group-by COLUMN`).
+columns, each distinct value of the chosen column being one group (`--groups FILE:COLUMN`).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def read_groups_file(path: str | Path) -> tuple[list[str], dict[str, dict[str, s
 
 def groups_from_file(path: str | Path, column: str | None, runs: list[str]) -> dict[str, list[str]]:
     """One group per distinct value of ``column`` (optional when the file has one grouping column, or a `group` column)."""
-    assigned = run_groups(path, runs, column, hint="--group-by COLUMN or --groups FILE:COLUMN")
+    assigned = run_groups(path, runs, column)
     column_name = column or "the grouping column"
     values = sorted(set(assigned.values()))
     groups = {value: [run for run in runs if assigned[run] == value] for value in values}
