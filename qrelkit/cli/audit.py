@@ -9,6 +9,7 @@ import typer
 
 from qrelkit.cli.base import (
     DEFAULT_DB,
+    ConfigOption,
     DbOption,
     DuplicateOption,
     IntervalOption,
@@ -97,6 +98,7 @@ def agree_cmd(
     resamples: Resamples = None,
     seed: SeedOption = 0,
     interval: IntervalOption = "bca",
+    config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: pairs, labels, systems, bias, warnings.")] = False,
     on_duplicate: DuplicateOption = "error",
@@ -137,6 +139,7 @@ def report_cmd(
     resamples: Resamples = None,
     seed: SeedOption = 0,
     interval: IntervalOption = "bca",
+    config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
     on_duplicate: DuplicateOption = "error",
 ) -> None:
@@ -171,6 +174,7 @@ def fd_cmd(
         typer.Option("--workers", min=1, help="Processes for the bootstrap (default: one per core when it is large; 1: this one)."),
     ] = None,
     judge_run: JudgeRunOption = None,
+    config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
     cache: Annotated[
         Path | None, typer.Option("--cache", help="Database file that caches embeddings (default: --db when it exists).")
@@ -238,6 +242,7 @@ def nrg_cmd(
     compare: Annotated[bool, typer.Option("--compare", help="Also unique contributions, rareness-based P@K and TaSC.")] = False,
     plot: Annotated[Path | None, typer.Option(help="Write the NRG vs metric plot (PNG/PDF/SVG) here.")] = None,
     groups: Annotated[str | None, typer.Option(help="FILE[:COLUMN] of run groups to mark in the plot.")] = None,
+    config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help='Print JSON: {"runs": {run: {"nrg": x, "base": x}}, ...}.')] = False,
     per_query: Annotated[bool, typer.Option("--per-query", help="Also print each query's values.")] = False,

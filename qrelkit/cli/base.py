@@ -86,6 +86,26 @@ IntervalOption = Annotated[
 ]
 
 
+def _read_config(ctx: typer.Context, param: Any, value: Path | None) -> Path | None:
+    """`--config FILE.yaml` (eager): the file's values become the command's defaults, so a flag given wins."""
+    if value is not None:
+        from qrelkit.commands.config import config_defaults
+
+        ctx.default_map = {**(ctx.default_map or {}), **config_defaults(value, ctx.command.params)}
+    return value
+
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        is_eager=True,
+        callback=_read_config,
+        help="A YAML file of this command's options (keys: the option names, e.g. model-qrels, runs); flags given win.",
+    ),
+]
+
+
 def command_line(ctx: typer.Context) -> str:
     """The command as given, rebuilt from its parsed options (so it reads the same under a test runner)."""
     words = ["qrelkit", ctx.info_name or ""]

@@ -9,6 +9,7 @@ import typer
 
 from qrelkit.cli.base import (
     DEFAULT_DB,
+    ConfigOption,
     DbOption,
     DuplicateOption,
     JsonOption,
@@ -127,6 +128,7 @@ def evaluate(
     qrels: Annotated[str, typer.Option(help="A TREC qrels file, irds:<ir_datasets id>, or the name of a qrels set in --db.")],
     runs: RunsOption = None,
     measure: MeasureOption = None,
+    config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON: measures, queries, averaging, runs → measure → mean (= --format json).")
@@ -199,6 +201,7 @@ def correlate(
         int | None, typer.Option("--rel-level", help="With --max-rel: relevant = grade >= LEVEL (default 2 if graded).")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="With --max-rel: seed of the choice of relevant items.")] = 0,
+    config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
     as_json: JsonOption = False,
     on_duplicate: DuplicateOption = "error",

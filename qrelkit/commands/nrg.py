@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qrelkit.commands.requests import GroupsFile, PriorSpec
+from qrelkit.commands.requests import GroupsFile, NRGRequest, PriorSpec
 from qrelkit.commands.workspace import Workspace
 from qrelkit.evaluate.nrg import NRGError, NRGResult
 from qrelkit.evaluate.nrg.compare import comparison_measures
 from qrelkit.evaluate.nrg.priors import nrg_with_priors
-from qrelkit.io import OnDuplicate, Run
+from qrelkit.io import Run
 from qrelkit.io.groups import run_groups
 
 
@@ -72,30 +72,23 @@ def nrg_from_spec(
     return result, groups
 
 
-def nrg_command(
-    *,
-    qrels: str,
-    runs: list[str],
-    db: Path | None,
-    prior: str = "all-others",
-    browsing_model: str = "ndcg",
-    depth: str = "10",
-    gain: str = "linear",
-    order: str = "trec_eval",
-    compare: bool = False,
-    groups: str | None = None,
-    plot: Path | None = None,
-    on_duplicate: OnDuplicate | str = OnDuplicate.error,
-) -> NRGOutcome:
-    with Workspace(db, on_duplicate=on_duplicate) as workspace:
-        qrels_data = workspace.qrels(qrels)
-        run_list = workspace.runs(runs)
-    result, prior_groups = nrg_from_spec(qrels_data, run_list, prior, model=browsing_model, depth=depth, gain=gain, order=order)
-    extra = {m.measure: m.means() for m in comparison_measures(qrels_data, run_list, result)} if compare else {}
-    if groups:
-        prior_groups = run_groups_of(GroupsFile.parse(groups), result.runs)
-    if plot:
+def run(request: NRGRequest, workspace: Workspace) -> NRGOutcome:
+    """`qrelkit nrg`: NRG over the prior sets, the comparison measures when asked, the plot when asked."""
+    qrels, runs = workspace.qrels(request.qrels), workspace.runs(request.runs)
+    options: dict[str, Any] = dict(model=request.browsing_model, depth=request.depth, gain=request.gain, order=request.order)
+    result, prior_groups = nrg_from_spec(qrels, runs, request.prior, **options)
+    extra = {m.measure: m.means() for m in comparison_measures(qrels, runs, result)} if request.compare else {}
+    if request.groups_file is not None:
+        prior_groups = run_groups_of(request.groups_file, result.runs)
+    if request.plot:
         from qrelkit.report.plots.nrg import plot_nrg
 
-        plot_nrg(result, plot, prior_groups, title=f"prior set: {prior.partition(':')[0]}")
-    return NRGOutcome(result, prior, prior_groups, extra)
+        plot_nrg(result, request.plot, prior_groups, title=f"prior set: {request.prior.kind}")
+    return NRGOutcome(result, request.prior_text, prior_groups, extra)
+
+
+def nrg_command(*, db: Path | None = None, **options: Any) -> NRGOutcome:
+    """`qrelkit nrg` from option values (those of `NRGRequest.from_options`) and ``db``."""
+    request = NRGRequest.from_options(**options)
+    with Workspace(db, on_duplicate=request.on_duplicate) as workspace:
+        return run(request, workspace)

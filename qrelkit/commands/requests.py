@@ -290,3 +290,149 @@ class AuditRequest:
             interval=interval,
             on_duplicate=OnDuplicate(on_duplicate),
         )
+
+
+def _measures(measures: Sequence[str] | str | None, default: tuple[str, ...], *, once: bool = True) -> tuple[str, ...]:
+    """The measures asked for (``once``: each once), or ``default``."""
+    chosen = [measures] if isinstance(measures, str) else list(measures or ())
+    return (tuple(dict.fromkeys(chosen)) if once else tuple(chosen)) or default
+
+
+# -- scoring runs (`qrelkit evaluate`, `qrelkit correlate`) --------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvaluateRequest:
+    """Runs scored per query under qrels. ``average``: a mean over every query of the qrels, or of
+    the run; ``max_rel``: the qrels cut to at most that many relevant items per query first (kept as
+    ``keep`` says with ``seed``, relevant = grade >= ``rel_level``); ``trec_layout``: the output is
+    trec_eval's, so measure names that collide there are refused up front."""
+
+    qrels: QrelsRef
+    runs: RunsRef = field(default_factory=RunsRef)
+    measures: tuple[str, ...] = ("nDCG@10",)
+    average: str = "qrels"
+    max_rel: int | None = None
+    keep: str = "top-grade"
+    seed: int = 0
+    rel_level: int | None = None
+    trec_layout: bool = False
+    on_duplicate: OnDuplicate = OnDuplicate.error
+
+    def __post_init__(self) -> None:
+        from qrelkit.evaluate.metrics import check_average
+        from qrelkit.evaluate.sparsify import check_keep
+        from qrelkit.evaluate.trec_names import trec_eval_names
+
+        check_average(self.average)
+        if self.trec_layout:
+            trec_eval_names(list(self.measures))
+        if self.max_rel is None and (self.keep != "top-grade" or self.rel_level is not None):
+            raise QrelkitError("--keep and --rel-level choose how --max-rel cuts the qrels; give --max-rel M too")
+        check_keep(self.keep)
+        object.__setattr__(self, "on_duplicate", OnDuplicate(self.on_duplicate))
+
+    @classmethod
+    def from_options(cls, *, qrels: Any, runs: Any = None, measures: Sequence[str] | str | None = None, **options: Any) -> EvaluateRequest:
+        return cls(QrelsRef.of(qrels), RunsRef.of(runs), _measures(measures, ("nDCG@10",), once=False), **options)
+
+
+@dataclass(frozen=True)
+class CorrelateRequest:
+    """Rank correlations between orderings of the same runs: under each measure and each qrels set,
+    and under the first qrels cut to at most each ``max_rel`` relevant items per query."""
+
+    qrels: tuple[QrelsRef, ...]
+    runs: RunsRef = field(default_factory=RunsRef)
+    measures: tuple[str, ...] = ("nDCG@10",)
+    max_rel: tuple[int, ...] = ()
+    keep: str = "top-grade"
+    seed: int = 0
+    rel_level: int | None = None
+    on_duplicate: OnDuplicate = OnDuplicate.error
+
+    def __post_init__(self) -> None:
+        from qrelkit.evaluate.sparsify import check_keep
+
+        if not self.qrels:
+            raise QrelkitError("give the qrels: --qrels FILE_OR_NAME (repeatable)")
+        check_keep(self.keep)
+        object.__setattr__(self, "on_duplicate", OnDuplicate(self.on_duplicate))
+
+    @classmethod
+    def from_options(
+        cls, *, qrels: Any, runs: Any = None, measures: Sequence[str] | None = None, max_rel: Any = None, **options: Any
+    ) -> CorrelateRequest:
+        sets = list(qrels) if isinstance(qrels, list | tuple) else [] if qrels is None else [qrels]
+        cuts = [max_rel] if isinstance(max_rel, int) else list(max_rel or [])
+        return cls(tuple(QrelsRef.of(q) for q in sets), RunsRef.of(runs), _measures(measures, ("nDCG@10",)), tuple(cuts), **options)
+
+
+# -- NRG (`qrelkit nrg`) ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NRGRequest:
+    """NRG of each run over its prior runs, and (``compare``) the measures seed 004 compares it with;
+    ``groups_file`` marks groups in the plot written to ``plot``."""
+
+    qrels: QrelsRef
+    runs: RunsRef = field(default_factory=RunsRef)
+    prior: PriorSpec = field(default_factory=PriorSpec)
+    prior_text: str = "all-others"  # as given, for the output
+    browsing_model: str = "ndcg"
+    depth: str | int | None = "10"
+    gain: str = "linear"
+    order: str = "trec_eval"
+    compare: bool = False
+    groups_file: GroupsFile | None = None
+    plot: Path | None = None
+    on_duplicate: OnDuplicate = OnDuplicate.error
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "on_duplicate", OnDuplicate(self.on_duplicate))
+
+    @classmethod
+    def from_options(
+        cls, *, qrels: Any, runs: Any = None, prior: str = "all-others", groups: str | Path | None = None, **options: Any
+    ) -> NRGRequest:
+        return cls(QrelsRef.of(qrels), RunsRef.of(runs), PriorSpec.parse(prior), prior, groups_file=GroupsFile.parse(groups), **options)
+
+
+# -- FD (`qrelkit fd`) --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EmbedderRef:
+    """An embedder by name: `minilm`, a sentence-transformers path or hub id, or
+    `open_clip:MODEL[:WEIGHTS]` for images; ``backend`` (minilm: onnx or torch), batch and device."""
+
+    name: str = "minilm"
+    backend: str = "onnx"
+    batch_size: int = 64
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class FDRequest:
+    """FD@k of each run against the relevant judged items (``qrels``, or the graded set of
+    ``qrels.judge_run``), on vectors of the documents (``docs`` JSONL, else the database's) cached
+    in ``cache`` (default: the database)."""
+
+    qrels: QrelsRef
+    runs: RunsRef
+    embedder: EmbedderRef
+    settings: Any  # qrelkit.evaluate.fd.FDSettings, checked by `fd_settings`
+    docs: Path | None = None
+    cache: Path | None = None
+    image_root: Path | None = None
+    plot: Path | None = None
+    plot_metric: Path | None = None
+    metric: str = "nDCG@10"
+    workers: int | None = None
+    on_duplicate: OnDuplicate = OnDuplicate.error
+
+    def __post_init__(self) -> None:
+        if (self.qrels.ref is None and self.qrels.value is None) == (self.qrels.judge_run is None):
+            raise QrelkitError("give either --qrels (a file or a qrels set in --db) or --judge-run (its graded qrels)")
+        object.__setattr__(self, "on_duplicate", OnDuplicate(self.on_duplicate))
