@@ -83,7 +83,6 @@ def load_runs(
     db: DbOption = DEFAULT_DB,
     name: Annotated[str | None, typer.Option(help="Name of the run (one file only; default: its file name).")] = None,
     tag_names: Annotated[bool, typer.Option("--tag-names", help="Name each run by its tag column (column 6) instead of its file.")] = False,
-    group: Annotated[str | None, typer.Option(help="Group these runs belong to (for bias and NRG priors).")] = None,
     replace: ReplaceOption = False,
     on_duplicate: DuplicateOption = "error",
 ) -> None:
@@ -91,7 +90,7 @@ def load_runs(
 
     from qrelkit.commands import data
 
-    _loaded(data.load_runs(db, paths, name=name, tag_names=tag_names, group=group, replace=replace, on_duplicate=on_duplicate))
+    _loaded(data.load_runs(db, paths, name=name, tag_names=tag_names, replace=replace, on_duplicate=on_duplicate))
 
 
 @load_app.command("qrels")

@@ -38,7 +38,6 @@ def load_runs(
     *,
     name: str | None = None,
     tag_names: bool = False,
-    group: str | None = None,
     replace: bool = False,
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
 ) -> list[LoadResult]:
@@ -55,7 +54,7 @@ def load_runs(
         raise QrelkitError(f"--name names one run, but {len(files)} run files were given; use --tag-names, or load them one by one")
     names: list[str | None] = [name] if name is not None else [run_tag(f) for f in files] if tag_names else [None] * len(files)
     with Store(db) as store:
-        results = store.load_runs(files, names=names, group=group, replace=replace, on_duplicate=on_duplicate)
+        results = store.load_runs(files, names=names, replace=replace, on_duplicate=on_duplicate)
     from qrelkit.storage import LoadResult
 
     return results + [LoadResult("runs", str(path), 0, "skipped", reason) for path, reason in skipped]

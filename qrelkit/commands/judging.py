@@ -305,9 +305,3 @@ def import_scores(db: Path, path: Path, *, name: str, replace: bool = False):
     scores = read_scores(path)
     with Store(db) as store:
         return store.import_scores(scores, name=name, path=path, replace=replace)
-
-
-def judge_run_of(db: Path, ref: str) -> str:
-    """The full id of a judge run named by id, unique id prefix, or name."""
-    with Store(db, read_only=True) as store:
-        return judge_run(store, ref).judge_run_id

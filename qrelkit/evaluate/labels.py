@@ -44,7 +44,7 @@ def map_grades(grades: Grades, mapping: dict[int, int] | None, side: str, option
 
 
 @dataclass(frozen=True)
-class JudgedPairs:
+class SharedPairs:
     """The pairs both sides judge, sorted by (qid, docid), with each side's grade."""
 
     qids: list[str]
@@ -55,9 +55,9 @@ class JudgedPairs:
     model_total: int  # pairs the model judges
 
 
-def shared_pairs(model: Grades, reference: Grades) -> JudgedPairs:
+def shared_pairs(model: Grades, reference: Grades) -> SharedPairs:
     keys = sorted((qid, docid) for qid, docs in reference.items() for docid in docs if docid in model.get(qid, {}))
-    return JudgedPairs(
+    return SharedPairs(
         qids=[q for q, _ in keys],
         docids=[d for _, d in keys],
         reference=np.array([reference[q][d] for q, d in keys], dtype=np.int64),

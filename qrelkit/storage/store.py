@@ -440,7 +440,6 @@ class Store:
         paths: Sequence[str | Path],
         *,
         names: Sequence[str | None] | None = None,
-        group: str | None = None,
         replace: bool = False,
         on_duplicate: OnDuplicate | str = OnDuplicate.error,
     ) -> list[LoadResult]:
@@ -455,10 +454,7 @@ class Store:
             name = name or run_name_from_path(path)
             file_hash = file_sha256(path)
             status = self._plan_load("runs", name, file_hash, path, replace)
-            if status == "unchanged":
-                if group is not None:
-                    self.con.execute("UPDATE runs SET run_group = ? WHERE name = ?", [group, name])
-            else:
+            if status != "unchanged":
                 plans.append((path, name, file_hash, len(results)))
             results.append(LoadResult("runs", name, 0, status))
         seen: dict[str, Path] = {}
@@ -480,8 +476,8 @@ class Store:
                 for (path, name, file_hash, index), (_, run_id) in zip(plans, files):
                     rows, tags = staged[run_id]
                     con.execute(
-                        "INSERT INTO runs (run_id, name, run_group, tag, path, file_hash, n_entries) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        [run_id, name, group, tags[0] if len(tags) == 1 else ",".join(tags), str(path), file_hash, rows],
+                        "INSERT INTO runs (run_id, name, tag, path, file_hash, n_entries) VALUES (?, ?, ?, ?, ?, ?)",
+                        [run_id, name, tags[0] if len(tags) == 1 else ",".join(tags), str(path), file_hash, rows],
                     )
                     self._record_load(con, "runs", name, path, file_hash, rows)
                     results[index] = LoadResult("runs", name, rows, results[index].status)
@@ -499,11 +495,10 @@ class Store:
         path: str | Path,
         *,
         name: str | None = None,
-        group: str | None = None,
         replace: bool = False,
         on_duplicate: OnDuplicate | str = OnDuplicate.error,
     ) -> LoadResult:
-        return self.load_runs([path], names=[name], group=group, replace=replace, on_duplicate=on_duplicate)[0]
+        return self.load_runs([path], names=[name], replace=replace, on_duplicate=on_duplicate)[0]
 
     def load_qrels(
         self,
@@ -632,9 +627,6 @@ class Store:
 
     def run_names(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT name FROM runs ORDER BY name").fetchall()]
-
-    def run_groups(self) -> dict[str, str | None]:
-        return dict(self.con.execute("SELECT name, run_group FROM runs").fetchall())
 
     def _run_ids(self, names: list[str]) -> dict[str, tuple[int, str, str]]:
         """name -> (run id, tag, path) of each named run; an unknown name is an error listing the known."""
