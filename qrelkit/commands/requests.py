@@ -94,12 +94,21 @@ class RunsRef:
 
 
 @dataclass(frozen=True)
-class GradeMap:
+class GradeMap(Mapping[int, int]):
     """A grade mapping, ``3:2,2:2,1:1,0:0``, parsed once; ``option`` is how it was given (its flag),
-    for the messages."""
+    which the evaluate layer's messages name. A mapping itself: evaluate reads it as one."""
 
     mapping: Mapping[int, int]
     option: str = "--map"
+
+    def __getitem__(self, grade: int) -> int:
+        return self.mapping[grade]
+
+    def __iter__(self):
+        return iter(self.mapping)
+
+    def __len__(self) -> int:
+        return len(self.mapping)
 
     @classmethod
     def parse(cls, spec: str | Mapping[int, int] | GradeMap | None, option: str = "--map") -> GradeMap | None:

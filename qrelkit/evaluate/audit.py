@@ -27,6 +27,7 @@ disagreement), or too little data for a statistic. The size thresholds, and why:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -109,7 +110,7 @@ class Audit(Result):
         return pd.DataFrame(rows, columns=["run", "measure", "model", "reference"])
 
 
-def _grade_scale(grades: dict[str, dict[str, int]], mapping: dict[int, int] | None) -> tuple[int, int] | None:
+def _grade_scale(grades: dict[str, dict[str, int]], mapping: Mapping[int, int] | None) -> tuple[int, int] | None:
     """(lowest, highest) grade after the map; None for no grades."""
     seen = {grade for docs in grades.values() for grade in docs.values()}
     if mapping is not None:
@@ -127,8 +128,8 @@ def scale_warning(
     model_grades: dict[str, dict[str, int]],
     reference_grades: dict[str, dict[str, int]],
     *,
-    reference_map: dict[int, int] | None = None,
-    model_map: dict[int, int] | None = None,
+    reference_map: Mapping[int, int] | None = None,
+    model_map: Mapping[int, int] | None = None,
 ) -> str | None:
     """A sentence when the model's grades and the reference's span different ranges (after the maps)."""
     model, reference = _grade_scale(model_grades, model_map), _grade_scale(reference_grades, reference_map)
@@ -172,8 +173,8 @@ def audit(
     *,
     measures: list[str] | tuple[str, ...] = DEFAULT_MEASURES,
     groups: dict[str, list[str]] | None = None,
-    reference_map: dict[int, int] | None = None,
-    model_map: dict[int, int] | None = None,
+    reference_map: Mapping[int, int] | None = None,
+    model_map: Mapping[int, int] | None = None,
     rel_level: int | None = None,
     resamples: int = 1000,
     seed: int | None = 0,
@@ -208,8 +209,8 @@ def audit(
         reference_evaluation=reference_evaluation,
         resamples=resamples,
         seed=seed,
-        reference_map=reference_map,
-        model_map=model_map,
+        reference_map=None if reference_map is None else dict(reference_map),
+        model_map=None if model_map is None else dict(model_map),
         groups=groups,
         model_grades=model.grades,
         reference_grades=reference.grades,

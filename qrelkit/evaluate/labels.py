@@ -14,7 +14,7 @@ side, so an unused grade in the middle still counts as a step (scikit-learn's
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,17 +27,18 @@ from qrelkit.io.results import Result
 Grades = dict[str, dict[str, int]]  # qid -> docid -> grade
 
 
-def map_grades(grades: Grades, mapping: dict[int, int] | None, side: str, option: str = "--map") -> Grades:
+def map_grades(grades: Grades, mapping: Mapping[int, int] | None, side: str) -> Grades:
     """Apply a grade mapping; a grade the mapping does not cover is an error, never a guess."""
     if mapping is None:
         return grades
     spec = ",".join(f"{k}:{v}" for k, v in mapping.items())
+    named = getattr(mapping, "option", None) or f"the {side} map"  # how the caller named it (a request names its flag)
     out: Grades = {}
     for qid, docs in grades.items():
         for docid, grade in docs.items():
             if grade not in mapping:
                 raise QrelkitError(
-                    f"{option} {spec}: grade {grade} of the {side} qrels (qid {qid}, docid {docid}) is not mapped; add {grade}:<grade>"
+                    f"{named} {spec}: grade {grade} of the {side} qrels (qid {qid}, docid {docid}) is not mapped; add {grade}:<grade>"
                 )
             out.setdefault(qid, {})[docid] = mapping[grade]
     return out
@@ -231,8 +232,8 @@ def label_agreement(
     model: Grades,
     reference: Grades,
     *,
-    reference_map: dict[int, int] | None = None,
-    model_map: dict[int, int] | None = None,
+    reference_map: Mapping[int, int] | None = None,
+    model_map: Mapping[int, int] | None = None,
     rel_level: int | None = None,
 ) -> LabelAgreement:
     """Agreement of the model's grades with the reference's on the pairs both judge.
@@ -240,7 +241,7 @@ def label_agreement(
     The maps apply first (``reference_map`` to the reference, ``model_map`` to the model);
     ``rel_level`` then adds κ on both sides cut at grade >= level.
     """
-    pairs = shared_pairs(map_grades(model, model_map, "model", "--map-model"), map_grades(reference, reference_map, "reference"))
+    pairs = shared_pairs(map_grades(model, model_map, "model"), map_grades(reference, reference_map, "reference"))
     if len(pairs.qids) == 0:
         raise QrelkitError(
             f"the model qrels ({pairs.model_total} pairs) and the reference qrels ({pairs.reference_total} pairs) "
@@ -271,14 +272,14 @@ def kappa_statistic(
     reference: Grades,
     queries: list[str],
     *,
-    reference_map: dict[int, int] | None = None,
-    model_map: dict[int, int] | None = None,
+    reference_map: Mapping[int, int] | None = None,
+    model_map: Mapping[int, int] | None = None,
     rel_level: int | None = None,
 ) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
     """Query weights (rows, len(queries)) -> each κ of :class:`LabelAgreement` per row: κ of the
     confusion matrix Σ_q w_q C_q, with C_q the confusion of query q's shared pairs. Uniform
     weights give κ itself; resample weights its bootstrap over queries."""
-    pairs = shared_pairs(map_grades(model, model_map, "model", "--map-model"), map_grades(reference, reference_map, "reference"))
+    pairs = shared_pairs(map_grades(model, model_map, "model"), map_grades(reference, reference_map, "reference"))
     labels = grade_range(pairs.reference, pairs.model)
     index = {label: i for i, label in enumerate(labels)}
     position = {qid: i for i, qid in enumerate(queries)}
