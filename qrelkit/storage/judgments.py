@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 
 from qrelkit.errors import FatalJobError, StorageFailure, StoreError
 from qrelkit.storage.coerce import fallback_row, judgment_row
-from qrelkit.storage.store import Store
+
+if TYPE_CHECKING:  # the store calls these functions: a runtime import would be a circle
+    from qrelkit.storage.store import Store
 
 # What a judgment's score can be graded by: the judge's own score, the parsed grade, the expected grade.
 SCORE_COLUMNS = ("score", "parsed", "expected")
