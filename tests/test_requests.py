@@ -66,3 +66,13 @@ def test_option_strings_are_parsed_once_with_the_command_lines_messages():
         Path("g.tsv"),
     )
     assert RunsRef.of(["a.run", "b"]).refs == ("a.run", "b") and RunsRef.of(None) == RunsRef()
+
+
+def test_a_job_files_old_grading_score_key_is_read_with_a_warning_naming_the_new_one(caplog):
+    from qrelkit.jobs.grade import GradingError, grading_spec
+
+    with caplog.at_level("WARNING", logger="qrelkit"):
+        assert grading_spec({"method": "quantile", "score": "expected"}).score_from == "expected"
+    assert "`score` is now `score_from` (which stored score to grade); write score_from: expected" in caplog.text
+    with pytest.raises(GradingError, match="job.yaml: grading: give `score_from` alone"):
+        grading_spec({"score": "parsed", "score_from": "expected"}, where="job.yaml: grading")

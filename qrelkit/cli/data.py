@@ -282,5 +282,5 @@ def export_judgments(
 
     from qrelkit.commands import judging
 
-    rows, runs = judging.export_judgments(db, output, judge_run_ref=judge_run, force=force)
+    rows, runs = judging.export_judgments(db, output, judge_run=judge_run, force=force)
     out.print(f"wrote {rows} judgments of {len(runs)} judge run(s) ({', '.join(runs) or 'none'}) to {output}", highlight=False)

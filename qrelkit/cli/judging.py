@@ -179,7 +179,9 @@ def grade_cmd(
         ),
     ] = None,
     grade_map: Annotated[str | None, typer.Option("--map", help="Score (or LOW-HIGH range) to grade, e.g. 3:2,2:2,1:1,0:0.")] = None,
-    score: Annotated[str | None, typer.Option(help="Which score: score (the judge's own, default), parsed, or expected.")] = None,
+    score_from: Annotated[
+        str | None, typer.Option("--score-from", help="Which score: score (the judge's own, default), parsed, or expected.")
+    ] = None,
     name: Annotated[str | None, typer.Option(help="Name of the qrels set (default graded-<judge run>).")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Grade again into a set graded before (never a loaded one).")] = False,
     as_json: JsonOption = False,
@@ -198,7 +200,7 @@ def grade_cmd(
         per_topic=per_topic,
         ties=ties,
         grade_map=grade_map,
-        score=score,
+        score_from=score_from,
         name=name,
     )
     result = judging.grade_run(db, judge_run, spec, replace=replace)

@@ -19,7 +19,8 @@ from qrelkit.jobs.spec import JobSpec
 from qrelkit.prompts import PromptTemplate, RenderedPrompt, load_template
 from qrelkit.report.tables import describe_grading, describe_job, judge_run_match_note
 from qrelkit.storage import Store
-from qrelkit.storage.judgments import graded_qrels, judge_run
+from qrelkit.storage.judgments import graded_qrels
+from qrelkit.storage.judgments import judge_run as find_judge_run
 
 # `qrelkit grade` flags, for error messages that name the flag a user typed.
 GRADE_FLAGS = {
@@ -30,7 +31,7 @@ GRADE_FLAGS = {
     "per_topic": "--per-topic/--global",
     "ties": "--ties",
     "map": "--map",
-    "score": "--score",
+    "score_from": "--score-from",
     "name": "--name",
 }
 
@@ -99,7 +100,7 @@ def grading_from_flags(
     per_topic: bool | None = None,
     ties: str | None = None,
     grade_map: str | None = None,
-    score: str | None = None,
+    score_from: str | None = None,
     name: str | None = None,
 ) -> GradingSpec:
     """The command line's grading flags as the same validated specification a job file gives (and
@@ -112,7 +113,7 @@ def grading_from_flags(
         "per_topic": per_topic,
         "ties": ties,
         "map": _mapping(grade_map),
-        "score": score,
+        "score_from": score_from,
         "name": name,
     }
     if method is None and options["thresholds"] is not None:
@@ -282,7 +283,7 @@ def export_qrels_file(
     return qrels, note
 
 
-def export_judgments(db: Path, output: Path, *, judge_run_ref: str | None = None, force: bool = False) -> tuple[int, list[str]]:
+def export_judgments(db: Path, output: Path, *, judge_run: str | None = None, force: bool = False) -> tuple[int, list[str]]:
     """`qrelkit export judgments`: every stored field of a judge run's judgments (or of all runs)
     as Parquet, CSV or JSON Lines (an existing file only with ``force``); returns the row count and
     the judge runs written."""
@@ -292,7 +293,7 @@ def export_judgments(db: Path, output: Path, *, judge_run_ref: str | None = None
     check_writable(output, overwrite=force)
 
     with Store(db, read_only=True) as store:
-        judge_run_id = judge_run(store, judge_run_ref).judge_run_id if judge_run_ref is not None else None
+        judge_run_id = find_judge_run(store, judge_run).judge_run_id if judge_run is not None else None
         table = judgments_table(store, judge_run_id)
     write_table(table, output)
     return table.num_rows, sorted(set(table.column("judge_run_id").to_pylist()))

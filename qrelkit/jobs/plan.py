@@ -177,7 +177,7 @@ def template_check(spec: JobSpec, template: PromptTemplate | None, cls: type, co
     the expected grade Σ g·p(g), whichever the grading reads); raises when grading would fail."""
     if spec.grading is None or template is None or not getattr(cls, "needs_template", True):
         return None  # a judge that scores by itself (a cosine, CLIPScore): its scores are not the template's grades
-    column = spec.grading.score if spec.grading.score != "score" else getattr(config, "score", "parsed")
+    column = spec.grading.score_from if spec.grading.score_from != "score" else getattr(config, "score", "parsed")
     try:
         return template_grade_check(spec.grading, template.grade_token_list, column, template.id)
     except QrelkitError as exc:

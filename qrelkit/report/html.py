@@ -360,7 +360,19 @@ def _setting(value: Any) -> str:
     return _number(value)
 
 
-GRADING_SETTINGS = ("method", "quantiles", "per_topic", "ties", "labels", "map", "score", "n_scores", "topics", "judge_run_id")
+GRADING_SETTINGS = (
+    "method",
+    "quantiles",
+    "per_topic",
+    "ties",
+    "labels",
+    "map",
+    "score_from",
+    "score",
+    "n_scores",
+    "topics",
+    "judge_run_id",
+)
 
 
 def grading_section(grading: dict[str, Any], per_row: int = 3) -> str:
