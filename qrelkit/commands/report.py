@@ -12,7 +12,6 @@ from qrelkit.commands.requests import AuditRequest
 from qrelkit.commands.workspace import Workspace
 from qrelkit.io.files import check_writable
 from qrelkit.report.html import JudgeSummary, Provenance, write_report
-from qrelkit.storage import judgments
 
 if TYPE_CHECKING:
     from qrelkit.storage import Store
@@ -21,6 +20,8 @@ if TYPE_CHECKING:
 def summarize_judge_run(store: Store, judge_run: str, qrels_set: str | None = None) -> JudgeSummary:
     """What the report shows about the judge run behind the model qrels (``qrels_set``, the set the
     audit read; by default the one `--judge-run` audits)."""
+    from qrelkit.storage import judgments  # DuckDB only for a report from a database
+
     info = judgments.judge_run(store, judge_run)
     run_id = info.judge_run_id
     totals = judgments.judge_run_totals(store, run_id)
