@@ -73,6 +73,18 @@ def test_runs_as_objects_dicts_and_a_table_give_the_evaluation_of_the_files():
         assert qrelkit.evaluate(QRELS, form, ["nDCG@10", "RR(rel=2)"]).to_dict(per_query=True) == expected
 
 
+def test_the_pure_functions_take_qrels_or_their_dicts():
+    model = qrelkit.read_qrels(QRELS)
+    grades = {qid: dict(docs) for qid, docs in model.grades.items()}
+    assert qrelkit.label_agreement(model, model).to_dict() == qrelkit.label_agreement(grades, grades).to_dict()
+    assert qrelkit.label_agreement(model, grades).cohen_kappa == pytest.approx(1.0)
+    from qrelkit.evaluate.audit import audit
+
+    runs = qrelkit.read_runs([RUNS])
+    by_dicts = audit(grades, grades, runs, resamples=20).to_dict()
+    assert without(by_dicts, "model", "reference") == without(audit(model, model, runs, resamples=20).to_dict(), "model", "reference")
+
+
 def test_integer_qids_in_a_dataframe_are_read_as_text():
     frame = pd.DataFrame({"query_id": [1, 1, 2], "doc_id": ["a", "b", "a"], "relevance": [2, 0, 1]})
     run = pd.DataFrame({"query_id": [1, 1, 2], "doc_id": ["a", "b", "a"], "score": [2.0, 1.0, 3.0]})

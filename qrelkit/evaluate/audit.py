@@ -166,9 +166,15 @@ def size_warnings(shared_pairs: int, queries: int, runs: int) -> list[str]:
     return warnings
 
 
+def _as_qrels(qrels: Qrels | dict[str, dict[str, int]], name: str) -> Qrels:
+    from qrelkit.io.frames import qrels_from_dict
+
+    return qrels if isinstance(qrels, Qrels) else qrels_from_dict(qrels, name)
+
+
 def audit(
-    model: Qrels,
-    reference: Qrels,
+    model: Qrels | dict[str, dict[str, int]],
+    reference: Qrels | dict[str, dict[str, int]],
     runs: list[Run],
     *,
     measures: list[str] | tuple[str, ...] = DEFAULT_MEASURES,
@@ -182,7 +188,9 @@ def audit(
     level: float = 0.95,
 ) -> Audit:
     """Audit ``model`` qrels against ``reference`` qrels over ``runs``; see the module docstring.
-    ``interval``: 'bca' (default) or 'percentile', for every interval of the audit."""
+    ``interval``: 'bca' (default) or 'percentile', for every interval of the audit. The qrels may
+    be `Qrels` or ``{qid: {docid: grade}}`` dicts (named "model" and "reference")."""
+    model, reference = _as_qrels(model, "model"), _as_qrels(reference, "reference")
     method = check_method(interval)
     check_resamples(resamples)
     labels = label_agreement(model.grades, reference.grades, reference_map=reference_map, model_map=model_map, rel_level=rel_level)

@@ -22,13 +22,16 @@ import numpy as np
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.bootstrap import IntervalEstimate
+from qrelkit.io import Qrels
 from qrelkit.io.results import Result
 
 Grades = dict[str, dict[str, int]]  # qid -> docid -> grade
 
 
-def map_grades(grades: Grades, mapping: Mapping[int, int] | None, side: str) -> Grades:
-    """Apply a grade mapping; a grade the mapping does not cover is an error, never a guess."""
+def map_grades(grades: Grades | Qrels, mapping: Mapping[int, int] | None, side: str) -> Grades:
+    """Apply a grade mapping; a grade the mapping does not cover is an error, never a guess.
+    ``grades``: a `Qrels` or its ``{qid: {docid: grade}}`` view."""
+    grades = grades.grades if isinstance(grades, Qrels) else grades
     if mapping is None:
         return grades
     spec = ",".join(f"{k}:{v}" for k, v in mapping.items())
@@ -229,8 +232,8 @@ class LabelAgreement(Result):
 
 
 def label_agreement(
-    model: Grades,
-    reference: Grades,
+    model: Grades | Qrels,
+    reference: Grades | Qrels,
     *,
     reference_map: Mapping[int, int] | None = None,
     model_map: Mapping[int, int] | None = None,
@@ -268,8 +271,8 @@ KAPPAS = {"cohen_kappa": None, "cohen_kappa_linear": "linear", "cohen_kappa_quad
 
 
 def kappa_statistic(
-    model: Grades,
-    reference: Grades,
+    model: Grades | Qrels,
+    reference: Grades | Qrels,
     queries: list[str],
     *,
     reference_map: Mapping[int, int] | None = None,
