@@ -76,3 +76,25 @@ def test_a_job_files_old_grading_score_key_is_read_with_a_warning_naming_the_new
     assert "`score` is now `score_from` (which stored score to grade); write score_from: expected" in caplog.text
     with pytest.raises(GradingError, match="job.yaml: grading: give `score_from` alone"):
         grading_spec({"score": "parsed", "score_from": "expected"}, where="job.yaml: grading")
+
+
+def test_show_json_is_data_sets_runs_and_judge_runs_with_their_fields(tmp_path):
+    db = tmp_path / "lab.duckdb"
+
+    def cli(*args: str) -> str:
+        result = subprocess.run([sys.executable, "-m", "qrelkit.cli", *args, "--db", str(db)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    cli("load", "qrels", str(DEMO / "qrels.txt"), "--name", "human")
+    cli("load", "runs", str(DEMO / "runs"))
+    cli("import", "scores", str(DEMO / "qrels.txt"), "--name", "imported")
+    cli("grade", "--judge-run", "imported", "--method", "identity", "--name", "graded")
+    shown = json.loads(cli("show", "--json"))
+    assert (shown["topics"], shown["documents"], shown["embeddings"]) == (0, {"count": 0, "images": 0}, 0)
+    assert {r["name"]: r["entries"] for r in shown["runs"]} == {"good": 120, "lexical": 120, "mixed": 120, "shuffled": 120}
+    sets = {s["name"]: s for s in shown["qrels_sets"]}
+    assert sets["human"]["origin"] == "loaded" and sets["human"]["path"] == str(DEMO / "qrels.txt") and sets["human"]["judgments"] == 120
+    (judge_run,) = shown["judge_runs"]
+    assert judge_run["name"] == "imported" and judge_run["statuses"] == {"ok": 120} and judge_run["judgments"] == 120
+    assert sets["graded"]["judge_run_id"] == judge_run["judge_run_id"] and sets["graded"]["grading"]["method"] == "identity"
