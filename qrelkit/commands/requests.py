@@ -8,11 +8,14 @@ flag is parsed twice. The parts:
 - `QrelsRef`: qrels as a file, `irds:<id>`, a stored set's name, a judge run's graded set, or
   qrels in memory (`Qrels`, ``{qid: {docid: grade}}``, a pandas/Arrow table);
 - `RunsRef`: run files or folders, stored run names (none: every stored run), or runs in memory;
-- `GradeMap`, `GroupPattern`, `GroupsFile`: the audit's maps and groups.
+- `GradeMap`, `GroupPattern`, `GroupsFile`, `PriorSpec`, `EmbedderRef`: maps, groups, NRG's
+  prior sets and an embedder, each parsed from its option string once.
 
-The requests are frozen dataclasses checked in ``__post_init__`` (pydantic validates the same
-fields for a `--config` file, `from_config`): building one from flags must not import pydantic,
-~0.2 s of every command's start-up (`tests/test_startup.py`).
+The requests (`AuditRequest`, `EvaluateRequest`, `CorrelateRequest`, `NRGRequest`, `FDRequest`) are
+frozen dataclasses checked in ``__post_init__``, not pydantic models as DESIGN.md first said:
+building one from flags must not import pydantic, ~0.2 s of every command's start-up
+(`tests/test_startup.py`). A `--config` file goes through the command's own options (click's
+default map, `qrelkit.commands.config`), so it is typed and checked exactly as flags are.
 """
 
 from __future__ import annotations
