@@ -74,7 +74,7 @@ def agree(
     reference_name: str | None = None,
     measures: Sequence[str] | None = None,
     group_patterns: Sequence[str] | None = None,
-    groups: str | Path | None = None,
+    groups: str | Path | Mapping[str, Sequence[str]] | None = None,
     reference_map: str | Mapping[int, int] | None = None,
     model_map: str | Mapping[int, int] | None = None,
     rel_level: int | None = None,
@@ -85,7 +85,7 @@ def agree(
 ) -> Audit:
     """Audit model qrels against reference qrels over runs (`qrelkit agree`): κ and α on the shared
     pairs, τ/ρ/r/τ_AP between the system rankings, Relative Δ toward groups (``group_patterns``:
-    NAME=REGEX; ``groups``: FILE[:COLUMN]), with paired bootstrap intervals over queries.
+    NAME=REGEX; ``groups``: FILE[:COLUMN] or {group: [runs]}), with paired bootstrap intervals over queries.
     ``judge_run`` (with ``db``): the model qrels are the set that judge run was graded into."""
     from qrelkit.commands import agree as agree_command
     from qrelkit.commands.requests import AuditRequest

@@ -85,6 +85,13 @@ def test_the_pure_functions_take_qrels_or_their_dicts():
     assert without(by_dicts, "model", "reference") == without(audit(model, model, runs, resamples=20).to_dict(), "model", "reference")
 
 
+def test_groups_given_as_a_dict_are_those_of_a_groups_file(tmp_path):
+    (tmp_path / "groups.tsv").write_text("run\tfamily\ngood\tneural\nmixed\tneural\nlexical\tlexical\nshuffled\tlexical\n")
+    by_file = qrelkit.agree(QRELS, QRELS, RUNS, groups=f"{tmp_path / 'groups.tsv'}:family", resamples=30).to_dict()["bias"]
+    by_dict = qrelkit.agree(QRELS, QRELS, RUNS, groups={"neural": ["good", "mixed"], "lexical": ["lexical", "shuffled"]}, resamples=30)
+    assert by_dict.to_dict()["bias"] == by_file
+
+
 def test_integer_qids_in_a_dataframe_are_read_as_text():
     frame = pd.DataFrame({"query_id": [1, 1, 2], "doc_id": ["a", "b", "a"], "relevance": [2, 0, 1]})
     run = pd.DataFrame({"query_id": [1, 1, 2], "doc_id": ["a", "b", "a"], "score": [2.0, 1.0, 3.0]})

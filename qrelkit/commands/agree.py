@@ -36,12 +36,18 @@ def load_inputs(request: AuditRequest, workspace: Workspace) -> AuditInputs:
 
 
 def resolve_groups(
-    run_names: list[str], patterns: tuple[GroupPattern, ...] = (), groups_file: GroupsFile | None = None
+    run_names: list[str],
+    patterns: tuple[GroupPattern, ...] = (),
+    groups_file: GroupsFile | None = None,
+    lists: tuple[tuple[str, tuple[str, ...]], ...] = (),
 ) -> dict[str, list[str]]:
-    """`--group NAME=REGEX ...` and/or `--groups FILE[:COLUMN]` as group -> runs."""
-    from qrelkit.evaluate.bias import groups_from_file, groups_matching
+    """`--group NAME=REGEX ...` and/or `--groups FILE[:COLUMN]` (or, from Python, groups named run
+    by run) as group -> runs."""
+    from qrelkit.evaluate.bias import check_groups, groups_from_file, groups_matching
 
     found = groups_matching([(p.name, p.pattern) for p in patterns], run_names) if patterns else {}
+    if lists:
+        found.update(check_groups({name: list(runs) for name, runs in lists}, run_names))
     if groups_file is None:
         return found
     for name, members in groups_from_file(groups_file.path, groups_file.column, run_names).items():
@@ -54,7 +60,7 @@ def resolve_groups(
 def run(request: AuditRequest, workspace: Workspace) -> Audit:
     """The audit a request asks for, on what the workspace resolves it to."""
     inputs = load_inputs(request, workspace)
-    run_groups = resolve_groups([r.name for r in inputs.runs], request.group_patterns, request.groups_file)
+    run_groups = resolve_groups([r.name for r in inputs.runs], request.group_patterns, request.groups_file, request.group_lists)
     result = audit(
         inputs.model,
         inputs.reference,

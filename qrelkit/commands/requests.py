@@ -241,6 +241,7 @@ class AuditRequest:
     measures: tuple[str, ...] = ()
     group_patterns: tuple[GroupPattern, ...] = ()
     groups_file: GroupsFile | None = None
+    group_lists: tuple[tuple[str, tuple[str, ...]], ...] = ()  # groups named run by run (the Python API's dict)
     reference_map: GradeMap | None = None
     model_map: GradeMap | None = None
     rel_level: int | None = None
@@ -271,7 +272,7 @@ class AuditRequest:
         reference_name: str | None = None,
         measures: Sequence[str] | None = None,
         group_patterns: Sequence[str] | None = None,
-        groups: str | Path | None = None,
+        groups: str | Path | Mapping[str, Sequence[str]] | None = None,
         reference_map: Any = None,
         model_map: Any = None,
         rel_level: int | None = None,
@@ -293,7 +294,8 @@ class AuditRequest:
             runs=RunsRef.of(runs),
             measures=tuple(measures or ()),
             group_patterns=parse_group_patterns(group_patterns),
-            groups_file=GroupsFile.parse(groups),
+            groups_file=None if isinstance(groups, Mapping) else GroupsFile.parse(groups),
+            group_lists=tuple((str(g), tuple(runs)) for g, runs in groups.items()) if isinstance(groups, Mapping) else (),
             reference_map=GradeMap.parse(reference_map, "--map"),
             model_map=GradeMap.parse(model_map, "--map-model"),
             rel_level=rel_level,
