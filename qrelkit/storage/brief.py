@@ -16,7 +16,27 @@ from typing import Any
 from qrelkit.errors import StoreError
 from qrelkit.storage.store import Store
 
-# The Store methods that write; every other public method reads.
+# The Store methods a call may make: those that read, and those that write. A connection's own
+# tools (`transaction`, `close`) mean nothing on a connection that closes after the call.
+READS = frozenset(
+    {
+        "topics",
+        "documents",
+        "document_hashes",
+        "run_names",
+        "run",
+        "runs",
+        "run_ids",
+        "qrels_names",
+        "qrels",
+        "qrels_set_id",
+        "qrels_origin",
+        "qrels_grading",
+        "summary",
+        "load_status",
+        "read_embeddings",
+    }
+)
 WRITES = frozenset(
     {
         "load_topics",
@@ -52,14 +72,14 @@ class BriefStore:
         return Store(self.path, read_only=read_only)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(Store, name, None)
-        if name.startswith("_") or not callable(method):
-            if name == "con":
+        if name not in READS | WRITES:
+            if name in ("con", "transaction"):
                 raise AttributeError(
                     "qrelkit.Store holds no connection between calls (so it never locks the command line out); "
                     "for one, use qrelkit.storage.Store(path) as a context manager"
                 )
             raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r}")
+        method = getattr(Store, name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
             with self._open(name not in WRITES) as store:
@@ -70,7 +90,7 @@ class BriefStore:
         return call
 
     def __dir__(self) -> list[str]:
-        return sorted({*super().__dir__(), *(n for n in dir(Store) if not n.startswith("_") and callable(getattr(Store, n)))} - {"close"})
+        return sorted({*super().__dir__(), *READS, *WRITES})
 
     def judgments(self, judge_run: str | None = None):
         """Every stored field of a judge run's judgments (its id, a unique prefix or its name; all
