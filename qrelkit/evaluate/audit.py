@@ -34,7 +34,15 @@ from typing import Any
 from qrelkit.evaluate.agreement import STATISTICS, SystemCorrelation, correlate_systems
 from qrelkit.evaluate.bias import GroupBias, check_groups, group_bias
 from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, METHOD_NAMES, check_method, check_resamples, paired_intervals, resample_weights
-from qrelkit.evaluate.labels import KAPPA_NAMES, LabelAgreement, finite_or_none, interval_or_none, kappa_statistic, label_agreement
+from qrelkit.evaluate.labels import (
+    KAPPA_NAMES,
+    LabelAgreement,
+    agreement_of,
+    finite_or_none,
+    interval_or_none,
+    kappa_statistic_of,
+    mapped_pairs,
+)
 from qrelkit.evaluate.metrics import Evaluation, evaluate_runs
 from qrelkit.io import Qrels, Run
 from qrelkit.io.results import Result
@@ -166,6 +174,16 @@ def size_warnings(shared_pairs: int, queries: int, runs: int) -> list[str]:
     return warnings
 
 
+def _judged_on(qrels: Qrels, queries: list[str]) -> Qrels:
+    """The qrels of ``queries`` alone, as columns (no detour through dicts)."""
+    import pyarrow.compute as pc
+
+    from qrelkit.io import arrays
+
+    table = qrels.table
+    return Qrels.from_table(qrels.name, table.filter(pc.is_in(table.column("qid"), value_set=arrays.strings(queries))))
+
+
 def _as_qrels(qrels: Qrels | dict[str, dict[str, int]], name: str) -> Qrels:
     from qrelkit.io.frames import qrels_from_dict
 
@@ -193,14 +211,15 @@ def audit(
     model, reference = _as_qrels(model, "model"), _as_qrels(reference, "reference")
     method = check_method(interval)
     check_resamples(resamples)
-    labels = label_agreement(model.grades, reference.grades, reference_map=reference_map, model_map=model_map, rel_level=rel_level)
+    pairs = mapped_pairs(model, reference, reference_map=reference_map, model_map=model_map)  # once, for κ, α and their bootstrap
+    labels = agreement_of(pairs, rel_level)
     queries = sorted(set(model.grades) & set(reference.grades))  # non-empty: label_agreement found shared pairs
     measures = list(dict.fromkeys(measures))
-    model_evaluation = evaluate_runs({q: model.grades[q] for q in queries}, runs, measures)
-    reference_evaluation = evaluate_runs({q: reference.grades[q] for q in queries}, runs, measures)
+    model_evaluation = evaluate_runs(_judged_on(model, queries), runs, measures)
+    reference_evaluation = evaluate_runs(_judged_on(reference, queries), runs, measures)
     # One set of resamples for every statistic, so intervals of κ, τ and Δ describe the same topic draws.
     weights = resample_weights(len(queries), resamples, seed)
-    kappas = kappa_statistic(model.grades, reference.grades, queries, reference_map=reference_map, model_map=model_map, rel_level=rel_level)
+    kappas = kappa_statistic_of(pairs, queries, rel_level)
     found = paired_intervals(kappas, weights, method=method, level=level)
     labels = replace(labels, intervals={name: i for name, i in found.intervals.items() if i is not None})
     groups = check_groups(groups or {}, model_evaluation.runs)

@@ -244,7 +244,23 @@ def label_agreement(
     The maps apply first (``reference_map`` to the reference, ``model_map`` to the model);
     ``rel_level`` then adds κ on both sides cut at grade >= level.
     """
-    pairs = shared_pairs(map_grades(model, model_map, "model"), map_grades(reference, reference_map, "reference"))
+    return agreement_of(mapped_pairs(model, reference, reference_map=reference_map, model_map=model_map), rel_level)
+
+
+def mapped_pairs(
+    model: Grades | Qrels,
+    reference: Grades | Qrels,
+    *,
+    reference_map: Mapping[int, int] | None = None,
+    model_map: Mapping[int, int] | None = None,
+) -> SharedPairs:
+    """The pairs both sides judge, each side's grade after its map: what every label statistic reads
+    (an audit builds them once for κ, α and κ's bootstrap)."""
+    return shared_pairs(map_grades(model, model_map, "model"), map_grades(reference, reference_map, "reference"))
+
+
+def agreement_of(pairs: SharedPairs, rel_level: int | None = None) -> LabelAgreement:
+    """`label_agreement` on pairs already shared and mapped."""
     if len(pairs.qids) == 0:
         raise QrelkitError(
             f"the model qrels ({pairs.model_total} pairs) and the reference qrels ({pairs.reference_total} pairs) "
@@ -282,7 +298,13 @@ def kappa_statistic(
     """Query weights (rows, len(queries)) -> each κ of :class:`LabelAgreement` per row: κ of the
     confusion matrix Σ_q w_q C_q, with C_q the confusion of query q's shared pairs. Uniform
     weights give κ itself; resample weights its bootstrap over queries."""
-    pairs = shared_pairs(map_grades(model, model_map, "model"), map_grades(reference, reference_map, "reference"))
+    return kappa_statistic_of(mapped_pairs(model, reference, reference_map=reference_map, model_map=model_map), queries, rel_level)
+
+
+def kappa_statistic_of(
+    pairs: SharedPairs, queries: list[str], rel_level: int | None = None
+) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+    """`kappa_statistic` on pairs already shared and mapped."""
     labels = grade_range(pairs.reference, pairs.model)
     index = {label: i for i, label in enumerate(labels)}
     position = {qid: i for i, qid in enumerate(queries)}
