@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -25,6 +25,7 @@ from qrelkit.cli.base import (
     out,
     print_json,
     print_lines,
+    with_options,
 )
 
 ModelQrels = Annotated[
@@ -61,29 +62,7 @@ Resamples = Annotated[
 ]
 
 
-def _audit_options(**given) -> dict:
-    """The shared options of agree and report as `AuditRequest.from_options` takes them."""
-    return dict(
-        model_qrels=given["model_qrels"],
-        reference_qrels=given["reference_qrels"],
-        judge_run=given["judge_run"],
-        reference_name=given["reference_name"],
-        runs=given["runs"] or [],
-        measures=given["measure"],
-        group_patterns=given["group"],
-        groups=given["groups"],
-        reference_map=given["grade_map"],
-        model_map=given["model_map"],
-        rel_level=given["rel_level"],
-        resamples=given["resamples"],
-        seed=given["seed"],
-        on_duplicate=given["on_duplicate"],
-        interval=given["interval"],
-    )
-
-
-@app.command("agree")
-def agree_cmd(
+def audit_options(
     model_qrels: ModelQrels = None,
     reference_qrels: ReferenceQrels = None,
     reference_name: ReferenceName = None,
@@ -100,8 +79,33 @@ def agree_cmd(
     interval: IntervalOption = "bca",
     config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: pairs, labels, systems, bias, warnings.")] = False,
     on_duplicate: DuplicateOption = "error",
+) -> dict:
+    """The options agree and report share, declared once (`with_options`), as `AuditRequest.from_options` takes them."""
+    return dict(
+        model_qrels=model_qrels,
+        reference_qrels=reference_qrels,
+        judge_run=judge_run,
+        reference_name=reference_name,
+        runs=runs or [],
+        measures=measure,
+        group_patterns=group,
+        groups=groups,
+        reference_map=grade_map,
+        model_map=model_map,
+        rel_level=rel_level,
+        resamples=resamples,
+        seed=seed,
+        on_duplicate=on_duplicate,
+        interval=interval,
+    )
+
+
+@app.command("agree")
+@with_options(audit_options, own_first=False)
+def agree_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: pairs, labels, systems, bias, warnings.")] = False,
+    **options: Any,
 ) -> None:
     """Audit model qrels against reference qrels: Cohen's κ and Krippendorff's α on the shared pairs,
     Kendall τ / Spearman ρ / Pearson r / τ_AP between the system rankings, Relative Δ toward groups,
@@ -111,7 +115,7 @@ def agree_cmd(
     from qrelkit.commands.agree import agree
     from qrelkit.report import tables
 
-    result = agree(db=db, **_audit_options(**locals()))
+    result = agree(db=options["db"], **audit_options(**options))
     for warning in getattr(result, "warnings", []):
         err.print(f"warning: {warning}", highlight=False)
     if as_json:
@@ -122,32 +126,17 @@ def agree_cmd(
 
 
 @app.command("report")
+@with_options(audit_options)
 def report_cmd(
     ctx: typer.Context,
     out_dir: Annotated[Path, typer.Option("--out", help="Where to write the page: an .html file, or a folder (report.html inside).")],
-    model_qrels: ModelQrels = None,
-    reference_qrels: ReferenceQrels = None,
-    reference_name: ReferenceName = None,
-    judge_run: AuditJudgeRun = None,
-    runs: RunsOption = None,
-    measure: MeasureOption = None,
-    group: Group = None,
-    groups: Groups = None,
-    grade_map: GradeMap = None,
-    model_map: ModelMap = None,
-    rel_level: RelLevel = None,
-    resamples: Resamples = None,
-    seed: SeedOption = 0,
-    interval: IntervalOption = "bca",
-    config: ConfigOption = None,
-    db: DbOption = DEFAULT_DB,
-    on_duplicate: DuplicateOption = "error",
+    **options: Any,
 ) -> None:
     """Write one HTML page auditing a judge run (or model qrels from a file): the answer first (κ, τ,
     Δ, coverage, warnings), then the figures, the judge's failures, tokens and cost, and its grading."""
     from qrelkit.commands.report import build_report
 
-    page = build_report(out=out_dir, command=command_line(ctx), db=db, **_audit_options(**locals()))
+    page = build_report(out=out_dir, command=command_line(ctx), db=options["db"], **audit_options(**options))
     out.print(f"wrote {page}", highlight=False)
 
 

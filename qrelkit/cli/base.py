@@ -4,6 +4,7 @@ commands share, and how errors end (one message, an exit code, never a traceback
 from __future__ import annotations
 
 import errno
+import inspect
 import json
 import logging
 import os
@@ -104,6 +105,20 @@ ConfigOption = Annotated[
         help="A YAML file of this command's options (keys: the option names, e.g. model-qrels, runs); flags given win.",
     ),
 ]
+
+
+def with_options(declaration: Any, *, own_first: bool = True) -> Any:
+    """A command that also takes ``declaration``'s options (after its own, or before them), so that
+    options several commands share are declared once: typer reads the signature given here, and
+    the command gets them as keyword arguments."""
+    shared = list(inspect.signature(declaration, eval_str=True).parameters.values())
+
+    def decorate(command: Any) -> Any:
+        own = list(filter(lambda p: p.kind is not p.VAR_KEYWORD, inspect.signature(command, eval_str=True).parameters.values()))
+        command.__signature__ = inspect.Signature([*own, *shared] if own_first else [*shared, *own])
+        return command
+
+    return decorate
 
 
 def command_line(ctx: typer.Context) -> str:
