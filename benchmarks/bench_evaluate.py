@@ -14,7 +14,14 @@ AP(rel=2), RR(rel=2). Every tool's means are compared with pytrec_eval's: qrelki
              repository with the tag v9.0.8, or a source folder)
 - ranx:      `ranx.evaluate` per run, if ranx is installed (numba compiles on a warm-up call first)
 
+Then the database against files (`--db-runs`, default 100; 0 skips it): that many synthetic runs
+loaded once into a database (cached under ~/.cache/qrelkit-bench/evaluate-db), and `evaluate --db`
+of all of them against `evaluate` of the same run files, whole processes, in `--db-repeat`
+alternating pairs (the order flips each round, so a change of the machine's load hits both
+alike); the ratio is the median of the pairs' ratios. Goal ≤ 1.05.
+
 Usage: python benchmarks/bench_evaluate.py [--sizes 10,25,50,100] [--repeat 1] [--no-dl19] [--tools ...]
+       [--db-runs 100] [--db-repeat 3]
 """
 
 from __future__ import annotations
@@ -108,6 +115,56 @@ def measure_qrelkit(qrels: Path, runs: list[Path]) -> tuple[float, float, int, d
     return seconds, cpu, rss, json.loads(out)["runs"]
 
 
+def measure_qrelkit_db(qrels: Path, db: Path) -> tuple[float, float, int, dict]:
+    """`evaluate --db`: every run stored in ``db``, the qrels from the same file as the other tools."""
+    command = [sys.executable, "-m", "qrelkit.cli", "evaluate", "--qrels", str(qrels), "--db", str(db), "--json"]
+    for m in MEASURES:
+        command += ["--measure", m]
+    seconds, cpu, rss, out = _rusage_child(command)
+    return seconds, cpu, rss, json.loads(out)["runs"]
+
+
+def stored_track(runs: list[Path]) -> Path:
+    """A database holding ``runs``, loaded once by `qrelkit load runs` and kept under the cache."""
+    folder = CACHE / "evaluate-db"
+    folder.mkdir(parents=True, exist_ok=True)
+    db = folder / f"track-{len(runs)}-{runs[0].parent.parent.name}.duckdb"
+    if not db.exists():
+        partial = db.with_suffix(".loading")
+        partial.unlink(missing_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "qrelkit.cli", "load", "runs", *map(str, runs), "--db", str(partial)], capture_output=True, check=True
+        )
+        partial.rename(db)
+    return db
+
+
+def compare_db_with_files(qrels: Path, runs: list[Path], repeat: int) -> None:
+    """`evaluate --db` against `evaluate` of the same run files, in alternating pairs."""
+    db = stored_track(runs)
+    rounds = []
+    for attempt in range(repeat):
+        sides = ["db", "files"] if attempt % 2 == 0 else ["files", "db"]
+        took = {}
+        for side in sides:
+            took[side] = measure_qrelkit_db(qrels, db) if side == "db" else measure_qrelkit(qrels, runs)
+        rounds.append((took["db"], took["files"], os.getloadavg()[0]))
+        print(f"  round {attempt + 1}: --db {took['db'][0]:.2f} s, files {took['files'][0]:.2f} s, load {rounds[-1][2]:.1f}", flush=True)
+    ratios = [db_side[0] / files_side[0] for db_side, files_side, _ in rounds]
+    by_name = {Path(name).stem: values for name, values in rounds[-1][1][3].items()}
+    delta = largest_difference(rounds[-1][0][3], by_name)
+    print(f"\n`evaluate --db` against the same {len(runs)} runs read from their files (whole processes, {repeat} alternating pairs):\n")
+    print("| runs | --db s (median) | files s (median) | ratio (median of pairs; each) | goal | peak RSS MB --db / files | max Δ | load |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        f"| {len(runs)} | {statistics.median(r[0][0] for r in rounds):.2f} | {statistics.median(r[1][0] for r in rounds):.2f} | "
+        f"**{statistics.median(ratios):.3f}** ({', '.join(f'{r:.3f}' for r in ratios)}) | ≤ 1.05 | "
+        f"{max(r[0][2] for r in rounds) / 1024:.0f} / {max(r[1][2] for r in rounds) / 1024:.0f} | {delta:.1e} | "
+        f"{statistics.median(r[2] for r in rounds):.1f} |",
+        flush=True,
+    )
+
+
 def measure_script(tool: str, qrels: Path, runs: list[Path]) -> tuple[float, float, int, dict]:
     seconds, cpu, rss, out = _rusage_child([sys.executable, __file__, "--tool", tool, str(qrels), *map(str, runs)])
     return seconds, cpu, rss, json.loads(out)["runs"]
@@ -191,6 +248,8 @@ def main() -> int:
     parser.add_argument("--no-dl19", action="store_true")
     parser.add_argument("--tools", default="qrelkit,pytrec_eval,trec_eval,ranx")
     parser.add_argument("--trec-eval-source", type=Path, default=None, help="trec_eval git repository or source folder")
+    parser.add_argument("--db-runs", type=int, default=100, help="runs of the --db against files comparison (0: skip it)")
+    parser.add_argument("--db-repeat", type=int, default=3, help="alternating (--db, files) pairs")
     parser.add_argument("--tool", help=argparse.SUPPRESS)  # internal: run one tool in this process
     args, rest = parser.parse_known_args()
     if args.tool:
@@ -235,6 +294,10 @@ def main() -> int:
         if ours and reference is not None and not ours[0][3] <= 1e-9:
             print(f"\nqrelkit differs from pytrec_eval by {ours[0][3]:.2e} on {label}", file=sys.stderr)
             return 1
+    if args.db_runs:
+        writer = [sys.executable, str(HERE / "synthetic_track.py"), str(args.db_runs), "200", "1000"]
+        files = json.loads(subprocess.run(writer, capture_output=True, check=True).stdout)
+        compare_db_with_files(Path(files["qrels"]), [Path(p) for p in files["runs"]][: args.db_runs], args.db_repeat)
     return 0
 
 

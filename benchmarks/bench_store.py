@@ -16,7 +16,15 @@ from MS MARCO passage's 8.8M ids, cached under ~/.cache/qrelkit-bench/store), th
 runs, and the 100-run synthetic track of `synthetic_track.py` (100 runs × 200 queries × depth
 1,000: 20M lines), on which depth-10 pooling (`qrelkit.storage.pools.depth_pool`) is then timed.
 
-Usage: python benchmarks/bench_store.py [--quick] [--repeat 3] [--sizes 1,5] [--no-dl19] [--no-track]
+Each workload's ratio qrelkit ÷ DuckDB is the median of the per-round ratios; the tools' order
+flips every round, so a change in the machine's load hits both alike. Goal: `load runs` ≤ 1.3×.
+
+Then `export judgments` (`--export N`, default 100,000 judgments, a database made once and cached):
+`qrelkit.commands.judging.export_judgments` to JSON Lines against DuckDB's own
+`COPY (the same query) TO … (FORMAT json)`, each in its own process timed around the step,
+alternating. Goal ≤ 1.5×.
+
+Usage: python benchmarks/bench_store.py [--quick] [--repeat 3] [--sizes 1,5] [--no-dl19] [--no-track] [--export 100000]
 (--quick: each step once, which is what the goals' ratios need, in about two minutes)
 """
 
@@ -99,6 +107,74 @@ def step_pool(db: Path, depth: int, repeat: int) -> dict:
     return {"seconds": statistics.median(times), "best": min(times), "rows": pairs}
 
 
+EXPORT_QUERY = (
+    "SELECT j.*, r.judge, r.template_id FROM judgments j JOIN judge_runs r USING (judge_run_id) ORDER BY judge_run_id, qid, docid"
+)
+
+
+def judgments_database(n: int) -> Path:
+    """A database of ``n`` judgments of one judge run, as an LLM judge stores them, made once."""
+    db = CACHE / "store" / f"judgments-{n}.duckdb"
+    if db.exists():
+        return db
+    from qrelkit.judges import Judgment
+    from qrelkit.storage import Store
+    from qrelkit.storage.judgments import JudgeRunInfo, ensure_judge_run, write_judgments
+
+    db.parent.mkdir(parents=True, exist_ok=True)
+    partial = db.with_suffix(".making")
+    partial.unlink(missing_ok=True)
+    with Store(partial) as store:
+        ensure_judge_run(store, JudgeRunInfo("bench0001", "openai", {"model": "m"}, "trec-dl-graded", "h" * 64, {"id": "t"}, "model-x"))
+        for start in range(0, n, 50_000):
+            batch = []
+            for i in range(start, min(n, start + 50_000)):
+                judgment = Judgment(f"q{i % 200}", f"d{i}", "ok", score=float(i % 4), parsed=float(i % 4), raw_output=f"Relevance: {i % 4}")
+                judgment.tokens_in, judgment.tokens_out, judgment.latency_ms, judgment.cost = 800 + i % 50, 9, 400.5, 0.00123
+                batch.append(judgment)
+            write_judgments(store, "bench0001", batch)
+    partial.rename(db)
+    return db
+
+
+def step_export(db: Path, out: Path) -> dict:
+    from qrelkit.commands.judging import export_judgments
+
+    start = time.perf_counter()
+    rows, _ = export_judgments(db, out)
+    return {"seconds": time.perf_counter() - start, "rows": rows}
+
+
+def step_copy(db: Path, out: Path) -> dict:
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    start = time.perf_counter()
+    con.execute(f"COPY ({EXPORT_QUERY}) TO '{out}' (FORMAT json)")
+    seconds = time.perf_counter() - start
+    con.close()
+    return {"seconds": seconds, "rows": sum(1 for _ in open(out))}
+
+
+def compare_export(n: int, repeat: int, scratch: Path) -> dict:
+    db = Path(run_child("judgments-db", str(n))["path"])
+    rounds = []
+    for attempt in range(repeat):
+        sides = ["qrelkit", "copy"] if attempt % 2 == 0 else ["copy", "qrelkit"]
+        took = {side: run_child(f"export-{side}", str(db), str(scratch / f"{side}.jsonl")) for side in sides}
+        took["load"] = os.getloadavg()[0]
+        rounds.append(took)
+    ratios = [r["qrelkit"]["seconds"] / r["copy"]["seconds"] for r in rounds]
+    return {
+        "rows": rounds[0]["qrelkit"]["rows"],
+        "qrelkit": statistics.median(r["qrelkit"]["seconds"] for r in rounds),
+        "copy": statistics.median(r["copy"]["seconds"] for r in rounds),
+        "ratio": statistics.median(ratios),
+        "ratios": ratios,
+        "load": statistics.median(r["load"] for r in rounds),
+    }
+
+
 def write_synthetic_run(path: Path, n_queries: int, depth: int = 1000, seed: int = 0) -> None:
     """``n_queries`` × ``depth`` lines `qid Q0 docid rank score synthetic`, scores with 4 decimals."""
     import numpy as np
@@ -120,7 +196,14 @@ def child(args: list[str]) -> None:
         write_synthetic_run(Path(rest[0]), int(rest[1]))
         print("{}")
         return
-    if name == "qrelkit":
+    if name == "judgments-db":
+        print(json.dumps({"path": str(judgments_database(int(rest[0])))}))
+        return
+    if name == "export-qrelkit":
+        out = step_export(Path(rest[0]), Path(rest[1]))
+    elif name == "export-copy":
+        out = step_copy(Path(rest[0]), Path(rest[1]))
+    elif name == "qrelkit":
         out = step_qrelkit(Path(rest[0]), rest[1:])
     elif name == "duckdb":
         out = step_duckdb(Path(rest[0]), rest[1:])
@@ -161,7 +244,7 @@ def compare(label: str, files: list[Path], repeat: int, scratch: Path, keep: Pat
     names = [str(f) for f in files]
     measured: dict[str, list[dict]] = {"qrelkit": [], "DuckDB read_csv": [], "pyarrow read_csv": []}
     for attempt in range(repeat):
-        for tool in measured:
+        for tool in list(measured) if attempt % 2 == 0 else list(measured)[::-1]:  # the order flips each round
             db = scratch / f"{tool.split()[0]}-{attempt}.duckdb"
             if tool == "qrelkit":
                 out = run_child("qrelkit", str(db), *names)
@@ -176,6 +259,7 @@ def compare(label: str, files: list[Path], repeat: int, scratch: Path, keep: Pat
                 for path in (db, db.with_name(db.name + ".wal")):
                     path.unlink(missing_ok=True)
             measured[tool].append(out)
+    ratios = [ours["seconds"] / theirs["seconds"] for ours, theirs in zip(measured["qrelkit"], measured["DuckDB read_csv"])]
     rows = []
     for tool, outs in measured.items():
         rows.append(
@@ -187,9 +271,20 @@ def compare(label: str, files: list[Path], repeat: int, scratch: Path, keep: Pat
                 "rss_mb": max(o["rss_mb"] for o in outs),
                 "db_mb": outs[0]["db_mb"],
                 "rows": outs[0]["rows"],
+                "ratios": ratios,
+                "load": os.getloadavg()[0],
             }
         )
     return rows
+
+
+def print_ratios(rows: list[dict]) -> None:
+    print("\n| workload | `load runs` ÷ DuckDB read_csv (median of rounds; each) | goal | load |")
+    print("|---|---:|---:|---:|")
+    for row in rows:
+        if row["tool"] == "qrelkit":
+            each = ", ".join(f"{r:.2f}" for r in row["ratios"])
+            print(f"| {row['workload']} | **{statistics.median(row['ratios']):.2f}** ({each}) | ≤ 1.3 | {row['load']:.1f} |")
 
 
 def print_rows(rows: list[dict]) -> None:
@@ -208,6 +303,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="1,5", help="synthetic single runs, in millions of lines; empty for none")
     parser.add_argument("--no-dl19", action="store_true")
     parser.add_argument("--no-track", action="store_true", help="skip the 100-run track (its 20M-line load and the pooling)")
+    parser.add_argument("--export", type=int, default=100_000, help="judgments of the export comparison (0: skip it)")
     parser.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -235,8 +331,17 @@ def main() -> int:
                 f"(best {pool['best']:.2f} s of {args.repeat}), peak RSS {pool['rss_mb']:.0f} MB",
                 flush=True,
             )
+        exported = compare_export(args.export, max(args.repeat, 3), scratch) if args.export else None
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}\n")
     print_rows(rows)
+    print_ratios(rows)
+    if exported:
+        each = ", ".join(f"{r:.2f}" for r in exported["ratios"])
+        print(f"\n`export judgments` of {exported['rows']:,} judgments to JSON Lines, timed around the step, alternating:\n")
+        print("| qrelkit s (median) | DuckDB COPY s (median) | ratio (median of rounds; each) | goal | load |")
+        print("|---:|---:|---:|---:|---:|")
+        ours, theirs, ratio = exported["qrelkit"], exported["copy"], exported["ratio"]
+        print(f"| {ours:.2f} | {theirs:.2f} | **{ratio:.2f}** ({each}) | ≤ 1.5 | {exported['load']:.1f} |")
     return 0
 
 

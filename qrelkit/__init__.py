@@ -10,6 +10,7 @@ The Python API takes what a notebook holds: qrels as a path, a stored name (with
     audit = qrelkit.agree("model.qrels", "qrels.txt", "runs/")                       # κ, τ, Relative Δ (BCa intervals)
     graded = qrelkit.grade(db="lab.duckdb", judge_run="minilm", method="quantile")  # scores into 0/1/2 qrels
     table = qrelkit.judgments("lab.duckdb", "minilm").to_pandas()                   # every stored field
+    which = qrelkit.compare(judges=["a.qrels", "b.qrels"], reference="qrels.txt", runs=["runs/"])  # .to_pandas()
     report = qrelkit.judge("job.yaml")                                               # judge what is missing
     store = qrelkit.Store("lab.duckdb")  # holds no connection between calls: the command line still runs
 
@@ -65,6 +66,9 @@ _API = {
     "bootstrap_interval": ("qrelkit.evaluate.bootstrap", "bootstrap_interval"),
     "paired_intervals": ("qrelkit.evaluate.bootstrap", "paired_intervals"),
     "evaluate_files": ("qrelkit.commands.data", "evaluate"),  # `qrelkit evaluate` with its positional arguments
+    "compare": ("qrelkit.commands.compare", "compare"),  # several judges against one reference, paired differences
+    "CompareRequest": ("qrelkit.commands.compare", "CompareRequest"),
+    "compare_judges": ("qrelkit.evaluate.compare", "compare_judges"),
     # judging
     "load_job": ("qrelkit.jobs", "load_job"),
     "run_job": ("qrelkit.jobs", "run_job"),

@@ -2,7 +2,10 @@
 
 Requests whose body contains a marker (a test puts "[d03]" in a document's text) take the
 next reply scripted for that marker; everything else gets a chat completion answering
-"Relevance: <grade>" with grade = the marker's last digit mod 4. Every request is recorded.
+"Relevance: <grade>" with grade = the marker's last digit mod 4 (or "##final score: <grade>" when
+the prompt asks for that form, as UMBRELA's does). A model named in ``broken_models`` answers
+404 "model not found", as a real endpoint does for a model it does not serve. Every request is
+recorded.
 """
 
 from __future__ import annotations
@@ -74,7 +77,8 @@ class Request:
 
 def completion(request: dict[str, Any], marker: str | None, reply: Reply) -> dict[str, Any]:
     grade = grade_of(marker) if marker else 2
-    text = reply.answer if reply.answer is not None else f"Relevance: {grade}"
+    asked = "final score" in json.dumps(request.get("messages", []))  # UMBRELA's answer form
+    text = reply.answer if reply.answer is not None else f"##final score: {grade}" if asked else f"Relevance: {grade}"
     choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": reply.finish_reason}
     if request.get("logprobs"):
         top = [
@@ -110,6 +114,7 @@ class FakeOpenAI:
         self.scripts: dict[str, deque[Reply]] = {}
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        self.broken_models: set[str] = set()
 
     def script(self, marker: str, *replies: Reply) -> None:
         with self.lock:
@@ -145,6 +150,11 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 request, reply = fake._take(raw, {k.lower(): v for k, v in self.headers.items()})
+                if request.body.get("model") in fake.broken_models:
+                    model = request.body["model"]
+                    error = {"message": f"The model `{model}` does not exist", "type": "invalid_request_error", "code": "model_not_found"}
+                    self._send(404, json.dumps({"error": error}).encode(), {})
+                    return
                 if reply.before is not None:
                     reply.before()
                 if reply.delay and fake.stopping.wait(reply.delay):

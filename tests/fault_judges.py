@@ -77,6 +77,31 @@ class SlowJudge(BaseJudge):
         return out
 
 
+class ConstantJudge(BaseJudge):
+    """Scores every pair 1.0 at no cost: what a job over it measures is the runner itself."""
+
+    name = "constant"
+    Config = JudgeConfig
+    needs_template = False
+
+    def judge(self, batch):
+        return [Judgment(*pair.key, "ok", score=1.0) for pair in batch]
+
+
+class ShortFirstJudge(OverlapJudge):
+    """Word overlap, with a sort key (the document's length): the runner orders each window by it."""
+
+    name = "short-first"
+    calls_seen: ClassVar[list[list[str]]] = []  # the docids of each call, in call order
+
+    def sort_keys(self, pairs):
+        return [len(pair.document.text or "") for pair in pairs]
+
+    def judge(self, batch):
+        ShortFirstJudge.calls_seen.append([pair.document.docid for pair in batch])
+        return super().judge(batch)
+
+
 class AnswerConfig(JudgeConfig):
     answer: float = 3.0
     score: Literal["parsed", "expected"] = "parsed"

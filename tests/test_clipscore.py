@@ -268,13 +268,13 @@ def test_each_image_file_is_read_once_and_each_distinct_image_decoded_once_per_j
 
 
 def test_the_pipelines_pixels_equal_open_clips_own_preprocessing(tiny_clip, images):
-    """The pipeline splits open_clip's transform (PIL steps in the decoding threads, ToTensor and
-    Normalize in numpy on the CPU or batched on the device): the model sees the same values."""
+    """The CPU path splits open_clip's transform (its PIL steps redone with PIL in the decoding
+    processes, ToTensor and Normalize batched in torch): the model sees the same values."""
     clip = clip_module.OpenClip(
         clip_module.ClipSource("TinyClipTest", checkpoint=tiny_clip["checkpoint"], model_config=tiny_clip["model_config_file"]),
         device="cpu",
     )
-    assert clip._split is not None  # open_clip's eval transform has the expected shape
+    assert clip.transform is not None  # open_clip's eval transform has the expected shape
     paths = [images / "a.png", images / "rotated.jpg"]
     batch = clip.model_input([clip.pixels(str(p)) for p in paths])
     reference = torch.stack([clip.preprocess(image_io.load_image(p)) for p in paths])

@@ -9,13 +9,13 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
 import scipy.linalg
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from process_helpers import no_children_left
 
 from qrelkit.errors import FatalJobError, QrelkitError
 from qrelkit.evaluate.bootstrap import resample_counts, summarize
@@ -248,17 +248,6 @@ def test_bootstrap_in_d_dimensions_equals_the_explicitly_resampled_items(monkeyp
         for j, run in enumerate(runs):
             y = np.repeat(run.vectors, row[run.query_index].astype(int), axis=0)
             assert got[j, b] == pytest.approx(frechet_distance(x, y).value, rel=1e-9)
-
-
-def no_children_left(seconds: float = 10.0) -> bool:
-    """No child process is left. A stopped pool's worker may have been reaped by the pool's own
-    thread a moment before its Process object says so, hence the short wait."""
-    deadline = time.monotonic() + seconds
-    while multiprocessing.active_children():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def test_bootstrap_in_worker_processes_gives_the_values_of_one_process_and_reports_every_pair():

@@ -152,9 +152,9 @@ def test_image_urls_are_refused_by_the_address_they_reach(url, refused):
 def test_a_host_name_that_resolves_to_a_loopback_address_is_refused(monkeypatch):
     import socket
 
-    from qrelkit.judges import http
+    from qrelkit.io import urls
 
-    http._resolved_reason.cache_clear()
+    urls._resolved_reason.cache_clear()
     # a name this machine resolves (its /etc/hosts or DNS) to a loopback address
     name = next((n for n in ("localhost.localdomain", "ip6-localhost", socket.gethostname()) if _resolves_to_loopback(n)), None)
     if name is None or name.endswith((".localhost", ".local", ".internal")) or name == "localhost":

@@ -38,7 +38,6 @@ def job(tmp_path):
             "collection": {"topics": "topics.tsv", "documents": "docs.jsonl", "qrels": {"human": "human.qrels"}},
             "pool": {"qrels": "human"},
             "judge": judge or {"name": "fault_judges:OverlapJudge"},
-            "allow_import": True,
             "grading": grading,
         }
         if template:
@@ -66,7 +65,7 @@ def test_grading_into_a_loaded_set_is_refused_before_the_first_call_and_in_a_dry
     with Store(tmp_path / "j.duckdb") as store:
         store.load_qrels(tmp_path / "human.qrels", name="reference")
     for args in ([], ["--dry-run"]):
-        message = refused("judge", path, *args)
+        message = refused("judge", "--allow-import", path, *args)
         assert message == (
             f"{path}: grading.name: 'reference' holds qrels loaded from {tmp_path / 'human.qrels'}; grading into it would overwrite them: "
             "choose another grading.name"
@@ -76,22 +75,27 @@ def test_grading_into_a_loaded_set_is_refused_before_the_first_call_and_in_a_dry
 
 def test_grading_into_a_set_the_job_itself_loads_is_refused_before_the_database_exists(job, tmp_path):
     path = job({"name": "human"})
-    message = refused("judge", path)
+    message = refused("judge", "--allow-import", path)
     assert message.startswith(f"{path}: grading.name: 'human' is the qrels set the job loads from ")
     assert OverlapJudge.calls == [] and not (tmp_path / "j.duckdb").exists()
 
 
 def test_grading_into_a_set_another_judge_run_graded_is_refused_before_judging(job, tmp_path):
     path = job({"name": "model"})
-    assert runner.invoke(app, ["judge", str(path), "--quiet"], catch_exceptions=False).exit_code == 0
+    assert runner.invoke(app, ["judge", "--allow-import", str(path), "--quiet"], catch_exceptions=False).exit_code == 0
     before = judgments(tmp_path / "j.duckdb")
     OverlapJudge.calls.clear()
-    message = refused("judge", path, "--set", "judge.options.unparseable_docids=[d4]")  # another option: another judge run
+    message = refused(
+        "judge", "--allow-import", path, "--set", "judge.options.unparseable_docids=[d4]"
+    )  # another option: another judge run
     assert "grading.name: 'model' holds qrels graded from judge run " in message and "not from this job's judge run" in message
     assert OverlapJudge.calls == [] and judgments(tmp_path / "j.duckdb") == before
     # --no-grade leaves the grading out, its check too
     assert (
-        runner.invoke(app, ["judge", str(path), "--quiet", "--no-grade", "--set", "judge.options.unparseable_docids=[d4]"]).exit_code == 0
+        runner.invoke(
+            app, ["judge", "--allow-import", str(path), "--quiet", "--no-grade", "--set", "judge.options.unparseable_docids=[d4]"]
+        ).exit_code
+        == 0
     )
 
 
@@ -106,7 +110,7 @@ def test_grading_into_a_set_another_judge_run_graded_is_refused_before_judging(j
 def test_a_grading_that_cannot_grade_the_templates_grades_is_refused_before_any_call(job, tmp_path, grading, problem):
     path = job(grading, judge={"name": "fault_judges:AnswerJudge", "options": {"answer": 3}}, template="trec-dl-graded")
     for args in ([], ["--dry-run"]):
-        message = refused("judge", path, *args)
+        message = refused("judge", "--allow-import", path, *args)
         assert message.startswith(f"{path}: grading: ") and problem in message
     assert AnswerJudge.calls == [] and not (tmp_path / "j.duckdb").exists()
 
@@ -117,7 +121,7 @@ def test_a_grading_that_covers_the_templates_grades_is_listed_by_the_dry_run_and
         judge={"name": "fault_judges:AnswerJudge"},
         template="trec-dl-graded",
     )
-    dry = runner.invoke(app, ["judge", str(path), "--dry-run"], catch_exceptions=False)
+    dry = runner.invoke(app, ["judge", "--allow-import", str(path), "--dry-run"], catch_exceptions=False)
     assert dry.exit_code == 0, dry.output
     checks = [
         line.removeprefix("checked before judging: ") for line in dry.stdout.splitlines() if line.startswith("checked before judging: ")
@@ -127,14 +131,14 @@ def test_a_grading_that_covers_the_templates_grades_is_listed_by_the_dry_run_and
         "grading.name 'mapped': a new qrels set",
         "template 'trec-dl-graded' grades 0-3: every one is covered by the map",
     ]
-    done = runner.invoke(app, ["judge", str(path), "--json"], catch_exceptions=False)
+    done = runner.invoke(app, ["judge", "--allow-import", str(path), "--json"], catch_exceptions=False)
     assert json.loads(done.stdout)["grading"]["qrels"] == "mapped" and len(AnswerJudge.calls) == 4
 
 
 def test_batch_request_files_with_nowhere_to_go_are_refused_before_the_judge_is_built(job, tmp_path):
     path = job({"name": "model"}, judge={"name": "openai", "options": {"model": "m", "mode": "batch"}}, template="trec-dl-graded")
     (tmp_path / "j.duckdb.batches").write_text("not a folder")
-    message = refused("judge", path, "--dry-run")
+    message = refused("judge", "--allow-import", path, "--dry-run")
     assert (
         message
         == f"{path}: database: batch mode writes its request files into {tmp_path / 'j.duckdb.batches'}, which is a file, not a folder"

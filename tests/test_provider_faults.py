@@ -121,6 +121,7 @@ def test_a_batch_whose_write_fails_keeps_what_it_can_and_stops_the_job(job, serv
         return row
 
     monkeypatch.setattr(judgments, "judgment_row", leaky)
+    monkeypatch.setattr(judgments, "plain_columns", lambda batch: None)  # every judgment through judgment_row
     spec = load_job(job())
     with pytest.raises(JobStopped) as stopped:
         run_job(spec, progress=False)

@@ -56,3 +56,34 @@ def test_nrg_with_all_others_as_priors_imports_none_of_the_heavy_modules(tmp_pat
     assert loaded.isdisjoint(HEAVY), loaded & set(HEAVY)
     # Parsing the options does not go through pydantic (typer 0.29 did, at ~0.3 s per command).
     assert "pydantic" not in loaded
+
+
+def small_audit(tmp_path) -> list[str]:
+    """Model and reference qrels and two runs: enough for `agree` and `report` to compute everything."""
+    (tmp_path / "ref.txt").write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d1 1\nq2 0 d3 2\n")
+    (tmp_path / "model.txt").write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d1 1\nq2 0 d3 1\n")
+    (tmp_path / "runs").mkdir()
+    for name, order in (("a", "d1 d2 d3"), ("b", "d3 d2 d1"), ("c", "d2 d1 d3")):
+        lines = [f"{q} Q0 {d} {rank} {10 - rank} {name}\n" for q in ("q1", "q2") for rank, d in enumerate(order.split(), 1)]
+        (tmp_path / "runs" / f"{name}.run").write_text("".join(lines))
+    return ["--model-qrels", str(tmp_path / "model.txt"), "--reference-qrels", str(tmp_path / "ref.txt"), "--runs", str(tmp_path / "runs")]
+
+
+def test_agree_imports_none_of_the_heavy_modules(tmp_path):
+    # Spearman's ranks are numpy's own: scipy.stats alone was half of `agree`'s 0.98 s on DL19.
+    loaded = modules_after("agree", *small_audit(tmp_path), "--measure", "nDCG@10", "--resamples", "50", "--json")
+    assert loaded.isdisjoint(HEAVY), loaded & set(HEAVY)
+
+
+def test_report_imports_matplotlib_to_draw_and_nothing_else_heavy(tmp_path):
+    args = ["report", "--out", str(tmp_path / "r.html"), *small_audit(tmp_path), "--measure", "nDCG@10", "--resamples", "50"]
+    loaded = modules_after(*args)
+    assert (tmp_path / "r.html").stat().st_size > 0
+    assert "matplotlib" in loaded  # the page's figures
+    heavy = set(HEAVY) - {"matplotlib"}
+    assert loaded.isdisjoint(heavy), loaded & heavy
+
+
+def test_report_help_imports_no_numerics():
+    loaded = modules_after("report", "--help")
+    assert loaded.isdisjoint([*HEAVY, "numpy", "pyarrow"]), loaded & {*HEAVY, "numpy", "pyarrow"}

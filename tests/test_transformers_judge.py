@@ -248,6 +248,75 @@ def test_forward_batches_keep_an_images_pairs_together_and_lengths_close():
     assert first_line(" 2\nRelevance: 3") == " 2" and first_line("2") == "2"
 
 
+# -- the image path: decoded where the model is --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def jpeg_images(folder):
+    """Photographs as JPEGs (one with an EXIF orientation, one grey), a PNG and a broken JPEG."""
+    from image_files import encoded, photo, with_orientation
+
+    root = folder / "jpegs"
+    root.mkdir()
+    files = {
+        "a.jpg": encoded(photo(120, 90, seed=1), quality=90),
+        "b.jpg": with_orientation(photo(80, 140, seed=2), 6),
+        "c.jpg": encoded(photo(200, 60, seed=3).convert("L"), quality=90),
+        "d.png": encoded(photo(70, 70, seed=4), "PNG"),
+        "e.jpg": encoded(photo(90, 90, seed=5), quality=90)[:200],
+    }
+    for name, data in files.items():
+        (root / name).write_bytes(data)
+    return root
+
+
+def jpeg_pairs(root):
+    names = ("a.jpg", "b.jpg", "c.jpg", "d.png", "e.jpg", "f.jpg")  # f.jpg is missing
+    return [Pair(t, Document(d, image=d, image_root=str(root))) for t in TOPICS for d in names]
+
+
+def test_the_device_image_path_gives_the_pil_paths_scores_with_failures_in_their_place(llava, jpeg_images, image_template):
+    """image_decode device (torchvision's decoder and the processor on tensors, here on the CPU)
+    against cpu (PIL images into the processor): on the CPU both decoders give the same pixels, so
+    the same scores; the PNG (decoded by PIL on both paths), the broken and the missing file in
+    their place."""
+    options = {"model": llava, "batch_size": 4, **OPTIONS, "device": "cpu"}
+    device = create_judge("transformers", {**options, "image_decode": "device"}, image_template)
+    assert device.image_decode == "device"
+    device.preflight()  # a synthetic JPEG through the device path
+    pil = create_judge("transformers", {**options, "image_decode": "cpu"}, image_template)
+    for a, b in zip(device.judge(jpeg_pairs(jpeg_images)), pil.judge(jpeg_pairs(jpeg_images))):
+        assert (a.docid, a.status) == (b.docid, b.status)
+        if b.status == "ok":
+            assert a.score == pytest.approx(b.score, abs=1e-6)
+        else:
+            assert a.error == b.error
+    statuses = {j.docid: j.status for j in pil.judge(jpeg_pairs(jpeg_images))}
+    assert statuses == {"a.jpg": "ok", "b.jpg": "ok", "c.jpg": "ok", "d.png": "ok", "e.jpg": "input_error", "f.jpg": "input_error"}
+
+
+def test_parsed_mode_on_the_device_image_path_generates_what_the_pil_path_generates(llava, jpeg_images, image_template):
+    options = {"model": llava, "score": "parsed", "max_new_tokens": 4, "batch_size": 6, **OPTIONS, "device": "cpu"}
+    device = create_judge("transformers", {**options, "image_decode": "device"}, image_template).judge(jpeg_pairs(jpeg_images))
+    pil = create_judge("transformers", {**options, "image_decode": "cpu"}, image_template).judge(jpeg_pairs(jpeg_images))
+    assert [(j.raw_output, j.status) for j in device] == [(j.raw_output, j.status) for j in pil]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the GPU machine); the CPU tests cover the rest")
+def test_on_cuda_jpegs_decoded_by_nvjpeg_score_like_the_pil_path(llava, jpeg_images, image_template):
+    """The same weights on the same GPU in float32; only the image path differs (nvJPEG and the
+    processor on the GPU, against PIL images)."""
+    options = {"model": llava, "batch_size": 4, "dtype": "float32", "device": "cuda"}
+    device = create_judge("transformers", {**options, "image_decode": "auto"}, image_template)
+    assert device.image_decode == "device"  # what auto picks on a GPU
+    device.preflight()
+    pil = create_judge("transformers", {**options, "image_decode": "cpu"}, image_template)
+    for a, b in zip(device.judge(jpeg_pairs(jpeg_images)), pil.judge(jpeg_pairs(jpeg_images))):
+        assert (a.docid, a.status) == (b.docid, b.status)
+        if b.status == "ok":
+            assert a.score == pytest.approx(b.score, abs=1e-3)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the GPU machine); float32 is tested on CPU")
 def test_bfloat16_on_cuda_scores_close_to_float32(llava, images, image_template):
     pairs = image_pairs(images)

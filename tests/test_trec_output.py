@@ -56,6 +56,25 @@ def test_synthetic_run_with_missed_queries_and_ties_equals_trec_eval_byte_for_by
     assert ours == (DATA / expected).read_text()
 
 
+@pytest.mark.parametrize(("average", "expected"), [("qrels", "synthetic.q-c.counts.txt"), ("run", "synthetic.q.counts.txt")])
+def test_the_counts_equal_trec_eval_and_under_c_a_missed_query_adds_its_relevant_documents(average, expected):
+    """num_rel counts the qrels whatever the run retrieved: with -c trec_eval's `num_rel all` adds
+    the relevant documents of the queries the run misses (13 here, 9 in the queries it covers)."""
+    ours = evaluate(
+        "--qrels", DATA / "synthetic.qrels", "--runs", DATA / "synthetic.run", *measures(["num_rel", "num_ret", "num_rel_ret", "AP"]),
+        "--average", average, "--format", "trec",
+    )  # fmt: skip
+    assert ours == (DATA / expected).read_text()
+
+
+def test_a_measure_no_installed_provider_computes_is_one_line():
+    from hostile import qrelkit
+
+    done = qrelkit("evaluate", "--qrels", DATA / "synthetic.qrels", "--runs", DATA / "synthetic.run", "--measure", "alpha_nDCG@10")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "alpha_nDCG@10" in done.stderr and "no installed ir_measures provider" in done.stderr
+
+
 def test_averaging_is_what_tells_c_from_no_c():
     """The run misses 2 of the 6 queries: -c divides by 6, plain -q by the 4 it covers."""
     text = {

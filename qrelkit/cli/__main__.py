@@ -1,3 +1,3 @@
-from qrelkit.cli import main
+from qrelkit.cli import script
 
-main()
+script()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -125,10 +125,17 @@ def judge(
     """
 
     from qrelkit.commands import judging
+    from qrelkit.commands.sweep import sweep_of
     from qrelkit.jobs import JobStopped
     from qrelkit.report import tables
     from qrelkit.report.progress import progress_output
 
+    if sweep_of(job) is not None:  # one judge run per cell of the sweep (docs/compare.md)
+        from qrelkit.cli.compare import judge_sweep
+
+        options: dict[str, Any] = dict(sample=sample, seed=seed, mode=mode, executor=executor, workers=workers, on_duplicate=on_duplicate)
+        options |= dict(sets=overrides, limit=limit, retry_failed=retry_failed, grade=grade, wait=wait, allow_import=allow_import)
+        return judge_sweep(job, quiet=quiet, as_json=as_json, dry_run=dry_run, **options)
     spec = judging.load_judging_job(
         job,
         sets=overrides,

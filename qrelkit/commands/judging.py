@@ -210,8 +210,9 @@ def load_judging_job(
     workers: int | None = None,
     on_duplicate: str | None = None,
     allow_import: bool = False,
+    cell: dict[str, Any] | None = None,
 ) -> JobSpec:
-    """The job file with `--set` overrides, `--mode` (the judge's `mode` option: sync or batch),
+    """The job file (or one ``cell`` of a sweep job) with `--set` overrides, `--mode` (the judge's `mode` option: sync or batch),
     `--executor`/`--workers`, `--on-duplicate` (the collection's on_duplicate),
     `--sample N --seed S` (the job's `sample`) and `--allow-import` (a `module:Class` judge may be imported)."""
     from qrelkit.jobs import load_job
@@ -222,7 +223,7 @@ def load_judging_job(
     extra += [f"collection.on_duplicate={on_duplicate}"] if on_duplicate else []
     extra += sample_sets(sample, seed)
     overrides = {"allow_import": True} if allow_import else None
-    return load_job(path, overrides, sets=[*(sets or []), *extra, *executor_sets(executor, workers)])
+    return load_job(path, overrides, sets=[*(sets or []), *extra, *executor_sets(executor, workers)], cell=cell)
 
 
 def run_judging(
@@ -287,15 +288,17 @@ def export_judgments(db: Path, output: Path, *, judge_run: str | None = None, fo
     """`qrelkit export judgments`: every stored field of a judge run's judgments (or of all runs)
     as Parquet, CSV or JSON Lines (an existing file only with ``force``); returns the row count and
     the judge runs written."""
-    from qrelkit.io.tables import write_table
-    from qrelkit.storage.judgments import judgments_table
+    from qrelkit.io.tables import table_format, write_table
+    from qrelkit.storage.judgments import copy_judgments, judgments_table
 
     check_writable(output, overwrite=force)
-
+    suffix = table_format(output)
     with Store(db, read_only=True) as store:
         judge_run_id = find_judge_run(store, judge_run).judge_run_id if judge_run is not None else None
+        if suffix != ".csv":  # DuckDB writes these itself, a block at a time
+            return copy_judgments(store, output, "parquet" if suffix == ".parquet" else "json", judge_run_id)
         table = judgments_table(store, judge_run_id)
-    write_table(table, output)
+    write_table(table, output)  # CSV: the cells' quoting is ours
     return table.num_rows, sorted(set(table.column("judge_run_id").to_pylist()))
 
 

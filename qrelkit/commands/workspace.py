@@ -201,8 +201,8 @@ class Workspace:
         from qrelkit.io import iter_runs
 
         yield from iter_runs(list(files), on_duplicate=self.on_duplicate)
-        for name in stored:
-            yield self.store.run(name)
+        if stored:
+            yield from self.store.iter_runs(stored)  # one pass over the database, a run at a time
         yield from in_memory
 
     def _runs_in_memory(self, values: tuple[Any, ...]) -> list[Run]:

@@ -20,6 +20,13 @@ class TextEmbedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
+def text_lengths(embedder: TextEmbedder, texts: Sequence[str]) -> list[int]:
+    """Each text's length as ``embedder`` batches it (its `lengths`: word pieces for the ONNX model),
+    or its characters for an embedder that does not say."""
+    lengths = getattr(embedder, "lengths", None)
+    return list(lengths(texts)) if callable(lengths) else [len(t) for t in texts]
+
+
 class MissingExtraError(QrelkitError):
     """An optional package the chosen embedder needs is not installed."""
 

@@ -4,23 +4,15 @@ A model comes from an open_clip pretrained tag (needs the network once), a local
 file, or a Hugging Face hub id (`hf-hub:org/name`); a custom architecture can be registered
 from a JSON config file (how tests build a tiny random model offline).
 
-Images go through one pipeline, built so that the model never waits for pixels:
-
-* a pool of threads, one per core, reads each file once (through `qrelkit.io.images`, which
-  hashes the same bytes it decodes), decodes it and runs the PIL part of the model's own
-  preprocessing (resize, crop), up to two batches ahead of the batch being encoded;
-* a failed image is reported for its index, found where it is decoded; the others go on;
-* on CUDA the pixels travel as uint8 (a quarter of float32's bytes), written by numpy into
-  pinned memory and copied without blocking, and become float, normalised and cast to the
-  visual tower's own dtype on the device, with the same operations as torchvision's ToTensor
-  and Normalize; on the CPU the decoding threads do those operations in numpy. No torch call
-  runs beside the decoding threads: torch's own thread pool, spinning in the main thread,
-  halved the pool's rate on a busy machine.
+Images reach the visual tower through `qrelkit.embed.image_batches`: each file read once
+(through `qrelkit.io.images`, which hashes the bytes it decodes), decoded and preprocessed
+ahead of the batch being encoded, on the GPU (nvJPEG and tensor transforms) where there is one,
+else in worker processes; the pixels enter in the visual tower's own dtype.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,12 +20,11 @@ from typing import Any
 import numpy as np
 
 from qrelkit.embed.base import l2_normalise, missing_extra
+from qrelkit.embed.device_images import jpeg_file
+from qrelkit.embed.image_batches import Batch, ImageBatches, ImageSource
 from qrelkit.errors import QrelkitError
-from qrelkit.io.images import ImageError, ImageFile, decode_image, read_image_file
-from qrelkit.io.parallel import ordered_map
+from qrelkit.io.images import ImageFile
 from qrelkit.machine import available_cores
-
-ImageSource = ImageFile | str | Path
 
 
 @dataclass(frozen=True)
@@ -85,18 +76,6 @@ def visual_input_dtype(model: Any) -> Any:
     return next(model.visual.parameters()).dtype
 
 
-def split_preprocess(preprocess: Any) -> tuple[Callable[[Any], Any], tuple[list[float], list[float]]] | None:
-    """open_clip's eval transform as (its PIL steps, (mean, std) of its Normalize) when it ends in
-    ToTensor + Normalize, so those two can run batched on the device; None for any other shape."""
-    from torchvision import transforms
-
-    steps = list(getattr(preprocess, "transforms", []))
-    if len(steps) < 2 or not isinstance(steps[-2], transforms.ToTensor) or not isinstance(steps[-1], transforms.Normalize):
-        return None
-    normalize = steps[-1]
-    return transforms.Compose(steps[:-2]), (list(normalize.mean), list(normalize.std))
-
-
 class OpenClip:
     """One open_clip model with batched, inference-mode image and text encoders (L2-normalised)."""
 
@@ -109,7 +88,10 @@ class OpenClip:
         batch_size: int = 32,
         text_batch_size: int = 256,
         decode_workers: int | None = None,
+        image_decode: str = "auto",
     ):
+        """``image_decode``: auto (on the GPU where one decodes JPEGs, else on the CPU), device or cpu;
+        ``decode_workers``: processes decoding on the CPU path (default: one per core)."""
         try:
             import open_clip
             import torch
@@ -140,9 +122,32 @@ class OpenClip:
         self.context_length = getattr(self.tokenizer, "context_length", 77) or 77
         self.batch_size = batch_size
         self.text_batch_size = text_batch_size
-        self.decode_workers = decode_workers or available_cores()
         self.source = source
-        self._split = split_preprocess(self.preprocess)
+        self.images = ImageBatches(
+            self.preprocess,
+            device=self.device,
+            batch_size=batch_size,
+            decode_workers=decode_workers or available_cores(),
+            image_decode=image_decode,
+            input_dtype=lambda: visual_input_dtype(self.model),
+        )
+
+    @property
+    def decode_workers(self) -> int:
+        return self.images.decode_workers
+
+    @decode_workers.setter
+    def decode_workers(self, workers: int) -> None:
+        self.images.decode_workers = workers
+
+    @property
+    def transform(self) -> Any:
+        """open_clip's eval transform as an ImageTransform (None for a transform of another shape)."""
+        return self.images.transform
+
+    def close(self) -> None:
+        """Stop the image decoding processes, if any were started."""
+        self.images.close()
 
     # -- texts ------------------------------------------------------------------------------------
 
@@ -176,62 +181,16 @@ class OpenClip:
             return int(self.model.encode_image(pixels).shape[-1])
 
     def pixels(self, source: ImageSource | Any) -> Any:
-        """One image's model input before batching, made without torch (whose thread pool, busy
-        in the main thread, would take the decoding threads' cores): on CUDA uint8 HWC, converted
-        on the device; on the CPU float32 CHW, converted here with torchvision's ToTensor and
-        Normalize operations in numpy (the same float32 arithmetic, the same values); the full
-        preprocess's tensor for a transform of another shape. ``source``: an ImageFile, a path,
-        or a decoded PIL image. Raises ImageError."""
-        if isinstance(source, (str, Path)):
-            source = read_image_file(source)
-        image = decode_image(source) if isinstance(source, ImageFile) else source
-        if self._split is None:
-            return self.preprocess(image)
-        pil_steps, (mean, std) = self._split
-        array = np.array(pil_steps(image).convert("RGB"), dtype=np.uint8)
-        if self.device.startswith("cuda"):
-            return array
-        chw = array.transpose(2, 0, 1).astype(np.float32) / np.float32(255)
-        return (chw - np.asarray(mean, np.float32)[:, None, None]) / np.asarray(std, np.float32)[:, None, None]
-
-    def _pixels_or_error(self, source: ImageSource) -> tuple[Any, str | None]:
-        try:
-            return self.pixels(source), None
-        except ImageError as exc:
-            return None, str(exc)
+        """One image's input before batching (see `ImageBatches.pixels`). Raises ImageError."""
+        return self.images.pixels(source)
 
     def model_input(self, pixels: Sequence[Any]) -> Any:
-        """A batch of `pixels` results on the device, in the visual tower's dtype."""
-        torch = self.torch
-        dtype = visual_input_dtype(self.model)
-        if self._split is None:
-            batch = torch.stack(list(pixels))
-            if self.device.startswith("cuda"):
-                batch = batch.pin_memory().to(self.device, non_blocking=True)
-            return batch.to(dtype)
-        if not self.device.startswith("cuda"):
-            return torch.from_numpy(np.stack(pixels)).to(self.device, dtype)
-        # numpy writes the batch straight into pinned memory; the copy to the device does not block
-        pinned = torch.empty((len(pixels), *pixels[0].shape), dtype=torch.uint8, pin_memory=True)
-        np.stack(pixels, out=pinned.numpy())
-        batch = pinned.to(self.device, non_blocking=True)
-        # torchvision's ToTensor (permute, contiguous, float, /255) and Normalize (sub_, div_), on the device
-        mean, std = (torch.tensor(v, dtype=torch.float32, device=batch.device).view(1, -1, 1, 1) for v in self._split[1])
-        return batch.permute(0, 3, 1, 2).contiguous().to(torch.float32).div(255).sub_(mean).div_(std).to(dtype)
+        """A batch of `pixels` results on the device, normalised, in the visual tower's dtype."""
+        return self.images.model_input(pixels)
 
-    def _batches(self, images: Sequence[ImageSource]) -> Iterator[tuple[list[int], list[Any], dict[int, str]]]:
-        """(indices, pixels, errors) per batch, decoded by the pool up to two batches ahead."""
-        prepared = ordered_map(self._pixels_or_error, images, workers=self.decode_workers, window=2 * self.batch_size)
-        for start in range(0, len(images), self.batch_size):
-            indices, pixels, errors = [], [], {}
-            for index in range(start, min(len(images), start + self.batch_size)):
-                tensor, error = next(prepared)
-                if error is None:
-                    indices.append(index)
-                    pixels.append(tensor)
-                else:
-                    errors[index] = error
-            yield indices, pixels, errors
+    def _batches(self, images: Sequence[ImageSource]) -> Iterator[Batch]:
+        """(indices, model input or None, errors) per batch, prepared ahead of the encoding."""
+        return self.images.batches(images)
 
     def encode_images(self, images: Sequence[ImageSource]) -> EncodedImages:
         """Encode images (ImageFiles already read, or paths); each is read and decoded once."""
@@ -239,11 +198,11 @@ class OpenClip:
         rows: list[int] = []
         outputs = []
         with self.torch.inference_mode():
-            for indices, pixels, batch_errors in self._batches(images):
+            for indices, batch, batch_errors in self._batches(images):
                 errors.update(batch_errors)
-                if pixels:
-                    # stays on the device: the next batch is collated while this one runs
-                    outputs.append(self.model.encode_image(self.model_input(pixels)))
+                if batch is not None:
+                    # stays on the device: the next batch is prepared while this one runs
+                    outputs.append(self.model.encode_image(batch))
                     rows.extend(indices)
             vectors = np.full((len(images), self.image_dim), np.nan, dtype=np.float32)
             if outputs:
@@ -251,12 +210,20 @@ class OpenClip:
         return EncodedImages(vectors, errors)
 
     def check_forward(self) -> None:
-        """One text and one synthetic image through the real encode paths (dtype and device
-        included), with finite results; raises what the model raises."""
+        """One text and one synthetic image through the real encode paths (on the GPU path a JPEG,
+        through nvJPEG; the dtype and the device included), with finite results; raises what the
+        model raises."""
         from PIL import Image
 
+        synthetic = Image.new("RGB", (64, 48), (120, 90, 60))
         with self.torch.inference_mode():
-            image = self.model.encode_image(self.model_input([self.pixels(Image.new("RGB", (64, 48), (120, 90, 60)))]))
+            if self.images.path == "device":
+                (_, pixels, errors), *_ = self._batches([jpeg_file(synthetic)])
+                if errors:
+                    raise QrelkitError(f"a synthetic JPEG cannot be decoded on {self.device}: {errors[0]}")
+            else:
+                pixels = self.model_input([self.pixels(synthetic)])
+            image = self.model.encode_image(pixels)
             text = self.model.encode_text(self.tokenizer(["a photo"]).to(self.device))
         for name, output in (("image", image), ("text", text)):
             if not bool(self.torch.isfinite(output.float()).all()):

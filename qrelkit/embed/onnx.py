@@ -83,6 +83,10 @@ class OnnxMiniLM:
         # cut_text: the model keeps 256 tokens, so a giant passage is cut (by characters) before tokenizing
         return [e.ids for e in self.tokenizer.encode_batch([cut_text(str(t)).strip() for t in texts])]
 
+    def lengths(self, texts: Sequence[str]) -> list[int]:
+        """Each text's length as the model sees it (word pieces, after truncation): what a batch pads to."""
+        return [len(ids) for ids in self._tokenize(texts)]
+
     def _run_batch(self, ids: list[list[int]]) -> np.ndarray:
         width = max(len(x) for x in ids)
         input_ids = np.zeros((len(ids), width), dtype=np.int64)

@@ -49,6 +49,10 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         self.progress = progress
 
+    def lengths(self, texts: Sequence[str]) -> list[int]:
+        """Each text's length as sentence-transformers orders texts before batching (its characters)."""
+        return [len(cut_text(t)) for t in texts]
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         texts = [cut_text(t) for t in texts]  # the model keeps 256 tokens: bound the tokenizer's work on giant texts
         if not texts:

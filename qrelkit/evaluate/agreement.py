@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import rankdata
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.bootstrap import (
@@ -63,10 +62,29 @@ def pearson_r_rows(x, y) -> np.ndarray:
     return np.clip(_safe_divide((x * y).sum(axis=1), denominator), -1.0, 1.0)
 
 
+def average_ranks_rows(x) -> np.ndarray:
+    """Each row's ranks from 1, ties sharing their average rank, a row with a NaN all NaN: scipy's
+    `rankdata(x, axis=1)`, in numpy (importing scipy.stats costs `agree` half a second)."""
+    x = np.atleast_2d(np.asarray(x, np.float64))
+    order = np.argsort(x, axis=1, kind="stable")
+    ordered = np.take_along_axis(x, order, axis=1)
+    positions = np.broadcast_to(np.arange(x.shape[1]), x.shape)
+    starts_run = np.ones(x.shape, bool)
+    starts_run[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    ends_run = np.ones(x.shape, bool)
+    ends_run[:, :-1] = starts_run[:, 1:]
+    first = np.maximum.accumulate(np.where(starts_run, positions, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends_run, positions, x.shape[1])[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty(x.shape)
+    np.put_along_axis(ranks, order, (first + last) / 2 + 1, axis=1)
+    ranks[np.isnan(x).any(axis=1)] = np.nan
+    return ranks
+
+
 def spearman_rho_rows(x, y) -> np.ndarray:
     """Pearson r of the ranks, ties sharing their average rank (scipy's spearmanr)."""
     x, y = _pair_rows(x, y)
-    return pearson_r_rows(rankdata(x, axis=1), rankdata(y, axis=1))
+    return pearson_r_rows(average_ranks_rows(x), average_ranks_rows(y))
 
 
 def tau_ap_rows(reference, estimate) -> np.ndarray:

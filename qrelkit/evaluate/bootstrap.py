@@ -28,10 +28,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import ndtr, ndtri
 
 from qrelkit.errors import QrelkitError
 
@@ -148,6 +148,20 @@ def _outside_note(estimate: float, low: float, high: float, method: str, level: 
         return None
     side = "below" if estimate < low else "above"
     return f"the estimate {estimate:.4g} lies {side} its {level:.0%} {method} interval [{low:.4g}, {high:.4g}]"
+
+
+# The standard normal's CDF and its inverse, as scipy.special's ndtr and ndtri (to the last bit or
+# two) without importing scipy, which was half of `agree`'s start-up (tests/test_startup.py).
+def ndtr(x: float) -> float:
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+def ndtri(p: float) -> float:
+    if p <= 0.0:
+        return -math.inf
+    if p >= 1.0:
+        return math.inf
+    return NormalDist().inv_cdf(p)
 
 
 def _share_below(resampled: np.ndarray, estimate: float) -> float:

@@ -152,7 +152,25 @@ class _IrMeasuresScorer:
         import ir_measures
 
         self.position = {qid: i for i, qid in enumerate(queries)}
-        self.evaluators = [(name, ir_measures.evaluator([measure], grades)) for name, measure in measures]
+        # NumRel counts the qrels, not the run (trec_eval's num_rel: judged documents with grade >=
+        # rel, 1 by default), whatever the run retrieved; a query the run misses has them too (it
+        # adds to trec_eval -c's sum). Counted here: ir_measures gives 0 for a missed query and
+        # has no provider for NumRel(rel=2).
+        self.qrels_counts = {
+            name: np.array([sum(g >= (measure.params.get("rel") or 1) for g in grades.get(q, {}).values()) for q in queries], float)
+            for name, measure in measures
+            if getattr(measure, "NAME", None) == "NumRel"
+        }
+        self.evaluators = []
+        for name, measure in measures:
+            if name in self.qrels_counts:
+                continue
+            try:
+                self.evaluators.append((name, ir_measures.evaluator([measure], grades)))
+            except ValueError as exc:  # parsed, but no provider computes it
+                providers = [line.strip(" -") for line in str(exc).splitlines()[1:] if line.strip()]
+                needs = f"; ir_measures would compute it with one of: {', '.join(providers)}" if providers else ""
+                raise QrelkitError(f"measure {name!r}: no installed ir_measures provider computes it{needs}") from None
 
     def score(self, run: Run) -> dict[str, np.ndarray]:
         scores = {qid: docs for qid, docs in run.scores.items() if qid in self.position}
@@ -163,6 +181,7 @@ class _IrMeasuresScorer:
                 if metric.query_id in self.position:
                     vector[self.position[metric.query_id]] = metric.value
             out[name] = vector
+        out.update((name, counts.copy()) for name, counts in self.qrels_counts.items())
         return out
 
 

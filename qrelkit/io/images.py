@@ -5,6 +5,10 @@ Reading takes regular files only, resolved and checked against the image root at
 they are read (a symlink or `..` that leads out of the root is refused then, not only when the
 documents file was loaded). Decoding refuses decompression bombs (PIL's own limit is only a
 warning) and applies the EXIF orientation, so every model sees the image upright.
+
+A decoder other than PIL's (nvJPEG on a GPU) takes the same bytes after `image_header`: the
+header is parsed without decoding a pixel, and the pixel-bomb rule is applied there, before any
+decoder allocates for the image.
 """
 
 from __future__ import annotations
@@ -74,9 +78,20 @@ def read_image_file(path: str | Path, root: str | Path | None = None, expected_s
     return ImageFile(str(path), data, sha256)
 
 
-def open_image(image: ImageFile) -> PILImage.Image:
-    """Decode the bytes (all pixels, so a truncated file fails here) in the file's own mode,
-    with `format` set; ImageError says why it cannot be used."""
+@dataclass(frozen=True)
+class ImageHeader:
+    """What an image file's header says, read without decoding a pixel."""
+
+    format: str | None  # PIL's format name: JPEG, PNG, MPO, ...
+    mode: str  # the stored mode: RGB, L, CMYK, ...
+    width: int  # as stored, before the EXIF orientation
+    height: int
+    orientation: int | None  # EXIF orientation 1-8 (1: as stored); None when the EXIF block cannot be read
+
+
+def _decode_checked(image: ImageFile, *, pixels: bool) -> PILImage.Image:
+    """PIL's image of the bytes, refused as a pixel bomb from its header's dimensions before any
+    pixel is decoded; with ``pixels``, decoded whole (so a truncated file fails here)."""
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -85,7 +100,8 @@ def open_image(image: ImageFile) -> PILImage.Image:
             opened = Image.open(io.BytesIO(image.data))
             if opened.width * opened.height > MAX_IMAGE_PIXELS:
                 raise ImageError(f"image {image.path} has {opened.width}x{opened.height} pixels, over the limit of {MAX_IMAGE_PIXELS:,}")
-            opened.load()
+            if pixels:
+                opened.load()
             return opened
     except ImageError:
         raise
@@ -93,6 +109,23 @@ def open_image(image: ImageFile) -> PILImage.Image:
         raise ImageError(f"image {image.path} is not a readable image: {exc}") from None
     except (OSError, SyntaxError, ValueError) as exc:  # PIL reports broken files with all three
         raise ImageError(f"image {image.path} is corrupt or truncated: {exc}") from None
+
+
+def image_header(image: ImageFile) -> ImageHeader:
+    """The header of the bytes, for a decoder other than PIL's: ImageError (the same messages as
+    decoding) when no image header is found or the image is a pixel bomb."""
+    opened = _decode_checked(image, pixels=False)
+    try:
+        orientation: int | None = int(opened.getexif().get(0x0112, 1))
+    except (OSError, SyntaxError, ValueError, TypeError):  # a broken EXIF block: PIL's own decode decides
+        orientation = None
+    return ImageHeader(opened.format, opened.mode, opened.width, opened.height, orientation)
+
+
+def open_image(image: ImageFile) -> PILImage.Image:
+    """Decode the bytes (all pixels, so a truncated file fails here) in the file's own mode,
+    with `format` set; ImageError says why it cannot be used."""
+    return _decode_checked(image, pixels=True)
 
 
 def decode_image(image: ImageFile) -> PILImage.Image:

@@ -39,16 +39,24 @@ def formula_safe(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=table.schema)
 
 
-def write_table(table: pa.Table, path: str | Path) -> Path:
-    """Write ``table`` as Parquet, CSV (a header, RFC 4180 quoting, text that would start a formula
-    prefixed by ') or JSON Lines (one object per row, nulls as null, timestamps in ISO 8601), by
-    the suffix of ``path``."""
+def table_format(path: str | Path) -> str:
+    """The format a table written to ``path`` takes, by its suffix: ".parquet", ".csv" or ".jsonl"
+    (a clear error for any other suffix, or a folder that is not there)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise QrelkitError(f"{path}: write .parquet, .csv or .jsonl (the suffix chooses the format)")
     if not path.parent.is_dir():
         raise QrelkitError(f"{path}: the folder {path.parent} does not exist")
+    return suffix
+
+
+def write_table(table: pa.Table, path: str | Path) -> Path:
+    """Write ``table`` as Parquet, CSV (a header, RFC 4180 quoting, text that would start a formula
+    prefixed by ') or JSON Lines (one object per row, nulls as null, timestamps in ISO 8601), by
+    the suffix of ``path``."""
+    path = Path(path)
+    suffix = table_format(path)
     if suffix == ".parquet":
         import pyarrow.parquet as pq
 

@@ -24,7 +24,7 @@ import os
 import secrets
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,8 +62,15 @@ class BatchActivity:
     submitted: list[str] = field(default_factory=list)  # submission ids created by this run
     requests: int = 0  # requests sent in them
     collected: list[str] = field(default_factory=list)  # submission ids collected by this run
-    judgments: list[Judgment] = field(default_factory=list)  # written by this run (input errors included)
+    judged: int = 0  # judgments written by this run (input errors included)
+    statuses: Counter[str] = field(default_factory=Counter)  # of those judgments
+    failed: set[tuple[str, str]] = field(default_factory=set)  # pairs whose judgment by this run failed: not retried in it
     resubmit: int = 0  # pairs collected batches sent back to pending
+
+    def record(self, judgments: list[Judgment]) -> None:
+        self.judged += len(judgments)
+        self.statuses.update(j.status for j in judgments)
+        self.failed.update((j.qid, j.docid) for j in judgments if j.status != "ok")
 
 
 class BatchDriver:
@@ -118,7 +125,7 @@ class BatchDriver:
 
     # -- submitting ------------------------------------------------------------------------------
 
-    def submit(self, pairs: list[Pair]) -> None:
+    def submit(self, pairs: Iterable[Pair]) -> None:
         """Send the pairs in as many files as the limits need; input errors are written at once."""
         self.folder.mkdir(parents=True, exist_ok=True)
         for submission_id, path, keys, size in self._request_files(pairs):
@@ -160,9 +167,10 @@ class BatchDriver:
         recorded.set_submitted(self.store, submission_id, batch_id=info.id, input_file_id=info.input_file_id or file_id, status=info.status)
         log.info("batch %s created for submission %s", info.id, submission_id)
 
-    def _request_files(self, pairs: list[Pair]) -> Iterator[tuple[str, Path, list[tuple[str, str]], int]]:
+    def _request_files(self, pairs: Iterable[Pair]) -> Iterator[tuple[str, Path, list[tuple[str, str]], int]]:
         """Write request lines into files within the limits, yielding each file as it is full (so that
-        images are read once and never all held in memory); input errors are written as they come."""
+        images are read once and never all held in memory, and the pairs are read as they come);
+        input errors are written with each file."""
         limits = self.settings
         errors: list[Judgment] = []
         current: tuple[str, Path, Any] | None = None
@@ -182,6 +190,8 @@ class BatchDriver:
                 current[2].close()
                 yield current[0], current[1], keys, size
                 current, keys, size = None, [], 0
+                self.write(errors)
+                errors = []
             if current is None:
                 submission_id = secrets.token_hex(8)
                 path = self.folder / f"qrelkit-{self.judge_run_id}-{submission_id}.jsonl"
@@ -198,7 +208,7 @@ class BatchDriver:
         """Judgments decided without a batch (input errors)."""
         if judgments:
             write_judgments(self.store, self.judge_run_id, judgments)
-            self.activity.judgments.extend(judgments)
+            self.activity.record(judgments)
 
     # -- checking and collecting -------------------------------------------------------------------
 
@@ -229,8 +239,8 @@ class BatchDriver:
                     seen[parsed[1:]] += 1
                     if parsed[1:] not in lines or line.status_code == 200:
                         lines[parsed[1:]] = line
-        history = recorded.batch_history(self.store, self.judge_run_id)
-        states = judgment_states(self.store, self.judge_run_id)
+        history = recorded.batch_history(self.store, self.judge_run_id, sub.submission_id)
+        states = judgment_states(self.store, self.judge_run_id, sub.submission_id)
         judgments, again = [], []
         for key in sorted(keys):
             answer = lines.get(key)
@@ -252,7 +262,7 @@ class BatchDriver:
         recorded.collect_submission(self.store, sub.submission_id, self.judge_run_id, judgments, again, sent)
         self._remove_request_file(sub.request_file)
         self.activity.collected.append(sub.submission_id)
-        self.activity.judgments.extend(judgments)
+        self.activity.record(judgments)
         self.activity.resubmit += len(again)
         log.info("batch %s %s: %d judgments stored, %d pairs pending again", info.id, info.status, len(judgments), len(again))
 

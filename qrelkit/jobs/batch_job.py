@@ -8,8 +8,9 @@ back-to-pending pairs again as they appear.
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,12 +19,12 @@ from qrelkit.errors import QrelkitError
 from qrelkit.jobs.batch import BatchDriver, batch_folder, poll_delays
 from qrelkit.jobs.plan import JobPlan
 from qrelkit.jobs.spec import JobError
-from qrelkit.judges import BatchJudge, JudgeContext, Judgment, Pair, create_judge, judge_class
+from qrelkit.jobs.stream import PendingStream
+from qrelkit.judges import BatchJudge, JudgeContext, Pair, create_judge, judge_class
 from qrelkit.prompts import PromptTemplate
 from qrelkit.storage import Store
 from qrelkit.storage import batches as recorded
 from qrelkit.storage.judgments import ensure_judge_run, judge_run
-from qrelkit.storage.pools import pool_state
 
 if TYPE_CHECKING:
     from qrelkit.jobs.runner import JobReport
@@ -33,10 +34,8 @@ def run_batch_job(
     store: Store,
     plan: JobPlan,
     report: JobReport,
-    missing: list[tuple[str, str, str]],
     *,
     limit: int | None,
-    retry_failed: bool,
     wait: bool,
     progress: Callable[[int, int], None] | None,
     sleep: Callable[[float], Any] = time.sleep,
@@ -51,15 +50,12 @@ def run_batch_job(
     started = time.perf_counter()
     try:
         judge.preflight()
-        driver.write(
-            [Judgment(q, d, "input_error", error=f"{what} is not in the collection ({plan.spec.database})") for q, d, what in missing]
-        )
         driver.reconcile(create_missing=True)
         driver.check()
         budget = [limit]
-        _submit_pending(driver, plan, retry_failed, budget)
+        _submit_pending(driver, plan, budget)
         if wait:
-            _wait(driver, plan, retry_failed, budget, progress, sleep)
+            _wait(driver, plan, budget, progress, sleep)
     except KeyboardInterrupt:
         report.interrupted = True  # every step is recorded as it happens: the next run carries on
     finally:
@@ -70,25 +66,43 @@ def run_batch_job(
     return report
 
 
-def _pending(driver: BatchDriver, plan: JobPlan, retry_failed: bool) -> list[Pair]:
-    state = pool_state(driver.store, plan.judge_run_id, plan.pairs, retry_failed=retry_failed)
-    judged_now = {(j.qid, j.docid) for j in driver.activity.judgments}  # a failure of this run is not retried in it
-    keys = [p for p in state.todo if p not in state.judged or p not in judged_now]
-    return [Pair(plan.topics[q], plan.documents[d]) for q, d in keys if q in plan.topics and d in plan.documents]
+def _pending(driver: BatchDriver, plan: JobPlan, budget: int | None) -> Generator[Pair, None, None]:
+    """The pending pairs, read from the database as they are sent (at most ``budget``); the pairs the
+    collection lacks are written as input errors on the way. A failure of this run is not retried in it."""
+    failed_now = driver.activity.failed
+    pending = plan.pending(driver.store, limit=None)
+    try:
+        stream = PendingStream(pending, plan.topics, plan.spec.database)
+        sent = 0
+        for window in stream.windows():
+            stream.in_flight.clear()  # the batch route stores what it collects with the submission's pairs
+            driver.write([j for j in window.missing if (j.qid, j.docid) not in failed_now])
+            for pair in window.pairs:
+                if budget is not None and sent >= budget:
+                    return
+                if pair.key not in failed_now:
+                    sent += 1
+                    yield pair
+    finally:
+        pending.close()
 
 
-def _submit_pending(driver: BatchDriver, plan: JobPlan, retry_failed: bool, budget: list[int | None]) -> None:
-    pairs = _pending(driver, plan, retry_failed)
-    if budget[0] is not None:
-        pairs = pairs[: max(budget[0] - driver.activity.requests, 0)]
-    if pairs:
-        driver.submit(pairs)
+def _submit_pending(driver: BatchDriver, plan: JobPlan, budget: list[int | None]) -> None:
+    left = None if budget[0] is None else max(budget[0] - driver.activity.requests, 0)
+    if left == 0:
+        return
+    pairs = _pending(driver, plan, left)
+    try:
+        first = next(pairs, None)
+        if first is not None:
+            driver.submit(itertools.chain([first], pairs))
+    finally:
+        pairs.close()  # its pending pairs' table goes now, not when the generator is collected
 
 
 def _wait(
     driver: BatchDriver,
     plan: JobPlan,
-    retry_failed: bool,
     budget: list[int | None],
     progress: Callable[[int, int], None] | None,
     sleep: Callable[[float], Any],
@@ -99,25 +113,23 @@ def _wait(
         open_subs = [s for s in recorded.submissions(driver.store, plan.judge_run_id, open_only=True)]
         if progress:
             waiting = sum(s.requests for s in open_subs)
-            progress(len(driver.activity.judgments), len(driver.activity.judgments) + waiting)
+            progress(driver.activity.judged, driver.activity.judged + waiting)
         if not open_subs:
             return
         sleep(next(delays))
         collected = len(driver.activity.collected)
         driver.check()
         if len(driver.activity.collected) > collected:
-            _submit_pending(driver, plan, retry_failed, budget)  # what came back goes out again
+            _submit_pending(driver, plan, budget)  # what came back goes out again
             delays = poll_delays(settings.poll_initial, settings.poll_max)
 
 
 def _fill(report: JobReport, store: Store, judge_run_id: str, driver: BatchDriver) -> None:
     activity = driver.activity
-    report.judged = len(activity.judgments)
-    report.statuses = {}
-    for judgment in activity.judgments:
-        report.statuses[judgment.status] = report.statuses.get(judgment.status, 0) + 1
+    report.judged = activity.judged
+    report.statuses = dict(activity.statuses)
     report.submitted = activity.requests
-    report.in_batches = len(recorded.open_batch_pairs(store, judge_run_id))
+    report.in_batches = recorded.open_batch_count(store, judge_run_id)
     mine = set(activity.submitted) | set(activity.collected)
     report.batches = [s.to_dict() for s in recorded.submissions(store, judge_run_id) if s.state != "collected" or s.submission_id in mine]
 

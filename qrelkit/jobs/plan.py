@@ -10,16 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.errors import QrelkitError
-from qrelkit.io import Document, Topic, list_run_files, sha256_text
+from qrelkit.io import Topic, list_run_files, sha256_text
 from qrelkit.jobs.grade import template_grade_check
-from qrelkit.jobs.pool import depth_pool, pairs_file_pool, qrels_pool, sample_pool
+from qrelkit.jobs.pool import depth_pool_query, pairs_file_blocks, qrels_pool_query, sample_pool
 from qrelkit.jobs.spec import JobError, JobSpec, SampleSpec
-from qrelkit.judges import JudgeConfig, JudgeContext, Pair, create_judge, judge_class, make_config
+from qrelkit.judges import JudgeConfig, JudgeContext, create_judge, judge_class, make_config
 from qrelkit.prompts import PromptTemplate, load_template
 from qrelkit.storage import LoadResult, Store
-from qrelkit.storage.batches import open_batch_pairs
+from qrelkit.storage.batches import open_batch_count
 from qrelkit.storage.judgments import JudgeRunInfo
-from qrelkit.storage.pools import pool_state
+from qrelkit.storage.pools import PendingPairs, Pool, listed_pool, pool_counts, pool_pairs, pooled_qids
 
 
 def judge_run_id_for(judge: str, config: dict[str, Any], template: PromptTemplate | None, model_id: str) -> str:
@@ -85,13 +85,14 @@ def collection_unchanged(store: Store, spec: JobSpec) -> bool:
     return all(store.load_status(kind, path, name) == "unchanged" for kind, path, name in collection_files(spec))
 
 
-def build_pool(store: Store, spec: JobSpec) -> list[tuple[str, str]]:
+def build_pool(store: Store, spec: JobSpec) -> Pool:
+    """The job's pool as a query of its database (a pairs file is staged there first)."""
     pool = spec.pool
     if pool.depth is not None:
-        return depth_pool(store, pool.depth, pool.runs)
+        return depth_pool_query(store, pool.depth, pool.runs)
     if pool.pairs is not None:
-        return pairs_file_pool(pool.pairs)
-    return qrels_pool(store, pool.qrels or "")
+        return listed_pool(store, pairs_file_blocks(pool.pairs))
+    return qrels_pool_query(store, pool.qrels or "")
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,9 @@ class JudgeFactory:
 
 @dataclass
 class JobPlan:
+    """What a job will judge. The pool stays in the database: the plan holds its counts, and
+    `pending` reads the pairs to judge back in blocks."""
+
     spec: JobSpec
     factory: JudgeFactory
     judge_class: type
@@ -117,20 +121,17 @@ class JobPlan:
     model_id: str
     judge_run_id: str
     loads: list[LoadResult] = field(default_factory=list)
-    pairs: list[tuple[str, str]] = field(default_factory=list)  # the pool, or the sample of it the job judges
+    pool: Pool = field(default_factory=lambda: Pool(""))  # the pool, or the sample of it the job judges
+    pool_size: int = 0  # pairs in it
     sample: dict[str, Any] | None = None  # the sample asked for: pairs, seed, topics, pool_pairs, pool_topics
     checks: list[str] = field(default_factory=list)  # what was checked before judging (a dry run lists it)
-    states: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # pool pairs judged before: (status, attempts)
     already_ok: int = 0  # pool pairs with an `ok` judgment before this run
     already_failed: int = 0  # pool pairs with a failed one
-    todo: list[tuple[str, str]] = field(default_factory=list)
-    in_batches: set[tuple[str, str]] = field(default_factory=set)  # sent in a Batch API batch not yet collected
+    to_judge: int = 0  # pending pool pairs this run judges (--limit applied)
+    in_batches: int = 0  # pairs sent in a Batch API batch not yet collected
     topics: dict[str, Topic] = field(default_factory=dict)
-    documents: dict[str, Document] = field(default_factory=dict)
-    content_hashes: dict[str, str] = field(default_factory=dict)  # docid -> the content judged now
-
-    def earlier_attempts(self, key: tuple[str, str]) -> int:
-        return self.states.get(key, ("", 0))[1]
+    limit: int | None = None
+    retry_failed: bool = False
 
     def info(self) -> JudgeRunInfo:
         template = self.factory.template
@@ -145,17 +146,12 @@ class JobPlan:
             self.sample if self.sample and self.sample["pairs"] < self.sample["pool_pairs"] else None,
         )
 
-    def pending_pairs(self) -> tuple[list[Pair], list[tuple[str, str, str]]]:
-        """The pairs to judge that the collection holds, and (qid, docid, what is missing) for the rest."""
-        valid, missing = [], []
-        for qid, docid in self.todo:
-            if qid not in self.topics:
-                missing.append((qid, docid, f"topic {qid!r}"))
-            elif docid not in self.documents:
-                missing.append((qid, docid, f"document {docid!r}"))
-            else:
-                valid.append(Pair(self.topics[qid], self.documents[docid]))
-        return valid, missing
+    def pending(self, store: Store, *, limit: int | None = None) -> PendingPairs:
+        """The pairs to judge now, taken from the database as it is (see `PendingPairs`), at most
+        ``limit`` (the plan's own --limit when None)."""
+        return PendingPairs(
+            store, self.pool, self.judge_run_id, retry_failed=self.retry_failed, limit=self.limit if limit is None else limit
+        )
 
 
 def resolve_judge(spec: JobSpec) -> tuple[JudgeFactory, type, JudgeConfig, str, str]:
@@ -184,20 +180,25 @@ def template_check(spec: JobSpec, template: PromptTemplate | None, cls: type, co
         raise JobError(f"{spec.source or 'job'}: grading: {exc}") from None
 
 
-def choose_pairs(pool: list[tuple[str, str]], sample: SampleSpec | None) -> tuple[list[tuple[str, str]], dict[str, Any] | None]:
-    """The pairs a job judges: its pool, or the sample of it the job asks for, with what the sample is."""
+def choose_pairs(store: Store, pool: Pool, sample: SampleSpec | None) -> tuple[Pool, dict[str, Any] | None]:
+    """The pairs a job judges: its pool, or the sample of it the job asks for (staged as a pool of
+    listed pairs, which the pending query reads as it reads any pool), with what the sample is. A
+    sample's order is drawn in Python (`sample_order`'s hashes), so its pool's pairs are read once."""
     if sample is None:
         return pool, None
-    chosen = sample_pool(pool, sample.pairs, sample.seed)
+    pairs = pool_pairs(store, pool)
+    if not pairs:
+        return pool, None  # an empty pool is refused by the caller
+    chosen = sample_pool(pairs, sample.pairs, sample.seed)
     described = {
         "pairs": len(chosen),
         "asked": sample.pairs,
         "seed": sample.seed,
         "topics": len({qid for qid, _ in chosen}),
-        "pool_pairs": len(pool),
-        "pool_topics": len({qid for qid, _ in pool}),
+        "pool_pairs": len(pairs),
+        "pool_topics": len({qid for qid, _ in pairs}),
     }
-    return chosen, described
+    return listed_pool(store, [chosen]), described
 
 
 def grading_target_check(store: Store, spec: JobSpec, judge_run_id: str) -> str | None:
@@ -226,31 +227,28 @@ def grading_target_check(store: Store, spec: JobSpec, judge_run_id: str) -> str 
 
 def plan_job(store: Store, spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False) -> JobPlan:
     """Load the collection, pool the pairs (or sample them), check what can be checked before
-    judging, and find what is left to judge."""
+    judging, and count what is done and what is left to judge."""
     if limit is not None and limit < 0:
         raise QrelkitError(f"--limit must be 0 or more, got {limit}")
     spec.check_paths()
     factory, cls, config, model_id, run_id = resolve_judge(spec)
-    plan = JobPlan(spec, factory, cls, config, model_id, run_id)
+    plan = JobPlan(spec, factory, cls, config, model_id, run_id, limit=limit, retry_failed=retry_failed)
     plan.loads = load_collection(store, spec)
     pool = build_pool(store, spec)
     source = str(spec.source or "job")
-    if not pool:
+    plan.pool, plan.sample = choose_pairs(store, pool, spec.sample)
+    pooled = pooled_qids(store, plan.pool)
+    if not pooled:
         raise JobError(f"{source}: the pool is empty")
-    plan.pairs, plan.sample = choose_pairs(pool, spec.sample)
     plan.checks = [f"database {spec.database.resolve()}: can be written"]
     plan.checks += [c for c in (grading_target_check(store, spec, run_id), template_check(spec, factory.template, cls, config)) if c]
     plan.topics = {t.qid: t for t in store.topics()}
-    plan.documents = store.documents()
     if factory.template is not None:
-        pooled = sorted({q for q, _ in plan.pairs})
         factory.template.check_topics([plan.topics[q] for q in pooled if q in plan.topics], source=source)
-    plan.content_hashes = store.document_hashes()
     store.retire_stale_judgments()  # a document changed some other way than a load: judge it again
     # A pair in an open batch is already paid for: neither route sends it again until the batch is collected.
-    state = pool_state(store, run_id, plan.pairs, retry_failed=retry_failed)
-    plan.states, plan.already_ok, plan.already_failed, plan.todo = state.judged, state.ok, state.failed, state.todo
-    plan.in_batches = open_batch_pairs(store, run_id)
-    if limit is not None:
-        plan.todo = plan.todo[:limit]
+    counts = pool_counts(store, plan.pool, run_id, retry_failed=retry_failed)
+    plan.pool_size, plan.already_ok, plan.already_failed = counts.pairs, counts.ok, counts.failed
+    plan.to_judge = counts.pending if limit is None else min(counts.pending, limit)
+    plan.in_batches = open_batch_count(store, run_id)
     return plan

@@ -17,7 +17,7 @@ import os
 import pickle
 import socket
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -116,10 +116,9 @@ def group_key(pair: Pair) -> tuple[str, str]:
     return ("image", pair.document.docid) if pair.document.image_path is not None else ("text", pair.topic.qid)
 
 
-def shards_of(batches: Sequence[list[Pair]]) -> list[list[Pair]]:
-    """The runner's batches regrouped by `group_key`, in shards of the batch size."""
-    size = max((len(batch) for batch in batches), default=1)
-    pairs = sorted((pair for batch in batches for pair in batch), key=group_key)
+def shards_of(window: Sequence[Pair], size: int) -> list[list[Pair]]:
+    """A window of the runner's pending pairs regrouped by `group_key`, in shards of ``size``."""
+    pairs = sorted(window, key=group_key)
     return [pairs[start : start + size] for start in range(0, len(pairs), size)]
 
 
@@ -195,13 +194,29 @@ class RayExecutor:
 
     # -- judging
 
-    def map(self, batches: Sequence[list[Pair]]) -> Iterator[list[Judgment]]:
-        shards = shards_of(batches)
-        queue = deque(range(len(shards)))
-        tries = [0] * len(shards)
-        left = len(shards)
+    def map(self, windows: Iterable[list[Pair]], batch_size: int) -> Iterator[list[Judgment]]:
+        """Shards of the windows, dispatched as workers free up. A window is read only when the
+        shards queued could not keep every worker busy, so the driver holds about one window and
+        the shards in flight, whatever the pool's size."""
+        upcoming = iter(windows)
+        shards: dict[int, list[Pair]] = {}  # shard -> its pairs, until its judgments are in
+        tries: dict[int, int] = {}  # shard -> its workers that died judging it
+        queue: deque[int] = deque()
+        made = 0
+        exhausted = False
         deaths_in_a_row = 0
-        while left:
+        while True:
+            while not exhausted and len(queue) < self.spec.workers * IN_FLIGHT:
+                window = next(upcoming, None)
+                if window is None:
+                    exhausted = True
+                    break
+                for pairs in shards_of(window, batch_size):
+                    shards[made], tries[made] = pairs, 0
+                    queue.append(made)
+                    made += 1
+            if not shards:
+                break
             self._dispatch(queue, shards)
             waiting = {w.started: w for w in self.workers if w.started is not None and not w.dead}
             judging = {ref: w for w in self.workers for ref in w.in_flight}
@@ -233,13 +248,13 @@ class RayExecutor:
                     self.save(result.embeddings)
                 for judgment in result.judgments:
                     judgment.attempts += tries[shard]  # tries lost with a dead worker count as attempts
-                left -= 1
+                del shards[shard], tries[shard]
                 yield result.judgments
             if deaths_in_a_row > self.spec.workers + 2:
                 raise RayWorkersFailed(f"{deaths_in_a_row} Ray workers died in a row without judging a shard; see the Ray logs")
         self.finished = True
 
-    def _dispatch(self, queue: deque[int], shards: list[list[Pair]]) -> None:
+    def _dispatch(self, queue: deque[int], shards: dict[int, list[Pair]]) -> None:
         for worker in self.workers:
             while queue and not worker.dead and worker.info is not None and len(worker.in_flight) < IN_FLIGHT:
                 shard = queue.popleft()

@@ -10,6 +10,7 @@ hand judgments back); this module stays the single writer.
 
 from __future__ import annotations
 
+import itertools
 import re
 import signal
 import time
@@ -23,13 +24,16 @@ import numpy as np
 from qrelkit.embed.cache import ComputedEmbeddings, VectorStore
 from qrelkit.errors import JobFailed, PairInputError, QrelkitError, StorageFailure
 from qrelkit.io.irds import no_downloads
-from qrelkit.jobs.plan import JobPlan, JudgeFactory, collection_unchanged, plan_job, resolve_judge
+from qrelkit.jobs.plan import JudgeFactory, collection_unchanged, plan_job, resolve_judge
 from qrelkit.jobs.spec import ExecutorSpec, JobSpec
+from qrelkit.jobs.stream import PendingStream
+from qrelkit.jobs.writer import JudgmentWriter
 from qrelkit.judges import FatalJudgeError, JudgeContext, Judgment, Pair
 from qrelkit.prompts import TemplateError
 from qrelkit.storage import LoadResult, Store
-from qrelkit.storage.judgments import JudgmentWriteError, ensure_judge_run, write_judgments
+from qrelkit.storage.judgments import JudgmentWriteError, ensure_judge_run
 from qrelkit.storage.schema import SCHEMA_VERSION
+from qrelkit.storage.store import job_memory
 
 ProgressCallback = Callable[[int, int], None]  # (pairs done, pairs to judge)
 
@@ -205,6 +209,15 @@ class FailureWatch:
             self.current, self.streak, self.example = kind, 1, judgment
         return self.limit > 0 and self.streak >= self.limit
 
+    def see_all(self, judgments: Sequence[Judgment]) -> bool:
+        """`see` each judgment in turn; True (at once) when the job should stop."""
+        statuses = [j.status for j in judgments]
+        if statuses.count("ok") == len(statuses):  # the usual batch: nothing failed, no streak
+            if statuses:
+                self.streak, self.current = 0, None
+            return False
+        return any(self.see(j) for j in judgments)
+
     def message(self) -> str:
         example = self.example
         assert example is not None
@@ -218,18 +231,37 @@ class FailureWatch:
 
 
 class Executor(Protocol):
-    """Runs batches of pairs through judges built from a factory and yields the judgments as they
-    arrive (any order, one list per batch). It never writes to the database."""
+    """Runs windows of pending pairs through judges built from a factory, in calls of at most
+    ``batch_size`` pairs, and yields the judgments as they arrive (any order, one list per call).
+    It never writes to the database."""
 
     def open(self, factory: JudgeFactory, context: JudgeContext) -> None: ...
 
-    def map(self, batches: Sequence[list[Pair]]) -> Iterator[list[Judgment]]: ...
+    def map(self, windows: Iterable[list[Pair]], batch_size: int) -> Iterator[list[Judgment]]: ...
 
     def close(self) -> None: ...
 
 
+def planned_batches(judge: Any, window: list[Pair], batch_size: int) -> Iterator[list[Pair]]:
+    """A window cut into calls of ``batch_size`` pairs, ordered first by the judge's `sort_keys`
+    when it has them (e.g. texts by length: a call then pads to the length its texts share, and a
+    model's batch runs at its own speed, rather than at the speed of a call's longest text)."""
+    sort_keys = getattr(judge, "sort_keys", None)
+    if callable(sort_keys) and len(window) > 1:
+        try:
+            keys = list(sort_keys(window))
+        except PASS_THROUGH:
+            raise
+        except Exception:  # noqa: BLE001 - ordering is an optimisation: a judge that cannot order judges in pool order
+            keys = []
+        if len(keys) == len(window):
+            window = [window[i] for i in sorted(range(len(window)), key=keys.__getitem__)]
+    for start in range(0, len(window), batch_size):
+        yield window[start : start + batch_size]
+
+
 class LocalExecutor:
-    """One judge in this process, batch after batch."""
+    """One judge in this process, call after call."""
 
     def __init__(self) -> None:
         self.judge: Any = None
@@ -238,9 +270,10 @@ class LocalExecutor:
         self.judge = factory.create(context)
         self.judge.preflight()
 
-    def map(self, batches: Sequence[list[Pair]]) -> Iterator[list[Judgment]]:
-        for batch in batches:
-            yield judge_batch_safely(self.judge, batch)
+    def map(self, windows: Iterable[list[Pair]], batch_size: int) -> Iterator[list[Judgment]]:
+        for window in windows:
+            for batch in planned_batches(self.judge, window, batch_size):
+                yield judge_batch_safely(self.judge, batch)
 
     def salvage(self) -> list[Judgment]:
         """Judgments made in the batch that was stopped (an interrupt, a fatal error)."""
@@ -274,47 +307,6 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _batches(pairs: list[Pair], size: int) -> list[list[Pair]]:
-    return [pairs[start : start + size] for start in range(0, len(pairs), size)]
-
-
-class _Writer:
-    """Collects judgments and commits them every few seconds; the only path to the judgments table."""
-
-    def __init__(self, store: Store, plan: JobPlan, report: JobReport, on_flush: Callable[[int], None] | None):
-        self.store, self.plan, self.report, self.on_flush = store, plan, report, on_flush
-        self.pending: list[Judgment] = []
-        self.last = time.monotonic()
-
-    def add(self, judgments: Iterable[Judgment]) -> None:
-        for judgment in judgments:
-            earlier = self.plan.earlier_attempts((judgment.qid, judgment.docid))
-            if earlier and isinstance(judgment.attempts, int):
-                judgment.attempts += earlier
-            self.pending.append(judgment)
-
-    def due(self) -> bool:
-        return time.monotonic() - self.last >= self.plan.spec.flush_seconds
-
-    def flush(self) -> None:
-        if self.pending:
-            try:
-                statuses = write_judgments(self.store, self.plan.judge_run_id, self.pending, self.plan.content_hashes)
-            except JudgmentWriteError as exc:
-                self._count(exc.statuses)
-                raise
-            self._count(statuses)
-        self.last = time.monotonic()
-
-    def _count(self, statuses: list[str]) -> None:
-        self.pending.clear()
-        self.report.judged += len(statuses)
-        for status in statuses:
-            self.report.statuses[status] = self.report.statuses.get(status, 0) + 1
-        if self.on_flush:
-            self.on_flush(self.report.judged)
-
-
 def run_job(
     spec: JobSpec,
     *,
@@ -343,48 +335,55 @@ def run_job(
         raise QrelkitError(f"--limit must be 0 or more, got {limit}")
     spec.check_paths()  # a job refused for its files or its judge leaves no database behind
     resolve_judge(spec)
-    with Store(spec.database) as store:
+    with Store(spec.database) as store, job_memory(store):
         plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
-        report = JobReport(plan.judge_run_id, len(plan.pairs), plan.already_ok, plan.already_failed, len(plan.todo), loads=plan.loads)
+        report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
         report.sample, report.checks = plan.sample, plan.checks
-        report.in_batches = len(plan.in_batches)
+        report.in_batches = plan.in_batches
         report.mode = getattr(plan.config, "mode", "sync")
-        valid, missing = plan.pending_pairs()
         if report.mode == "batch":
             from qrelkit.jobs.batch_job import run_batch_job
 
             with _sigterm_as_interrupt():
-                return run_batch_job(
-                    store, plan, report, missing, limit=limit, retry_failed=retry_failed, wait=wait, progress=report_progress, sleep=sleep
-                )
-        if not plan.todo:
+                return run_batch_job(store, plan, report, limit=limit, wait=wait, progress=report_progress, sleep=sleep)
+        if not plan.to_judge:
             return report
         ensure_judge_run(store, plan.info())
         executor = executor or executor_for(spec.executor)
-        writer = _Writer(store, plan, report, on_flush)
-        writer.add(
-            Judgment(qid, docid, "input_error", error=f"{what} is not in the collection ({spec.database})") for qid, docid, what in missing
-        )
+        pending = plan.pending(store)
+        stream = PendingStream(pending, plan.topics, spec.database)
+        writer = JudgmentWriter(store, plan.judge_run_id, stream, report, spec.flush_seconds, on_flush)
         watch = FailureWatch(spec.max_consecutive_failures)
         started = time.perf_counter()
-        done = len(missing)
+        done = 0
+
+        def windows() -> Iterator[list[Pair]]:
+            """The pending pairs, window by window; the pairs the collection lacks are input errors at once."""
+            nonlocal done
+            for window in stream.windows():
+                if window.missing:
+                    writer.add(window.missing)
+                    done += len(window.missing)
+                if window.pairs:
+                    yield window.pairs
+
         try:
             with _sigterm_as_interrupt():
                 if report_progress:
-                    report_progress(done, len(plan.todo))
+                    report_progress(done, plan.to_judge)
                 executor.open(plan.factory, JudgeContext(StoreEmbeddingCache(store)))
-                for judgments in executor.map(_batches(valid, spec.batch_size)):
+                for judgments in executor.map(windows(), spec.batch_size):
                     writer.add(judgments)
                     done += len(judgments)
                     if report_progress:
-                        report_progress(done, len(plan.todo))
-                    if any(watch.see(j) for j in judgments):
-                        writer.flush()
+                        report_progress(done, plan.to_judge)
+                    if watch.see_all(judgments):
+                        writer.flush(wait=True)
                         report.seconds = time.perf_counter() - started
                         raise JobStopped(watch.message() + saved_note(report), report)
                     if writer.due():
                         writer.flush()
-                writer.flush()
+                writer.flush(wait=True)
         except KeyboardInterrupt:
             writer.add(_salvage(executor))
             _flush_or_stop(writer, report)
@@ -399,6 +398,8 @@ def run_job(
             raise StorageFailure(f"{exc}; the job stopped at once: {report.judged} judgments of this run were saved before") from None
         finally:
             executor.close()
+            writer.close()
+            pending.close()
             report.seconds = time.perf_counter() - started
     return report
 
@@ -428,14 +429,21 @@ def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: boo
     )
     with no_downloads(why), planning_store(spec) as store:
         plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
-    report = JobReport(plan.judge_run_id, len(plan.pairs), plan.already_ok, plan.already_failed, len(plan.todo), loads=plan.loads)
-    report.sample, report.checks = plan.sample, plan.checks
-    report.in_batches = len(plan.in_batches)
-    report.mode = getattr(plan.config, "mode", "sync")
-    valid, _ = plan.pending_pairs()
-    if valid and hasattr(plan.judge_class, "estimate"):
-        # e.g. tokens and cost of an API judge, computed from rendered prompts without a request
-        report.estimate = plan.judge_class.estimate(plan.config, plan.factory.template, valid)
+        report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
+        report.sample, report.checks = plan.sample, plan.checks
+        report.in_batches = plan.in_batches
+        report.mode = getattr(plan.config, "mode", "sync")
+        if plan.to_judge and hasattr(plan.judge_class, "estimate"):
+            # e.g. tokens and cost of an API judge, computed from rendered prompts without a request
+            pending = plan.pending(store)
+            try:
+                stream = PendingStream(pending, plan.topics, spec.database)
+                pairs = (pair for window in stream.windows() for pair in window.pairs)
+                first = next(pairs, None)
+                if first is not None:
+                    report.estimate = plan.judge_class.estimate(plan.config, plan.factory.template, itertools.chain([first], pairs))
+            finally:
+                pending.close()
     return report
 
 
@@ -444,10 +452,10 @@ def _salvage(executor: Any) -> list[Judgment]:
     return list(salvage()) if callable(salvage) else []
 
 
-def _flush_or_stop(writer: _Writer, report: JobReport) -> None:
+def _flush_or_stop(writer: JudgmentWriter, report: JobReport) -> None:
     """The last flush of a job that is stopping anyway: a write failure still ends it clearly."""
     try:
-        writer.flush()
+        writer.flush(wait=True)
     except JudgmentWriteError as exc:
         raise JobStopped(f"stopped: {exc}" + saved_note(report), report) from None
 

@@ -207,14 +207,19 @@ def apply_sets(data: dict[str, Any], sets: list[str], path: Path) -> None:
         problem = value_problem(value)
         if problem:
             raise JobError(f"--set {key.strip()}: {problem}")
-        parts = key.strip().split(".")
-        node = data
-        for depth, part in enumerate(parts[:-1]):
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise JobError(f"--set {item!r}: {'.'.join(parts[: depth + 1])} in {path} is not a mapping")
-            node = child
-        node[parts[-1]] = value
+        set_dotted(data, key.strip(), value, path, f"--set {item!r}")
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any, path: Path, where: str) -> None:
+    """Set ``a.b.c`` in the job's data (a `--set`, a sweep's cell), making the mappings on the way."""
+    parts = key.split(".")
+    node = data
+    for depth, part in enumerate(parts[:-1]):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise JobError(f"{where}: {'.'.join(parts[: depth + 1])} in {path} is not a mapping")
+        node = child
+    node[parts[-1]] = value
 
 
 def with_data_root(environ: Mapping[str, str]) -> Mapping[str, str]:
@@ -234,6 +239,7 @@ def load_job(
     sets: list[str] | None = None,
     environ: Mapping[str, str] | None = None,
     allow_import: bool = False,
+    cell: Mapping[str, Any] | None = None,
 ) -> JobSpec:
     """Read, expand (``${VAR}``), override (``--set``), validate and resolve a job file; every
     problem is one line naming the job file and the key.
@@ -241,7 +247,10 @@ def load_job(
     ``allow_import``: a `module:Class` judge may be imported (`--allow-import`). A job file cannot
     allow that by itself: job files are shared like databases, and importing a module runs its
     code, so the file's own `allow_import` is dropped; only the caller (this argument, an override,
-    a `--set`) can allow it."""
+    a `--set`) can allow it.
+
+    A job with a `sweep:` is several jobs (`qrelkit.jobs.sweep`): ``cell`` gives one cell's values
+    (dotted key -> value, applied after `--set`); without it such a job is refused, never run as one."""
     path = Path(path)
     if not path.exists():
         raise JobError(f"job file {path} not found")
@@ -254,7 +263,15 @@ def load_job(
     if not isinstance(data, dict):
         raise JobError(f"{path}: expected a mapping (database, collection, pool, judge, template, grading)")
     data.pop("allow_import", None)  # the file's own say does not count (see above)
+    sweep = data.pop("sweep", None)
+    if sweep is not None and cell is None:
+        raise JobError(
+            f"{path}: sweep: this job is a sweep, one judge run per cell; run it with `qrelkit judge {path}` "
+            "(or qrelkit.jobs.sweep.sweep_jobs), which runs every cell"
+        )
     apply_sets(data, sets or [], path)  # first, so that a --set value may use ${VAR} as well
+    for key, value in (cell or {}).items():
+        set_dotted(data, key, value, path, f"{path}: sweep: {key}")
     data = expand_variables(data, "", path, with_data_root(os.environ if environ is None else environ))
     data.update(overrides or {})
     if allow_import:

@@ -4,7 +4,9 @@
 Every distinct text is embedded once per job: each batch embeds only the texts no earlier
 batch embedded (a topic once, not once per pair), through the runner's cache keyed by
 embedder, item and content hash. Embedding batch by batch, rather than all up front, means a
-killed job loses at most one batch of work.
+killed job loses at most one batch of work. The runner orders each window of pending pairs (thousands,
+many calls) by `sort_keys`, the document's length as the embedder batches it, so a call's texts
+are of about one length: the encoder pads as little as if it had sorted the whole window itself.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from qrelkit.embed.base import text_lengths
 from qrelkit.judges.base import BaseJudge, JudgeConfig, Judgment, Pair
 
 
@@ -73,6 +76,13 @@ class EmbeddingJudge(BaseJudge[EmbeddingConfig]):
             self.topic_vectors.update(self._vectors("topic", topics))
         if documents:
             self.document_vectors.update(self._vectors("document", documents))
+
+    def sort_keys(self, pairs: Sequence[Pair]) -> list[int]:
+        """The runner orders a window of pairs by these before cutting it into calls: each document's
+        length as the embedder batches texts, so a call's new texts pad to about the same length
+        and the encoder runs at its own speed, whichever calls the pool would have made."""
+        texts = [pair.document.text or "" for pair in pairs]
+        return text_lengths(self.embedder, texts)
 
     def judge(self, batch: Sequence[Pair]) -> list[Judgment]:
         self.prepare(batch)  # embeds only what earlier batches did not

@@ -14,12 +14,15 @@ to score, both under the one rule of `judges.scoring`:
 
 A batch of the runner is judged in forward batches of ``batch_size`` pairs of similar prompt
 length, the pairs of one image kept together; a background thread reads and decodes the next
-forward batch's images (each distinct image once per call, by a pool of threads) and runs the
-processor, while the model computes the current one.
+forward batch's images (each distinct image once per call) and runs the processor, while the
+model computes the current one. On a GPU with a fast (torchvision) image processor, the images
+take the CLIP judge's path (`qrelkit.embed.device_images`): JPEGs decoded by nvJPEG, the processor
+run on the GPU, on the thread's own CUDA stream; elsewhere a pool of threads decodes with PIL.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +32,14 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from qrelkit.embed.device_images import (
+    StreamHandoff,
+    as_tensor,
+    decode_on_device,
+    device_jpeg_works,
+    jpeg_file,
+    read_and_decode_on_device,
+)
 from qrelkit.io.images import ImageError, decode_image, read_image_file
 from qrelkit.io.parallel import ordered_map
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
@@ -57,6 +68,12 @@ class TransformersConfig(JudgeConfig):
     decode_workers: int | None = Field(
         None, ge=1, description="Threads reading and decoding images (default: one per core).", json_schema_extra={"identity": False}
     )
+    # Not part of the identity, as `device: auto` is not: the paths differ by nvJPEG's decoding
+    image_decode: Literal["auto", "device", "cpu"] = Field(
+        "auto",
+        description="Where JPEGs are decoded and preprocessed: auto (the GPU with a fast image processor), device, or cpu (PIL).",
+        json_schema_extra={"identity": False},
+    )
 
 
 @dataclass
@@ -74,8 +91,9 @@ class Prompt:
 @dataclass
 class ForwardBatch:
     prompts: list[Prompt]
-    inputs: Any = None  # the processor's or tokenizer's output (CPU tensors)
+    inputs: Any = None  # the processor's or tokenizer's output (CPU tensors; pixels on the GPU on the device path)
     errors: dict[int, str] = field(default_factory=dict)  # pair index -> why its image failed
+    ready: Any = None  # on the device path: the CUDA event after which the inputs may be read
 
 
 def resolve_device(device: str) -> str:
@@ -99,6 +117,14 @@ def resolve_dtype(dtype: str, device: str) -> Any:
     if device.startswith("cuda"):
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float16 if device == "mps" else torch.float32
+
+
+def takes_tensors(image_processor: Any) -> bool:
+    """Whether an image processor works on torch tensors where they are (transformers 5's
+    torchvision backend, transformers 4's *ImageProcessorFast), rather than on PIL images."""
+    if getattr(image_processor, "backend", None) == "torchvision":
+        return True
+    return type(image_processor).__name__.endswith("Fast")
 
 
 def pixel_dtype(model: Any) -> Any:
@@ -177,7 +203,22 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
         self._load(transformers)
         self.pixel_dtype = pixel_dtype(self.model)
         self.workers = config.decode_workers or available_cores()
+        self.image_decode = self._image_path(config.image_decode)
+        self.handoff = StreamHandoff(self.device) if self.image_decode == "device" else None
         self.grade_ids = self._grade_token_ids()
+
+    def _image_path(self, asked: str) -> str:
+        """device: JPEGs decoded and processed where the model is (needs a fast image processor);
+        cpu: PIL, in threads. auto: device on a GPU where both work."""
+        if asked == "cpu" or self.processor is None:
+            return "cpu"
+        fast = takes_tensors(self.processor.image_processor)
+        if asked == "device":
+            if not fast:
+                kind = type(self.processor.image_processor).__name__
+                raise JudgeError(f"image_decode: device needs a fast (torchvision) image processor; {self.model_id!r} has {kind}")
+            return "device"
+        return "device" if fast and self.device.startswith("cuda") and device_jpeg_works(self.device) else "cpu"
 
     def _load(self, transformers: Any) -> None:
         c = self.config
@@ -198,7 +239,9 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
                 options["device_map"] = self.device  # straight onto the device, not through host memory first
             self.model = model_class.from_pretrained(c.model, **options).to(self.device).eval()
             if self.is_vlm:
-                self.processor = transformers.AutoProcessor.from_pretrained(c.model)
+                # transformers 4 gives the slow (PIL) image processor unless asked; 5 the torchvision one
+                fast = {"use_fast": True} if self.device.startswith("cuda") and int(transformers.__version__.split(".")[0]) < 5 else {}
+                self.processor = transformers.AutoProcessor.from_pretrained(c.model, **fast)
                 self.tokenizer = self.processor.tokenizer
             else:
                 self.processor = None
@@ -245,28 +288,45 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
         processor; images no later batch needs are let go."""
         batch = ForwardBatch(prompts)
         new = {path: (p.image_root, p.image_sha256) for p in prompts for path in p.images if path not in decoded}
+        with self._producing():
+            decoded.update(self._decode(new))
+            usable = []
+            for prompt in prompts:
+                failed = [decoded[path] for path in prompt.images if isinstance(decoded[path], ImageError)]
+                if failed:
+                    batch.errors[prompt.index] = str(failed[0])
+                else:
+                    usable.append(prompt)
+            batch.prompts = usable
+            if usable:
+                batch.inputs = self._tokenize(usable, decoded)
+                batch.ready = self.handoff.ready() if self.handoff is not None else None
+        for path in [path for path, last in last_use.items() if last == number]:
+            decoded.pop(path, None)
+        return batch
 
-        def decode(item: tuple[str, tuple[str | None, str | None]]) -> Any:
+    def _producing(self) -> Any:
+        """On the device path: inference mode and the preparing thread's own CUDA stream."""
+        if self.handoff is None:
+            return contextlib.nullcontext()
+        stack = contextlib.ExitStack()
+        stack.enter_context(self.torch.inference_mode())
+        stack.enter_context(self.handoff.producing())
+        return stack
+
+    def _decode(self, paths: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
+        """path -> the decoded image (a tensor on the device path, a PIL image otherwise) or its
+        ImageError; the path's value: `read_image_file`'s further arguments (the root, ...)."""
+        if self.image_decode == "device":
+            return read_and_decode_on_device(paths, self.device, self.workers)
+
+        def decode(item: tuple[str, tuple[Any, ...]]) -> Any:
             try:
                 return decode_image(read_image_file(item[0], *item[1]))
             except ImageError as exc:
                 return exc
 
-        for path, image in zip(new, ordered_map(decode, new.items(), workers=self.workers, window=2 * self.workers)):
-            decoded[path] = image
-        usable = []
-        for prompt in prompts:
-            failed = [decoded[path] for path in prompt.images if isinstance(decoded[path], ImageError)]
-            if failed:
-                batch.errors[prompt.index] = str(failed[0])
-            else:
-                usable.append(prompt)
-        batch.prompts = usable
-        if usable:
-            batch.inputs = self._tokenize(usable, decoded)
-        for path in [path for path, last in last_use.items() if last == number]:
-            decoded.pop(path, None)
-        return batch
+        return dict(zip(paths, ordered_map(decode, paths.items(), workers=self.workers, window=2 * self.workers)))
 
     def _tokenize(self, prompts: list[Prompt], decoded: dict[str, Any]) -> Any:
         # expected: right padding, so every row's positions start at 0 and its last token is read;
@@ -277,16 +337,22 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
         if self.processor is None:
             return self.tokenizer(texts, padding=True, return_tensors="pt", add_special_tokens=False)
         images = [decoded[path] for p in prompts for path in p.images] or None
+        if images and any(isinstance(image, self.torch.Tensor) for image in images):  # with JPEGs decoded on the device:
+            images = [as_tensor(image, self.device) for image in images]  # all there, the processor runs there
         return self.processor(text=texts, images=images, padding=True, return_tensors="pt", add_special_tokens=False)
 
-    def _to_device(self, inputs: Any) -> dict[str, Any]:
+    def _to_device(self, inputs: Any, ready: Any = None) -> dict[str, Any]:
+        """The inputs on the device, floats in the pixel dtype; tensors the preparing thread made on
+        the device are taken over once its stream says they are ready."""
+        if self.handoff is not None:
+            self.handoff.take(ready, [value for value in inputs.values() if getattr(value, "is_cuda", False)])
         on_cuda = self.device.startswith("cuda")
         moved = {}
         for name, value in inputs.items():
             if not hasattr(value, "to"):
                 moved[name] = value
                 continue
-            if on_cuda:
+            if on_cuda and not value.is_cuda:
                 value = value.pin_memory()
             value = value.to(self.device, non_blocking=on_cuda)
             moved[name] = value.to(self.pixel_dtype) if value.is_floating_point() else value
@@ -309,7 +375,7 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
 
     def _expected(self, batch: ForwardBatch, pairs: Sequence[Pair]) -> dict[int, Judgment]:
         started = time.perf_counter()
-        inputs = self._to_device(batch.inputs)
+        inputs = self._to_device(batch.inputs, batch.ready)
         logits = self._last_logits(inputs).numpy()
         latency = (time.perf_counter() - started) * 1000 / len(batch.prompts)
         lengths = inputs["attention_mask"].sum(dim=1).tolist()
@@ -331,7 +397,7 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
 
     def _parsed(self, batch: ForwardBatch, pairs: Sequence[Pair]) -> dict[int, Judgment]:
         started = time.perf_counter()
-        inputs = self._to_device(batch.inputs)
+        inputs = self._to_device(batch.inputs, batch.ready)
         generated = self.model.generate(
             **inputs,
             max_new_tokens=self.config.max_new_tokens,
@@ -422,9 +488,10 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
             self.tokenizer.padding_side = "right"
             if self.processor is None:
                 inputs = self.tokenizer([text], return_tensors="pt", add_special_tokens=False)
-            else:
+            else:  # on the device path a JPEG, through nvJPEG and the processor on the GPU
                 image = Image.new("RGB", (64, 48), (120, 90, 60))
-                inputs = self.processor(text=[text], images=[image], return_tensors="pt", add_special_tokens=False)
+                images = decode_on_device([jpeg_file(image)], self.device) if self.image_decode == "device" else [image]
+                inputs = self.processor(text=[text], images=images, return_tensors="pt", add_special_tokens=False)
             with self.torch.inference_mode():
                 logits = self._last_logits(self._to_device(inputs))
             if not bool(self.torch.isfinite(logits).all()):

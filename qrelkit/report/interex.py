@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from qrelkit.evaluate.interex import RegimeScore, ReSTrainEvaluation, ReSTrainSplit, ReSTTestEvaluation, ReSTTestSplit
+from qrelkit.evaluate.interex.regimes import INTERVAL_METHOD
 from qrelkit.report.tables import fmt
 
 
@@ -82,7 +83,7 @@ def _aggregate_table(title: str, intervals: bool) -> Table:
     for column in ("Inter.", "Extra.", "Δ"):
         table.add_column(column, justify="right")
     if intervals:
-        table.add_column("Δ 95%", justify="right")
+        table.add_column(f"Δ 95% ({INTERVAL_METHOD})", justify="right")
     return table
 
 

@@ -431,8 +431,10 @@ def trec_eval_lines(evaluation: Any) -> list[str]:
         lines.append(f"{'runid':<22}\tall\t{(evaluation.tags or {}).get(run) or run}")  # trec_eval's runid: the tag column
         lines.append(f"{'num_q':<22}\tall\t{evaluation.num_q(run)}")
         for m in order:
-            # trec_eval adds the queries up one by one in qid order, then divides (a count is a plain sum)
-            total = float(np.cumsum(evaluation.values[run][m][covered])[-1]) if covered.any() else 0.0
+            # trec_eval adds the queries up one by one in qid order, then divides (a count is a plain
+            # sum); with -c a query the run misses is added too (it adds only to num_rel)
+            summed = covered if evaluation.average == "run" else np.ones_like(covered)
+            total = float(np.cumsum(evaluation.values[run][m][summed])[-1]) if summed.any() else 0.0
             divisor = 1 if printed[m] in TREC_EVAL_COUNTS else evaluation.num_q(run)
             lines.append(f"{printed[m]:<22}\tall\t{value(printed[m], total / divisor if divisor else 0.0)}")
     return lines

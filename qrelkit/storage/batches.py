@@ -187,12 +187,29 @@ def open_batch_pairs(store: Store, judge_run_id: str) -> set[tuple[str, str]]:
     return {(q, d) for q, d in rows}
 
 
-def batch_history(store: Store, judge_run_id: str) -> dict[tuple[str, str], list[str]]:
-    """(qid, docid) -> the outcomes of the collected batches the pair was sent in, oldest first."""
+def open_batch_count(store: Store, judge_run_id: str) -> int:
+    """How many pairs of the judge run are in a submission not yet collected (see `open_batch_pairs`)."""
+    return int(
+        store._scalar(
+            f"SELECT count(*) FROM (SELECT DISTINCT p.qid, p.docid FROM batch_pairs p JOIN batch_submissions s USING (submission_id) "
+            f"WHERE p.judge_run_id = ? AND s.state IN {OPEN_STATES!r})",
+            [judge_run_id],
+        )
+    )
+
+
+def batch_history(store: Store, judge_run_id: str, submission_id: str | None = None) -> dict[tuple[str, str], list[str]]:
+    """(qid, docid) -> the outcomes of the collected batches the pair was sent in, oldest first; of
+    the pairs of one submission when ``submission_id`` is given (what collecting it needs)."""
+    mine = (
+        ""
+        if submission_id is None
+        else " AND EXISTS (SELECT 1 FROM batch_pairs m WHERE m.submission_id = ? AND m.qid = p.qid AND m.docid = p.docid)"
+    )
     rows = store.con.execute(
         "SELECT p.qid, p.docid, p.outcome FROM batch_pairs p JOIN batch_submissions s USING (submission_id) "
-        "WHERE p.judge_run_id = ? AND p.outcome IS NOT NULL ORDER BY s.collected_at, s.submission_id",
-        [judge_run_id],
+        f"WHERE p.judge_run_id = ? AND p.outcome IS NOT NULL{mine} ORDER BY s.collected_at, s.submission_id",
+        [judge_run_id] + ([] if submission_id is None else [submission_id]),
     ).fetchall()
     history: dict[tuple[str, str], list[str]] = {}
     for qid, docid, outcome in rows:

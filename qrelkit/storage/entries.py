@@ -49,20 +49,23 @@ QRELS = Entries("qrels", "qrels_set_id", ("grade", "iteration"), ("INTEGER", "TE
 
 
 @contextmanager
-def bounded_memory(con: duckdb.DuckDBPyConnection, limit: str | None = LOAD_MEMORY_LIMIT) -> Iterator[None]:
+def bounded_memory(con: duckdb.DuckDBPyConnection, limit: str | None = LOAD_MEMORY_LIMIT, *, keep_order: bool = False) -> Iterator[None]:
     """DuckDB's memory capped at ``limit`` (None: left as it is, as for a database held in memory,
-    which has nowhere to spill to)."""
+    which has nowhere to spill to), and the settings as they were afterwards (a load inside a
+    judging job returns to the job's cap). ``keep_order`` False lets inserts run in parallel
+    where the rows have no order (entries); a table written in order stays in order otherwise."""
     if limit is None:
         yield
         return
+    before = con.execute("SELECT current_setting('memory_limit'), current_setting('preserve_insertion_order')").fetchall()[0]
     con.execute(f"SET memory_limit = '{limit}'")
-    con.execute("SET preserve_insertion_order = false")  # entries have no order: let inserts run in parallel
+    con.execute(f"SET preserve_insertion_order = {'true' if keep_order else 'false'}")
     try:
         yield
     finally:
         try:
-            con.execute("RESET memory_limit")
-            con.execute("RESET preserve_insertion_order")
+            con.execute(f"SET memory_limit = '{before[0]}'")
+            con.execute(f"SET preserve_insertion_order = {'true' if before[1] else 'false'}")
         except duckdb.TransactionException:
             # the load failed and aborted its transaction (a full disk): the settings cannot be reset
             # inside it, and the load's own error, not this one, is what the user must see
@@ -169,3 +172,66 @@ def read_entries(con: duckdb.DuckDBPyConnection, entries: Entries, owners: list[
     for start, stop in zip(bounds[:-1], bounds[1:]):
         found[int(owner_of[start])] = body.slice(start, stop - start)
     return found
+
+
+class _Names:
+    """A lookup table's names (qids or docids), read once: an id's row among them, so that a run is
+    named by array lookups instead of a join per run."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, column: str):
+        found = arrow_table(con, f"SELECT {column}_id AS id, {column} AS name FROM {column}s")
+        ids = numbers(found.column("id")).astype(np.int64)
+        self.names = found.column("name").combine_chunks()
+        self.row = np.full(int(ids.max()) + 1 if len(ids) else 0, -1, np.int32)
+        self.row[ids] = np.arange(len(ids), dtype=np.int32)
+
+    def places(self, rows: np.ndarray) -> np.ndarray:
+        """The byte order (DuckDB's order of text) of the names at ``rows``, as integers."""
+        unique, inverse = np.unique(rows, return_inverse=True)
+        place = np.empty(len(unique), np.int64)
+        place[pc.sort_indices(self.names.take(unique)).to_numpy()] = np.arange(len(unique))
+        return place[inverse]
+
+
+class StoredRuns:
+    """Stored runs read back one at a time, in one pass over the database: the qids and docids are
+    named once, then each run's entries come as integer ids (a range of the entries table, no
+    join) and are named and ordered (qid, rank, docid, as a file of the run is sorted) with numpy.
+    A join of each run with the docids table cost a hash table of every docid per run."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+        self.qids = _Names(con, "qid")
+        self.docids = _Names(con, "docid")
+        self.qid_places = self.qids.places(np.arange(len(self.qids.names)))  # qids are few: ordered once
+
+    def table(self, run_id: int) -> pa.Table:
+        """The run's entries as `RUN_SCHEMA` columns, ordered by qid, rank, then docid."""
+        found = arrow_table(self.con, f"SELECT qid_id, docid_id, rank::BIGINT AS rank, score FROM run_entries WHERE run_id = {int(run_id)}")
+        if not found.num_rows:
+            return RUN_ENTRIES.schema.empty_table()
+        qid_rows = self.qids.row[numbers(found.column("qid_id"))]
+        docid_rows = self.docids.row[numbers(found.column("docid_id"))]
+        ranks = numbers(found.column("rank"))
+        order = self._order(self.qid_places[qid_rows], ranks, docid_rows)
+        if order is None:  # stored in order already (a run loaded from a sorted file)
+            columns = [self.qids.names.take(qid_rows), self.docids.names.take(docid_rows), found.column("rank"), found.column("score")]
+        else:
+            columns = [
+                self.qids.names.take(qid_rows[order]),
+                self.docids.names.take(docid_rows[order]),
+                pa.array(ranks[order], pa.int64()),
+                found.column("score").combine_chunks().take(order),
+            ]
+        return pa.Table.from_arrays(columns, schema=RUN_ENTRIES.schema)
+
+    def _order(self, qid_places: np.ndarray, ranks: np.ndarray, docid_rows: np.ndarray) -> np.ndarray | None:
+        """The order (qid, rank, docid) of a run's entries, or None when they are in it already."""
+        key = qid_places * (int(ranks.max()) - int(ranks.min()) + 1) + (ranks - ranks.min())
+        steps = np.diff(key)
+        if (steps > 0).all():
+            return None
+        order = np.argsort(key, kind="stable")
+        if (np.diff(key[order]) > 0).all():  # no two entries share (qid, rank): the docid never decides
+            return order
+        return np.lexsort((self.docids.places(docid_rows), key))

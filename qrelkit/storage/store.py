@@ -29,7 +29,7 @@ from qrelkit.io.paths import irds_id
 from qrelkit.io.sources import documents_from, qrels_from, source_name, source_sha256, topics_from
 from qrelkit.storage import embeddings, judgments
 from qrelkit.storage.catalog import SAFE_CONFIG, check_tables, refuse_code
-from qrelkit.storage.entries import LOAD_MEMORY_LIMIT, QRELS, RUN_ENTRIES, bounded_memory, delete_entries, next_id, read_entries
+from qrelkit.storage.entries import LOAD_MEMORY_LIMIT, QRELS, RUN_ENTRIES, StoredRuns, bounded_memory, delete_entries, next_id, read_entries
 from qrelkit.storage.loads import write_qrels_blocks, write_run_files
 from qrelkit.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -57,6 +57,32 @@ def crash_point(name: str) -> None:
     """Test hook: die here, uncleanly, when QRELKIT_CRASH_AT names this point."""
     if os.environ.get("QRELKIT_CRASH_AT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+# DuckDB during a judging job: the pending pairs, the judgments' key index and the writes past it
+# spill to `<db>.tmp` beyond this much memory, so a job's memory does not grow with its pool; one
+# thread, because DuckDB needs a working share of memory per thread under a cap, and the judge
+# and the writer keep the process's cores busy anyway (benchmarks/bench_judging.py, `--parts scale`:
+# peak RSS 457 MB at 1M pairs, 491 MB at 5M). 64 MB ran out of memory at 1M pairs: what DuckDB
+# cannot spill (the key index being written) outgrew it.
+JOB_MEMORY_LIMIT = os.environ.get("QRELKIT_JOB_MEMORY", "256MB")
+JOB_THREADS = int(os.environ.get("QRELKIT_JOB_THREADS", "1"))
+
+
+@contextmanager
+def job_memory(store: Store) -> Iterator[None]:
+    """DuckDB's memory and threads capped for a judging job (a database held in memory, which has
+    nowhere to spill to, is left as it is)."""
+    if store.in_memory:
+        yield
+        return
+    (threads,) = store.con.execute("SELECT current_setting('threads')").fetchall()[0]
+    store.con.execute(f"SET threads = {JOB_THREADS}")
+    try:
+        with bounded_memory(store.con, JOB_MEMORY_LIMIT, keep_order=True):
+            yield
+    finally:
+        store.con.execute(f"SET threads = {int(threads)}")
 
 
 _DAMAGED = ("could not read enough bytes", "corrupt database file", "not a valid duckdb database file")
@@ -188,6 +214,15 @@ class Store:
         except BaseException:
             store.con.close()
             raise
+        return store
+
+    def another_connection(self) -> Store:
+        """The same database through a connection of its own, for another thread (a DuckDB
+        connection serves one thread at a time); temporary tables of this one are not seen there.
+        Close it before this one."""
+        store = Store.__new__(Store)
+        store.path, store.in_memory, store._depth = self.path, self.in_memory, 0
+        store.con = self.con.cursor()
         return store
 
     def _open_error(self, exc: duckdb.Error) -> StoreError:
@@ -643,11 +678,21 @@ class Store:
         return self.runs([name])[0]
 
     def runs(self, names: list[str] | None = None) -> list[Run]:
-        """The named runs (all, by name, when None), each read back as columns in one query."""
+        """The named runs (all, by name, when None), read back as columns."""
+        return list(self.iter_runs(names))
+
+    def iter_runs(self, names: list[str] | None = None) -> Iterator[Run]:
+        """The named runs (all, by name, when None), one at a time in one pass (`StoredRuns`): a
+        caller that keeps only results holds one run. Every name is checked before the first run."""
         names = list(names or self.run_names())
         found = self._run_ids(names)
-        tables = read_entries(self.con, RUN_ENTRIES, [run_id for run_id, _, _ in found.values()])
-        return [Run.from_table(name, tables[found[name][0]], tag=found[name][1], source=found[name][2]) for name in names]
+        return self._iter_runs(names, found)
+
+    def _iter_runs(self, names: list[str], found: dict[str, tuple[int, str, str]]) -> Iterator[Run]:
+        stored = StoredRuns(self.con)
+        for name in names:
+            run_id, tag, path = found[name]
+            yield Run.from_table(name, stored.table(run_id), tag=tag, source=path)
 
     def run_ids(self, names: list[str] | None = None) -> list[int]:
         """The ids of the named runs (of all when None); an unknown name is an error."""

@@ -30,12 +30,9 @@ from __future__ import annotations
 
 import multiprocessing
 import queue
-import signal
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +42,7 @@ from threadpoolctl import threadpool_limits
 from qrelkit.errors import FatalJobError
 from qrelkit.evaluate.fd.distance import factor_from_covariance, sum_sqrt_eigenvalues
 from qrelkit.evaluate.fd.items import ItemSample
+from qrelkit.io.processes import can_start_processes, children_skip_main, ignore_interrupts, stop_workers
 from qrelkit.machine import available_cores
 
 Progress = Callable[[int, int], None]
@@ -237,7 +235,7 @@ _WORKER: dict[str, Any] = {}
 
 
 def _start_worker(shared: _Shared, events: Any) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
+    ignore_interrupts()  # Ctrl-C is the parent's to handle: it stops the workers
     _WORKER.update(shared=shared, events=events, blas=threadpool_limits(limits=1, user_api="blas"))
 
 
@@ -265,40 +263,6 @@ def _pieces(retrieved: Sequence[ItemSample], resamples: int, workers: int) -> li
     return [(j, int(a), int(b)) for j in order for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
-def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Cancel what has not started and end the workers now (Python < 3.14 has no public way to)."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        process.join(timeout=5)  # the pool's own thread may reap it first; either way it has ended
-
-
-@contextmanager
-def _children_skip_main() -> Iterator[None]:
-    """Start worker processes that do not run the caller's script again.
-
-    A spawned process re-imports the parent's ``__main__`` (by path, or by name for ``-m``), so a
-    script that calls the bootstrap without an ``if __name__ == "__main__":`` guard would be run
-    again, whole, in every worker (re-reading and re-embedding, then failing). The workers only
-    need qrelkit's own functions and data, so ``__main__`` is made anonymous (as in an
-    interactive session) while they start, and restored at once.
-    """
-    main = sys.modules.get("__main__")
-    if main is None:
-        yield
-        return
-    saved: dict[str, Any] = {name: main.__dict__[name] for name in ("__file__", "__spec__") if name in main.__dict__}
-    main.__dict__.pop("__file__", None)
-    main.__dict__["__spec__"] = None
-    try:
-        yield
-    finally:
-        main.__dict__.pop("__spec__", None)
-        main.__dict__.update(saved)
-
-
 def _in_processes(shared: _Shared, retrieved: Sequence[ItemSample], workers: int, out: np.ndarray, tick: Callable[[int], None]) -> None:
     context = multiprocessing.get_context("spawn")  # not fork: the caller may hold threads (DuckDB, BLAS)
     events = context.Queue()
@@ -307,7 +271,7 @@ def _in_processes(shared: _Shared, retrieved: Sequence[ItemSample], workers: int
         max_workers=min(workers, len(tasks)), mp_context=context, initializer=_start_worker, initargs=(shared, events)
     )
     try:
-        with _children_skip_main():  # the pool starts its processes as the tasks are submitted
+        with children_skip_main():  # the pool starts its processes as the tasks are submitted
             running: dict[Future[np.ndarray], tuple[int, int, int]] = {
                 pool.submit(_score_in_worker, retrieved[j], start, stop): (j, start, stop) for j, start, stop in tasks
             }
@@ -321,13 +285,13 @@ def _in_processes(shared: _Shared, retrieved: Sequence[ItemSample], workers: int
                 out[j, start:stop] = future.result()  # a worker's exception (or a killed worker) is raised here
         pool.shutdown(wait=True)
     except BrokenProcessPool as exc:
-        _stop_workers(pool)
+        stop_workers(pool)
         raise FatalJobError(
             "an FD bootstrap worker process ended without finishing (killed, or out of memory); "
             f"nothing was kept: try fewer workers than {workers} or fewer resamples"
         ) from exc
     except BaseException:
-        _stop_workers(pool)
+        stop_workers(pool)
         raise
     finally:
         events.close()
@@ -371,7 +335,7 @@ def bootstrap_fd(
 
     if workers is None:
         workers = available_cores() if _estimated_seconds(relevant, retrieved, weights.shape[0]) >= SERIAL_SECONDS else 1
-    if workers > 1 and total and not multiprocessing.current_process().daemon:  # a daemon (a pool's worker) can't have children
+    if workers > 1 and total and can_start_processes():
         _in_processes(shared, retrieved, workers, out, tick)
     else:
         with threadpool_limits(limits=1, user_api="blas"):

@@ -42,6 +42,11 @@ class BucketQueries:
     extrapolation: tuple[str, ...]
 
 
+# The paper's intervals: percentiles of the resampled statistic over test-query resamples (the
+# regimes' Δ is a ratio of two means of the same resample; no BCa here, unlike qrelkit's audits)
+INTERVAL_METHOD = "percentile"
+
+
 @dataclass(frozen=True)
 class RegimeScore:
     """A run's metric in both regimes over the queries counted, with 95% bootstrap intervals."""
@@ -121,6 +126,7 @@ class ReSTTestEvaluation:
             "per_bucket_runs": self.per_bucket_runs,
             "resamples": self.resamples,
             "seed": self.seed,
+            "interval": INTERVAL_METHOD if self.resamples else None,
             "buckets": {
                 b.name: {"interpolation_queries": len(b.interpolation), "extrapolation_queries": len(b.extrapolation)} for b in self.buckets
             },
@@ -154,6 +160,7 @@ class ReSTrainEvaluation:
             "queries": len(self.queries),
             "resamples": self.resamples,
             "seed": self.seed,
+            "interval": INTERVAL_METHOD if self.resamples else None,
             "runs": {run: {m: score.to_dict() for m, score in by_measure.items()} for run, by_measure in self.runs.items()},
         }
 

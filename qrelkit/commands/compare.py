@@ -1,0 +1,306 @@
+"""`qrelkit compare`: several judges (judge runs, qrels sets, qrels files, or the cells of a sweep
+job) against one reference, over the same runs: each judge's row as `agree` gives it, what its
+judge run cost, and the paired differences (`qrelkit.evaluate.compare`).
+
+The request is one pydantic model and the use case one function, ``run(request) -> result``, so
+that the command line, a `--config` file and the Python API (`qrelkit.compare`) are the same call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qrelkit.commands.agree import resolve_groups
+from qrelkit.commands.requests import GradeMap, GroupsFile, QrelsRef, RunsRef, parse_group_patterns
+from qrelkit.commands.workspace import ResolvedQrels, Workspace, stored_qrels
+from qrelkit.errors import QrelkitError, StoreError
+from qrelkit.evaluate.audit import DEFAULT_MEASURES
+from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, check_method, check_resamples
+from qrelkit.evaluate.compare import Comparison, compare_judges
+from qrelkit.io import OnDuplicate
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """What to compare: judges by reference (a judge run by id, id prefix or name; a qrels set; a
+    qrels file) and/or every cell of a ``sweep`` job, against ``reference`` over ``runs``; the
+    database is the workspace's (``run(request, db)``). A frozen dataclass checked on creation, as
+    the other requests (issue 25's `qrelkit.commands.requests`): no pydantic at start-up."""
+
+    reference: str
+    judges: tuple[str, ...] = ()
+    sweep: Path | None = None  # a sweep job: one judge per cell (its graded set), failed cells shown as failed
+    reference_name: str | None = None
+    runs: tuple[str, ...] = ()  # run files, folders or stored names (none: every run in the database)
+    measures: tuple[str, ...] = DEFAULT_MEASURES
+    baseline: str | None = None  # compare each judge with this one only (a judge's name as shown)
+    group_patterns: tuple[str, ...] = ()
+    groups: str | None = None
+    reference_map: str | None = None
+    model_map: str | None = None
+    rel_level: int | None = None
+    resamples: int = 1000
+    permutations: int = 1000
+    seed: int | None = 0
+    interval: str = DEFAULT_METHOD
+    on_duplicate: OnDuplicate = OnDuplicate.error
+
+    def __post_init__(self) -> None:
+        if not self.reference:
+            raise QrelkitError("give the reference qrels: --reference-qrels FILE_OR_NAME")
+        check_resamples(self.resamples)  # before anything is read: a bad count is an input error, not a wait
+        check_resamples(self.permutations)
+        object.__setattr__(self, "interval", check_method(self.interval))
+        object.__setattr__(self, "on_duplicate", OnDuplicate(self.on_duplicate))
+        for name in ("judges", "runs", "measures", "group_patterns"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(str(v) for v in value or ()))
+        object.__setattr__(self, "measures", self.measures or DEFAULT_MEASURES)
+        if self.sweep is not None:
+            object.__setattr__(self, "sweep", Path(self.sweep))
+        if not self.judges and self.sweep is None:
+            raise QrelkitError("name the judges to compare: --judge NAME (repeatable) and/or --sweep JOB")
+
+
+OUTPUT_FORMATS = ("table", "markdown", "latex")
+
+
+def check_output(output_format: str, page: str | Path | None = None) -> None:
+    """The output asked for, before anything is computed: a known format, a page that can be written."""
+    if output_format not in OUTPUT_FORMATS:
+        raise QrelkitError(f"--format {output_format!r}: choose table, markdown or latex")
+    if page is not None:
+        from qrelkit.io.files import check_writable
+
+        check_writable(Path(page), overwrite=True)
+
+
+@dataclass(frozen=True)
+class JudgeCost:
+    """What a judge run did and cost, from its judgments (None where it is not known)."""
+
+    judge_run_id: str
+    judge: str
+    model_id: str | None
+    template_id: str | None
+    statuses: dict[str, int]
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None
+    seconds: float | None  # first to last judgment written
+
+    @property
+    def judgments(self) -> int:
+        return sum(self.statuses.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(n for status, n in self.statuses.items() if status != "ok")
+
+    @property
+    def pairs_per_second(self) -> float | None:
+        return self.judgments / self.seconds if self.seconds else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "judge_run_id": self.judge_run_id,
+            "judge": self.judge,
+            "model_id": self.model_id,
+            "template_id": self.template_id,
+            "statuses": self.statuses,
+            "judgments": self.judgments,
+            "failed": self.failed,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost_usd": self.cost_usd,
+            "seconds": self.seconds,
+            "seconds_are": "first to last judgment written",
+            "pairs_per_second": self.pairs_per_second,
+        }
+
+
+@dataclass(frozen=True)
+class JudgeEntry:
+    """One judge of the comparison: its name, what its qrels are, its judge run's cost, and whether it
+    could be compared (a failed or ungraded sweep cell cannot)."""
+
+    name: str
+    status: str  # compared | failed | not graded | not judged
+    source: dict[str, Any] = field(default_factory=dict)
+    cost: JudgeCost | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    comparison: Comparison | None  # None when no judge could be compared
+    entries: list[JudgeEntry]
+    reference: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        from qrelkit.report.compare import comparison_to_dict
+
+        return comparison_to_dict(self)
+
+    def to_pandas(self):
+        """One row per judge (failed ones too): κ, each measure's τ and τ_AP with interval ends, cost."""
+        import pandas as pd
+
+        from qrelkit.report.compare import judge_records
+
+        return pd.DataFrame(judge_records(self))
+
+    def differences_to_pandas(self):
+        """One row per paired difference: first, second, statistic, measure, estimate, interval, p."""
+        import pandas as pd
+
+        from qrelkit.report.compare import difference_records
+
+        return pd.DataFrame(difference_records(self))
+
+
+def stored_cost(store: Any, judge_run_id: str) -> JudgeCost:
+    from qrelkit.storage import judgments
+
+    info = judgments.judge_run(store, judge_run_id)
+    totals = judgments.judge_run_totals(store, info.judge_run_id)
+    return JudgeCost(
+        info.judge_run_id,
+        info.judge,
+        info.model_id,
+        info.template_id,
+        judgments.status_counts(store, info.judge_run_id),
+        totals.tokens_in,
+        totals.tokens_out,
+        totals.cost,
+        None if info.judge == "imported" else judgments.judging_span_seconds(store, info.judge_run_id),  # imported: not judged here
+    )
+
+
+def _is_judge_run(workspace: Workspace, ref: Any) -> bool:
+    if not isinstance(ref, str) or not workspace.has_db or Path(ref).is_file():
+        return False
+    from qrelkit.storage import judgments
+
+    try:
+        judgments.judge_run(workspace.store, ref)
+    except StoreError:
+        return False
+    if ref in workspace.store.qrels_names():
+        raise QrelkitError(f"{ref!r} names both a judge run and a qrels set in {workspace.db}: give the judge run's id, or the set's file")
+    return True
+
+
+def resolve_judge(ref: Any, workspace: Workspace) -> ResolvedQrels:
+    """A judge run (its audited set: the one its job graded), a qrels set, or a qrels file."""
+    if _is_judge_run(workspace, ref):
+        return workspace.judge_run_qrels(ref)
+    return workspace.qrels_with_source(QrelsRef.of(ref))
+
+
+def _entry(resolved: ResolvedQrels, workspace: Workspace) -> JudgeEntry:
+    if resolved.judge_run_id is None or not workspace.has_db or not _run_still_stored(resolved):
+        return JudgeEntry(resolved.qrels.name, "compared", resolved.source)  # a file, a loaded set: no judge run to cost
+    return JudgeEntry(resolved.qrels.name, "compared", resolved.source, stored_cost(workspace.store, resolved.judge_run_id))
+
+
+def _run_still_stored(resolved: ResolvedQrels) -> bool:
+    return (resolved.source.get("judge_run") or {}).get("judge") is not None  # None: the run was dropped since
+
+
+def sweep_entries(request: CompareRequest, db: Path | None) -> list[tuple[JudgeEntry, ResolvedQrels | None]]:
+    """Every cell of the sweep job: its graded set when it has one, else why not (failed, not graded,
+    not judged), from what the database holds."""
+    from qrelkit.commands.sweep import load_cells, sweep_of
+    from qrelkit.storage import Store, judgments
+
+    assert request.sweep is not None
+    sweep = sweep_of(request.sweep)
+    if sweep is None:
+        raise QrelkitError(f"--sweep {request.sweep}: this job has no sweep:")
+    cells = load_cells(request.sweep, sweep)
+    database = cells[0][1].database
+    if db is not None and db.resolve() != database.resolve():
+        raise QrelkitError(f"--sweep {request.sweep} writes {database}, but --db is {db}: give one database")
+    if not database.exists():
+        raise QrelkitError(f"--sweep {request.sweep}: its database {database} does not exist yet: run qrelkit judge {request.sweep} first")
+    out: list[tuple[JudgeEntry, ResolvedQrels | None]] = []
+    with Store(database, read_only=True) as store:
+        known = set(judgments.judge_run_ids(store))
+        for cell, spec, judge_run_id in cells:
+            values = {"cell": cell.name, "judge_run_id": judge_run_id, **cell.values}
+            if judge_run_id not in known:
+                out.append((JudgeEntry(cell.name, "not judged", values, note="no judge run in the database"), None))
+                continue
+            cost = stored_cost(store, judge_run_id)
+            origin = store.qrels_origin(cell.name)
+            if spec.grading is not None and origin is not None and origin[:2] == ("graded", judge_run_id):
+                out.append((JudgeEntry(cell.name, "compared", values, cost), stored_qrels(store, cell.name)))
+                continue
+            sample = judgments.failed_sample(store, judge_run_id, limit=1)
+            reason = f"; e.g. {sample[0].status}: {sample[0].error}" if sample else ""
+            status = "failed" if cost.failed or not cost.judgments else "not graded"
+            if not cost.judgments:
+                note = "no judgment saved: its judge stopped before the first answer (`qrelkit judge` on the sweep says why)"
+            elif cost.failed:
+                note = f"no graded qrels: {cost.failed} of {cost.judgments} judgments failed{reason}"
+            else:
+                note = f"no graded qrels: {cost.judgments} judgments, all ok; run the sweep again to grade it"
+            out.append((JudgeEntry(cell.name, status, values, cost, note), None))
+    return out
+
+
+def run(request: CompareRequest, db: str | Path | None = None) -> CompareResult:
+    """Resolve the judges, the reference, the runs and the groups in ``db`` (for a sweep, the job's
+    database), then :func:`compare_judges`."""
+    db = Path(db) if db is not None else _sweep_database(request)
+    reference_map = GradeMap.parse(request.reference_map, "--map")
+    model_map = GradeMap.parse(request.model_map, "--map-model")
+    patterns, groups_file = parse_group_patterns(request.group_patterns), GroupsFile.parse(request.groups)
+    found: list[tuple[JudgeEntry, ResolvedQrels | None]] = []
+    with Workspace(db, on_duplicate=request.on_duplicate) as workspace:
+        for ref in request.judges:
+            resolved = resolve_judge(ref, workspace)
+            found.append((_entry(resolved, workspace), resolved))
+        if request.sweep is not None:
+            workspace.close()  # the sweep's entries read the database on their own
+            found += sweep_entries(request, db)
+        reference = workspace.qrels_with_source(QrelsRef.of(request.reference, name=request.reference_name, file_label=True))
+        runs = workspace.runs(RunsRef.of(list(request.runs)))
+    run_groups = resolve_groups([r.name for r in runs], patterns, groups_file)
+    compared = [resolved.qrels for entry, resolved in found if entry.status == "compared" and resolved is not None]
+    comparison = None
+    if compared:
+        comparison = compare_judges(
+            compared,
+            reference.qrels,
+            runs,
+            measures=list(request.measures),
+            groups=run_groups,
+            reference_map=reference_map,
+            model_map=model_map,
+            rel_level=request.rel_level,
+            baseline=request.baseline,
+            resamples=request.resamples,
+            permutations=request.permutations,
+            seed=request.seed,
+            interval=request.interval,
+        )
+    return CompareResult(comparison, [entry for entry, _ in found], reference.source)
+
+
+def _sweep_database(request: CompareRequest) -> Path | None:
+    """The sweep job's database, where names are looked up when no database is given."""
+    if request.sweep is None:
+        return None
+    from qrelkit.commands.sweep import load_cells, sweep_of
+
+    sweep = sweep_of(request.sweep)
+    return load_cells(request.sweep, sweep)[0][1].database if sweep is not None else None
+
+
+def compare(*, db: str | Path | None = None, **options: Any) -> CompareResult:
+    """`qrelkit.compare(judges=[...], reference=..., runs=[...], db=...)`: the request's fields as keywords."""
+    return run(CompareRequest(**options), db)
