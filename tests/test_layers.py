@@ -143,3 +143,63 @@ def test_no_function_in_commands_is_over_60_lines():
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno + 1 > 60:
                 long.append(f"commands/{path.name}:{node.lineno}: {node.name} has {node.end_lineno - node.lineno + 1} lines")
     assert not long, "\n".join(long)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports_by_place() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(module -> qrelkit modules it imports at its top, module -> those it imports inside a
+    function); imports for type checking alone are left out: they never run."""
+    known = {_module_name(p) for p in modules()}
+
+    def resolve(name: str) -> str | None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    top: dict[str, set[str]] = {m: set() for m in known}
+    local: dict[str, set[str]] = {m: set() for m in known}
+    for path in modules():
+        this = _module_name(path)
+
+        def visit(node: ast.AST, in_function: bool, this: str = this) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                    continue
+                inner = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+                if isinstance(child, ast.Import | ast.ImportFrom):
+                    names = [a.name for a in child.names] if isinstance(child, ast.Import) else []
+                    if isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
+                        names = [child.module] + [f"{child.module}.{a.name}" for a in child.names]
+                    for name in names:
+                        target = resolve(name) if name.startswith("qrelkit") else None
+                        if target is not None and target != this:
+                            (local if inner else top)[this].add(target)
+                visit(child, inner)
+
+        visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return top, local
+
+
+def test_no_import_circle_hides_inside_a_function():
+    """A function-local import is for a heavy or optional module, never to hide a circle: the
+    module it imports must not import (at its top, directly or through others) the importer."""
+    top, local = _imports_by_place()
+
+    def reaches(start: str) -> set[str]:
+        seen: set[str] = set()
+        stack = [start]
+        while stack:
+            for target in top.get(stack.pop(), ()):
+                if target not in seen:
+                    seen.add(target)
+                    stack.append(target)
+        return seen
+
+    circles = [
+        f"{m} imports {t} inside a function, and {t} imports {m}" for m in sorted(local) for t in sorted(local[m]) if m in reaches(t)
+    ]
+    assert not circles, "\n".join(circles)
