@@ -94,7 +94,8 @@ def test_format_trec_equals_trec_eval_itself_per_query(dl19):
     # both print num_q as trec_eval does; compared separately below
     ours = {k: v for k, v in printed.items() if k[0] in ("ndcg_cut_10", "P_10")}
     done = subprocess.run(
-        [shutil.which(str(TREC_EVAL)) or str(TREC_EVAL), "-q", "-c", "-m", "ndcg_cut.10", "-m", "P.10", "-m", "num_q", str(dl19 / "qrels.txt"), str(run)],
+        [shutil.which(str(TREC_EVAL)) or str(TREC_EVAL), "-q", "-c", "-m", "ndcg_cut.10", "-m", "P.10", "-m", "num_q"]
+        + [str(dl19 / "qrels.txt"), str(run)],
         capture_output=True,
         text=True,
         check=True,
