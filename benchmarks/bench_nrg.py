@@ -35,8 +35,9 @@ import time
 import numpy as np
 from _data import DL19, HERE
 
+from qrelkit.commands.nrg import nrg_from_spec
 from qrelkit.evaluate.nrg import nrg
-from qrelkit.evaluate.nrg.priors import chronological, nrg_from_spec
+from qrelkit.evaluate.nrg.priors import chronological
 from qrelkit.io import Run, RunEntry, read_qrels, read_runs
 
 

@@ -1,17 +1,18 @@
 """qrelkit: make relevance judgments with models, and audit them.
 
-The Python API, plain data in and out (every result has ``to_dict()``, tabular ones ``to_pandas()``)::
+The Python API takes what a notebook holds: qrels as a path, a stored name (with ``db=``), a
+`Qrels`, a ``{qid: {docid: grade}}`` dict or a pandas/Arrow table (``query_id``, ``doc_id``,
+``relevance``); runs as paths, stored names, `Run` objects, dicts or a table. Every result has
+``to_dict()``, ``to_pandas()`` and a short repr (docs/python-api.md walks through DL19)::
 
     import qrelkit
-    qrels = qrelkit.read_qrels("qrels.txt")
-    runs = qrelkit.read_runs(["runs/"])
-    evaluation = qrelkit.evaluate_runs(qrels, runs, ["nDCG@10", "AP(rel=2)"])  # per-query values
-    audit = qrelkit.audit(qrelkit.read_qrels("model.qrels"), qrels, runs)   # κ, τ, Relative Δ (BCa intervals)
-    cut, how = qrelkit.sparsify_qrels(qrels, 1, seed=0)                     # at most 1 relevant per query
+    evaluation = qrelkit.evaluate("qrels.txt", "runs/", ["nDCG@10", "AP(rel=2)"])     # per-query values
+    audit = qrelkit.agree("model.qrels", "qrels.txt", "runs/")                       # κ, τ, Relative Δ (BCa intervals)
+    graded = qrelkit.grade(db="lab.duckdb", judge_run="minilm", method="quantile")  # scores into 0/1/2 qrels
+    table = qrelkit.judgments("lab.duckdb", "minilm").to_pandas()                   # every stored field
     which = qrelkit.compare(judges=["a.qrels", "b.qrels"], reference="qrels.txt", runs=["runs/"])  # .to_pandas()
-    table3 = qrelkit.correlate(qrels=["qrels.txt"], runs=["runs/"], measures=["nDCG@10", "RR(rel=2)"])
-    report = qrelkit.run_job(qrelkit.load_job("job.yaml"))                  # judge what is missing
-    graded = qrelkit.grade_scores(scores, name="mine", method="quantile", per_topic=True)
+    report = qrelkit.judge("job.yaml")                                               # judge what is missing
+    store = qrelkit.Store("lab.duckdb")  # holds no connection between calls: the command line still runs
 
 Names are imported on first use, so `import qrelkit` stays light.
 """
@@ -19,12 +20,25 @@ Names are imported on first use, so `import qrelkit` stays light.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 __version__ = "0.1.0"
 
 # public name -> (module, attribute)
 _API = {
+    # the use cases, taking every form of qrels and runs (qrelkit.api)
+    "agree": ("qrelkit.api", "agree"),
+    "audit": ("qrelkit.api", "audit"),
+    "correlate": ("qrelkit.api", "correlate"),
+    "nrg": ("qrelkit.api", "nrg"),
+    "fd": ("qrelkit.api", "fd"),
+    "grade": ("qrelkit.api", "grade"),
+    "judge": ("qrelkit.api", "judge"),
+    "judgments": ("qrelkit.api", "judgments"),
+    "data_path": ("qrelkit.api", "data_path"),
+    "Store": ("qrelkit.storage.brief", "BriefStore"),
     # reading the field's formats
     "read_run": ("qrelkit.io", "read_run"),
     "read_runs": ("qrelkit.io", "read_runs"),
@@ -34,10 +48,9 @@ _API = {
     "write_qrels": ("qrelkit.io", "write_qrels"),
     "Run": ("qrelkit.io", "Run"),
     "Qrels": ("qrelkit.io", "Qrels"),
-    # evaluation and audit (pure)
+    # the pure functions underneath (plain data in and out)
     "evaluate_runs": ("qrelkit.evaluate.metrics", "evaluate_runs"),
     "Evaluation": ("qrelkit.evaluate.metrics", "Evaluation"),
-    "audit": ("qrelkit.evaluate.audit", "audit"),
     "Audit": ("qrelkit.evaluate.audit", "Audit"),
     "label_agreement": ("qrelkit.evaluate.labels", "label_agreement"),
     "correlate_systems": ("qrelkit.evaluate.agreement", "correlate_systems"),
@@ -45,7 +58,6 @@ _API = {
     "frechet_distance": ("qrelkit.evaluate.fd", "frechet_distance"),
     "fd_of_runs": ("qrelkit.evaluate.fd", "fd_of_runs"),
     "FDSettings": ("qrelkit.evaluate.fd", "FDSettings"),
-    "nrg": ("qrelkit.evaluate.nrg", "nrg"),
     "restrain": ("qrelkit.evaluate.interex", "restrain"),
     "resttest": ("qrelkit.evaluate.interex", "resttest"),
     "label_overlap": ("qrelkit.evaluate.interex", "label_overlap"),
@@ -53,10 +65,7 @@ _API = {
     "sparsify_qrels": ("qrelkit.evaluate.sparsify", "sparsify_qrels"),
     "bootstrap_interval": ("qrelkit.evaluate.bootstrap", "bootstrap_interval"),
     "paired_intervals": ("qrelkit.evaluate.bootstrap", "paired_intervals"),
-    # the same from files and databases, as the command line does it
-    "agree": ("qrelkit.commands.agree", "agree"),
-    "evaluate_files": ("qrelkit.commands.data", "evaluate"),  # `qrelkit evaluate`: files or stored names, --max-rel
-    "correlate": ("qrelkit.commands.correlate", "correlate"),
+    "evaluate_files": ("qrelkit.commands.data", "evaluate"),  # `qrelkit evaluate` with its positional arguments
     "compare": ("qrelkit.commands.compare", "compare"),  # several judges against one reference, paired differences
     "CompareRequest": ("qrelkit.commands.compare", "CompareRequest"),
     "compare_judges": ("qrelkit.evaluate.compare", "compare_judges"),
@@ -68,13 +77,37 @@ _API = {
     "GradingSpec": ("qrelkit.jobs", "GradingSpec"),
     "create_judge": ("qrelkit.judges", "create_judge"),
     "load_template": ("qrelkit.prompts", "load_template"),
-    "Store": ("qrelkit.storage", "Store"),
 }
 
-__all__ = ["__version__", *sorted(_API)]
+__all__ = ["__version__", "evaluate", *sorted(_API)]
+
+
+class _CallableEvaluate(types.ModuleType):
+    """The subpackage `qrelkit.evaluate`, which is also the function `qrelkit.evaluate(qrels, runs,
+    measures)`: Python binds a subpackage to its parent's attribute of the same name when it is
+    first imported, so the function cannot simply sit beside it; the module answers the call."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from qrelkit.api import evaluate
+
+        return evaluate(*args, **kwargs)
+
+
+class _Package(types.ModuleType):
+    """This module: whenever the import system binds the subpackage `evaluate`, it is made callable."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "evaluate" and type(value) is types.ModuleType:
+            value.__class__ = _CallableEvaluate
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:
+    if name == "evaluate":
+        return importlib.import_module("qrelkit.evaluate")  # binding it here makes it callable (_Package)
     if name in _API:
         module, attribute = _API[name]
         value = getattr(importlib.import_module(module), attribute)

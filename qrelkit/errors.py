@@ -74,3 +74,7 @@ class StorageFailure(StoreError, FatalJobError):
 
 class JobFailed(FatalJobError):
     """A judging job stopped because its judge is broken, or finished with most judgments failed."""
+
+
+class MissingExtraError(QrelkitError, ModuleNotFoundError):
+    """An optional package a call needs is not installed; the message names the extra that installs it."""

@@ -161,7 +161,7 @@ def dl19_agree_json(dl19):
         [
             *umbrela_vs_nist(dl19),
             "--json",
-            "--bootstrap",
+            "--resamples",
             "200",
         ],
         catch_exceptions=False,
@@ -178,7 +178,7 @@ def test_dl19_umbrela_label_agreement_matches_the_known_numbers(dl19_agree_json)
     assert round(labels["cohen_kappa_quadratic"], 4) == 0.5951
     assert labels["confusion"]["labels"] == [0, 1, 2, 3]
     assert sum(map(sum, labels["confusion"]["matrix"])) == 9260
-    assert "cohen_kappa_binary" not in labels  # only with --binarize
+    assert "cohen_kappa_binary" not in labels  # only with --rel-level
 
 
 def test_dl19_umbrela_system_ranking_tau_is_0_9159_over_37_runs(dl19_agree_json):
@@ -197,9 +197,9 @@ def test_dl19_binarised_kappa_is_0_5244(dl19):
         [
             *umbrela_vs_nist(dl19),
             "--json",
-            "--bootstrap",
+            "--resamples",
             "0",
-            "--binarize",
+            "--rel-level",
             "2",
             "--measure",
             "nDCG@10",
@@ -225,14 +225,14 @@ def test_an_undefined_correlation_is_null_in_json_not_nan(tmp_path):
         app,
         [
             "agree",
-            "--qrels",
+            "--model-qrels",
             str(tmp_path / "model.qrels"),
-            "--reference",
+            "--reference-qrels",
             str(tmp_path / "human.qrels"),
             "--runs",
             str(tmp_path / "runs"),
             "--json",
-            "--bootstrap",
+            "--resamples",
             "20",
         ],
         catch_exceptions=False,

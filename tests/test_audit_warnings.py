@@ -114,7 +114,7 @@ def _agree(dl19: Path, *extra: str):
             *umbrela_vs_nist(dl19),
             "--measure",
             "nDCG@10",
-            "--bootstrap",
+            "--resamples",
             "0",
             *extra,
         ],

@@ -11,11 +11,11 @@ from tracks import umbrela_vs_nist
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
+from qrelkit.commands.requests import groups_from_patterns
 from qrelkit.errors import InputFormatError, QrelkitError
 from qrelkit.evaluate.bias import (
     group_bias,
     groups_from_file,
-    groups_from_patterns,
     read_groups_file,
     relative_delta,
 )
@@ -95,7 +95,7 @@ def test_groups_file_with_and_without_header(tmp_path):
         "neural": ["bert_base", "bert_large", "duet"],
         "traditional": ["bm25", "bm25_rm3"],
     }
-    with pytest.raises(QrelkitError, match="choose one with --group-by"):
+    with pytest.raises(QrelkitError, match="choose one with FILE:COLUMN"):
         groups_from_file(with_header, None, RUNS)
     with pytest.raises(QrelkitError, match="no column 'team'"):
         groups_from_file(with_header, "team", RUNS)
@@ -121,10 +121,8 @@ def test_dl19_neural_bias_under_nist_and_umbrela(dl19):
         [
             *umbrela_vs_nist(dl19),
             "--groups",
-            str(dl19 / "groups.tsv"),
-            "--group-by",
-            "family",
-            "--bootstrap",
+            f"{dl19 / 'groups.tsv'}:family",
+            "--resamples",
             "200",
             "--json",
         ],

@@ -106,6 +106,11 @@ def test_grade_without_flags_grades_as_the_job_file_and_the_api_do(judged, tmp_p
     assert command_line == job == api
     output = invoke("grade", "--db", judged["db"], "--judge-run", judged["run_id"], "--name", "global", "--global", "--ties", "at-or-above")
     assert "(global quantiles [0.5, 0.75] at " in output and "ties: at-or-above)" in output
-    shown = {line["what"]: line["detail"] for line in json.loads(invoke("show", "--db", judged["db"], "--json"))}
-    assert shown["qrels no-flags"] == f"graded from judge run {judged['run_id']} (quantile, per topic, ties midrank)"
-    assert shown["qrels global"] == f"graded from judge run {judged['run_id']} (quantile, global, ties at-or-above)"
+    shown = {s["name"]: s for s in json.loads(invoke("show", "--db", judged["db"], "--json"))["qrels_sets"]}
+    graded = {
+        name: (s["origin"], s["judge_run_id"], s["grading"]["method"], s["grading"]["per_topic"], s["grading"]["ties"])
+        for name, s in shown.items()
+        if s["grading"]
+    }
+    assert graded["no-flags"] == ("graded", judged["run_id"], "quantile", True, "midrank")
+    assert graded["global"] == ("graded", judged["run_id"], "quantile", False, "at-or-above")

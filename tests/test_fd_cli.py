@@ -47,7 +47,7 @@ def test_fd_json_ranks_the_good_run_first_with_intervals(tmp_path):
     cache = tmp_path / "cache.duckdb"
     # the demo track, its documents, FD@1 and FD@5 with 100 resamples, embeddings cached
     args = ["--qrels", str(DEMO / "qrels.txt"), "--runs", str(DEMO / "runs"), "--docs", str(DEMO / "passages.jsonl")]
-    args += ["--k", "1", "--k", "5", "--bootstrap", "100", "--cache", str(cache), "--interval", "percentile"]
+    args += ["--k", "1", "--k", "5", "--resamples", "100", "--cache", str(cache), "--interval", "percentile"]
     payload = fd_json(*args)
     assert payload["embedder"] == "minilm-l6-v2/onnx-int8" and payload["d"] == 384
     qrels = read_qrels(DEMO / "qrels.txt")
@@ -86,7 +86,7 @@ def test_urr_labels_and_sparsification(tmp_path):
         "2",
         "--max-rel",
         "1",
-        "--bootstrap",
+        "--resamples",
         "0",
     )
     assert payload["n_rel"] == 12 and payload["max_rel"] == 1 and payload["urr"] is True
@@ -113,9 +113,9 @@ def test_fd_from_a_database_and_from_a_judge_runs_qrels(tmp_path):
             store.load_run(path)
         store.load_qrels(DEMO / "qrels.txt", name="nist")
     from_files = fd_json(
-        "--qrels", str(DEMO / "qrels.txt"), "--runs", str(DEMO / "runs"), "--docs", str(DEMO / "passages.jsonl"), "--bootstrap", "0"
+        "--qrels", str(DEMO / "qrels.txt"), "--runs", str(DEMO / "runs"), "--docs", str(DEMO / "passages.jsonl"), "--resamples", "0"
     )
-    from_db = fd_json("--db", str(db), "--qrels", "nist", "--bootstrap", "0")
+    from_db = fd_json("--db", str(db), "--qrels", "nist", "--resamples", "0")
     for run, entry in from_files["runs"].items():
         assert from_db["runs"][run]["FD@10"] == pytest.approx(entry["FD@10"], rel=1e-12)
     # model qrels graded from a judge run: here, the human grades with 1 and 2 swapped
@@ -125,7 +125,7 @@ def test_fd_from_a_database_and_from_a_judge_runs_qrels(tmp_path):
     with Store(db) as store:
         ensure_judge_run(store, JudgeRunInfo("abc123def", "embedding", {}, None, None, None, "test"))
         store.save_qrels(model, judge_run_id="abc123def", grading={"quantiles": [0.5, 0.75]})
-    judged = fd_json("--db", str(db), "--judge-run", "abc1", "--bootstrap", "0")
+    judged = fd_json("--db", str(db), "--judge-run", "abc1", "--resamples", "0")
     assert judged["n_rel"] == sum(1 for q in model.entries if q.grade >= 2)
     assert judged["runs"]["good"]["FD@10"] != from_db["runs"]["good"]["FD@10"]
     with Store(db, read_only=True) as store:
@@ -143,7 +143,7 @@ def test_plots_are_written(tmp_path):
             str(DEMO / "runs"),
             "--docs",
             str(DEMO / "passages.jsonl"),
-            "--bootstrap",
+            "--resamples",
             "50",
             "--k",
             "3",

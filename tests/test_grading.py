@@ -163,7 +163,7 @@ def test_the_job_file_and_the_command_line_get_the_same_errors(tmp_path, options
     from qrelkit.jobs import grading_spec
 
     if message is None:
-        assert grading_spec(options).score == "expected"
+        assert grading_spec(options).score_from == "expected"
         return
     with pytest.raises(QrelkitError, match=message):
         grading_spec(options, where="job.yaml: grading")

@@ -110,7 +110,9 @@ def test_load_qrels_replace_always_reloads(tmp_path):
     assert run_cli("load", "qrels", qrels, "--db", db).returncode == 2  # changed without --replace: refused
     assert "replaced qrels 'h' (3 rows)" in cli("load", "qrels", qrels, "--db", db, "--replace")
     payload = json.loads(cli("show", "--db", db, "--json"))
-    assert {"what": "qrels h", "count": 3} == {k: v for k, v in next(p for p in payload if p["what"] == "qrels h").items() if k != "detail"}
+    assert {"name": "h", "judgments": 3} == {
+        k: v for k, v in next(p for p in payload["qrels_sets"] if p["name"] == "h").items() if k in ("name", "judgments")
+    }
 
 
 def test_regrading_a_graded_set_needs_replace(dl19, tmp_path):

@@ -245,7 +245,7 @@ def test_resttest_bucket_interval_is_the_project_bootstrap_of_that_bucket(dl19, 
         str(folder),
         "--runs",
         str(dl19 / "runs" / "idst_bert_p1.run"),
-        "--bootstrap",
+        "--resamples",
         "500",
     )
     queries = sorted(dl19_per_query["idst_bert_p1"])

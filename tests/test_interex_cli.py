@@ -112,7 +112,7 @@ def test_resttest_buckets_round_trip_into_resample_evaluate(collection, tmp_path
         extrapolated += own
     assert sorted(extrapolated) == [f"q{i}" for i in range(1, 8)]  # each test query extrapolated once
     scores = resample(
-        "evaluate", "--qrels", str(c["test.qrels"]), "--buckets", str(out), "--runs", str(c["system.run"]), "--bootstrap", "0"
+        "evaluate", "--qrels", str(c["test.qrels"]), "--buckets", str(out), "--runs", str(c["system.run"]), "--resamples", "0"
     )
     per_query = {f"q{i}": (1.0 if i % 2 == 0 else 0.6309297535714575) if i % 4 else 0.0 for i in range(1, 8)}
     assert scores["runs"]["system"]["nDCG@10"]["average"]["extrapolation"] == pytest.approx(np.mean(list(per_query.values())))

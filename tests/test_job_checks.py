@@ -104,7 +104,7 @@ def test_grading_into_a_set_another_judge_run_graded_is_refused_before_judging(j
     [
         ({"method": "identity", "labels": [0, 1, 2]}, "the template 'trec-dl-graded' grades 0-3, but the labels [0, 1, 2] leave out 3"),
         ({"method": "map", "map": {3: 2, 2: 2, 1: 1}}, "the template 'trec-dl-graded' grades 0-3, but the map leaves out 0"),
-        ({"method": "identity", "score": "expected"}, "method identity grades single scores, but the expected grade"),
+        ({"method": "identity", "score_from": "expected"}, "method identity grades single scores, but the expected grade"),
     ],
 )
 def test_a_grading_that_cannot_grade_the_templates_grades_is_refused_before_any_call(job, tmp_path, grading, problem):

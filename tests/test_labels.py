@@ -18,6 +18,7 @@ from tracks import umbrela_vs_nist
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
+from qrelkit.commands.requests import parse_grade_map
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.labels import (
     cohen_kappa,
@@ -25,7 +26,6 @@ from qrelkit.evaluate.labels import (
     krippendorff_alpha,
     label_agreement,
     map_grades,
-    parse_grade_map,
 )
 
 runner = CliRunner()
@@ -148,9 +148,9 @@ def test_cli_rejects_a_bad_map_cleanly(tmp_path):
         app,
         [
             "agree",
-            "--qrels",
+            "--model-qrels",
             str(tmp_path / "m.qrels"),
-            "--reference",
+            "--reference-qrels",
             str(tmp_path / "h.qrels"),
             "--runs",
             str(tmp_path / "r.run"),
@@ -171,14 +171,14 @@ def test_dl19_nist_grades_mapped_and_binarised(dl19):
             *umbrela_vs_nist(dl19),
             "--measure",
             "nDCG@10",
-            "--bootstrap",
+            "--resamples",
             "0",
             "--json",
             "--map",
             "3:2,2:2,1:1,0:0",
             "--map-model",
             "3:2,2:2,1:1,0:0",
-            "--binarize",
+            "--rel-level",
             "2",
         ],
         catch_exceptions=False,

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
+from qrelkit.commands.nrg import nrg_from_spec
 from qrelkit.errors import InputFormatError, QrelkitError
 from qrelkit.evaluate import evaluate_runs
 from qrelkit.evaluate.nrg import base_metric, nrg
@@ -20,7 +21,6 @@ from qrelkit.evaluate.nrg.priors import (
     all_others,
     best_per_group,
     chronological,
-    nrg_from_spec,
     read_run_groups,
     read_run_order,
 )

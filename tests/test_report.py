@@ -101,10 +101,10 @@ def toy(tmp_path_factory) -> Path:
 
 
 def test_agree_on_a_judge_run_equals_agree_on_its_exported_qrels(toy):
-    common = ["--reference", "human", "--db", str(toy / "toy.duckdb"), "--runs", str(toy / "runs"), "--json", "--bootstrap", "50"]
+    common = ["--reference-qrels", "human", "--db", str(toy / "toy.duckdb"), "--runs", str(toy / "runs"), "--json", "--resamples", "50"]
     from_db = json.loads(invoke("agree", "--judge-run", JUDGE_RUN_ID[:6], *common))
-    from_file = json.loads(invoke("agree", "--qrels", str(toy / "model.qrels"), *common))
-    by_name = json.loads(invoke("agree", "--qrels", "graded-jr", *common))
+    from_file = json.loads(invoke("agree", "--model-qrels", str(toy / "model.qrels"), *common))
+    by_name = json.loads(invoke("agree", "--model-qrels", "graded-jr", *common))
     assert from_db["model"] == by_name["model"] == "graded-jr"
     for payload in (from_file, by_name):
         for key in ("pairs", "labels", "systems", "bias"):
@@ -118,19 +118,21 @@ def test_a_judge_run_without_graded_qrels_is_a_clear_error(tmp_path, toy):
         ensure_judge_run(store, JudgeRunInfo("jr-ungraded", "embedding", {}, None, None, None, None))
         store.load_qrels(toy / "human.qrels", name="human")
     result = runner.invoke(
-        app, ["agree", "--judge-run", "jr-ungraded", "--db", str(db), "--reference", "human", "--runs", str(toy / "runs")]
+        app, ["agree", "--judge-run", "jr-ungraded", "--db", str(db), "--reference-qrels", "human", "--runs", str(toy / "runs")]
     )
     assert isinstance(result.exception, QrelkitError)
     assert "has no graded qrels yet" in str(result.exception) and "qrelkit grade --judge-run jr-ungraded" in str(result.exception)
     # issue 23: --judge-run with --model-qrels names one of the run's graded sets; a set it did not grade is refused
-    both = runner.invoke(app, ["agree", "--judge-run", "jr-ungraded", "--qrels", "human", "--reference", "human", "--db", str(db)])
+    both = runner.invoke(
+        app, ["agree", "--judge-run", "jr-ungraded", "--model-qrels", "human", "--reference-qrels", "human", "--db", str(db)]
+    )
     assert isinstance(both.exception, QrelkitError) and "must name a qrels set graded from judge run jr-ungraded" in str(both.exception)
     assert "'human' is loaded from" in str(both.exception)
-    neither = runner.invoke(app, ["agree", "--reference", "human", "--db", str(db)])
+    neither = runner.invoke(app, ["agree", "--reference-qrels", "human", "--db", str(db)])
     assert "give the model qrels" in str(neither.exception)
 
 
-REPORT_OPTIONS = ["--reference", "human", "--group", "neural=^neural", "--bootstrap", "50"]
+REPORT_OPTIONS = ["--reference-qrels", "human", "--group", "neural=^neural", "--resamples", "50"]
 
 
 def toy_options(toy: Path) -> list[str]:
@@ -292,15 +294,15 @@ def test_report_in_headless_chromium_shows_the_summary_in_the_first_viewport(rep
 def test_report_from_plain_files_needs_no_database(toy, tmp_path):
     invoke(
         "report",
-        "--qrels",
+        "--model-qrels",
         str(toy / "model.qrels"),
-        "--reference",
+        "--reference-qrels",
         str(toy / "human.qrels"),
         "--runs",
         str(toy / "runs"),
         "--out",
         str(tmp_path / "r"),
-        "--bootstrap",
+        "--resamples",
         "0",
     )
     page = (tmp_path / "r" / "report.html").read_text()
@@ -327,12 +329,12 @@ def test_dl19_judge_run_audit_reproduces_the_umbrela_numbers(dl19, dl19_db):
             JUDGE_RUN_ID,
             "--db",
             str(dl19_db),
-            "--reference",
+            "--reference-qrels",
             "nist",
             "--runs",
             str(dl19 / "runs"),
             "--json",
-            "--bootstrap",
+            "--resamples",
             "0",
             "--measure",
             "nDCG@10",
@@ -345,7 +347,7 @@ def test_dl19_judge_run_audit_reproduces_the_umbrela_numbers(dl19, dl19_db):
 def test_dl19_readable_table(dl19):
     stdout = invoke(
         *umbrela_vs_nist(dl19),
-        "--bootstrap",
+        "--resamples",
         "20",
         "--group",
         "bert=bert|BERT",
@@ -357,8 +359,26 @@ def test_dl19_readable_table(dl19):
 
 def test_dl19_report_with_maps_prints_the_readme_kappa(dl19, tmp_path):
     """UMBRELA and NIST both mapped onto 0–2 (3→2): κ 0.4308 and binarised κ 0.5244, the README's figures, as `agree` prints them."""
-    options = ["--qrels", str(dl19 / "umbrela-gpt4o.qrels"), "--reference", str(dl19 / "qrels.txt"), "--runs", str(dl19 / "runs")]
-    options += ["--measure", "nDCG@10", "--bootstrap", "0", "--map", "3:2,2:2,1:1,0:0", "--map-model", "3:2,2:2,1:1,0:0", "--binarize", "2"]
+    options = [
+        "--model-qrels",
+        str(dl19 / "umbrela-gpt4o.qrels"),
+        "--reference-qrels",
+        str(dl19 / "qrels.txt"),
+        "--runs",
+        str(dl19 / "runs"),
+    ]
+    options += [
+        "--measure",
+        "nDCG@10",
+        "--resamples",
+        "0",
+        "--map",
+        "3:2,2:2,1:1,0:0",
+        "--map-model",
+        "3:2,2:2,1:1,0:0",
+        "--rel-level",
+        "2",
+    ]
     invoke("report", *options, "--out", str(tmp_path / "dl19.html"))
     box = summary_values((tmp_path / "dl19.html").read_text(encoding="utf-8"))
     payload = json.loads(invoke("agree", *options, "--json"))

@@ -165,8 +165,7 @@ def test_runs_read_back_exactly(files):
     from qrelkit.io import read_run
 
     with Store(files / "q.duckdb") as store:
-        store.load_run(files / "bm25.run", group="lexical")
+        store.load_run(files / "bm25.run")
         stored = store.run("bm25")
-        assert store.run_groups() == {"bm25": "lexical"}
     original = read_run(files / "bm25.run")
     assert stored.scores == original.scores and stored.ranking() == original.ranking()

@@ -82,7 +82,7 @@ def test_runs_qrels_and_judgments_read_back_as_the_previous_release_read_them(v5
     with Store(v5_db) as store:
         runs = store.runs()
         assert {run.name: {"tag": run.tag, "rows": run.table.to_pylist()} for run in runs} == expected["runs"]
-        assert store.run_groups() == expected["run_groups"]
+        assert dict(store.con.execute("SELECT name, run_group FROM runs").fetchall()) == expected["run_groups"]
         assert {name: store.qrels(name).table.to_pylist() for name in store.qrels_names()} == expected["qrels"]
         judgments = store.con.execute(
             "SELECT qid, docid, status, score, parsed, expected, raw_output FROM judgments ORDER BY qid, docid"

@@ -10,7 +10,15 @@ import numpy as np
 
 def umbrela_vs_nist(dl19: Path) -> list[str]:
     """`qrelkit agree` on TREC DL 2019: UMBRELA's GPT-4o qrels against NIST's, over the 37 runs."""
-    return ["agree", "--qrels", str(dl19 / "umbrela-gpt4o.qrels"), "--reference", str(dl19 / "qrels.txt"), "--runs", str(dl19 / "runs")]
+    return [
+        "agree",
+        "--model-qrels",
+        str(dl19 / "umbrela-gpt4o.qrels"),
+        "--reference-qrels",
+        str(dl19 / "qrels.txt"),
+        "--runs",
+        str(dl19 / "runs"),
+    ]
 
 
 GRADE_SHARES = [0.45, 0.27, 0.17, 0.11]  # grades 0-3, roughly DL21's

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from qrelkit.cli.base import (
     DEFAULT_DB,
+    ConfigOption,
     DbOption,
     DuplicateOption,
     IntervalOption,
@@ -20,11 +21,11 @@ from qrelkit.cli.base import (
     SeedOption,
     app,
     command_line,
-    either,
     err,
     out,
     print_json,
     print_lines,
+    with_options,
 )
 
 ModelQrels = Annotated[
@@ -41,12 +42,10 @@ AuditJudgeRun = Annotated[
         help="A judge run in --db (id, unique id prefix, or name): the qrels set its job graded (or its only graded set).",
     ),
 ]
-ModelQrelsAlias = Annotated[str | None, typer.Option("--qrels", hidden=True)]
 ReferenceQrels = Annotated[
     str | None,
     typer.Option("--reference-qrels", help="Reference (human) qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db."),
 ]
-ReferenceAlias = Annotated[str | None, typer.Option("--reference", hidden=True)]
 ReferenceName = Annotated[
     str | None,
     typer.Option("--reference-name", help="What to call the reference qrels in the output (default: the set's name, or FOLDER/FILE)."),
@@ -54,49 +53,16 @@ ReferenceName = Annotated[
 Groups = Annotated[
     str | None, typer.Option("--groups", help="Groups TSV of runs as FILE[:COLUMN]: a `run` column and grouping columns (header optional).")
 ]
-GroupBy = Annotated[str | None, typer.Option("--group-by", hidden=True)]
 Group = Annotated[list[str] | None, typer.Option("--group", help="A group for Relative Δ: NAME=REGEX searched in run names; repeatable.")]
 GradeMap = Annotated[str | None, typer.Option("--map", help="Map reference grades for label agreement, e.g. 3:2,2:2,1:1,0:0.")]
 ModelMap = Annotated[str | None, typer.Option("--map-model", help="Map model grades for label agreement.")]
 RelLevel = Annotated[int | None, typer.Option("--rel-level", help="Also report κ with both sides cut at grade >= LEVEL (after maps).")]
-RelLevelAlias = Annotated[int | None, typer.Option("--binarize", hidden=True)]
 Resamples = Annotated[
     int | None, typer.Option("--resamples", help="Bootstrap resamples of the queries for 95% intervals (0: none; default 1000).")
 ]
-ResamplesAlias = Annotated[int | None, typer.Option("--bootstrap", hidden=True)]
 
 
-def _audit_options(**given) -> dict:
-    """The shared options of agree and report, old spellings merged in."""
-    reference = either(given["reference_qrels"], given["reference"], "--reference-qrels", "--reference")
-    if reference is None:
-        from qrelkit.errors import QrelkitError
-
-        raise QrelkitError("give the reference qrels: --reference-qrels FILE_OR_NAME")
-    resamples = either(given["resamples"], given["bootstrap"], "--resamples", "--bootstrap")
-    return dict(
-        model_qrels=either(given["model_qrels"], given["qrels"], "--model-qrels", "--qrels"),
-        reference_qrels=reference,
-        judge_run=given["judge_run"],
-        reference_name=given["reference_name"],
-        runs=given["runs"] or [],
-        db=given["db"],
-        measures=given["measure"],
-        group_patterns=given["group"],
-        groups=given["groups"],
-        group_by=given["group_by"],
-        reference_map=given["grade_map"],
-        model_map=given["model_map"],
-        rel_level=either(given["rel_level"], given["binarize"], "--rel-level", "--binarize"),
-        resamples=1000 if resamples is None else resamples,
-        seed=given["seed"],
-        on_duplicate=given["on_duplicate"],
-        interval=given["interval"],
-    )
-
-
-@app.command("agree")
-def agree_cmd(
+def audit_options(
     model_qrels: ModelQrels = None,
     reference_qrels: ReferenceQrels = None,
     reference_name: ReferenceName = None,
@@ -111,14 +77,35 @@ def agree_cmd(
     resamples: Resamples = None,
     seed: SeedOption = 0,
     interval: IntervalOption = "bca",
+    config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: pairs, labels, systems, bias, warnings.")] = False,
     on_duplicate: DuplicateOption = "error",
-    qrels: ModelQrelsAlias = None,
-    reference: ReferenceAlias = None,
-    group_by: GroupBy = None,
-    binarize: RelLevelAlias = None,
-    bootstrap: ResamplesAlias = None,
+) -> dict:
+    """The options agree and report share, declared once (`with_options`), as `AuditRequest.from_options` takes them."""
+    return dict(
+        model_qrels=model_qrels,
+        reference_qrels=reference_qrels,
+        judge_run=judge_run,
+        reference_name=reference_name,
+        runs=runs or [],
+        measures=measure,
+        group_patterns=group,
+        groups=groups,
+        reference_map=grade_map,
+        model_map=model_map,
+        rel_level=rel_level,
+        resamples=resamples,
+        seed=seed,
+        on_duplicate=on_duplicate,
+        interval=interval,
+    )
+
+
+@app.command("agree")
+@with_options(audit_options, own_first=False)
+def agree_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: pairs, labels, systems, bias, warnings.")] = False,
+    **options: Any,
 ) -> None:
     """Audit model qrels against reference qrels: Cohen's κ and Krippendorff's α on the shared pairs,
     Kendall τ / Spearman ρ / Pearson r / τ_AP between the system rankings, Relative Δ toward groups,
@@ -128,7 +115,7 @@ def agree_cmd(
     from qrelkit.commands.agree import agree
     from qrelkit.report import tables
 
-    result = agree(**_audit_options(**locals()))
+    result = agree(db=options["db"], **audit_options(**options))
     for warning in getattr(result, "warnings", []):
         err.print(f"warning: {warning}", highlight=False)
     if as_json:
@@ -139,38 +126,17 @@ def agree_cmd(
 
 
 @app.command("report")
+@with_options(audit_options)
 def report_cmd(
     ctx: typer.Context,
     out_dir: Annotated[Path, typer.Option("--out", help="Where to write the page: an .html file, or a folder (report.html inside).")],
-    model_qrels: ModelQrels = None,
-    reference_qrels: ReferenceQrels = None,
-    reference_name: ReferenceName = None,
-    judge_run: AuditJudgeRun = None,
-    runs: RunsOption = None,
-    measure: MeasureOption = None,
-    group: Group = None,
-    groups: Groups = None,
-    grade_map: GradeMap = None,
-    model_map: ModelMap = None,
-    rel_level: RelLevel = None,
-    resamples: Resamples = None,
-    seed: SeedOption = 0,
-    interval: IntervalOption = "bca",
-    db: DbOption = DEFAULT_DB,
-    on_duplicate: DuplicateOption = "error",
-    qrels: ModelQrelsAlias = None,
-    reference: ReferenceAlias = None,
-    group_by: GroupBy = None,
-    binarize: RelLevelAlias = None,
-    bootstrap: ResamplesAlias = None,
+    **options: Any,
 ) -> None:
     """Write one HTML page auditing a judge run (or model qrels from a file): the answer first (κ, τ,
     Δ, coverage, warnings), then the figures, the judge's failures, tokens and cost, and its grading."""
     from qrelkit.commands.report import build_report
 
-    given = dict(locals())
-    destination, context = given.pop("out_dir"), given.pop("ctx")
-    page = build_report(out=destination, command=command_line(context), **_audit_options(**given))
+    page = build_report(out=out_dir, command=command_line(ctx), db=options["db"], **audit_options(**options))
     out.print(f"wrote {page}", highlight=False)
 
 
@@ -197,6 +163,7 @@ def fd_cmd(
         typer.Option("--workers", min=1, help="Processes for the bootstrap (default: one per core when it is large; 1: this one)."),
     ] = None,
     judge_run: JudgeRunOption = None,
+    config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
     cache: Annotated[
         Path | None, typer.Option("--cache", help="Database file that caches embeddings (default: --db when it exists).")
@@ -207,7 +174,6 @@ def fd_cmd(
     metric: Annotated[str, typer.Option("--metric", help="ir_measures measure for --plot-metric (full qrels).")] = "nDCG@10",
     as_json: Annotated[bool, typer.Option("--json", help='Print JSON: {"embedder", "d", "runs": {run: {"FD@10": x}}, "n_rel"}.')] = False,
     on_duplicate: DuplicateOption = "error",
-    bootstrap: ResamplesAlias = None,
 ) -> None:
     """Fréchet distance between the embeddings of the relevant judged items and each run's top-k
     (Arabzadeh and Clarke, EACL 2024): lower is better. Reports n and d; FD with fewer
@@ -218,8 +184,7 @@ def fd_cmd(
     from qrelkit.report import tables
     from qrelkit.report.progress import progress_output
 
-    chosen = either(resamples, bootstrap, "--resamples", "--bootstrap")
-    settings = fd_settings(k, urr=urr, max_rel=max_rel, rel_level=rel_level, resamples=chosen, seed=seed, interval=interval, keep=keep)
+    settings = fd_settings(k, urr=urr, max_rel=max_rel, rel_level=rel_level, resamples=resamples, seed=seed, interval=interval, keep=keep)
     with progress_output("FD bootstrap", console=err, enabled=not as_json, unit="resamples") as progress:
         report = run_fd(
             qrels=qrels,
@@ -266,11 +231,11 @@ def nrg_cmd(
     compare: Annotated[bool, typer.Option("--compare", help="Also unique contributions, rareness-based P@K and TaSC.")] = False,
     plot: Annotated[Path | None, typer.Option(help="Write the NRG vs metric plot (PNG/PDF/SVG) here.")] = None,
     groups: Annotated[str | None, typer.Option(help="FILE[:COLUMN] of run groups to mark in the plot.")] = None,
+    config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help='Print JSON: {"runs": {run: {"nrg": x, "base": x}}, ...}.')] = False,
     per_query: Annotated[bool, typer.Option("--per-query", help="Also print each query's values.")] = False,
     on_duplicate: DuplicateOption = "error",
-    model: Annotated[str | None, typer.Option("--model", hidden=True)] = None,
 ) -> None:
     """Normalized Residual Gain (Bigdeli, Arabzadeh, Bagheri and Clarke, SIGIR-AP 2024): what each run
     adds over its prior runs. Means run over the queries of the qrels; a run that misses one scores 0 on it.
@@ -284,7 +249,7 @@ def nrg_cmd(
         runs=(runs or []) + (more_runs or []),
         db=db,
         prior=prior,
-        browsing_model=either(browsing_model, model, "--browsing-model", "--model") or "ndcg",
+        browsing_model=browsing_model or "ndcg",
         depth=depth,
         gain=gain,
         order=order,

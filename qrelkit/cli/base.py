@@ -4,6 +4,7 @@ commands share, and how errors end (one message, an exit code, never a traceback
 from __future__ import annotations
 
 import errno
+import inspect
 import json
 import logging
 import os
@@ -86,11 +87,38 @@ IntervalOption = Annotated[
 ]
 
 
-def either(value: Any, alias: Any, name: str, alias_name: str) -> Any:
-    """One option that also answers to an older spelling (a hidden alias kept for one release)."""
-    if value is not None and alias is not None and value != alias:
-        raise QrelkitError(f"{name} and {alias_name} (its older name) disagree; give one")
-    return value if value is not None else alias
+def _read_config(ctx: typer.Context, param: Any, value: Path | None) -> Path | None:
+    """`--config FILE.yaml` (eager): the file's values become the command's defaults, so a flag given wins."""
+    if value is not None:
+        from qrelkit.commands.config import config_defaults
+
+        ctx.default_map = {**(ctx.default_map or {}), **config_defaults(value, ctx.command.params)}
+    return value
+
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        is_eager=True,
+        callback=_read_config,
+        help="A YAML file of this command's options (keys: the option names, e.g. model-qrels, runs); flags given win.",
+    ),
+]
+
+
+def with_options(declaration: Any, *, own_first: bool = True) -> Any:
+    """A command that also takes ``declaration``'s options (after its own, or before them), so that
+    options several commands share are declared once: typer reads the signature given here, and
+    the command gets them as keyword arguments."""
+    shared = list(inspect.signature(declaration, eval_str=True).parameters.values())
+
+    def decorate(command: Any) -> Any:
+        own = list(filter(lambda p: p.kind is not p.VAR_KEYWORD, inspect.signature(command, eval_str=True).parameters.values()))
+        command.__signature__ = inspect.Signature([*own, *shared] if own_first else [*shared, *own])
+        return command
+
+    return decorate
 
 
 def command_line(ctx: typer.Context) -> str:

@@ -9,6 +9,7 @@ import typer
 
 from qrelkit.cli.base import (
     DEFAULT_DB,
+    ConfigOption,
     DbOption,
     DuplicateOption,
     JsonOption,
@@ -25,7 +26,6 @@ from qrelkit.cli.base import (
     print_json,
     print_lines,
 )
-from qrelkit.errors import QrelkitError
 
 ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite the output file when it exists.")]
 NameOption = Annotated[
@@ -83,7 +83,6 @@ def load_runs(
     db: DbOption = DEFAULT_DB,
     name: Annotated[str | None, typer.Option(help="Name of the run (one file only; default: its file name).")] = None,
     tag_names: Annotated[bool, typer.Option("--tag-names", help="Name each run by its tag column (column 6) instead of its file.")] = False,
-    group: Annotated[str | None, typer.Option(help="Group these runs belong to (for bias and NRG priors).")] = None,
     replace: ReplaceOption = False,
     on_duplicate: DuplicateOption = "error",
 ) -> None:
@@ -91,7 +90,7 @@ def load_runs(
 
     from qrelkit.commands import data
 
-    _loaded(data.load_runs(db, paths, name=name, tag_names=tag_names, group=group, replace=replace, on_duplicate=on_duplicate))
+    _loaded(data.load_runs(db, paths, name=name, tag_names=tag_names, replace=replace, on_duplicate=on_duplicate))
 
 
 @load_app.command("qrels")
@@ -111,16 +110,16 @@ def load_qrels(
 
 @app.command()
 def show(db: DbOption = DEFAULT_DB, as_json: JsonOption = False) -> None:
-    """Show what the database holds: topics, documents, runs, each qrels set with its origin, judge runs."""
+    """Show what the database holds: topics, documents, runs, each qrels set with its origin, judge runs
+    (--json: each with its stored fields)."""
 
     from qrelkit.commands import data
     from qrelkit.report import tables
 
-    lines = data.show(db)
     if as_json:
-        print_json(lines)
+        print_json(data.contents(db))
         return
-    out.print(tables.summary_table(str(db), lines))
+    out.print(tables.summary_table(str(db), data.show(db)))
 
 
 @app.command()
@@ -128,6 +127,7 @@ def evaluate(
     qrels: Annotated[str, typer.Option(help="A TREC qrels file, irds:<ir_datasets id>, or the name of a qrels set in --db.")],
     runs: RunsOption = None,
     measure: MeasureOption = None,
+    config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON: measures, queries, averaging, runs → measure → mean (= --format json).")
@@ -160,8 +160,7 @@ def evaluate(
     from qrelkit.commands import data
     from qrelkit.report import tables
 
-    if output not in ("table", "json", "trec"):
-        raise QrelkitError(f"--format {output!r}: choose table, json or trec")
+    data.check_format(output)
     evaluation = data.evaluate(
         qrels,
         runs or [],
@@ -201,6 +200,7 @@ def correlate(
         int | None, typer.Option("--rel-level", help="With --max-rel: relevant = grade >= LEVEL (default 2 if graded).")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="With --max-rel: seed of the choice of relevant items.")] = 0,
+    config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
     as_json: JsonOption = False,
     on_duplicate: DuplicateOption = "error",
@@ -282,5 +282,5 @@ def export_judgments(
 
     from qrelkit.commands import judging
 
-    rows, runs = judging.export_judgments(db, output, judge_run_ref=judge_run, force=force)
+    rows, runs = judging.export_judgments(db, output, judge_run=judge_run, force=force)
     out.print(f"wrote {rows} judgments of {len(runs)} judge run(s) ({', '.join(runs) or 'none'}) to {output}", highlight=False)

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from qrelkit.cli.base import DEFAULT_DB, DbOption, JsonOption, app, err, out, print_json, print_lines, prompts_app
-from qrelkit.errors import QrelkitError
 
 
 @prompts_app.command("list")
@@ -45,8 +44,6 @@ def prompts_show(
         out.print(f"id {t.id} version {t.version} sha256 {t.content_hash}", highlight=False)
         print(t.model_dump_json(indent=1))
         return
-    if topic is None or doc is None:
-        raise QrelkitError("give both --topic QID and --doc DOCID (or neither)")
     print_lines([str(judging.render_pair(template, db, topic, doc))])
 
 
@@ -189,7 +186,9 @@ def grade_cmd(
         ),
     ] = None,
     grade_map: Annotated[str | None, typer.Option("--map", help="Score (or LOW-HIGH range) to grade, e.g. 3:2,2:2,1:1,0:0.")] = None,
-    score: Annotated[str | None, typer.Option(help="Which score: score (the judge's own, default), parsed, or expected.")] = None,
+    score_from: Annotated[
+        str | None, typer.Option("--score-from", help="Which score: score (the judge's own, default), parsed, or expected.")
+    ] = None,
     name: Annotated[str | None, typer.Option(help="Name of the qrels set (default graded-<judge run>).")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Grade again into a set graded before (never a loaded one).")] = False,
     as_json: JsonOption = False,
@@ -208,7 +207,7 @@ def grade_cmd(
         per_topic=per_topic,
         ties=ties,
         grade_map=grade_map,
-        score=score,
+        score_from=score_from,
         name=name,
     )
     result = judging.grade_run(db, judge_run, spec, replace=replace)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from qrelkit.cli.base import DuplicateOption, app, either, out, print_json
+from qrelkit.cli.base import DuplicateOption, app, out, print_json
 
 resample_app = typer.Typer(
     help="Interpolation and extrapolation (Zhan et al., CIKM 2022): resample training (and test) queries by "
@@ -155,7 +155,6 @@ def resample_evaluate(
         bool, typer.Option("--json", help="Print JSON: runs -> measure -> split -> interpolation, extrapolation, delta.")
     ] = False,
     on_duplicate: DuplicateOption = "error",
-    bootstrap: Annotated[int | None, typer.Option("--bootstrap", hidden=True)] = None,
 ) -> None:
     """Score runs in the two regimes with Δ = Extra./Inter. − 1 (Zhan et al., Tables 6–9). ReSTTest
     (--buckets): each bucket's interpolation and extrapolation queries, then the average over buckets
@@ -166,7 +165,6 @@ def resample_evaluate(
     from qrelkit.commands.resample import run_evaluate
     from qrelkit.report.interex import evaluation_tables
 
-    chosen = either(resamples, bootstrap, "--resamples", "--bootstrap")
     result = run_evaluate(
         qrels=qrels,
         measures=measure or ["nDCG@10"],
@@ -175,7 +173,7 @@ def resample_evaluate(
         bucket_runs=bucket_runs,
         interpolation_runs=interpolation_runs or [],
         extrapolation_runs=extrapolation_runs or [],
-        resamples=1000 if chosen is None else chosen,
+        resamples=1000 if resamples is None else resamples,
         seed=seed,
         on_duplicate=on_duplicate,
     )

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.agree import resolve_groups
-from qrelkit.commands.sources import ResolvedQrels, judge_run_qrels, qrels_with_source, resolve_runs, stored_qrels
+from qrelkit.commands.requests import GradeMap, GroupsFile, QrelsRef, RunsRef, parse_group_patterns
+from qrelkit.commands.workspace import ResolvedQrels, Workspace, stored_qrels
 from qrelkit.errors import QrelkitError, StoreError
 from qrelkit.evaluate.audit import DEFAULT_MEASURES
 from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, check_method, check_resamples
 from qrelkit.evaluate.compare import Comparison, compare_judges
-from qrelkit.evaluate.labels import parse_grade_map
 from qrelkit.io import OnDuplicate
 
 
@@ -161,13 +161,6 @@ class CompareResult:
         return pd.DataFrame(difference_records(self))
 
 
-def judge_cost(db: Path, judge_run_id: str) -> JudgeCost:
-    from qrelkit.storage import Store
-
-    with Store(db, read_only=True) as store:
-        return stored_cost(store, judge_run_id)
-
-
 def stored_cost(store: Any, judge_run_id: str) -> JudgeCost:
     from qrelkit.storage import judgments
 
@@ -186,33 +179,31 @@ def stored_cost(store: Any, judge_run_id: str) -> JudgeCost:
     )
 
 
-def _is_judge_run(db: Path | None, ref: str) -> bool:
-    if db is None or not db.exists() or Path(ref).is_file():
+def _is_judge_run(workspace: Workspace, ref: Any) -> bool:
+    if not isinstance(ref, str) or not workspace.has_db or Path(ref).is_file():
         return False
-    from qrelkit.storage import Store, judgments
+    from qrelkit.storage import judgments
 
-    with Store(db, read_only=True) as store:
-        try:
-            judgments.judge_run(store, ref)
-        except StoreError:
-            return False
-        names = store.qrels_names()
-    if ref in names:
-        raise QrelkitError(f"{ref!r} names both a judge run and a qrels set in {db}: give the judge run's id, or the set's file")
+    try:
+        judgments.judge_run(workspace.store, ref)
+    except StoreError:
+        return False
+    if ref in workspace.store.qrels_names():
+        raise QrelkitError(f"{ref!r} names both a judge run and a qrels set in {workspace.db}: give the judge run's id, or the set's file")
     return True
 
 
-def resolve_judge(ref: str, db: Path | None, on_duplicate: OnDuplicate) -> ResolvedQrels:
+def resolve_judge(ref: Any, workspace: Workspace) -> ResolvedQrels:
     """A judge run (its audited set: the one its job graded), a qrels set, or a qrels file."""
-    if _is_judge_run(db, ref):
-        return judge_run_qrels(db, ref)
-    return qrels_with_source(ref, db, on_duplicate=on_duplicate)
+    if _is_judge_run(workspace, ref):
+        return workspace.judge_run_qrels(ref)
+    return workspace.qrels_with_source(QrelsRef.of(ref))
 
 
-def _entry(resolved: ResolvedQrels, db: Path | None) -> JudgeEntry:
-    if resolved.judge_run_id is None or db is None or not _run_still_stored(resolved):
+def _entry(resolved: ResolvedQrels, workspace: Workspace) -> JudgeEntry:
+    if resolved.judge_run_id is None or not workspace.has_db or not _run_still_stored(resolved):
         return JudgeEntry(resolved.qrels.name, "compared", resolved.source)  # a file, a loaded set: no judge run to cost
-    return JudgeEntry(resolved.qrels.name, "compared", resolved.source, judge_cost(db, resolved.judge_run_id))
+    return JudgeEntry(resolved.qrels.name, "compared", resolved.source, stored_cost(workspace.store, resolved.judge_run_id))
 
 
 def _run_still_stored(resolved: ResolvedQrels) -> bool:
@@ -265,17 +256,20 @@ def run(request: CompareRequest, db: str | Path | None = None) -> CompareResult:
     """Resolve the judges, the reference, the runs and the groups in ``db`` (for a sweep, the job's
     database), then :func:`compare_judges`."""
     db = Path(db) if db is not None else _sweep_database(request)
-    reference_map = parse_grade_map(request.reference_map, "--map") if request.reference_map else None
-    model_map = parse_grade_map(request.model_map, "--map-model") if request.model_map else None
+    reference_map = GradeMap.parse(request.reference_map, "--map")
+    model_map = GradeMap.parse(request.model_map, "--map-model")
+    patterns, groups_file = parse_group_patterns(request.group_patterns), GroupsFile.parse(request.groups)
     found: list[tuple[JudgeEntry, ResolvedQrels | None]] = []
-    for ref in request.judges:
-        resolved = resolve_judge(ref, db, request.on_duplicate)
-        found.append((_entry(resolved, db), resolved))
-    if request.sweep is not None:
-        found += sweep_entries(request, db)
-    reference = qrels_with_source(request.reference, db, name=request.reference_name, file_name=True, on_duplicate=request.on_duplicate)
-    runs = resolve_runs(list(request.runs), db, on_duplicate=request.on_duplicate)
-    run_groups = resolve_groups([r.name for r in runs], patterns=list(request.group_patterns) or None, groups=request.groups)
+    with Workspace(db, on_duplicate=request.on_duplicate) as workspace:
+        for ref in request.judges:
+            resolved = resolve_judge(ref, workspace)
+            found.append((_entry(resolved, workspace), resolved))
+        if request.sweep is not None:
+            workspace.close()  # the sweep's entries read the database on their own
+            found += sweep_entries(request, db)
+        reference = workspace.qrels_with_source(QrelsRef.of(request.reference, name=request.reference_name, file_label=True))
+        runs = workspace.runs(RunsRef.of(list(request.runs)))
+    run_groups = resolve_groups([r.name for r in runs], patterns, groups_file)
     compared = [resolved.qrels for entry, resolved in found if entry.status == "compared" and resolved is not None]
     comparison = None
     if compared:

@@ -6,50 +6,43 @@ same qrels cut to at most M relevant items per query (seed 001, Table 2; `--max-
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from qrelkit.commands.sources import resolve_qrels, resolve_runs
+from qrelkit.commands.requests import CorrelateRequest
+from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.correlate import RankCorrelations, rank_correlations
 from qrelkit.evaluate.metrics import evaluate_runs
-from qrelkit.evaluate.sparsify import check_keep, sparsify_qrels
-from qrelkit.io import OnDuplicate, Qrels
-
-DEFAULT_MEASURES = ["nDCG@10"]
+from qrelkit.evaluate.sparsify import sparsify_qrels
+from qrelkit.io import Qrels
 
 
-def _labelled(qrels_sets: list[Qrels], refs: list[str]) -> list[tuple[str, Qrels]]:
+def _labelled(qrels_sets: list[Qrels], refs: list[Any]) -> list[tuple[str, Qrels]]:
     """(label, qrels): a set's name, or the reference the user gave where two names collide."""
     names = [q.name for q in qrels_sets]
-    return [(name if names.count(name) == 1 else ref, q) for name, ref, q in zip(names, refs, qrels_sets)]
+    given = [str(ref) if isinstance(ref, str | Path) else f"{name} #{i + 1}" for i, (name, ref) in enumerate(zip(names, refs))]
+    return [(name if names.count(name) == 1 else label, q) for name, label, q in zip(names, given, qrels_sets)]
 
 
-def correlate(
-    *,
-    qrels: list[str],
-    runs: list[str],
-    measures: list[str] | None = None,
-    db: str | Path | None = None,
-    max_rel: list[int] | None = None,
-    keep: str = "top-grade",
-    seed: int = 0,
-    rel_level: int | None = None,
-    on_duplicate: OnDuplicate | str = OnDuplicate.error,
-) -> RankCorrelations:
-    """Rank correlations between every (measure, qrels) ordering of ``runs``.
+def correlate(*, db: str | Path | None = None, **options: Any) -> RankCorrelations:
+    """`qrelkit correlate` from option values (those of `CorrelateRequest.from_options`) and ``db``."""
+    request = CorrelateRequest.from_options(**options)
+    with Workspace(db, on_duplicate=request.on_duplicate) as workspace:
+        return run(request, workspace)
 
-    ``qrels``: one or more files or stored sets; ``max_rel``: also the first qrels cut to at most
-    each M relevant items per query (kept as ``keep`` says, with ``seed``). Means run over the
-    queries every qrels set judges (a query a run misses scores 0), so all orderings see the same
-    topics."""
-    if not qrels:
-        raise QrelkitError("give the qrels: --qrels FILE_OR_NAME (repeatable)")
-    chosen = list(dict.fromkeys(measures or DEFAULT_MEASURES))
-    check_keep(keep)
-    resolved = [resolve_qrels(ref, db, on_duplicate=on_duplicate) for ref in qrels]
-    sets = _labelled(resolved, qrels)
+
+def run(request: CorrelateRequest, workspace: Workspace) -> RankCorrelations:
+    """Rank correlations between every (measure, qrels) ordering of the runs.
+
+    The qrels: one or more sets; ``max_rel``: also the first set cut to at most each M relevant
+    items per query. Means run over the queries every qrels set judges (a query a run misses scores
+    0), so all orderings see the same topics."""
+    chosen = list(request.measures)
+    resolved = [workspace.qrels(ref) for ref in request.qrels]
+    sets = _labelled(resolved, [ref.ref if ref.ref is not None else ref.value for ref in request.qrels])
     notes = []
-    for m in max_rel or []:
-        cut, how = sparsify_qrels(resolved[0], m, rel_level=rel_level, seed=seed, keep=keep)
+    for m in request.max_rel:
+        cut, how = sparsify_qrels(resolved[0], m, rel_level=request.rel_level, seed=request.seed, keep=request.keep)
         sets.append((cut.name, cut))
         notes.append(f"{cut.name}: {sets[0][0]} with {how}")
     if len(sets) * len(chosen) < 2:
@@ -57,7 +50,7 @@ def correlate(
     queries = sorted(set.intersection(*(set(q.grades) for _, q in sets)))
     if not queries:
         raise QrelkitError("the qrels sets share no query")
-    run_list = resolve_runs(runs, db, on_duplicate=on_duplicate)
+    run_list = workspace.runs(request.runs)
     scores: dict[str, dict[str, float]] = {}
     for label, qrels_set in sets:
         evaluation = evaluate_runs({q: qrels_set.grades[q] for q in queries}, run_list, chosen)

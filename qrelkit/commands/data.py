@@ -4,19 +4,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from qrelkit.commands.sources import resolve_qrels, stream_runs
+from qrelkit.commands.requests import EvaluateRequest
+from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate import Evaluation, evaluate_runs
-from qrelkit.evaluate.metrics import check_average
-from qrelkit.evaluate.trec_names import trec_eval_names
 from qrelkit.io import OnDuplicate, list_run_files, run_tag
 
 if TYPE_CHECKING:
     from qrelkit.storage import LoadResult
-
-DEFAULT_MEASURES = ["nDCG@10"]
 
 
 def load_topics(db: Path, file: Path, *, name: str | None = None, replace: bool = False) -> list[LoadResult]:
@@ -41,7 +38,6 @@ def load_runs(
     *,
     name: str | None = None,
     tag_names: bool = False,
-    group: str | None = None,
     replace: bool = False,
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
 ) -> list[LoadResult]:
@@ -58,7 +54,7 @@ def load_runs(
         raise QrelkitError(f"--name names one run, but {len(files)} run files were given; use --tag-names, or load them one by one")
     names: list[str | None] = [name] if name is not None else [run_tag(f) for f in files] if tag_names else [None] * len(files)
     with Store(db) as store:
-        results = store.load_runs(files, names=names, group=group, replace=replace, on_duplicate=on_duplicate)
+        results = store.load_runs(files, names=names, replace=replace, on_duplicate=on_duplicate)
     from qrelkit.storage import LoadResult
 
     return results + [LoadResult("runs", str(path), 0, "skipped", reason) for path, reason in skipped]
@@ -81,38 +77,41 @@ def show(db: Path) -> list[dict[str, object]]:
         return [{"what": what, "count": count, "detail": detail} for what, count, detail in store.summary()]
 
 
-def evaluate(
-    qrels: str,
-    runs: list[str],
-    measures: list[str] | None,
-    db: Path | None,
-    *,
-    on_duplicate: OnDuplicate | str = OnDuplicate.error,
-    average: str = "qrels",
-    max_rel: int | None = None,
-    keep: str = "top-grade",
-    seed: int = 0,
-    rel_level: int | None = None,
-    trec_layout: bool = False,
-) -> Evaluation:
-    """`qrelkit evaluate`: qrels and runs from files or the database, scored per query; the runs are
-    read one at a time (memory holds one run, not a whole track).
+OUTPUT_FORMATS = ("table", "json", "trec")
 
-    ``average``: what a mean runs over ("qrels" or "run"). ``max_rel``: score under qrels cut to at
-    most that many relevant items per query (grade >= ``rel_level``), kept as ``keep`` says with
-    ``seed`` (`qrelkit.evaluate.sparsify`, the same cut as `qrelkit fd --max-rel`). ``trec_layout``:
-    the output will be trec_eval's, so measure names that collide there are refused up front."""
-    check_average(average)
-    chosen = list(measures or DEFAULT_MEASURES)
-    if trec_layout:
-        trec_eval_names(chosen)
-    if max_rel is None and (keep != "top-grade" or rel_level is not None):
-        raise QrelkitError("--keep and --rel-level choose how --max-rel cuts the qrels; give --max-rel M too")
-    resolved = resolve_qrels(qrels, db, on_duplicate=on_duplicate)
+
+def check_format(output: str) -> str:
+    """`qrelkit evaluate --format`: table, json or trec (trec_eval's lines)."""
+    if output not in OUTPUT_FORMATS:
+        raise QrelkitError(f"--format {output!r}: choose table, json or trec")
+    return output
+
+
+def contents(db: Path) -> dict[str, Any]:
+    """`qrelkit show --json`: the sets, runs and judge runs the database holds, each with its fields."""
+    from qrelkit.storage import Store
+    from qrelkit.storage.contents import contents as stored
+
+    with Store(db, read_only=True) as store:
+        return stored(store)
+
+
+def run_evaluate(request: EvaluateRequest, workspace: Workspace) -> Evaluation:
+    """`qrelkit evaluate`: the runs scored per query under the qrels (cut first with ``max_rel``, the
+    same cut as `qrelkit fd --max-rel`); the runs are read one at a time (memory holds one run, not
+    a whole track)."""
+    resolved = workspace.qrels(request.qrels)
     cut = None
-    if max_rel is not None:
-        from qrelkit.evaluate.sparsify import check_keep, sparsify_qrels
+    if request.max_rel is not None:
+        from qrelkit.evaluate.sparsify import sparsify_qrels
 
-        resolved, cut = sparsify_qrels(resolved, max_rel, rel_level=rel_level, seed=seed, keep=check_keep(keep))
-    evaluation = evaluate_runs(resolved, stream_runs(runs, db, on_duplicate=on_duplicate), chosen, average=average)
+        resolved, cut = sparsify_qrels(resolved, request.max_rel, rel_level=request.rel_level, seed=request.seed, keep=request.keep)
+    evaluation = evaluate_runs(resolved, workspace.stream_runs(request.runs), list(request.measures), average=request.average)
     return replace(evaluation, qrels_cut=cut) if cut else evaluation
+
+
+def evaluate(qrels: Any, runs: Any, measures: list[str] | None, db: Path | None, **options: Any) -> Evaluation:
+    """`qrelkit evaluate` from option values (those of `EvaluateRequest.from_options`) and ``db``."""
+    request = EvaluateRequest.from_options(qrels=qrels, runs=runs, measures=measures, **options)
+    with Workspace(db, on_duplicate=request.on_duplicate) as workspace:
+        return run_evaluate(request, workspace)

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from qrelkit.commands.sources import judge_run_qrels, resolve_qrels, resolve_runs
+from qrelkit.commands.requests import EmbedderRef, FDRequest, QrelsRef, RunsRef
+from qrelkit.commands.workspace import Workspace
 from qrelkit.embed.cache import embed_with_cache
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, check_method, check_resamples
 from qrelkit.evaluate.fd.runs import FDReport, FDSettings, check_vectors, fd_of_runs, selected_docids
 from qrelkit.evaluate.sparsify import check_keep
-from qrelkit.io import Document, OnDuplicate, Qrels, read_documents
+from qrelkit.io import Document, Qrels, read_documents
 
 
 def load_embedder(name: str, backend: str = "onnx", *, batch_size: int = 64, device: str = "cpu", progress: bool = False):
@@ -48,25 +50,12 @@ def document_vectors(embedder, documents: Mapping[str, Document], docids: Iterab
     return embed_with_cache(store, embedder, "document", {d.docid: d.text for d in wanted if d.text is not None})
 
 
-def _qrels(qrels: str | None, judge_run: str | None, db: Path | None, on_duplicate) -> Qrels:
-
-    if (qrels is None) == (judge_run is None):
-        raise QrelkitError("give either --qrels (a file or a qrels set in --db) or --judge-run (its graded qrels)")
-    if judge_run is not None:
-        return judge_run_qrels(db, judge_run)[0]
-    assert qrels is not None  # exactly one of the two, checked above
-    return resolve_qrels(qrels, db, on_duplicate=on_duplicate)
-
-
-def _documents(docs: Path | None, db: Path | None, docids: set[str], image_root: Path | None) -> tuple[dict[str, Document], str]:
+def _documents(docs: Path | None, workspace: Workspace, docids: set[str], image_root: Path | None) -> tuple[dict[str, Document], str]:
     if docs is not None:
         return {d.docid: d for d in read_documents(docs, image_root=image_root)}, f"documents file {docs}"
-    if db is None or not Path(db).exists():
+    if not workspace.has_db:
         raise QrelkitError("give the documents: --docs FILE (JSONL), or --db with documents loaded")
-    from qrelkit.storage import Store
-
-    with Store(db, read_only=True) as store:
-        return store.documents(sorted(docids)), f"the documents of {db}"
+    return workspace.store.documents(sorted(docids)), f"the documents of {workspace.db}"
 
 
 def fd_settings(
@@ -86,59 +75,71 @@ def fd_settings(
     return FDSettings(tuple(ks or [10]), urr, max_rel, rel_level, chosen, seed, check_method(interval), check_keep(keep))
 
 
-def run_fd(
-    *,
-    qrels: str | None,
-    runs: list[str],
-    embedder: str,
-    settings: FDSettings,
-    docs: Path | None = None,
-    db: Path | None = None,
-    judge_run: str | None = None,
-    backend: str = "onnx",
-    cache: Path | None = None,
-    image_root: Path | None = None,
-    batch_size: int = 64,
-    progress: bool = False,
-    keep_samples: bool = False,
-    plot: Path | None = None,
-    plot_metric: Path | None = None,
-    metric: str = "nDCG@10",
-    on_duplicate: OnDuplicate | str = OnDuplicate.error,
-    bootstrap_progress: Callable[[int, int], None] | None = None,
-    workers: int | None = None,
+def run(
+    request: FDRequest, workspace: Workspace, *, progress: bool = False, bootstrap_progress=None, keep_samples: bool = False
 ) -> FDReport:
-    """Everything `qrelkit fd` does before printing. ``cache`` (a database file) keeps the
-    vectors; by default the --db itself when one is given. ``plot`` writes the bootstrap
-    intervals of the first cut-off, ``plot_metric`` FD at each cut-off against ``metric``."""
-    qrels_data = _qrels(qrels, judge_run, db, on_duplicate)
-    run_list = resolve_runs(runs, db, on_duplicate=on_duplicate)
-    needed = selected_docids(qrels_data, run_list, settings)
+    """Everything `qrelkit fd` does before printing. The vectors are cached in ``request.cache``, by
+    default the database itself when there is one; ``plot`` draws the bootstrap intervals of the
+    first cut-off, ``plot_metric`` FD at each cut-off against ``metric``."""
+    qrels = workspace.qrels(request.qrels)
+    runs = workspace.runs(request.runs)
+    needed = selected_docids(qrels, runs, request.settings)
     all_docids = set().union(*needed.values())
-    documents, where = _documents(docs, db, all_docids, image_root)
+    documents, where = _documents(request.docs, workspace, all_docids, request.image_root)
     check_vectors(needed, documents, where)
-    model = load_embedder(embedder, backend, batch_size=batch_size, progress=progress)
-    cache = cache if cache is not None else (db if db is not None and Path(db).exists() else None)
+    embedder = request.embedder
+    model = load_embedder(embedder.name, embedder.backend, batch_size=embedder.batch_size, device=embedder.device, progress=progress)
+    cache = request.cache if request.cache is not None else (workspace.db if workspace.has_db else None)
     if cache is not None:
         from qrelkit.storage import Store
 
+        workspace.close()  # the cache is written: no reading connection of this process may hold the file
         with Store(cache) as store:
             vectors = document_vectors(model, documents, all_docids, store)
     else:
         vectors = document_vectors(model, documents, all_docids)
     report = fd_of_runs(
-        qrels_data,
-        run_list,
+        qrels,
+        runs,
         vectors,
-        settings,
+        request.settings,
         embedder=model.embedder_id,
         keep_samples=keep_samples,
         progress=bootstrap_progress,
-        workers=workers,
+        workers=request.workers,
     )
-    if plot is not None or plot_metric is not None:
-        _write_plots(report, qrels_data, run_list, plot, plot_metric, metric)
+    if request.plot is not None or request.plot_metric is not None:
+        _write_plots(report, qrels, runs, request.plot, request.plot_metric, request.metric)
     return report
+
+
+def run_fd(
+    *,
+    qrels: Any,
+    runs: Any,
+    embedder: str,
+    settings: FDSettings,
+    db: Path | None = None,
+    judge_run: str | None = None,
+    backend: str = "onnx",
+    batch_size: int = 64,
+    progress: bool = False,
+    keep_samples: bool = False,
+    bootstrap_progress: Callable[[int, int], None] | None = None,
+    **options: Any,
+) -> FDReport:
+    """`qrelkit fd` from option values and ``db``; ``options``: the other fields of `FDRequest`."""
+    if (qrels is None) == (judge_run is None):
+        raise QrelkitError("give either --qrels (a file or a qrels set in --db) or --judge-run (its graded qrels)")
+    request = FDRequest(
+        qrels=QrelsRef(judge_run=judge_run) if judge_run is not None else QrelsRef.of(qrels),
+        runs=RunsRef.of(runs),
+        embedder=EmbedderRef(embedder, backend, batch_size),
+        settings=settings,
+        **options,
+    )
+    with Workspace(db, on_duplicate=request.on_duplicate) as workspace:
+        return run(request, workspace, progress=progress, bootstrap_progress=bootstrap_progress, keep_samples=keep_samples)
 
 
 def _write_plots(report: FDReport, qrels: Qrels, runs, plot: Path | None, plot_metric: Path | None, metric: str) -> None:

@@ -12,13 +12,15 @@ from qrelkit.errors import QrelkitError
 from qrelkit.io import Qrels, write_qrels
 from qrelkit.io.files import check_writable
 from qrelkit.io.numbers import ascii_int, ascii_number
+from qrelkit.io.results import Result
 from qrelkit.jobs.grade import GradingResult, GradingSpec, grade_judge_run, grading_spec
 from qrelkit.jobs.runner import JobReport, JobStopped, ProgressCallback, run_job
 from qrelkit.jobs.spec import JobSpec
 from qrelkit.prompts import PromptTemplate, RenderedPrompt, load_template
 from qrelkit.report.tables import describe_grading, describe_job, judge_run_match_note
 from qrelkit.storage import Store
-from qrelkit.storage.judgments import graded_qrels, judge_run
+from qrelkit.storage.judgments import graded_qrels
+from qrelkit.storage.judgments import judge_run as find_judge_run
 
 # `qrelkit grade` flags, for error messages that name the flag a user typed.
 GRADE_FLAGS = {
@@ -29,7 +31,7 @@ GRADE_FLAGS = {
     "per_topic": "--per-topic/--global",
     "ties": "--ties",
     "map": "--map",
-    "score": "--score",
+    "score_from": "--score-from",
     "name": "--name",
 }
 
@@ -44,7 +46,10 @@ def templates_payload(templates: list[PromptTemplate]) -> list[dict[str, Any]]:
     return [t.content() for t in templates]
 
 
-def render_pair(template_ref: str, db: Path, qid: str, docid: str) -> RenderedPrompt:
+def render_pair(template_ref: str, db: Path, qid: str | None, docid: str | None) -> RenderedPrompt:
+    """`qrelkit prompts show TEMPLATE --topic QID --doc DOCID`: the messages a model sees for one pair."""
+    if qid is None or docid is None:
+        raise QrelkitError("give both --topic QID and --doc DOCID (or neither)")
     template = load_template(template_ref)
     with Store(db, read_only=True) as store:
         topics = {t.qid: t for t in store.topics()}
@@ -95,7 +100,7 @@ def grading_from_flags(
     per_topic: bool | None = None,
     ties: str | None = None,
     grade_map: str | None = None,
-    score: str | None = None,
+    score_from: str | None = None,
     name: str | None = None,
 ) -> GradingSpec:
     """The command line's grading flags as the same validated specification a job file gives (and
@@ -108,7 +113,7 @@ def grading_from_flags(
         "per_topic": per_topic,
         "ties": ties,
         "map": _mapping(grade_map),
-        "score": score,
+        "score_from": score_from,
         "name": name,
     }
     if method is None and options["thresholds"] is not None:
@@ -136,11 +141,31 @@ def grade_job(spec: JobSpec, judge_run_id: str) -> GradingResult | None:
         return grade_judge_run(store, judge_run_id, spec.grading, replace=own, by_job=True)
 
 
-@dataclass
-class JudgingOutcome:
+@dataclass(repr=False)
+class JudgingOutcome(Result):
+    """What `qrelkit judge` (and `qrelkit.judge`) did: the run's report and, when the job grades, its grading."""
+
     report: JobReport
     grading: GradingResult | None = None
     limit: int | None = None  # --limit: a cap on this run's calls, not a sample
+
+    @property
+    def judge_run_id(self) -> str:
+        return self.report.judge_run_id
+
+    def summary(self) -> str:
+        graded = f", qrels={self.grading.qrels.name!r}" if self.grading is not None else ""
+        report = self.report
+        return f"judge_run_id={self.judge_run_id!r}, pairs={report.pairs}, judged={report.judged}, statuses={report.statuses}{graded}"
+
+    def to_pandas(self):
+        """One row: the counts of this run (pairs, judged, each status) and the graded set."""
+        from qrelkit.io.results import pandas
+
+        row = {k: v for k, v in self.to_dict().items() if not isinstance(v, dict | list)}
+        row.update({f"status_{status}": n for status, n in self.report.statuses.items()})
+        row["qrels"] = self.grading.qrels.name if self.grading is not None else None
+        return pandas().DataFrame([row])
 
     def to_dict(self) -> dict[str, Any]:
         out = self.report.to_dict()
@@ -259,7 +284,7 @@ def export_qrels_file(
     return qrels, note
 
 
-def export_judgments(db: Path, output: Path, *, judge_run_ref: str | None = None, force: bool = False) -> tuple[int, list[str]]:
+def export_judgments(db: Path, output: Path, *, judge_run: str | None = None, force: bool = False) -> tuple[int, list[str]]:
     """`qrelkit export judgments`: every stored field of a judge run's judgments (or of all runs)
     as Parquet, CSV or JSON Lines (an existing file only with ``force``); returns the row count and
     the judge runs written."""
@@ -269,7 +294,7 @@ def export_judgments(db: Path, output: Path, *, judge_run_ref: str | None = None
     check_writable(output, overwrite=force)
     suffix = table_format(output)
     with Store(db, read_only=True) as store:
-        judge_run_id = judge_run(store, judge_run_ref).judge_run_id if judge_run_ref is not None else None
+        judge_run_id = find_judge_run(store, judge_run).judge_run_id if judge_run is not None else None
         if suffix != ".csv":  # DuckDB writes these itself, a block at a time
             return copy_judgments(store, output, "parquet" if suffix == ".parquet" else "json", judge_run_id)
         table = judgments_table(store, judge_run_id)
@@ -284,9 +309,3 @@ def import_scores(db: Path, path: Path, *, name: str, replace: bool = False):
     scores = read_scores(path)
     with Store(db) as store:
         return store.import_scores(scores, name=name, path=path, replace=replace)
-
-
-def judge_run_of(db: Path, ref: str) -> str:
-    """The full id of a judge run named by id, unique id prefix, or name."""
-    with Store(db, read_only=True) as store:
-        return judge_run(store, ref).judge_run_id

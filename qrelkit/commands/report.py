@@ -4,43 +4,47 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qrelkit import __version__
-from qrelkit.commands.agree import agree
+from qrelkit.commands import agree
+from qrelkit.commands.requests import AuditRequest
+from qrelkit.commands.workspace import Workspace
 from qrelkit.io.files import check_writable
 from qrelkit.report.html import JudgeSummary, Provenance, write_report
 
+if TYPE_CHECKING:
+    from qrelkit.storage import Store
 
-def summarize_judge_run(db: str | Path, judge_run: str, qrels_set: str | None = None) -> JudgeSummary:
+
+def summarize_judge_run(store: Store, judge_run: str, qrels_set: str | None = None) -> JudgeSummary:
     """What the report shows about the judge run behind the model qrels (``qrels_set``, the set the
     audit read; by default the one `--judge-run` audits)."""
-    from qrelkit.storage import Store, judgments  # DuckDB only for a report from a database
+    from qrelkit.storage import judgments  # DuckDB only for a report from a database
 
-    with Store(db, read_only=True) as store:
-        info = judgments.judge_run(store, judge_run)
-        run_id = info.judge_run_id
-        totals = judgments.judge_run_totals(store, run_id)
-        if qrels_set is None:
-            qrels_set = judgments.audit_qrels_name(store, info)
-        return JudgeSummary(
-            judge_run_id=run_id,
-            judge=info.judge,
-            model_id=info.model_id,
-            config=info.config,
-            template_id=info.template_id,
-            template=info.template,
-            qrels_set=qrels_set,
-            grading=store.qrels_grading(qrels_set) if qrels_set is not None else None,
-            statuses=judgments.status_counts(store, run_id),
-            judgments=totals.judgments,
-            tokens_in=totals.tokens_in,
-            tokens_out=totals.tokens_out,
-            cost=totals.cost,
-            mean_latency_ms=totals.mean_latency_ms,
-            failures=judgments.failed_sample(store, run_id, limit=10),
-            scores=judgments.ok_scores(store, run_id),
-        )
+    info = judgments.judge_run(store, judge_run)
+    run_id = info.judge_run_id
+    totals = judgments.judge_run_totals(store, run_id)
+    if qrels_set is None:
+        qrels_set = judgments.audit_qrels_name(store, info)
+    return JudgeSummary(
+        judge_run_id=run_id,
+        judge=info.judge,
+        model_id=info.model_id,
+        config=info.config,
+        template_id=info.template_id,
+        template=info.template,
+        qrels_set=qrels_set,
+        grading=store.qrels_grading(qrels_set) if qrels_set is not None else None,
+        statuses=judgments.status_counts(store, run_id),
+        judgments=totals.judgments,
+        tokens_in=totals.tokens_in,
+        tokens_out=totals.tokens_out,
+        cost=totals.cost,
+        mean_latency_ms=totals.mean_latency_ms,
+        failures=judgments.failed_sample(store, run_id, limit=10),
+        scores=judgments.ok_scores(store, run_id),
+    )
 
 
 def report_path(out: str | Path) -> Path:
@@ -49,17 +53,23 @@ def report_path(out: str | Path) -> Path:
     return out if out.suffix.lower() in (".html", ".htm") else out / "report.html"
 
 
-def build_report(
-    *, out: str | Path, judge_run: str | None = None, db: str | Path | None = None, command: str = "qrelkit report", **agree_options: Any
-) -> Path:
-    """`qrelkit report`: audit (as :func:`qrelkit.commands.agree.agree`) and write the page; ``command``
+def run(request: AuditRequest, workspace: Workspace, *, out: str | Path, command: str = "qrelkit report") -> Path:
+    """`qrelkit report`: audit (as :func:`qrelkit.commands.agree.run`) and write the page; ``command``
     is the command line shown at its bottom. Everything is computed before the file is written."""
     check_writable(report_path(out))
-    result = agree(judge_run=judge_run, db=db, **agree_options)
+    result = agree.run(request, workspace)
     model = result.sources.get("model", {})
     # the judge run behind the model qrels, whether named by --judge-run or by a graded set's name
     judge_run_part = model.get("judge_run") or {}
     graded_from = judge_run_part.get("id") if judge_run_part.get("judge") is not None else None  # None: the run was dropped since
-    judge = summarize_judge_run(db, graded_from, model["name"]) if graded_from is not None and db is not None else None
+    judge = summarize_judge_run(workspace.store, graded_from, model["name"]) if graded_from is not None and workspace.has_db else None
     provenance = Provenance(__version__, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), command)
     return write_report(result, report_path(out), judge, provenance)
+
+
+def build_report(*, out: str | Path, db: str | Path | None = None, command: str = "qrelkit report", **options: Any) -> Path:
+    """`qrelkit report` from option values (those of `AuditRequest.from_options`) and ``db``."""
+    check_writable(report_path(out))
+    request = AuditRequest.from_options(**options)
+    with Workspace(db, on_duplicate=request.on_duplicate) as workspace:
+        return run(request, workspace, out=out, command=command)

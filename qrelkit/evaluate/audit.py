@@ -27,32 +27,35 @@ disagreement), or too little data for a statistic. The size thresholds, and why:
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from qrelkit.evaluate.agreement import STATISTICS, SystemCorrelation, correlate_systems
 from qrelkit.evaluate.bias import GroupBias, check_groups, group_bias
 from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, METHOD_NAMES, check_method, check_resamples, paired_intervals, resample_weights
-from qrelkit.evaluate.labels import LabelAgreement, kappa_statistic, label_agreement
+from qrelkit.evaluate.labels import (
+    KAPPA_NAMES,
+    LabelAgreement,
+    agreement_of,
+    finite_or_none,
+    interval_or_none,
+    kappa_statistic_of,
+    mapped_pairs,
+)
 from qrelkit.evaluate.metrics import Evaluation, evaluate_runs
 from qrelkit.io import Qrels, Run
+from qrelkit.io.results import Result
 
 DEFAULT_MEASURES = ("nDCG@10", "AP(rel=2)")
 MIN_KAPPA_PAIRS = 50
 MIN_RUNS = 5
 MIN_QUERIES = 10
 STATISTIC_NAMES = {"kendall_tau": "Kendall τ-b", "spearman_rho": "Spearman ρ", "pearson_r": "Pearson r", "tau_ap": "τ_AP"}
-KAPPA_NAMES = {
-    "cohen_kappa": "Cohen's κ",
-    "cohen_kappa_linear": "Cohen's κ, linear weights",
-    "cohen_kappa_quadratic": "Cohen's κ, quadratic weights",
-    "cohen_kappa_binary": "Cohen's κ, binary",
-}
 
 
-@dataclass(frozen=True)
-class Audit:
+@dataclass(frozen=True, repr=False)
+class Audit(Result):
     model_name: str
     reference_name: str
     queries: list[str]  # judged by both qrels: the queries systems are scored on
@@ -74,6 +77,14 @@ class Audit:
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)
     interval: str = METHOD_NAMES[DEFAULT_METHOD]  # the interval method, as printed: "BCa" or "percentile"
     level: float = 0.95
+
+    def summary(self) -> str:
+        first = next(iter(self.systems.values()), None)
+        tau = f", kendall_tau[{next(iter(self.systems))}]={first.kendall_tau:.4f}" if first is not None else ""
+        return (
+            f"model={self.model_name!r}, reference={self.reference_name!r}, queries={len(self.queries)}, "
+            f"shared_pairs={self.labels.shared_pairs}, cohen_kappa={self.labels.cohen_kappa:.4f}{tau}"
+        )
 
     def interval_notes(self) -> list[str]:
         """One sentence per interval that should not be read as it stands (its estimate outside
@@ -98,14 +109,16 @@ class Audit:
 
     def to_pandas(self):
         """One row per (run, measure): the run's mean under the model and the reference qrels."""
-        import pandas as pd
+        from qrelkit.io.results import pandas
+
+        pd = pandas()
 
         model, reference = self.model_evaluation.means(), self.reference_evaluation.means()
         rows = [(run, m, model[run][m], reference[run][m]) for run in self.model_evaluation.runs for m in self.model_evaluation.measures]
         return pd.DataFrame(rows, columns=["run", "measure", "model", "reference"])
 
 
-def _grade_scale(grades: dict[str, dict[str, int]], mapping: dict[int, int] | None) -> tuple[int, int] | None:
+def _grade_scale(grades: dict[str, dict[str, int]], mapping: Mapping[int, int] | None) -> tuple[int, int] | None:
     """(lowest, highest) grade after the map; None for no grades."""
     seen = {grade for docs in grades.values() for grade in docs.values()}
     if mapping is not None:
@@ -123,8 +136,8 @@ def scale_warning(
     model_grades: dict[str, dict[str, int]],
     reference_grades: dict[str, dict[str, int]],
     *,
-    reference_map: dict[int, int] | None = None,
-    model_map: dict[int, int] | None = None,
+    reference_map: Mapping[int, int] | None = None,
+    model_map: Mapping[int, int] | None = None,
 ) -> str | None:
     """A sentence when the model's grades and the reference's span different ranges (after the maps)."""
     model, reference = _grade_scale(model_grades, model_map), _grade_scale(reference_grades, reference_map)
@@ -161,15 +174,31 @@ def size_warnings(shared_pairs: int, queries: int, runs: int) -> list[str]:
     return warnings
 
 
+def _judged_on(qrels: Qrels, queries: list[str]) -> Qrels:
+    """The qrels of ``queries`` alone, as columns (no detour through dicts)."""
+    import pyarrow.compute as pc
+
+    from qrelkit.io import arrays
+
+    table = qrels.table
+    return Qrels.from_table(qrels.name, table.filter(pc.is_in(table.column("qid"), value_set=arrays.strings(queries))))
+
+
+def _as_qrels(qrels: Qrels | dict[str, dict[str, int]], name: str) -> Qrels:
+    from qrelkit.io.frames import qrels_from_dict
+
+    return qrels if isinstance(qrels, Qrels) else qrels_from_dict(qrels, name)
+
+
 def audit(
-    model: Qrels,
-    reference: Qrels,
+    model: Qrels | dict[str, dict[str, int]],
+    reference: Qrels | dict[str, dict[str, int]],
     runs: list[Run],
     *,
     measures: list[str] | tuple[str, ...] = DEFAULT_MEASURES,
     groups: dict[str, list[str]] | None = None,
-    reference_map: dict[int, int] | None = None,
-    model_map: dict[int, int] | None = None,
+    reference_map: Mapping[int, int] | None = None,
+    model_map: Mapping[int, int] | None = None,
     rel_level: int | None = None,
     resamples: int = 1000,
     seed: int | None = 0,
@@ -177,17 +206,20 @@ def audit(
     level: float = 0.95,
 ) -> Audit:
     """Audit ``model`` qrels against ``reference`` qrels over ``runs``; see the module docstring.
-    ``interval``: 'bca' (default) or 'percentile', for every interval of the audit."""
+    ``interval``: 'bca' (default) or 'percentile', for every interval of the audit. The qrels may
+    be `Qrels` or ``{qid: {docid: grade}}`` dicts (named "model" and "reference")."""
+    model, reference = _as_qrels(model, "model"), _as_qrels(reference, "reference")
     method = check_method(interval)
     check_resamples(resamples)
-    labels = label_agreement(model.grades, reference.grades, reference_map=reference_map, model_map=model_map, rel_level=rel_level)
+    pairs = mapped_pairs(model, reference, reference_map=reference_map, model_map=model_map)  # once, for κ, α and their bootstrap
+    labels = agreement_of(pairs, rel_level)
     queries = sorted(set(model.grades) & set(reference.grades))  # non-empty: label_agreement found shared pairs
     measures = list(dict.fromkeys(measures))
-    model_evaluation = evaluate_runs({q: model.grades[q] for q in queries}, runs, measures)
-    reference_evaluation = evaluate_runs({q: reference.grades[q] for q in queries}, runs, measures)
+    model_evaluation = evaluate_runs(_judged_on(model, queries), runs, measures)
+    reference_evaluation = evaluate_runs(_judged_on(reference, queries), runs, measures)
     # One set of resamples for every statistic, so intervals of κ, τ and Δ describe the same topic draws.
     weights = resample_weights(len(queries), resamples, seed)
-    kappas = kappa_statistic(model.grades, reference.grades, queries, reference_map=reference_map, model_map=model_map, rel_level=rel_level)
+    kappas = kappa_statistic_of(pairs, queries, rel_level)
     found = paired_intervals(kappas, weights, method=method, level=level)
     labels = replace(labels, intervals={name: i for name, i in found.intervals.items() if i is not None})
     groups = check_groups(groups or {}, model_evaluation.runs)
@@ -204,8 +236,8 @@ def audit(
         reference_evaluation=reference_evaluation,
         resamples=resamples,
         seed=seed,
-        reference_map=reference_map,
-        model_map=model_map,
+        reference_map=None if reference_map is None else dict(reference_map),
+        model_map=None if model_map is None else dict(model_map),
         groups=groups,
         model_grades=model.grades,
         reference_grades=reference.grades,
@@ -215,49 +247,27 @@ def audit(
     )
 
 
-def _number(value: float | None) -> float | None:
-    return None if value is None or math.isnan(value) else float(value)
-
-
-def _interval(interval: tuple[float, float] | None) -> list[float | None] | None:
-    return None if not interval else [_number(interval[0]), _number(interval[1])]
-
-
 def audit_to_dict(result: Audit) -> dict[str, Any]:
     """The JSON form (`qrelkit agree --json`); an undefined statistic is null, never NaN."""
     labels = result.labels
-    label_part: dict[str, Any] = {
-        "cohen_kappa": _number(labels.cohen_kappa),
-        "cohen_kappa_linear": _number(labels.cohen_kappa_linear),
-        "cohen_kappa_quadratic": _number(labels.cohen_kappa_quadratic),
-        "krippendorff_alpha_ordinal": _number(labels.krippendorff_alpha_ordinal),
-        "exact_agreement": _number(labels.exact_agreement),
-        "confusion": {"rows": "reference", "columns": "model", "labels": labels.labels, "matrix": labels.confusion.tolist()},
-    }
-    if labels.rel_level is not None:
-        label_part["rel_level"] = labels.rel_level
-        label_part["cohen_kappa_binary"] = _number(labels.cohen_kappa_binary)
-    for name in [n for n in KAPPA_NAMES if n in label_part]:
-        found = labels.intervals.get(name)
-        label_part[f"{name}_ci95"] = _interval(found.interval) if found else None
-    label_part["notes"] = {name: found.note for name, found in labels.intervals.items() if found.note}
+    label_part = labels.to_dict()
     systems = {}
     for measure, corr in result.systems.items():
         entry: dict[str, Any] = {"runs": corr.runs, "queries": corr.queries}
         for name in STATISTICS:
-            entry[name] = _number(getattr(corr, name))
-            entry[f"{name}_ci95"] = _interval(corr.ci95.get(name))
+            entry[name] = finite_or_none(getattr(corr, name))
+            entry[f"{name}_ci95"] = interval_or_none(corr.ci95.get(name))
         entry["notes"] = corr.notes
         systems[measure] = entry
     bias = {
         group: {
             measure: {
-                "model": _number(b.model),
-                "reference": _number(b.reference),
-                "model_ci95": _interval(b.model_ci95),
-                "reference_ci95": _interval(b.reference_ci95),
-                "difference": _number(b.difference),
-                "difference_ci95": _interval(b.difference_ci95),
+                "model": finite_or_none(b.model),
+                "reference": finite_or_none(b.reference),
+                "model_ci95": interval_or_none(b.model_ci95),
+                "reference_ci95": interval_or_none(b.reference_ci95),
+                "difference": finite_or_none(b.difference),
+                "difference_ci95": interval_or_none(b.difference_ci95),
                 "group_runs": len(b.group_runs),
                 "other_runs": b.other_runs,
                 "notes": b.notes,

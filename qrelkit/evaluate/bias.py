@@ -8,12 +8,13 @@ gap is larger than topic sampling alone would produce.
 
 Groups are named three ways: explicit lists (API), regular expressions searched in run names
 (`--group NAME=REGEX`), or a groups file: a TSV with a `run` column and any number of grouping
-columns, each distinct value of the chosen column being one group (`--groups FILE --group-by COLUMN`).
+columns, each distinct value of the chosen column being one group (`--groups FILE:COLUMN`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,22 +53,10 @@ def check_groups(groups: dict[str, list[str]], runs: list[str], how: dict[str, s
     return out
 
 
-def groups_from_patterns(specs: list[str], runs: list[str]) -> dict[str, list[str]]:
-    """`NAME=REGEX` items: the runs whose name the regex matches anywhere (re.search)."""
-    groups, how = {}, {}
-    for spec in specs:
-        name, equals, pattern = spec.partition("=")
-        if not equals or not name.strip() or not pattern:
-            raise QrelkitError(f"--group {spec!r}: expected NAME=REGEX, e.g. neural='bert|BERT'")
-        try:
-            compiled = re.compile(pattern)
-        except re.error as exc:
-            raise QrelkitError(f"--group {spec!r}: invalid regular expression ({exc})") from None
-        if name.strip() in groups:
-            raise QrelkitError(f"--group {spec!r}: group {name.strip()!r} is given twice")
-        groups[name.strip()] = [run for run in runs if compiled.search(run)]
-        how[name.strip()] = f"regex {pattern!r}"
-    return check_groups(groups, runs, how)
+def groups_matching(patterns: Sequence[tuple[str, re.Pattern[str]]], runs: list[str]) -> dict[str, list[str]]:
+    """(name, regex) pairs: each group holds the runs whose name its regex matches anywhere (re.search)."""
+    groups = {name: [run for run in runs if pattern.search(run)] for name, pattern in patterns}
+    return check_groups(groups, runs, {name: f"regex {pattern.pattern!r}" for name, pattern in patterns})
 
 
 def read_groups_file(path: str | Path) -> tuple[list[str], dict[str, dict[str, str]]]:
@@ -77,7 +66,7 @@ def read_groups_file(path: str | Path) -> tuple[list[str], dict[str, dict[str, s
 
 def groups_from_file(path: str | Path, column: str | None, runs: list[str]) -> dict[str, list[str]]:
     """One group per distinct value of ``column`` (optional when the file has one grouping column, or a `group` column)."""
-    assigned = run_groups(path, runs, column, hint="--group-by COLUMN or --groups FILE:COLUMN")
+    assigned = run_groups(path, runs, column)
     column_name = column or "the grouping column"
     values = sorted(set(assigned.values()))
     groups = {value: [run for run in runs if assigned[run] == value] for value in values}

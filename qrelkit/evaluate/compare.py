@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,7 +179,7 @@ def _confusions(first: Audit, second: Audit, queries: list[str], maps: dict[str,
     (the union of both: unweighted κ does not change with a label neither side uses)."""
     reference = map_grades(_restricted(first.reference_grades, queries), maps.get("reference_map"), "reference")
     pairs = [
-        shared_pairs(map_grades(_restricted(audit_.model_grades, queries), maps.get("model_map"), "model", "--map-model"), reference)
+        shared_pairs(map_grades(_restricted(audit_.model_grades, queries), maps.get("model_map"), "model"), reference)
         for audit_ in (first, second)
     ]
     labels = grade_range(*[p.reference for p in pairs], *[p.model for p in pairs])
@@ -315,8 +315,8 @@ def compare_judges(
     *,
     measures: list[str] | tuple[str, ...] = DEFAULT_MEASURES,
     groups: dict[str, list[str]] | None = None,
-    reference_map: dict[int, int] | None = None,
-    model_map: dict[int, int] | None = None,
+    reference_map: Mapping[int, int] | None = None,
+    model_map: Mapping[int, int] | None = None,
     rel_level: int | None = None,
     baseline: str | None = None,
     resamples: int = 1000,

@@ -18,13 +18,14 @@ import numpy as np
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import kendall_tau_b, spearman_rho, tau_ap
+from qrelkit.io.results import Result
 
 CORRELATIONS = {"kendall_tau": kendall_tau_b, "spearman_rho": spearman_rho, "tau_ap": tau_ap}
 CORRELATION_NAMES = {"kendall_tau": "Kendall τ-b", "spearman_rho": "Spearman ρ", "tau_ap": "τ_AP (row = truth)"}
 
 
-@dataclass(frozen=True)
-class RankCorrelations:
+@dataclass(frozen=True, repr=False)
+class RankCorrelations(Result):
     """Each statistic as a matrix over ``orderings`` (rows and columns in that order)."""
 
     orderings: list[str]  # labels, e.g. "nDCG@10" or "qrels (max-rel 1, top-grade, seed 0)"
@@ -33,6 +34,9 @@ class RankCorrelations:
     matrices: dict[str, np.ndarray]  # statistic -> (orderings × orderings)
     queries: int = 0  # the queries every mean runs over
     notes: list[str] = field(default_factory=list)  # how each ordering was made, where it needs saying
+
+    def summary(self) -> str:
+        return f"orderings={self.orderings}, runs={len(self.runs)}, queries={self.queries}"
 
     def value(self, statistic: str, row: str, column: str) -> float:
         return float(self.matrices[statistic][self.orderings.index(row), self.orderings.index(column)])
@@ -54,7 +58,9 @@ class RankCorrelations:
 
     def to_pandas(self):
         """One row per (statistic, row ordering, column ordering, value); pandas is optional."""
-        import pandas as pd
+        from qrelkit.io.results import pandas
+
+        pd = pandas()
 
         rows = [
             (name, row, col, float(matrix[i, j]))

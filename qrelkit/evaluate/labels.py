@@ -14,52 +14,41 @@ side, so an unused grade in the middle still counts as a step (scikit-learn's
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.bootstrap import IntervalEstimate
+from qrelkit.io import Qrels
+from qrelkit.io.results import Result
 
 Grades = dict[str, dict[str, int]]  # qid -> docid -> grade
 
 
-def parse_grade_map(spec: str, option: str = "--map") -> dict[int, int]:
-    """`3:2,2:2,1:1,0:0` -> {3: 2, 2: 2, 1: 1, 0: 0}; a bad item is named in the error."""
-    mapping: dict[int, int] = {}
-    for item in (part.strip() for part in spec.split(",")):
-        source, colon, target = item.partition(":")
-        try:
-            if not colon:
-                raise ValueError
-            grade, onto = int(source), int(target)
-        except ValueError:
-            raise QrelkitError(f"{option} {spec!r}: {item!r} is not `grade:grade` (e.g. 3:2,2:2,1:1,0:0)") from None
-        if grade in mapping and mapping[grade] != onto:
-            raise QrelkitError(f"{option} {spec!r}: grade {grade} is mapped twice ({mapping[grade]} and {onto})")
-        mapping[grade] = onto
-    return mapping
-
-
-def map_grades(grades: Grades, mapping: dict[int, int] | None, side: str, option: str = "--map") -> Grades:
-    """Apply a grade mapping; a grade the mapping does not cover is an error, never a guess."""
+def map_grades(grades: Grades | Qrels, mapping: Mapping[int, int] | None, side: str) -> Grades:
+    """Apply a grade mapping; a grade the mapping does not cover is an error, never a guess.
+    ``grades``: a `Qrels` or its ``{qid: {docid: grade}}`` view."""
+    grades = grades.grades if isinstance(grades, Qrels) else grades
     if mapping is None:
         return grades
     spec = ",".join(f"{k}:{v}" for k, v in mapping.items())
+    named = getattr(mapping, "option", None) or f"the {side} map"  # how the caller named it (a request names its flag)
     out: Grades = {}
     for qid, docs in grades.items():
         for docid, grade in docs.items():
             if grade not in mapping:
                 raise QrelkitError(
-                    f"{option} {spec}: grade {grade} of the {side} qrels (qid {qid}, docid {docid}) is not mapped; add {grade}:<grade>"
+                    f"{named} {spec}: grade {grade} of the {side} qrels (qid {qid}, docid {docid}) is not mapped; add {grade}:<grade>"
                 )
             out.setdefault(qid, {})[docid] = mapping[grade]
     return out
 
 
 @dataclass(frozen=True)
-class JudgedPairs:
+class SharedPairs:
     """The pairs both sides judge, sorted by (qid, docid), with each side's grade."""
 
     qids: list[str]
@@ -70,9 +59,9 @@ class JudgedPairs:
     model_total: int  # pairs the model judges
 
 
-def shared_pairs(model: Grades, reference: Grades) -> JudgedPairs:
+def shared_pairs(model: Grades, reference: Grades) -> SharedPairs:
     keys = sorted((qid, docid) for qid, docs in reference.items() for docid in docs if docid in model.get(qid, {}))
-    return JudgedPairs(
+    return SharedPairs(
         qids=[q for q, _ in keys],
         docids=[d for _, d in keys],
         reference=np.array([reference[q][d] for q, d in keys], dtype=np.int64),
@@ -178,8 +167,24 @@ def krippendorff_alpha(reliability_data, level: str = "ordinal") -> float:
     return float(1.0 - (n - 1.0) * float((coincidence * delta).sum()) / expected)
 
 
-@dataclass(frozen=True)
-class LabelAgreement:
+KAPPA_NAMES = {
+    "cohen_kappa": "Cohen's κ",
+    "cohen_kappa_linear": "Cohen's κ, linear weights",
+    "cohen_kappa_quadratic": "Cohen's κ, quadratic weights",
+    "cohen_kappa_binary": "Cohen's κ, binary",
+}
+
+
+def finite_or_none(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def interval_or_none(interval: tuple[float, float] | None) -> list[float | None] | None:
+    return None if not interval else [finite_or_none(interval[0]), finite_or_none(interval[1])]
+
+
+@dataclass(frozen=True, repr=False)
+class LabelAgreement(Result):
     reference_pairs: int
     model_pairs: int
     shared_pairs: int
@@ -195,13 +200,43 @@ class LabelAgreement:
     # κ statistic name -> its bootstrap interval over queries (set by the audit, which owns the draws)
     intervals: dict[str, IntervalEstimate] = field(default_factory=dict)
 
+    def summary(self) -> str:
+        alpha = self.krippendorff_alpha_ordinal
+        return f"shared_pairs={self.shared_pairs}, cohen_kappa={self.cohen_kappa:.4f}, krippendorff_alpha_ordinal={alpha:.4f}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (the `labels` part of `qrelkit agree --json`); an undefined statistic is null, never NaN."""
+        out: dict[str, Any] = {
+            "cohen_kappa": finite_or_none(self.cohen_kappa),
+            "cohen_kappa_linear": finite_or_none(self.cohen_kappa_linear),
+            "cohen_kappa_quadratic": finite_or_none(self.cohen_kappa_quadratic),
+            "krippendorff_alpha_ordinal": finite_or_none(self.krippendorff_alpha_ordinal),
+            "exact_agreement": finite_or_none(self.exact_agreement),
+            "confusion": {"rows": "reference", "columns": "model", "labels": self.labels, "matrix": self.confusion.tolist()},
+        }
+        if self.rel_level is not None:
+            out["rel_level"] = self.rel_level
+            out["cohen_kappa_binary"] = finite_or_none(self.cohen_kappa_binary)
+        for name in [n for n in KAPPA_NAMES if n in out]:
+            found = self.intervals.get(name)
+            out[f"{name}_ci95"] = interval_or_none(found.interval) if found else None
+        out["notes"] = {name: found.note for name, found in self.intervals.items() if found.note}
+        return out
+
+    def to_pandas(self):
+        """The confusion matrix: one row per (reference grade, model grade, pairs); pandas is optional."""
+        from qrelkit.io.results import pandas
+
+        rows = [(r, m, int(self.confusion[i, j])) for i, r in enumerate(self.labels) for j, m in enumerate(self.labels)]
+        return pandas().DataFrame(rows, columns=["reference", "model", "pairs"])
+
 
 def label_agreement(
-    model: Grades,
-    reference: Grades,
+    model: Grades | Qrels,
+    reference: Grades | Qrels,
     *,
-    reference_map: dict[int, int] | None = None,
-    model_map: dict[int, int] | None = None,
+    reference_map: Mapping[int, int] | None = None,
+    model_map: Mapping[int, int] | None = None,
     rel_level: int | None = None,
 ) -> LabelAgreement:
     """Agreement of the model's grades with the reference's on the pairs both judge.
@@ -209,7 +244,23 @@ def label_agreement(
     The maps apply first (``reference_map`` to the reference, ``model_map`` to the model);
     ``rel_level`` then adds κ on both sides cut at grade >= level.
     """
-    pairs = shared_pairs(map_grades(model, model_map, "model", "--map-model"), map_grades(reference, reference_map, "reference"))
+    return agreement_of(mapped_pairs(model, reference, reference_map=reference_map, model_map=model_map), rel_level)
+
+
+def mapped_pairs(
+    model: Grades | Qrels,
+    reference: Grades | Qrels,
+    *,
+    reference_map: Mapping[int, int] | None = None,
+    model_map: Mapping[int, int] | None = None,
+) -> SharedPairs:
+    """The pairs both sides judge, each side's grade after its map: what every label statistic reads
+    (an audit builds them once for κ, α and κ's bootstrap)."""
+    return shared_pairs(map_grades(model, model_map, "model"), map_grades(reference, reference_map, "reference"))
+
+
+def agreement_of(pairs: SharedPairs, rel_level: int | None = None) -> LabelAgreement:
+    """`label_agreement` on pairs already shared and mapped."""
     if len(pairs.qids) == 0:
         raise QrelkitError(
             f"the model qrels ({pairs.model_total} pairs) and the reference qrels ({pairs.reference_total} pairs) "
@@ -236,18 +287,24 @@ KAPPAS = {"cohen_kappa": None, "cohen_kappa_linear": "linear", "cohen_kappa_quad
 
 
 def kappa_statistic(
-    model: Grades,
-    reference: Grades,
+    model: Grades | Qrels,
+    reference: Grades | Qrels,
     queries: list[str],
     *,
-    reference_map: dict[int, int] | None = None,
-    model_map: dict[int, int] | None = None,
+    reference_map: Mapping[int, int] | None = None,
+    model_map: Mapping[int, int] | None = None,
     rel_level: int | None = None,
 ) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
     """Query weights (rows, len(queries)) -> each κ of :class:`LabelAgreement` per row: κ of the
     confusion matrix Σ_q w_q C_q, with C_q the confusion of query q's shared pairs. Uniform
     weights give κ itself; resample weights its bootstrap over queries."""
-    pairs = shared_pairs(map_grades(model, model_map, "model", "--map-model"), map_grades(reference, reference_map, "reference"))
+    return kappa_statistic_of(mapped_pairs(model, reference, reference_map=reference_map, model_map=model_map), queries, rel_level)
+
+
+def kappa_statistic_of(
+    pairs: SharedPairs, queries: list[str], rel_level: int | None = None
+) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+    """`kappa_statistic` on pairs already shared and mapped."""
     labels = grade_range(pairs.reference, pairs.model)
     index = {label: i for i, label in enumerate(labels)}
     position = {qid: i for i, qid in enumerate(queries)}

@@ -24,6 +24,7 @@ from qrelkit.evaluate.measures import Measure, compute, vectorised_measure
 from qrelkit.evaluate.ranked import JudgedPairs, rank_run, rank_run_by_docid_ascending
 from qrelkit.evaluate.trec_names import from_trec_eval
 from qrelkit.io import arrays
+from qrelkit.io.results import Result
 from qrelkit.io.trec import Qrels, Run
 
 
@@ -58,8 +59,8 @@ def check_average(average: str) -> str:
     return average
 
 
-@dataclass(frozen=True)
-class Evaluation:
+@dataclass(frozen=True, repr=False)
+class Evaluation(Result):
     """Per-query values of every run and measure, over one fixed list of queries."""
 
     measures: list[str]
@@ -72,6 +73,9 @@ class Evaluation:
     average: str = "qrels"  # what a mean runs over: "qrels" (every query) or "run" (the queries it covers)
     qrels_cut: str | None = None  # how the qrels were cut before scoring (`--max-rel`), in words
     tags: dict[str, str] | None = None  # run -> its tag column (trec_eval's runid), where it has one
+
+    def summary(self) -> str:
+        return f"runs={len(self.runs)}, queries={len(self.queries)}, measures={self.measures}, average={self.average!r}"
 
     def covers(self, run: str) -> np.ndarray:
         """(Q,) bool: the queries ``run`` retrieves anything for."""
@@ -118,7 +122,9 @@ class Evaluation:
 
     def to_pandas(self):
         """One row per (run, query, measure, value); pandas is optional."""
-        import pandas as pd
+        from qrelkit.io.results import pandas
+
+        pd = pandas()
 
         rows = [(run, q, m, float(v)) for run in self.runs for m in self.measures for q, v in zip(self.queries, self.values[run][m])]
         return pd.DataFrame(rows, columns=["run", "query", "measure", "value"])

@@ -148,6 +148,13 @@ class Run:
     def qids(self) -> list[str]:
         return sorted(self.query_codes()[1])
 
+    def to_pandas(self):
+        """Columns ``qid, docid, rank, score``, one row per line; pandas is optional."""
+        from qrelkit.io.results import pandas
+
+        pandas()  # the install hint, not Arrow's own error
+        return self.table.to_pandas()
+
     def __len__(self) -> int:
         return len(self._entries) if self._entries is not None else self.table.num_rows
 
@@ -219,6 +226,13 @@ class Qrels:
     @property
     def qids(self) -> list[str]:
         return sorted(self.grades)
+
+    def to_pandas(self):
+        """Columns ``qid, iteration, docid, grade``, one row per line; pandas is optional."""
+        from qrelkit.io.results import pandas
+
+        pandas()  # the install hint, not Arrow's own error
+        return self.table.to_pandas()
 
     def __len__(self) -> int:
         return len(self._entries) if self._entries is not None else self.table.num_rows

@@ -41,6 +41,7 @@ from qrelkit.judges.batch import (
     parse_custom_id,
     read_output_line,
     request_line,
+    starts_new_file,
 )
 from qrelkit.storage import Store
 from qrelkit.storage import batches as recorded
@@ -186,7 +187,7 @@ class BatchDriver:
                 message = f"the request is {len(line):,} bytes, more than a batch file may hold (batch_max_bytes {limits.max_bytes:,})"
                 errors.append(Judgment.failed(pair, "input_error", message))
                 continue
-            if current is not None and (len(keys) >= limits.max_requests or size + len(line) > limits.max_bytes):
+            if current is not None and starts_new_file(len(keys), size, len(line), limits.max_requests, limits.max_bytes):
                 current[2].close()
                 yield current[0], current[1], keys, size
                 current, keys, size = None, [], 0

@@ -36,6 +36,7 @@ scope received, are counted and reported, never silently.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from bisect import bisect_right
@@ -48,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from qrelkit.errors import QrelkitError
 from qrelkit.io import Qrel, Qrels
+from qrelkit.io.results import Result
 
 ALL_TOPICS = "*"
 DEFAULT_LABELS = [0, 1, 2]
@@ -108,12 +110,29 @@ class GradingSpec(BaseModel):
         "(seed 003's rule: a grade is reached when the score is >= the quantile value).",
     )
     map: dict[str, int] | None = Field(None, description="Score or LOW-HIGH range -> grade (method map).")
-    score: Literal["score", "parsed", "expected"] = Field("score", description="Which stored score to grade.")
+    score_from: Literal["score", "parsed", "expected"] = Field(
+        "score", description="Which stored score to grade: the judge's own score, its parsed grade, or its expected grade."
+    )
     name: str | None = Field(None, description="Name of the qrels set (default: graded-<judge run id>).")
 
-    @field_validator("score", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _old_score_name(cls, value: Any) -> Any:
+    def _renamed_score(cls, data: Any) -> Any:
+        """`score` (0.1.0) is `score_from` now. A job file that still says `score:` is read, with one
+        warning naming the new key: job files are shared beside their databases, and a re-run must
+        not stop on a rename that changes no judgment (grading is no part of a judge run's identity)."""
+        if isinstance(data, dict) and "score" in data:
+            if "score_from" in data:
+                raise ValueError("give `score_from` alone (`score` is its old name)")
+            logging.getLogger("qrelkit").warning(
+                "grading: `score` is now `score_from` (which stored score to grade); write score_from: %s", data["score"]
+            )
+            data = {("score_from" if key == "score" else key): value for key, value in data.items()}
+        return data
+
+    @field_validator("score_from", mode="before")
+    @classmethod
+    def _old_column_name(cls, value: Any) -> Any:
         return "expected" if value == "score_expected" else value  # the column's name before 0.2
 
     @field_validator("map", mode="before")
@@ -123,7 +142,7 @@ class GradingSpec(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> GradingSpec:
-        given = self.model_fields_set - {"method", "labels", "score", "name"}
+        given = self.model_fields_set - {"method", "labels", "score_from", "name"}
         stray = sorted(given - METHOD_OPTIONS[self.method])
         if stray:
             raise ValueError(f"{', '.join(stray)} do not apply to method {self.method}")
@@ -198,8 +217,8 @@ def grading_spec(options: dict[str, Any], *, where: str = "", option_names: dict
         raise GradingError("\n".join(lines)) from None
 
 
-@dataclass(frozen=True)
-class GradingResult:
+@dataclass(frozen=True, repr=False)
+class GradingResult(Result):
     qrels: Qrels
     thresholds: dict[str, list[float]]  # scope ("*" or a qid) -> cut points in score units (see record)
     description: dict[str, Any]  # the stored grading record
@@ -207,12 +226,17 @@ class GradingResult:
     matched_by: str = "id"  # how `--judge-run` found the graded run ("name": say so)
     judge_run_name: str | None = None
 
+    def summary(self) -> str:
+        return f"qrels={self.qrels.name!r}, method={self.description.get('method')!r}, grades={self.grade_counts()}"
+
     def to_dict(self) -> dict[str, Any]:
         return {"qrels": self.qrels.name, "grades": self.grade_counts(), **self.description}
 
     def to_pandas(self):
         """The graded qrels, one row per (qid, docid, grade); pandas is optional."""
-        import pandas as pd
+        from qrelkit.io.results import pandas
+
+        pd = pandas()
 
         return pd.DataFrame([(q.qid, q.docid, q.grade) for q in self.qrels.entries], columns=["qid", "docid", "grade"])
 
@@ -363,7 +387,7 @@ def _record(
         "labels": spec.labels if spec.labels is not None or spec.method == "identity" else spec.effective_labels(),
         "per_topic": spec.per_topic and spec.method == "quantile",
         "map": spec.map,
-        "score": spec.score,
+        "score_from": spec.score_from,
         "thresholds": thresholds if spec.method in ("quantile", "thresholds") else None,
         "ties": spec.ties if spec.method == "quantile" else None,
         "n_scores": len(scores),
@@ -383,7 +407,7 @@ def grade_judge_run(store: Any, judge_run_id: str, spec: GradingSpec, *, replace
 
     info = judge_run(store, judge_run_id)
     name = spec.name or f"graded-{info.judge_run_id}"
-    result = grade_scores(ok_scores(store, info.judge_run_id, spec.score), spec, name=name)
+    result = grade_scores(ok_scores(store, info.judge_run_id, spec.score_from), spec, name=name)
     description = {**result.description, "judge_run_id": info.judge_run_id, "sample": info.sample}
     store.save_qrels(result.qrels, judge_run_id=info.judge_run_id, grading=description, replace=replace)
     if by_job:

@@ -14,7 +14,7 @@ from qrelkit.io import Topic, list_run_files, sha256_text
 from qrelkit.jobs.grade import template_grade_check
 from qrelkit.jobs.pool import depth_pool_query, pairs_file_blocks, qrels_pool_query, sample_pool
 from qrelkit.jobs.spec import JobError, JobSpec, SampleSpec
-from qrelkit.judges import JudgeConfig, JudgeContext, create_judge, judge_class, make_config
+from qrelkit.judges import JudgeConfig, JudgeContext, JudgeError, judge_class, make_config
 from qrelkit.prompts import PromptTemplate, load_template
 from qrelkit.storage import LoadResult, Store
 from qrelkit.storage.batches import open_batch_count
@@ -97,16 +97,19 @@ def build_pool(store: Store, spec: JobSpec) -> Pool:
 
 @dataclass(frozen=True)
 class JudgeFactory:
-    """Everything needed to build the job's judge, in any process (a Ray worker builds its own)."""
+    """The job's judge resolved once (its class, its validated config, its template), buildable in
+    any process (a Ray worker builds its own): building it validates nothing again."""
 
     name: str
-    options: dict[str, Any]
+    judge_class: type
+    config: JudgeConfig
     template: PromptTemplate | None
     source: str = ""
-    allow_import: bool = False  # `module:Class` judges: only when the job or command allows them
 
     def create(self, context: JudgeContext | None = None) -> Any:
-        return create_judge(self.name, self.options, self.template, context, source=self.source, allow_import=self.allow_import)
+        if getattr(self.judge_class, "needs_template", True) and self.template is None:
+            raise JudgeError(f"judge {self.name!r} needs a prompt template (set `template:` in the job)")
+        return self.judge_class(self.config, self.template, context)
 
 
 @dataclass
@@ -165,7 +168,7 @@ def resolve_judge(spec: JobSpec) -> tuple[JudgeFactory, type, JudgeConfig, str, 
     model_id = cls.model_id_for(config)
     identity = identity_options(cls.Config, config.model_dump(mode="json"))
     run_id = judge_run_id_for(spec.judge.name, identity, template, model_id)
-    return JudgeFactory(spec.judge.name, spec.judge.options, template, source, spec.allow_import), cls, config, model_id, run_id
+    return JudgeFactory(spec.judge.name, cls, config, template, source), cls, config, model_id, run_id
 
 
 def template_check(spec: JobSpec, template: PromptTemplate | None, cls: type, config: JudgeConfig) -> str | None:
@@ -173,7 +176,7 @@ def template_check(spec: JobSpec, template: PromptTemplate | None, cls: type, co
     the expected grade Σ g·p(g), whichever the grading reads); raises when grading would fail."""
     if spec.grading is None or template is None or not getattr(cls, "needs_template", True):
         return None  # a judge that scores by itself (a cosine, CLIPScore): its scores are not the template's grades
-    column = spec.grading.score if spec.grading.score != "score" else getattr(config, "score", "parsed")
+    column = spec.grading.score_from if spec.grading.score_from != "score" else getattr(config, "score", "parsed")
     try:
         return template_grade_check(spec.grading, template.grade_token_list, column, template.id)
     except QrelkitError as exc:
@@ -225,13 +228,20 @@ def grading_target_check(store: Store, spec: JobSpec, judge_run_id: str) -> str 
     return f"grading.name {name!r}: graded from this judge run before; grading replaces it"
 
 
-def plan_job(store: Store, spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False) -> JobPlan:
+def plan_job(
+    store: Store,
+    spec: JobSpec,
+    *,
+    limit: int | None = None,
+    retry_failed: bool = False,
+    judge: tuple[JudgeFactory, type, JudgeConfig, str, str] | None = None,
+) -> JobPlan:
     """Load the collection, pool the pairs (or sample them), check what can be checked before
     judging, and count what is done and what is left to judge."""
     if limit is not None and limit < 0:
         raise QrelkitError(f"--limit must be 0 or more, got {limit}")
     spec.check_paths()
-    factory, cls, config, model_id, run_id = resolve_judge(spec)
+    factory, cls, config, model_id, run_id = judge or resolve_judge(spec)  # the caller's, when it resolved it
     plan = JobPlan(spec, factory, cls, config, model_id, run_id, limit=limit, retry_failed=retry_failed)
     plan.loads = load_collection(store, spec)
     pool = build_pool(store, spec)

@@ -23,9 +23,9 @@ from typing import IO, Any
 
 from qrelkit.embed.cache import CollectingVectorStore, ComputedEmbeddings
 from qrelkit.errors import FatalJobError, QrelkitError
+from qrelkit.jobs.calls import StoreEmbeddingCache, judge_batch_safely
 from qrelkit.jobs.plan import JudgeFactory
 from qrelkit.jobs.ray_reaper import reap_on_exit
-from qrelkit.jobs.runner import StoreEmbeddingCache, judge_batch_safely
 from qrelkit.jobs.spec import ExecutorSpec, JobError
 from qrelkit.judges import JudgeContext, Judgment, Pair
 

@@ -14,22 +14,19 @@ import itertools
 import re
 import signal
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import numpy as np
-
-from qrelkit.embed.cache import ComputedEmbeddings, VectorStore
-from qrelkit.errors import JobFailed, PairInputError, QrelkitError, StorageFailure
+from qrelkit.errors import JobFailed, QrelkitError, StorageFailure
 from qrelkit.io.irds import no_downloads
+from qrelkit.jobs.calls import PASS_THROUGH, StoreEmbeddingCache, failure_judgment, judge_batch_safely, salvaged  # noqa: F401 (re-exported)
 from qrelkit.jobs.plan import JudgeFactory, collection_unchanged, plan_job, resolve_judge
 from qrelkit.jobs.spec import ExecutorSpec, JobSpec
 from qrelkit.jobs.stream import PendingStream
 from qrelkit.jobs.writer import JudgmentWriter
 from qrelkit.judges import FatalJudgeError, JudgeContext, Judgment, Pair
-from qrelkit.prompts import TemplateError
 from qrelkit.storage import LoadResult, Store
 from qrelkit.storage.judgments import JudgmentWriteError, ensure_judge_run
 from qrelkit.storage.schema import SCHEMA_VERSION
@@ -97,80 +94,6 @@ class JobStopped(JobFailed):
     def __init__(self, message: str, report: JobReport):
         super().__init__(message)
         self.report = report
-
-
-class StoreEmbeddingCache:
-    """Gives judges cached embeddings; the runner's store does the writing. In a process that cannot
-    reach the database (a Ray worker) the store is a `CollectingVectorStore`, and the executor hands
-    what it collected to the driver's cache, whose `save` writes it."""
-
-    def __init__(self, store: VectorStore):
-        self.store = store
-
-    def vectors(
-        self, embedder: Any, item_kind: str, items: Mapping[str, str], content_hashes: Mapping[str, str] | None = None
-    ) -> dict[str, np.ndarray]:
-        from qrelkit.embed import embed_with_cache
-
-        return embed_with_cache(self.store, embedder, item_kind, items, content_hashes=content_hashes)
-
-    def save(self, computed: Iterable[ComputedEmbeddings]) -> None:
-        for batch in computed:
-            self.store.write_embeddings(batch.embedder_id, batch.item_kind, batch.keys, batch.vectors)
-
-
-# -- judging a batch -------------------------------------------------------------------------------
-
-# Not a judgment's business: the machine (database, disk, memory) failed, or the user stopped the job.
-PASS_THROUGH = (KeyboardInterrupt, FatalJudgeError, StorageFailure, MemoryError)
-
-
-def failure_judgment(pair: Pair, exc: BaseException) -> Judgment:
-    """The judgment of a pair whose judge raised: an input error when the pair could not be put to
-    the model (judges.scoring's status policy), a model error otherwise."""
-    if isinstance(exc, (TemplateError, PairInputError)):
-        return Judgment.failed(pair, "input_error", f"{type(exc).__name__}: {exc}")
-    return Judgment.failed(pair, "model_error", f"{type(exc).__name__}: {exc}")
-
-
-def salvaged(judge: Any) -> list[Judgment]:
-    """What a judge made in a batch that then raised (answers that arrived; see BaseJudge.salvage)."""
-    salvage = getattr(judge, "salvage", None)
-    return list(salvage()) if callable(salvage) else []
-
-
-def judge_batch_safely(judge: Any, batch: Sequence[Pair]) -> list[Judgment]:
-    """A batch that raises is judged again pair by pair, so one bad pair fails alone; pairs whose
-    answers had already arrived are not asked again (their judgments are salvaged)."""
-    try:
-        results = judge.judge(batch)
-    except PASS_THROUGH:
-        raise
-    except OSError as exc:
-        if _is_disk_full(exc):
-            raise StorageFailure(f"the disk is full ({exc})") from None
-        return _pair_by_pair(judge, batch, exc)
-    except Exception as exc:  # the backend failed; record it on the pair(s) and go on
-        return _pair_by_pair(judge, batch, exc)
-    if len(results) != len(batch):
-        raise QrelkitError(f"judge {judge.name!r} returned {len(results)} judgments for {len(batch)} pairs")
-    return results
-
-
-def _pair_by_pair(judge: Any, batch: Sequence[Pair], exc: Exception) -> list[Judgment]:
-    keys = {pair.key for pair in batch}
-    kept = [j for j in salvaged(judge) if (j.qid, j.docid) in keys]
-    done = {(j.qid, j.docid) for j in kept}
-    rest = [pair for pair in batch if pair.key not in done]
-    if len(rest) == 1 and len(batch) == 1:
-        return [failure_judgment(rest[0], exc)]
-    return kept + [j for pair in rest for j in judge_batch_safely(judge, [pair])]
-
-
-def _is_disk_full(exc: OSError) -> bool:
-    import errno
-
-    return exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 # -- noticing a broken judge -----------------------------------------------------------------------
@@ -334,9 +257,9 @@ def run_job(
     if limit is not None and limit < 0:  # before the database is opened: a refused command creates nothing
         raise QrelkitError(f"--limit must be 0 or more, got {limit}")
     spec.check_paths()  # a job refused for its files or its judge leaves no database behind
-    resolve_judge(spec)
+    judge = resolve_judge(spec)  # once: its template loaded and its config validated here, before the database is opened
     with Store(spec.database) as store, job_memory(store):
-        plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
+        plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed, judge=judge)
         report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
         report.sample, report.checks = plan.sample, plan.checks
         report.in_batches = plan.in_batches

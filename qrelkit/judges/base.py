@@ -7,7 +7,7 @@ use (an embedding cache) are handed to it in a `JudgeContext`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -87,7 +87,6 @@ class EmbeddingCache(Protocol):
 @dataclass
 class JudgeContext:
     embedding_cache: EmbeddingCache | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -58,12 +58,18 @@ def request_line(custom_id: str, body: dict[str, Any]) -> bytes:
     return (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
+def starts_new_file(lines: int, size: int, line: int, max_requests: int, max_bytes: int) -> bool:
+    """Whether a line of ``line`` bytes goes to a new file when the current one holds ``lines``
+    lines of ``size`` bytes: the one rule of how a Batch API input is cut into files."""
+    return lines > 0 and (lines >= max_requests or size + line > max_bytes)
+
+
 def file_chunks(sizes: Sequence[int], max_requests: int, max_bytes: int) -> list[range]:
-    """Consecutive lines grouped into files of at most ``max_requests`` lines and ``max_bytes`` bytes.
-    Every size must be at most ``max_bytes`` (the caller refuses larger lines)."""
+    """Consecutive lines grouped into files of at most ``max_requests`` lines and ``max_bytes`` bytes
+    (`starts_new_file`). Every size must be at most ``max_bytes`` (the caller refuses larger lines)."""
     chunks, start, total = [], 0, 0
     for index, size in enumerate(sizes):
-        if index > start and (index - start >= max_requests or total + size > max_bytes):
+        if starts_new_file(index - start, total, size, max_requests, max_bytes):
             chunks.append(range(start, index))
             start, total = index, 0
         total += size

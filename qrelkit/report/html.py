@@ -271,7 +271,7 @@ def _scores_section(result: Audit, judge: JudgeSummary | None, figure: Figures) 
         values, xlabel = list(scores), "judge score (raw, before grading)"
         caption = "Cumulative distribution of the judge's raw scores for each reference grade, and overall."
     else:
-        model = map_grades(result.model_grades, result.model_map, "model", "--map-model")
+        model = map_grades(result.model_grades, result.model_map, "model")
         values = [(q, d, float(g)) for q, docs in model.items() for d, g in docs.items()]
         xlabel = "model grade (no raw scores: qrels from a file)"
         caption = "Cumulative distribution of the model's grades for each reference grade (no raw scores: qrels from a file)."
@@ -360,7 +360,19 @@ def _setting(value: Any) -> str:
     return _number(value)
 
 
-GRADING_SETTINGS = ("method", "quantiles", "per_topic", "ties", "labels", "map", "score", "n_scores", "topics", "judge_run_id")
+GRADING_SETTINGS = (
+    "method",
+    "quantiles",
+    "per_topic",
+    "ties",
+    "labels",
+    "map",
+    "score_from",
+    "score",
+    "n_scores",
+    "topics",
+    "judge_run_id",
+)
 
 
 def grading_section(grading: dict[str, Any], per_row: int = 3) -> str:

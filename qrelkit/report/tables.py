@@ -258,7 +258,7 @@ def grading_rule(grading: dict[str, Any]) -> str:
         rule = "identity: the scores are the grades"
     else:
         rule = f"method {method}"
-    score = grading.get("score", "score")
+    score = grading.get("score_from", grading.get("score", "score"))  # `score` in records before 0.2
     return rule + ("" if score == "score" else f", by the {score} score")
 
 

@@ -7,11 +7,13 @@ bulk read or one insert, not a statement per row.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
-from qrelkit.storage.store import Store
+if TYPE_CHECKING:  # the store calls these functions: a runtime import would be a circle
+    from qrelkit.storage.store import Store
 
 
 def _vectors_from_list_column(column: pa.ChunkedArray | pa.Array) -> list[np.ndarray]:

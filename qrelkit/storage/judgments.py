@@ -7,13 +7,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 
 from qrelkit.errors import FatalJobError, StorageFailure, StoreError
 from qrelkit.storage.coerce import fallback_row, judgment_row, plain_columns
-from qrelkit.storage.store import Store
+
+if TYPE_CHECKING:  # the store calls these functions: a runtime import would be a circle
+    from qrelkit.storage.store import Store
 
 # What a judgment's score can be graded by: the judge's own score, the parsed grade, the expected grade.
 SCORE_COLUMNS = ("score", "parsed", "expected")
@@ -126,11 +128,12 @@ def ensure_judge_run(store: Store, info: JudgeRunInfo) -> bool:
     return True
 
 
-def judge_run(store: Store, judge_run_id: str) -> JudgeRunInfo:
-    """A judge run by its name, its id, or a unique prefix of its id (taken literally, never as a
-    pattern). A reference that is one run's name and another's id (prefix) is refused, never guessed;
-    ``matched_by`` says how it matched, so that a caller can say when it was by name."""
-    ref = judge_run_id.strip()
+def judge_run(store: Store, judge_run: str) -> JudgeRunInfo:
+    """A judge run by a reference (``judge_run``, as a user gives one): its name, its id, or a
+    unique prefix of its id (taken literally, never as a pattern). A reference that is one run's
+    name and another's id (prefix) is refused, never guessed; ``matched_by`` says how it matched,
+    so that a caller can say when it was by name."""
+    ref = judge_run.strip()
     found: dict[str, tuple[tuple[Any, ...], str]] = {}
     if ref:
         for row in store.con.execute(f"SELECT {_INFO_COLUMNS} FROM judge_runs WHERE starts_with(judge_run_id, ?)", [ref]).fetchall():
@@ -142,12 +145,12 @@ def judge_run(store: Store, judge_run_id: str) -> JudgeRunInfo:
         return _info(row, how)
     if found:
         matches = ", ".join(f"{rid} (by {how})" for rid, (_, how) in sorted(found.items()))
-        raise StoreError(f"{judge_run_id!r} matches more than one judge run in {store.path}: {matches}; give more of the id")
+        raise StoreError(f"{judge_run!r} matches more than one judge run in {store.path}: {matches}; give more of the id")
     known = [
         r[0] + (f" ({r[1]})" if r[1] else "")
         for r in store.con.execute("SELECT judge_run_id, name FROM judge_runs ORDER BY created_at").fetchall()
     ]
-    raise StoreError(f"no judge run matches {judge_run_id!r} in {store.path} (judge runs: {', '.join(known) or 'none'})")
+    raise StoreError(f"no judge run matches {judge_run!r} in {store.path} (judge runs: {', '.join(known) or 'none'})")
 
 
 def name_collision(store: Store, name: str, *also: str) -> str | None:

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from qrelkit.io.collection import fields_json, with_fields
 from qrelkit.io.columnar import Block, iter_qrels_blocks
 from qrelkit.io.paths import irds_id
 from qrelkit.io.sources import documents_from, qrels_from, source_name, source_sha256, topics_from
+from qrelkit.storage import embeddings, judgments
 from qrelkit.storage.catalog import SAFE_CONFIG, check_tables, refuse_code
 from qrelkit.storage.entries import LOAD_MEMORY_LIMIT, QRELS, RUN_ENTRIES, StoredRuns, bounded_memory, delete_entries, next_id, read_entries
 from qrelkit.storage.loads import write_qrels_blocks, write_run_files
@@ -37,6 +39,18 @@ HISTORY_COLUMNS = (
 ).split(", ")
 
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>\S+) \(PID (?P<pid>\d+)\)")
+
+
+LOCK_WAIT_SECONDS = 5.0
+
+
+def lock_wait() -> float:
+    """How long opening a file another process holds is retried: `QRELKIT_LOCK_WAIT` seconds (default 5)."""
+    raw = os.environ.get("QRELKIT_LOCK_WAIT", "").strip()
+    try:
+        return max(float(raw), 0.0) if raw else LOCK_WAIT_SECONDS
+    except ValueError:
+        raise StoreError(f"QRELKIT_LOCK_WAIT={raw!r}: expected a number of seconds") from None
 
 
 def crash_point(name: str) -> None:
@@ -149,11 +163,18 @@ class Store:
             self._upgrade_then_reopen(version)
 
     def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        """A connection; a file another process holds is tried again, with backoff, for up to
+        `lock_wait()` seconds (a reader's or a flush's brief hold passes), then its holder is named."""
         refuse_foreign_file(self.path)
-        try:
-            return duckdb.connect(str(self.path), read_only=read_only, config=SAFE_CONFIG)
-        except duckdb.Error as exc:
-            raise self._open_error(exc) from None
+        deadline, delay = time.monotonic() + lock_wait(), 0.05
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=read_only, config=SAFE_CONFIG)
+            except duckdb.Error as exc:
+                if _LOCK_HOLDER.search(str(exc)) is None or time.monotonic() + delay > deadline:
+                    raise self._open_error(exc) from None
+            time.sleep(delay)
+            delay = min(2 * delay, 1.0)
 
     def _upgrade_then_reopen(self, version: int) -> None:
         """A database written by an earlier qrelkit, opened to be read: its migrations run once (for
@@ -455,7 +476,6 @@ class Store:
         paths: Sequence[str | Path],
         *,
         names: Sequence[str | None] | None = None,
-        group: str | None = None,
         replace: bool = False,
         on_duplicate: OnDuplicate | str = OnDuplicate.error,
     ) -> list[LoadResult]:
@@ -470,10 +490,7 @@ class Store:
             name = name or run_name_from_path(path)
             file_hash = file_sha256(path)
             status = self._plan_load("runs", name, file_hash, path, replace)
-            if status == "unchanged":
-                if group is not None:
-                    self.con.execute("UPDATE runs SET run_group = ? WHERE name = ?", [group, name])
-            else:
+            if status != "unchanged":
                 plans.append((path, name, file_hash, len(results)))
             results.append(LoadResult("runs", name, 0, status))
         seen: dict[str, Path] = {}
@@ -495,8 +512,8 @@ class Store:
                 for (path, name, file_hash, index), (_, run_id) in zip(plans, files):
                     rows, tags = staged[run_id]
                     con.execute(
-                        "INSERT INTO runs (run_id, name, run_group, tag, path, file_hash, n_entries) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        [run_id, name, group, tags[0] if len(tags) == 1 else ",".join(tags), str(path), file_hash, rows],
+                        "INSERT INTO runs (run_id, name, tag, path, file_hash, n_entries) VALUES (?, ?, ?, ?, ?, ?)",
+                        [run_id, name, tags[0] if len(tags) == 1 else ",".join(tags), str(path), file_hash, rows],
                     )
                     self._record_load(con, "runs", name, path, file_hash, rows)
                     results[index] = LoadResult("runs", name, rows, results[index].status)
@@ -514,11 +531,10 @@ class Store:
         path: str | Path,
         *,
         name: str | None = None,
-        group: str | None = None,
         replace: bool = False,
         on_duplicate: OnDuplicate | str = OnDuplicate.error,
     ) -> LoadResult:
-        return self.load_runs([path], names=[name], group=group, replace=replace, on_duplicate=on_duplicate)[0]
+        return self.load_runs([path], names=[name], replace=replace, on_duplicate=on_duplicate)[0]
 
     def load_qrels(
         self,
@@ -648,9 +664,6 @@ class Store:
     def run_names(self) -> list[str]:
         return [r[0] for r in self.con.execute("SELECT name FROM runs ORDER BY name").fetchall()]
 
-    def run_groups(self) -> dict[str, str | None]:
-        return dict(self.con.execute("SELECT name, run_group FROM runs").fetchall())
-
     def _run_ids(self, names: list[str]) -> dict[str, tuple[int, str, str]]:
         """name -> (run id, tag, path) of each named run; an unknown name is an error listing the known."""
         rows = self.con.execute("SELECT name, run_id, tag, path FROM runs WHERE list_contains(?, name)", [names]).fetchall()
@@ -704,21 +717,15 @@ class Store:
         return Qrels.from_table(name, read_entries(self.con, QRELS, [qrels_set_id])[qrels_set_id], source=path)
 
     def import_scores(self, scores, *, name: str, path: Path, replace: bool = False):
-        from qrelkit.storage.judgments import import_scores
-
-        return import_scores(self, scores, name=name, replace=replace)
+        return judgments.import_scores(self, scores, name=name, replace=replace)
 
     # -- the embedding cache (qrelkit.embed.cache.VectorStore) ---------------------------------
 
     def read_embeddings(self, embedder_id: str, item_kind: str, keys):
-        from qrelkit.storage.embeddings import read_embeddings
-
-        return read_embeddings(self, embedder_id, item_kind, keys)
+        return embeddings.read_embeddings(self, embedder_id, item_kind, keys)
 
     def write_embeddings(self, embedder_id: str, item_kind: str, keys, vectors) -> int:
-        from qrelkit.storage.embeddings import write_embeddings
-
-        return write_embeddings(self, embedder_id, item_kind, keys, vectors)
+        return embeddings.write_embeddings(self, embedder_id, item_kind, keys, vectors)
 
     def qrels_grading(self, name: str) -> dict | None:
         """The grading record of a qrels set graded from a judge run (None for a loaded set)."""

@@ -34,6 +34,7 @@ from qrelkit.evaluate.fd.items import (
     retrieved_items,
 )
 from qrelkit.io import Qrels, Run
+from qrelkit.io.results import Result
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,8 @@ def null_reason(n_ret: int, k: int, urr: bool) -> str | None:
     return f"only {n_ret} retrieved item(s) over the queries with a relevant item; FD needs at least 2"
 
 
-@dataclass(frozen=True)
-class FDReport:
+@dataclass(frozen=True, repr=False)
+class FDReport(Result):
     """FD@k of every run; ``runs[run][label]``. The relevant side is shared by all runs."""
 
     settings: FDSettings
@@ -94,6 +95,9 @@ class FDReport:
     rel_level: int
     labels: tuple[str, ...]
     runs: dict[str, dict[str, RunFD]]
+
+    def summary(self) -> str:
+        return f"embedder={self.embedder!r}, d={self.d}, n_rel={self.n_rel}, runs={len(self.runs)}, labels={list(self.labels)}"
 
     def values(self, label: str) -> dict[str, float | None]:
         return {run: by_label[label].value for run, by_label in self.runs.items()}
@@ -120,7 +124,9 @@ class FDReport:
 
     def to_pandas(self):
         """One row per (run, cut-off): FD, its interval and the item counts; pandas is optional."""
-        import pandas as pd
+        from qrelkit.io.results import pandas
+
+        pd = pandas()
 
         rows = []
         for run, by_label in self.runs.items():

@@ -67,7 +67,9 @@ class LabelOverlap:
         }
 
     def to_pandas(self):
-        import pandas as pd
+        from qrelkit.io.results import pandas
+
+        pd = pandas()
 
         return pd.DataFrame([{"train": self.train, **row.to_dict()} for row in self.rows])
 

@@ -138,7 +138,9 @@ class ReSTTestEvaluation:
 
     def to_pandas(self):
         """One row per run, measure and split (bucket name, ``average``, ``pooled``); needs pandas."""
-        import pandas as pd
+        from qrelkit.io.results import pandas
+
+        pd = pandas()
 
         return pd.DataFrame(_rows(self.measures, self.runs, self._splits))
 
@@ -163,7 +165,9 @@ class ReSTrainEvaluation:
         }
 
     def to_pandas(self):
-        import pandas as pd
+        from qrelkit.io.results import pandas
+
+        pd = pandas()
 
         return pd.DataFrame(_rows(self.measures, self.runs, lambda score: [("all", score)]))
 

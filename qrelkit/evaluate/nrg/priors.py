@@ -9,9 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from qrelkit.evaluate.nrg.options import NRGError
-from qrelkit.io.groups import read_run_order, run_groups, split_groups_spec
-
-PRIOR_SPECS = "all-others | order:FILE | best-per-group:FILE[:COLUMN] | runs:A,B"
+from qrelkit.io.groups import read_run_order, run_groups
 
 
 def all_others(names: Sequence[str]) -> dict[str, list[str]]:
@@ -44,48 +42,45 @@ def read_run_groups(path: str | Path, names: Sequence[str] | None = None, column
     return run_groups(path, names, column)
 
 
-def groups_from_spec(spec: str, names: Sequence[str] | None = None) -> dict[str, str]:
-    """``FILE`` or ``FILE:COLUMN`` -> run -> group (the only grouping column, or `group`)."""
-    file, column = split_groups_spec(spec)
-    return run_groups(file, names, column, default="group")
+def prior_sets(
+    kind: str,
+    names: Sequence[str],
+    scores: Callable[[], Mapping[str, float]],
+    *,
+    order_file: str | Path | None = None,
+    listed_runs: Sequence[str] = (),
+    groups: Mapping[str, str] | None = None,
+) -> dict[str, list[str]]:
+    """The prior sets of ``kind``: all-others, order (``order_file``), runs (``listed_runs``) or
+    best-per-group (``groups``: run -> group; ``scores``, called only here, ranks each group's runs)."""
+    if kind == "all-others":
+        return all_others(names)
+    if kind == "order":
+        assert order_file is not None
+        return chronological(read_run_order(order_file, names))
+    if kind == "runs":
+        return listed(names, listed_runs)
+    if kind == "best-per-group":
+        assert groups is not None
+        return best_per_group(groups, scores())
+    raise NRGError(f"unknown kind of prior set {kind!r}: all-others, order, runs or best-per-group")
 
 
-def prior_sets_from_spec(
-    spec: str, names: Sequence[str], scores: Callable[[], Mapping[str, float]]
-) -> tuple[dict[str, list[str]], dict[str, str] | None]:
-    """Parse ``--prior``; returns the prior sets and, for best-per-group, the groups (for the plot).
-
-    ``scores`` is called only for best-per-group: mean absolute metric per run, to pick each group's best.
-    """
-    kind, _, arg = spec.partition(":")
-    if kind == "all-others" and not arg:
-        return all_others(names), None
-    if kind == "order" and arg:
-        return chronological(read_run_order(arg, names)), None
-    if kind == "runs" and arg:
-        chosen = [r.strip() for r in arg.split(",") if r.strip()]
-        unknown = [r for r in chosen if r not in set(names)]
-        if unknown:
-            raise NRGError(f"--prior runs: unknown run(s) {', '.join(unknown)}; loaded runs: {', '.join(names)}")
-        return listed(names, chosen), None
-    if kind == "best-per-group" and arg:
-        groups = groups_from_spec(arg, names)
-        return best_per_group(groups, scores()), groups
-    raise NRGError(f"--prior {spec!r}: expected {PRIOR_SPECS}")
-
-
-def nrg_from_spec(
+def nrg_with_priors(
     qrels,
     runs,
-    prior: str = "all-others",
+    kind: str = "all-others",
     *,
+    order_file: str | Path | None = None,
+    listed_runs: Sequence[str] = (),
+    groups: Mapping[str, str] | None = None,
     model="ndcg",
     depth=10,
     gain="linear",
     order="trec_eval",
     best_by: Mapping[str, float] | None = None,
 ):
-    """NRG with the prior sets a ``--prior`` spec names; returns (NRGResult, groups or None).
+    """NRG with the prior sets of ``kind`` (see `prior_sets`).
 
     For best-per-group, each group's best run is the one with the highest ``best_by`` score,
     by default the mean absolute metric of this configuration (nDCG@10 by default, as in seed
@@ -98,5 +93,5 @@ def nrg_from_spec(
     prepared = prepare(qrels, runs, NRGConfig.parse(model, depth, gain, order))
     base = base_scores(prepared)
     scores = (lambda: dict(best_by)) if best_by is not None else (lambda: dict(zip(prepared.runs, base.mean(axis=1).tolist())))
-    priors, groups = prior_sets_from_spec(prior, prepared.runs, scores)
-    return build_result(prepared, prior_index(prepared.runs, priors), base), groups
+    priors = prior_sets(kind, prepared.runs, scores, order_file=order_file, listed_runs=listed_runs, groups=groups)
+    return build_result(prepared, prior_index(prepared.runs, priors), base)

@@ -9,6 +9,7 @@ import numpy as np
 
 from qrelkit.evaluate.nrg.layout import Prepared, prepare, segment_sums
 from qrelkit.evaluate.nrg.options import BrowsingModel, Gain, Grades, NRGConfig, NRGError, PriorSets
+from qrelkit.io.results import Result
 from qrelkit.io.trec import Qrels, Run
 
 # ---------------------------------------------------------------- scoring
@@ -134,8 +135,8 @@ class PerQuery:
         return {run: self.mean(run) for run in self.runs}
 
 
-@dataclass(frozen=True)
-class NRGResult:
+@dataclass(frozen=True, repr=False)
+class NRGResult(Result):
     """NRG and the absolute metric it extends, per run and query, with the prior set of each run."""
 
     config: NRGConfig
@@ -144,6 +145,9 @@ class NRGResult:
     nrg: np.ndarray  # runs × queries
     base: np.ndarray  # runs × queries, the plain metric (M = 0)
     priors: dict[str, list[str]]
+
+    def summary(self) -> str:
+        return f"measure={self.config.label!r}, runs={len(self.runs)}, queries={len(self.queries)}"
 
     def means(self) -> dict[str, dict[str, float]]:
         """run -> {"nrg": mean NRG, "base": mean absolute metric} over the queries of the qrels."""
@@ -162,7 +166,9 @@ class NRGResult:
 
     def to_pandas(self):
         """One row per (run, query): NRG and the absolute metric; pandas is optional."""
-        import pandas as pd
+        from qrelkit.io.results import pandas
+
+        pd = pandas()
 
         rows = [
             (run, q, float(self.nrg[i, j]), float(self.base[i, j])) for i, run in enumerate(self.runs) for j, q in enumerate(self.queries)
