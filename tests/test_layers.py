@@ -23,7 +23,7 @@ FORBIDDEN = {
     "commands": {"cli"},
 }
 # A judge backend may use these shared judge modules, and no other backend.
-JUDGE_SHARED = {"base", "registry", "scoring", "chat", "http", "batch"}
+JUDGE_SHARED = {"base", "registry", "scoring", "chat", "http", "batch_api"}
 SQL = re.compile(
     r"\b(SELECT\s+.+\s+FROM|INSERT\s+(OR\s+\w+\s+)?INTO|DELETE\s+FROM|UPDATE\s+\w+\s+SET|CREATE\s+TABLE|ALTER\s+TABLE)\b", re.I | re.S
 )

@@ -31,7 +31,7 @@ from typer.testing import CliRunner
 from qrelkit.cli import app, main
 from qrelkit.jobs import load_job, run_job
 from qrelkit.judges import FatalJudgeError
-from qrelkit.judges.batch import (
+from qrelkit.judges.batch_api import (
     BatchApiUnsupported,
     custom_id_for,
     file_chunks,

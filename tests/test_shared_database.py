@@ -15,7 +15,7 @@ from fake_openai import openai_job, write_text_collection
 from hostile import one_error, qrelkit, snapshot
 
 from qrelkit.jobs import load_job, run_job
-from qrelkit.jobs.batch import batch_folder
+from qrelkit.jobs.batch_api import batch_folder
 from qrelkit.storage import Store
 
 DOCS = {f"d{i}": f"[d{i}] goldfish fact number {i}" for i in range(1, 5)}

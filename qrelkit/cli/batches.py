@@ -27,7 +27,7 @@ StoredOption = Annotated[
 
 
 def _endpoint(base_url: str | None, api_key_env: str):
-    from qrelkit.jobs.batch_job import Endpoint
+    from qrelkit.jobs.batch_api_job import Endpoint
 
     return Endpoint(base_url, api_key_env)
 

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.errors import StoreError
-from qrelkit.jobs.batch_job import DEFAULT_ENDPOINT, Endpoint, cancel_batch, check_batches
+from qrelkit.jobs.batch_api_job import DEFAULT_ENDPOINT, Endpoint, cancel_batch, check_batches
 from qrelkit.storage import Store
-from qrelkit.storage.batches import Submission, submissions
+from qrelkit.storage.batch_api import Submission, submissions
 
 
 def list_batches(

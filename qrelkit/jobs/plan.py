@@ -17,7 +17,7 @@ from qrelkit.jobs.spec import JobError, JobSpec, SampleSpec
 from qrelkit.judges import JudgeConfig, JudgeContext, JudgeError, judge_class, make_config
 from qrelkit.prompts import PromptTemplate, load_template
 from qrelkit.storage import LoadResult, Store
-from qrelkit.storage.batches import open_batch_count
+from qrelkit.storage.batch_api import open_batch_count
 from qrelkit.storage.judgments import JudgeRunInfo
 from qrelkit.storage.pools import PendingPairs, Pool, listed_pool, pool_counts, pool_pairs, pooled_qids
 

@@ -265,7 +265,7 @@ def run_job(
         report.in_batches = plan.in_batches
         report.mode = getattr(plan.config, "mode", "sync")
         if report.mode == "batch":
-            from qrelkit.jobs.batch_job import run_batch_job
+            from qrelkit.jobs.batch_api_job import run_batch_job
 
             with _sigterm_as_interrupt():
                 return run_batch_job(store, plan, report, limit=limit, wait=wait, progress=report_progress, sleep=sleep)

@@ -146,7 +146,7 @@ class JobSpec(_Strict):
             check_writable(self.database)
         except OutputPathError as exc:
             raise JobError(f"{self.source}: database: {exc}") from None
-        requests = self.database.with_name(self.database.name + ".batches")  # jobs.batch.batch_folder
+        requests = self.database.with_name(self.database.name + ".batches")  # jobs.batch_api.batch_folder
         if self.judge.options.get("mode") == "batch" and requests.exists() and not requests.is_dir():
             raise JobError(f"{self.source}: database: batch mode writes its request files into {requests}, which is a file, not a folder")
         if self.grading is not None and self.grading.name in c.qrels:

@@ -111,11 +111,11 @@ class BatchJudge(Protocol):
     lower price). It still never writes: the job's batch driver records, submits and collects, and
     asks the judge only for request bodies, a client, and the judgment an answer line makes."""
 
-    def batch_settings(self) -> Any: ...  # qrelkit.judges.batch.BatchSettings
+    def batch_settings(self) -> Any: ...  # qrelkit.judges.batch_api.BatchSettings
 
     def batch_request(self, pair: Pair) -> dict[str, Any] | Judgment: ...  # the body, or the pair's input_error
 
-    def batch_client(self) -> Any: ...  # qrelkit.judges.batch.BatchClient
+    def batch_client(self) -> Any: ...  # qrelkit.judges.batch_api.BatchClient
 
     def batch_judgment(self, qid: str, docid: str, line: Any) -> Judgment | None: ...  # None: send the pair again
 

@@ -39,7 +39,7 @@ from pydantic.json_schema import JsonDict
 from qrelkit.errors import PairInputError
 from qrelkit.io.files import open_under_root
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
-from qrelkit.judges.batch import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, BatchClient, BatchLine, BatchSettings
+from qrelkit.judges.batch_api import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, BatchClient, BatchLine, BatchSettings
 from qrelkit.judges.chat import build_messages
 from qrelkit.judges.http import (
     BackoffWait,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from qrelkit.io import arrays
-from qrelkit.storage.batches import OPEN_STATES
+from qrelkit.storage.batch_api import OPEN_STATES
 from qrelkit.storage.entries import arrow_table
 from qrelkit.storage.store import Store
 

@@ -1,8 +1,8 @@
 """The Batch API route of a judging job: write request files, record, upload, create; later check,
-download and collect. It writes the database (through `storage.batches`) and nothing else does;
+download and collect. It writes the database (through `storage.batch_api`) and nothing else does;
 the judge only builds request bodies, lends its client, and reads answer lines.
 
-Crash safety comes from the order of the steps (see `storage/batches.py`) and from asking the
+Crash safety comes from the order of the steps (see `storage/batch_api.py`) and from asking the
 API, not our memory, what happened in the gaps. Every run of the job, and `qrelkit batches`,
 first reconciles the submissions a crash may have left half-done:
 
@@ -31,7 +31,7 @@ from typing import Any
 
 from qrelkit.errors import QrelkitError
 from qrelkit.judges import Judgment, Pair
-from qrelkit.judges.batch import (
+from qrelkit.judges.batch_api import (
     META_JUDGE_RUN,
     META_SUBMISSION,
     BatchApiError,
@@ -44,7 +44,7 @@ from qrelkit.judges.batch import (
     starts_new_file,
 )
 from qrelkit.storage import Store
-from qrelkit.storage import batches as recorded
+from qrelkit.storage import batch_api as recorded
 from qrelkit.storage.judgments import judgment_states, write_judgments
 from qrelkit.storage.store import crash_point
 

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qrelkit.errors import QrelkitError
-from qrelkit.jobs.batch import BatchDriver, batch_folder, poll_delays
+from qrelkit.jobs.batch_api import BatchDriver, batch_folder, poll_delays
 from qrelkit.jobs.plan import JobPlan
 from qrelkit.jobs.spec import JobError
 from qrelkit.jobs.stream import PendingStream
 from qrelkit.judges import BatchJudge, JudgeContext, Pair, create_judge, judge_class
 from qrelkit.prompts import PromptTemplate
 from qrelkit.storage import Store
-from qrelkit.storage import batches as recorded
+from qrelkit.storage import batch_api as recorded
 from qrelkit.storage.judgments import ensure_judge_run, judge_run
 
 if TYPE_CHECKING:
