@@ -48,7 +48,15 @@ from qrelkit.evaluate.bootstrap import (
     resample_weights,
     uniform_weights,
 )
-from qrelkit.evaluate.labels import grade_range, kappa_rows, kappa_statistic, label_agreement, map_grades, shared_pairs
+from qrelkit.evaluate.labels import (
+    grade_range,
+    kappa_rows,
+    kappa_statistic,
+    label_agreement,
+    map_grades,
+    per_query_confusions,
+    shared_pairs,
+)
 from qrelkit.io import Qrels, Run
 
 TEST_NAME = "paired randomisation test over queries (two-sided)"
@@ -183,22 +191,8 @@ def _confusions(first: Audit, second: Audit, queries: list[str], maps: dict[str,
         for audit_ in (first, second)
     ]
     labels = grade_range(*[p.reference for p in pairs], *[p.model for p in pairs])
-    index = {label: i for i, label in enumerate(labels)}
-    position = {q: i for i, q in enumerate(queries)}
-    out = []
-    for found in pairs:
-        per_query = np.zeros((len(queries), len(labels), len(labels)))
-        np.add.at(
-            per_query,
-            (
-                np.array([position[q] for q in found.qids], dtype=np.int64),
-                np.array([index[g] for g in found.reference.tolist()], dtype=np.int64),
-                np.array([index[g] for g in found.model.tolist()], dtype=np.int64),
-            ),
-            1.0,
-        )
-        out.append(per_query.reshape(len(queries), -1))
-    return out[0], out[1], labels
+    first_counts, second_counts = (per_query_confusions(found, queries, labels) for found in pairs)
+    return first_counts, second_counts, labels
 
 
 def randomisation_p_values(observed: dict[str, float], null: dict[str, np.ndarray]) -> dict[str, float | None]:

@@ -301,11 +301,9 @@ def kappa_statistic(
     return kappa_statistic_of(mapped_pairs(model, reference, reference_map=reference_map, model_map=model_map), queries, rel_level)
 
 
-def kappa_statistic_of(
-    pairs: SharedPairs, queries: list[str], rel_level: int | None = None
-) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
-    """`kappa_statistic` on pairs already shared and mapped."""
-    labels = grade_range(pairs.reference, pairs.model)
+def per_query_confusions(pairs: SharedPairs, queries: list[str], labels: list[int]) -> np.ndarray:
+    """Each query's confusion counts (reference grade × model grade over ``labels``) as the rows of a
+    (Q, L·L) matrix: a resample's weights @ it is the resample's confusion matrix."""
     index = {label: i for i, label in enumerate(labels)}
     position = {qid: i for i, qid in enumerate(queries)}
     per_query = np.zeros((len(queries), len(labels), len(labels)))
@@ -318,7 +316,15 @@ def kappa_statistic_of(
         ),
         1.0,
     )
-    flat = per_query.reshape(len(queries), -1)
+    return per_query.reshape(len(queries), -1)
+
+
+def kappa_statistic_of(
+    pairs: SharedPairs, queries: list[str], rel_level: int | None = None
+) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+    """`kappa_statistic` on pairs already shared and mapped."""
+    labels = grade_range(pairs.reference, pairs.model)
+    flat = per_query_confusions(pairs, queries, labels)
     relevant = np.array([label >= rel_level for label in labels]) if rel_level is not None else None
 
     def statistic(weights: np.ndarray) -> dict[str, np.ndarray]:
