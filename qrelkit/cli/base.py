@@ -81,6 +81,10 @@ KeepOption = Annotated[
     str,
     typer.Option("--keep", help="Which relevant items --max-rel keeps: top-grade (highest grade first, at random within one) or random."),
 ]
+MaxRelLevelOption = Annotated[
+    int | None, typer.Option("--rel-level", help="With --max-rel: relevant = grade >= LEVEL (default 2 if graded).")
+]
+MaxRelSeedOption = Annotated[int, typer.Option("--seed", help="With --max-rel: seed of the choice of relevant items.")]
 IntervalOption = Annotated[
     str,
     typer.Option("--interval", help="Bootstrap interval method: bca (bias-corrected and accelerated, as scipy's; default) or percentile."),

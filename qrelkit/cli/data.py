@@ -14,6 +14,8 @@ from qrelkit.cli.base import (
     DuplicateOption,
     JsonOption,
     KeepOption,
+    MaxRelLevelOption,
+    MaxRelSeedOption,
     MeasureOption,
     ReplaceOption,
     RunsOption,
@@ -144,10 +146,8 @@ def evaluate(
         int | None, typer.Option("--max-rel", help="Score under qrels cut to at most M relevant items per query (seed 001, Table 2).")
     ] = None,
     keep: KeepOption = "top-grade",
-    rel_level: Annotated[
-        int | None, typer.Option("--rel-level", help="With --max-rel: relevant = grade >= LEVEL (default 2 if graded).")
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="With --max-rel: seed of the choice of relevant items.")] = 0,
+    rel_level: MaxRelLevelOption = None,
+    seed: MaxRelSeedOption = 0,
     on_duplicate: DuplicateOption = "error",
 ) -> None:
     """Score runs under qrels (ir_measures; default nDCG@10).
@@ -196,10 +196,8 @@ def correlate(
         list[int] | None, typer.Option("--max-rel", help="Also the first qrels cut to at most M relevant per query; repeatable.")
     ] = None,
     keep: KeepOption = "top-grade",
-    rel_level: Annotated[
-        int | None, typer.Option("--rel-level", help="With --max-rel: relevant = grade >= LEVEL (default 2 if graded).")
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="With --max-rel: seed of the choice of relevant items.")] = 0,
+    rel_level: MaxRelLevelOption = None,
+    seed: MaxRelSeedOption = 0,
     config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
     as_json: JsonOption = False,
