@@ -48,31 +48,6 @@ CALL_PAIRS = 256  # the job's batch_size: pairs per call of the judge
 ENCODER_BATCH = 64  # texts per encoder batch, on both sides
 
 
-# -- the constant judge (the scale part) ------------------------------------------------------------
-
-
-def constant_judge():
-    from qrelkit.judges import BaseJudge, JudgeConfig, Judgment
-
-    class ConstantJudge(BaseJudge):
-        """Scores every pair 1.0: the judging costs nothing, so what is measured is the runner."""
-
-        name = "constant"
-        Config = JudgeConfig
-        needs_template = False
-
-        def judge(self, batch):
-            return [Judgment(*pair.key, "ok", score=1.0) for pair in batch]
-
-    return ConstantJudge
-
-
-def __getattr__(name: str):  # `bench_judging:ConstantJudge`, built when a job imports it
-    if name == "ConstantJudge":
-        return constant_judge()
-    raise AttributeError(name)
-
-
 # -- DL19 pairs and texts -----------------------------------------------------------------------------
 
 
@@ -281,8 +256,7 @@ def scale_database(n_pairs: int) -> tuple[Path, Path]:
         "database": "job.duckdb",
         "collection": {"topics": "topics.tsv", "documents": str(documents), "qrels": {"pool": "pool.qrels"}},
         "pool": {"qrels": "pool"},
-        "judge": {"name": "bench_judging:ConstantJudge"},
-        "allow_import": True,
+        "judge": {"name": "constant_judge:ConstantJudge"},
         "batch_size": CALL_PAIRS,
     }
     job.write_text(yaml.safe_dump(spec))
@@ -294,7 +268,7 @@ def scale_database(n_pairs: int) -> tuple[Path, Path]:
 def scale_child(job: Path, prepare: bool) -> None:
     from qrelkit.jobs import load_job, run_job
 
-    spec = load_job(job)
+    spec = load_job(job, allow_import=True)  # the benchmark's own judge (constant_judge.py)
     if prepare:  # the collection and the pool's qrels, loaded; nothing judged
         run_job(spec, progress=False, limit=0)
         return

@@ -28,22 +28,10 @@ import yaml
 from qrelkit.embed import available_cores
 from qrelkit.io import read_qrels
 from qrelkit.jobs import load_job, run_job
-from qrelkit.judges import BaseJudge, JudgeConfig, Judgment
 
 BENCHMARKS = Path(__file__).resolve().parent
 # ../shared/data beside the project, or beside any folder above it (a git worktree sits deeper)
 DL19 = next((f / "shared" / "data" for f in BENCHMARKS.parents if (f / "shared" / "data").is_dir()), BENCHMARKS) / "trec-dl-2019"
-
-
-class ConstantJudge(BaseJudge):
-    """Scores every pair 1.0: the judging costs nothing, so what is measured is the runner."""
-
-    name = "constant"
-    Config = JudgeConfig
-    needs_template = False
-
-    def judge(self, batch):
-        return [Judgment(*pair.key, "ok", score=1.0) for pair in batch]
 
 
 def write_job(
@@ -67,7 +55,7 @@ def timed_run(job: Path) -> tuple[int, float, float]:
     """(pairs judged, seconds to the first ready worker, seconds of the whole run)."""
     from qrelkit.jobs.runner import executor_for
 
-    spec = load_job(job)
+    spec = load_job(job, allow_import=True)  # constant_judge.py, beside this script
     executor = executor_for(spec.executor)
     opened: list[float] = []
     open_executor = executor.open
@@ -106,11 +94,11 @@ def main() -> int:
         include_dashboard=False,
         log_to_driver=False,
         logging_level=logging.WARNING,
-        runtime_env={"env_vars": {"PYTHONPATH": str(BENCHMARKS)}},  # workers import bench_ray:ConstantJudge
+        runtime_env={"env_vars": {"PYTHONPATH": str(BENCHMARKS)}},  # workers import constant_judge:ConstantJudge
     )
     ray_init_s = time.perf_counter() - started
     cases = [
-        ("constant", {"name": "bench_ray:ConstantJudge"}, pairs[: args.constant_pairs]),
+        ("constant", {"name": "constant_judge:ConstantJudge"}, pairs[: args.constant_pairs]),
         ("embedding (MiniLM int8 ONNX)", {"name": "embedding", "options": {"backend": "onnx"}}, pairs[: args.embedding_pairs]),
     ]
     executors = [
