@@ -36,13 +36,17 @@ def judge_run_id_for(judge: str, config: dict[str, Any], template: PromptTemplat
 def identity_options(config_class: Any, config_data: dict[str, Any]) -> dict[str, Any]:
     """The options that can change a judgment. Fields marked `json_schema_extra={"identity": False}`
     (concurrency, rate limits, timeouts, prices, batch sizes) are left out, so tuning them resumes
-    the same judge run instead of starting a new one."""
+    the same judge run instead of starting a new one. Fields marked `{"identity": "unless-default"}`
+    (options added later whose default keeps the earlier behaviour) count only when set, so adding
+    one leaves every earlier judge run's identity as it was."""
 
-    def counts(name: str) -> bool:
-        extra = config_class.model_fields[name].json_schema_extra
-        return not (isinstance(extra, dict) and extra.get("identity") is False)
+    def counts(name: str, value: Any) -> bool:
+        field = config_class.model_fields[name]
+        extra = field.json_schema_extra
+        marked = extra.get("identity") if isinstance(extra, dict) else None
+        return marked is not False and not (marked == "unless-default" and value == field.default)
 
-    return {name: value for name, value in config_data.items() if counts(name)}
+    return {name: value for name, value in config_data.items() if counts(name, value)}
 
 
 def collection_files(spec: JobSpec, skipped: list[tuple[Path, str]] | None = None) -> list[tuple[str, Path, str | None]]:
