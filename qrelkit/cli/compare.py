@@ -105,6 +105,8 @@ def compare_cmd(
         print(views.markdown(result), end="")
     elif output_format == "latex":
         print(views.latex(result), end="")
+    elif not out.is_terminal:  # a pipe or a file: plain text, no cell cut to a width
+        print(views.plain(result), end="")
     else:
         for part in views.terminal(result):
             out.print(part)
@@ -123,6 +125,8 @@ def judge_sweep(job: Path, *, quiet: bool, as_json: bool, dry_run: bool, **optio
     outcome = run_sweep(job, dry_run=dry_run, progress_for=progress_for, **options)
     if as_json:
         print_json(outcome.to_dict())
+    elif not out.is_terminal:
+        print(views.sweep_grid(outcome).plain())
     else:
         out.print(views.sweep_table(outcome))
     for line in views.sweep_failures(outcome):
