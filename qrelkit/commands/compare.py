@@ -209,7 +209,6 @@ def resolve_judge(ref: Any, workspace: Workspace) -> ResolvedQrels:
 def resolve_judges(refs: tuple[str, ...], workspace: Workspace) -> list[ResolvedQrels]:
     """Every judge named, a folder standing for each judgment file in it; judges from files that
     would share a name (`qrels` in two folders) are named by FOLDER/FILE instead."""
-    from qrelkit.commands.workspace import file_label
     from qrelkit.io.judge_files import judgment_files
 
     found: list[ResolvedQrels] = []
@@ -219,10 +218,20 @@ def resolve_judges(refs: tuple[str, ...], workspace: Workspace) -> list[Resolved
         else:
             found.append(resolve_judge(ref, workspace))
     names = [r.qrels.name for r in found]
-    for resolved in found:
-        if names.count(resolved.qrels.name) > 1 and resolved.source.get("origin") == "file":
-            resolved.qrels.name = resolved.source["name"] = file_label(resolved.source["path"])
+    clashing = [r for r in found if names.count(r.qrels.name) > 1 and r.source.get("origin") == "file"]
+    for resolved, label in zip(clashing, path_labels([Path(r.source["path"]) for r in clashing])):
+        resolved.qrels.name = resolved.source["name"] = label
     return found
+
+
+def path_labels(paths: list[Path]) -> list[str]:
+    """The shortest tails of ``paths`` (FOLDER/FILE, then more folders) that tell them apart."""
+    resolved = [path.resolve() for path in paths]
+    for depth in range(2, max((len(p.parts) for p in resolved), default=2) + 1):
+        labels = ["/".join(p.parts[-depth:]) for p in resolved]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [str(p) for p in resolved]
 
 
 def _entry(resolved: ResolvedQrels, workspace: Workspace) -> JudgeEntry:
@@ -316,8 +325,10 @@ def run(request: CompareRequest, db: str | Path | None = None) -> CompareResult:
         )
     entries = [entry for entry, _ in found]
     if comparison is not None and comparison.skipped:
+        if not comparison.audits:  # nothing left to compare: refuse, naming every judge and why
+            why = "; ".join(f"{name} {reason}" for name, reason in comparison.skipped.items())
+            raise QrelkitError(f"no judge could be compared: {why}")
         entries = [_not_compared(entry, comparison.skipped.get(entry.name)) for entry in entries]
-        comparison = comparison if comparison.audits else None
     return CompareResult(comparison, entries, reference.source)
 
 
