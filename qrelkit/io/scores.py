@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from qrelkit.errors import InputFormatError, LineProblem
 from qrelkit.io.lines import ProblemLog, file_sha256, iter_lines, raise_if_problems
 from qrelkit.io.numbers import ascii_float32, ascii_int
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -22,10 +26,9 @@ class ScoresFile:
 def _qrels_value(text: str) -> float:
     """Column 4 of a qrels-layout file: an integer grade, or any number a judging method wrote (the
     exam and nugget methods' fractions): both are the judge's scores here, graded by `qrelkit grade`."""
-    try:
+    if _INTEGER.fullmatch(text):  # a grade: within 64 bits, as any qrels grade
         return float(ascii_int(text, "grade (column 4)"))
-    except ValueError:
-        return ascii_float32(text, "value (column 4)")
+    return ascii_float32(text, "value (column 4)")
 
 
 def read_scores(path: str | Path) -> ScoresFile:
