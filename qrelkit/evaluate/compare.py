@@ -172,7 +172,7 @@ class _Pair:
         self.queries = queries
         self.names = (first.model_name, second.model_name)
         self.cache = cache or RowCache()
-        self.queries_key = hash(tuple(queries))
+        self.queries_key = tuple(queries)
         self.decimals = first.reference_decimals  # the reference's means as printed, as in each judge's own τ
         self.matrices: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         for measure in measures:
