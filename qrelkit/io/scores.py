@@ -11,7 +11,6 @@ from qrelkit.errors import InputFormatError, LineProblem
 from qrelkit.io.lines import ProblemLog, file_sha256, iter_lines, raise_if_problems
 from qrelkit.io.numbers import ascii_float32, ascii_int
 
-
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
