@@ -73,6 +73,8 @@ def agree(
     judge_run: str | None = None,
     reference_name: str | None = None,
     measures: Sequence[str] | None = None,
+    judge_measures: Sequence[str] | str | None = None,
+    reference_decimals: int | None = None,
     group_patterns: Sequence[str] | None = None,
     groups: str | Path | Mapping[str, Sequence[str]] | None = None,
     reference_map: str | Mapping[int, int] | None = None,
@@ -86,7 +88,11 @@ def agree(
     """Audit model qrels against reference qrels over runs (`qrelkit agree`): κ and α on the shared
     pairs, τ/ρ/r/τ_AP between the system rankings, Relative Δ toward groups (``group_patterns``:
     NAME=REGEX; ``groups``: FILE[:COLUMN] or {group: [runs]}), with paired bootstrap intervals over queries.
-    ``judge_run`` (with ``db``): the model qrels are the set that judge run was graded into."""
+    ``judge_run`` (with ``db``): the model qrels are the set that judge run was graded into.
+    ``judge_measures``: the model's own measures against the reference's ``measures`` (one for all, or
+    one each; e.g. nDCG@10 against 'Compat(p=0.9)'); a model file of fractional values is its scores.
+    ``reference_decimals``: rank systems by the reference's means as printed to that many decimals
+    (trec_eval prints 4)."""
     from qrelkit.commands import agree as agree_command
     from qrelkit.commands.requests import AuditRequest
 
@@ -97,6 +103,8 @@ def agree(
         judge_run=judge_run,
         reference_name=reference_name,
         measures=measures,
+        judge_measures=judge_measures,
+        reference_decimals=reference_decimals,
         group_patterns=group_patterns,
         groups=groups,
         reference_map=reference_map,

@@ -74,6 +74,22 @@ MeasureOption = Annotated[
     list[str] | None,
     typer.Option("--measure", help="An ir_measures or trec_eval measure, e.g. nDCG@10, 'AP(rel=2)', ndcg_cut_10; repeatable."),
 ]
+JudgeMeasureOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--judge-measure",
+        help="The judge's own measure, e.g. 'Compat(p=0.9)' against the reference's --measure nDCG@10 (as judge-method "
+        "studies do): one for every --measure, or one per --measure; default: the same measure on both sides.",
+    ),
+]
+ReferenceDecimalsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--reference-decimals",
+        help="Rank the systems under the reference by their means as printed to N decimals, as a study that reads "
+        "trec_eval's output does (it prints 4: systems equal to 4 decimals tie); default: full precision.",
+    ),
+]
 JudgeRunOption = Annotated[str | None, typer.Option("--judge-run", help="A judge run in --db: its id, a unique id prefix, or its name.")]
 ResamplesOption = Annotated[int, typer.Option("--resamples", help="Bootstrap resamples of the queries for 95% intervals (0: none).")]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the resamples (and of any sampling).")]

@@ -7,7 +7,20 @@ from typing import Annotated, Any
 
 import typer
 
-from qrelkit.cli.base import DuplicateOption, IntervalOption, MeasureOption, RunsOption, SeedOption, app, command_line, err, out, print_json
+from qrelkit.cli.base import (
+    DuplicateOption,
+    IntervalOption,
+    JudgeMeasureOption,
+    MeasureOption,
+    ReferenceDecimalsOption,
+    RunsOption,
+    SeedOption,
+    app,
+    command_line,
+    err,
+    out,
+    print_json,
+)
 
 
 @app.command("compare")
@@ -16,7 +29,9 @@ def compare_cmd(
     judge: Annotated[
         list[str] | None,
         typer.Option(
-            "--judge", help="A judge: a judge run in --db (id, prefix or name), a qrels set in --db, or a qrels file; repeatable."
+            "--judge",
+            help="A judge: a judge run in --db (id, prefix or name), a qrels set in --db, a judgment file (integer grades, or "
+            "scores: fractional values, read for measures that use only their order), or a folder of judgment files; repeatable.",
         ),
     ] = None,
     sweep: Annotated[
@@ -28,6 +43,8 @@ def compare_cmd(
     reference_name: Annotated[str | None, typer.Option("--reference-name", help="What to call the reference in the output.")] = None,
     runs: RunsOption = None,
     measure: MeasureOption = None,
+    judge_measure: JudgeMeasureOption = None,
+    reference_decimals: ReferenceDecimalsOption = None,
     baseline: Annotated[str | None, typer.Option("--baseline", help="Compare each judge with this one (its name as shown) only.")] = None,
     group: Annotated[list[str] | None, typer.Option("--group", help="A group for Relative Δ: NAME=REGEX on run names; repeatable.")] = None,
     groups: Annotated[str | None, typer.Option("--groups", help="Groups TSV of runs as FILE[:COLUMN].")] = None,
@@ -62,6 +79,8 @@ def compare_cmd(
         reference_name=reference_name,
         runs=tuple(runs or ()),
         measures=tuple(measure or ()),
+        judge_measures=tuple(judge_measure or ()),
+        reference_decimals=reference_decimals,
         baseline=baseline,
         group_patterns=tuple(group or ()),
         groups=groups,
@@ -86,6 +105,8 @@ def compare_cmd(
         print(views.markdown(result), end="")
     elif output_format == "latex":
         print(views.latex(result), end="")
+    elif not out.is_terminal:  # a pipe or a file: plain text, no cell cut to a width
+        print(views.plain(result), end="")
     else:
         for part in views.terminal(result):
             out.print(part)
@@ -104,6 +125,8 @@ def judge_sweep(job: Path, *, quiet: bool, as_json: bool, dry_run: bool, **optio
     outcome = run_sweep(job, dry_run=dry_run, progress_for=progress_for, **options)
     if as_json:
         print_json(outcome.to_dict())
+    elif not out.is_terminal:
+        print(views.sweep_grid(outcome).plain())
     else:
         out.print(views.sweep_table(outcome))
     for line in views.sweep_failures(outcome):

@@ -90,6 +90,8 @@ class Workspace:
             resolved = self._qrels_in_memory(ref.value, ref.name)
         elif ref.judge_run is not None:
             resolved = self.judge_run_qrels(ref.judge_run, ref.ref)
+        elif ref.ref is not None and ref.judge and Path(ref.ref).is_file():
+            resolved = self._judge_file(ref.ref, ref.file_label)
         elif ref.ref is not None and _is_file_ref(ref.ref):
             resolved = self._qrels_file(ref.ref, ref.file_label)
         elif ref.ref is not None and self.has_db:
@@ -110,6 +112,16 @@ class Workspace:
             qrels.name = file_label(ref)
         origin = "irds" if irds_id(ref) is not None else "file"
         return ResolvedQrels(qrels, {"name": qrels.name, "origin": origin, "path": str(ref), "judge_run": None, "grading": None})
+
+    def _judge_file(self, ref: str, named_by_file: bool) -> ResolvedQrels:
+        """A judge's file: integer grades as any qrels file, other numbers as the judge's scores;
+        repeats resolved by ``on_duplicate`` are counted in the source (and said in its notes)."""
+        from qrelkit.io.judge_files import read_judge_file
+
+        found = read_judge_file(ref, name=file_label(ref) if named_by_file else None, on_duplicate=self.on_duplicate)
+        note = found.repeat_note()
+        source = {"name": found.qrels.name, "origin": "file", "path": str(ref), "judge_run": None, "grading": None, **found.describe()}
+        return ResolvedQrels(found.qrels, source | ({"notes": [note]} if note else {}))
 
     def _qrels_in_memory(self, value: Any, name: str | None) -> ResolvedQrels:
         from qrelkit.io import frames

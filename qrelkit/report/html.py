@@ -244,6 +244,8 @@ def _systems_section(result: Audit, figure: Figures) -> str:
 
 
 def _labels_section(result: Audit, figure: Figures) -> str:
+    if result.labels.not_computed is not None:  # grades κ cannot compare: no confusion matrix either
+        return "\n".join(["<h2>Label agreement</h2>", _html_table(["statistic", "value"], [list(r) for r in label_rows(result)])])
     confusion = plot_confusion(
         result.labels.confusion, result.labels.labels, reference_name=result.reference_name, model_name=result.model_name
     )
