@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from qrelkit.errors import FatalJobError, InputFormatError, LineProblem, QrelkitError
+from qrelkit.machine import crash_point
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -184,6 +185,7 @@ def write_atomically(path: str | Path, write: Callable[[Path], object]) -> Path:
         write(temporary)
         with open(temporary, "rb") as handle:
             os.fsync(handle.fileno())
+        crash_point("output-before-rename")
         os.replace(temporary, path)
     except QrelkitError:
         temporary.unlink(missing_ok=True)
