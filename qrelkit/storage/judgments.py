@@ -175,7 +175,9 @@ def import_scores(store: Store, scores: Any, *, name: str, replace: bool = False
     The judge run's identity is the name and the file's hash; the same file again is unchanged, a
     changed file under the same name needs ``replace`` (which drops the earlier import)."""
     from qrelkit.io import sha256_text
+    from qrelkit.io.paths import checked_name
 
+    checked_name(name, "the judge run's name", scores.path)
     config = {"file": scores.path, "sha256": scores.sha256, "format": scores.format}
     run_id = sha256_text(json.dumps({"judge": "imported", "name": name, "sha256": scores.sha256}, sort_keys=True))[:16]
     clash = name_collision(store, name, run_id)
