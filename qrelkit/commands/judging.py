@@ -86,9 +86,12 @@ def _mapping(text: str | None) -> dict[str, int] | None:
         try:
             if not colon or not key:
                 raise ValueError
-            mapping[key.strip()] = ascii_int(grade.strip(), "--map")
+            onto = ascii_int(grade.strip(), "--map")
         except ValueError:
             raise QrelkitError(f"--map {text!r}: {item!r} is not SCORE:GRADE or LOW-HIGH:GRADE (e.g. 3:2,2:2,1:1,0:0)") from None
+        if key.strip() in mapping and mapping[key.strip()] != onto:  # as agree's --map: a score mapped twice is a typo, not a choice
+            raise QrelkitError(f"--map {text!r}: {key.strip()} is mapped twice ({mapping[key.strip()]} and {onto})")
+        mapping[key.strip()] = onto
     return mapping
 
 
