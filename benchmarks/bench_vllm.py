@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from functools import partial
 from pathlib import Path
 
 os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
@@ -76,7 +77,11 @@ def build(folder: Path, pairs: int) -> tuple[str, list[Pair]]:
 def job_file(folder: Path, name: str, judge: str, options: dict) -> Path:
     spec = {
         "database": str(folder / f"{name}.duckdb"),
-        "collection": {"topics": str(folder / "topics.jsonl"), "documents": str(folder / "images.jsonl"), "image_root": str(folder / "images")},
+        "collection": {
+            "topics": str(folder / "topics.jsonl"),
+            "documents": str(folder / "images.jsonl"),
+            "image_root": str(folder / "images"),
+        },
         "pool": {"pairs": str(folder / "pairs.tsv")},
         "judge": {"name": judge, "options": options},
         "template": str(folder / "template.yaml"),
@@ -171,7 +176,7 @@ def main() -> None:
         judge = create_judge("vllm", options, template)  # starts the engine (the job's judge reuses it)
         start_seconds = time.perf_counter() - started
         alone = engine_alone(judge, pairs, args.repeats)
-        in_process, statuses = timed_job(job_file(folder, f"vllm-{mode}", "vllm", options), args.repeats, lambda: empty_caches(judge.llm))
+        in_process, statuses = timed_job(job_file(folder, f"vllm-{mode}", "vllm", options), args.repeats, partial(empty_caches, judge.llm))
         row = {"mode": mode, "start": start_seconds, "alone": alone, "job": in_process, "statuses": statuses}
         if not args.no_server:
             if server is None:
@@ -181,7 +186,7 @@ def main() -> None:
             openai["max_tokens"] = 1 if mode == "expected" else args.max_tokens
             job = job_file(folder, f"server-{mode}", "openai", openai)
             timed_job(job, 1, lambda: None)  # warm-up, as in-process
-            row["server"], row["server_statuses"] = timed_job(job, args.repeats, lambda: reset_server_cache(server[1]))
+            row["server"], row["server_statuses"] = timed_job(job, args.repeats, partial(reset_server_cache, server[1]))
         rows.append(row)
     if server is not None:
         server[0].terminate()
@@ -193,9 +198,11 @@ def report(rows: list[dict], args: argparse.Namespace) -> None:
     import vllm
 
     load = os.getloadavg()
-    print(f"vLLM {vllm.__version__}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load {load[0]:.1f} {load[1]:.1f}")
+    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+    print(f"vLLM {vllm.__version__}, {machine}, load {load[0]:.1f} {load[1]:.1f}")
     print(f"{args.pairs} image pairs, LLaVA-shaped {MODEL}, {ENGINE['dtype']}; median of {args.repeats}; pairs/s in brackets\n")
-    print("| mode | engine start | engine alone (`LLM.generate`) | `vllm` judge job | job ÷ engine | server route job | server ÷ in-process |")
+    columns = ["mode", "engine start", "engine alone (`LLM.generate`)", "`vllm` judge job", "job ÷ engine", "server route job"]
+    print("| " + " | ".join([*columns, "server ÷ in-process"]) + " |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         server = f"{r['server']:.2f} s ({args.pairs / r['server']:.1f})" if "server" in r else "—"
@@ -204,7 +211,8 @@ def report(rows: list[dict], args: argparse.Namespace) -> None:
             f"| {r['mode']} | {r['start']:.1f} s | {r['alone']:.2f} s ({args.pairs / r['alone']:.1f}) | {r['job']:.2f} s "
             f"({args.pairs / r['job']:.1f}) | {r['job'] / r['alone']:.3f} | {server} | {ratio} |"
         )
-    print("\nstatuses: " + "; ".join(f"{r['mode']}: {r['statuses']}" + (f", server {r['server_statuses']}" if "server" in r else "") for r in rows))
+    statuses = [f"{r['mode']}: {r['statuses']}" + (f", server {r['server_statuses']}" if "server" in r else "") for r in rows]
+    print("\nstatuses: " + "; ".join(statuses))
 
 
 if __name__ == "__main__":

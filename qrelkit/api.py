@@ -252,6 +252,32 @@ def grade(
     return grade_scores(triples, name=name or default, **options)
 
 
+def _triples(scores: Any) -> list[tuple[str, str, float]]:
+    """(qid, docid, score) triples, each pair once and each score a finite number: a repeated pair
+    would give the qrels a pair twice, a NaN a grade of nothing."""
+    import math
+
+    from qrelkit.errors import QrelkitError
+
+    triples: list[tuple[str, str, float]] = []
+    seen: set[tuple[str, str]] = set()
+    for item in scores:
+        if not isinstance(item, list | tuple) or len(item) != 3:
+            raise QrelkitError(f"scores: {item!r} is not a (qid, docid, score) triple")
+        qid, docid, score = str(item[0]), str(item[1]), item[2]
+        if (qid, docid) in seen:
+            raise QrelkitError(f"scores: ({qid}, {docid}) is given twice; give each pair one score")
+        try:
+            value = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else math.nan
+        except OverflowError:  # an int beyond any float
+            value = math.nan
+        if not math.isfinite(value):
+            raise QrelkitError(f"scores: the score of ({qid}, {docid}), {score!r}, is not a finite number")
+        seen.add((qid, docid))
+        triples.append((qid, docid, value))
+    return triples
+
+
 def _scores(scores: Any, db: Db, judge_run: str | None, score_from: str) -> list[tuple[str, str, float]]:
     from qrelkit.errors import QrelkitError
     from qrelkit.io import Run
@@ -269,7 +295,7 @@ def _scores(scores: Any, db: Db, judge_run: str | None, score_from: str) -> list
     if isinstance(scores, Run):
         return list(zip(*(scores.table.column(c).to_pylist() for c in ("qid", "docid", "score"))))
     if isinstance(scores, list | tuple) and scores and isinstance(scores[0], list | tuple) and len(scores[0]) == 3:
-        return [(str(q), str(d), float(s)) for q, d, s in scores]
+        return _triples(scores)
     with Workspace(db) as workspace:
         qrels = workspace.qrels(scores)
     return [(q, d, float(g)) for q, d, g in zip(*(qrels.table.column(c).to_pylist() for c in ("qid", "docid", "grade")))]

@@ -58,6 +58,9 @@ DbOption = Annotated[
     Path, typer.Option("--db", envvar="QRELKIT_DB", help="The DuckDB database file (env QRELKIT_DB; default qrelkit.duckdb).")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+ForceOption = Annotated[
+    bool, typer.Option("--force", help="Write over an output file that exists (never over the database or an input of the command).")
+]
 ReplaceOption = Annotated[bool, typer.Option("--replace", help="Replace what an earlier load of the same name put in the database.")]
 DuplicateOption = Annotated[
     str,
@@ -112,7 +115,7 @@ def _read_config(ctx: typer.Context, param: Any, value: Path | None) -> Path | N
     if value is not None:
         from qrelkit.commands.config import config_defaults
 
-        ctx.default_map = {**(ctx.default_map or {}), **config_defaults(value, ctx.command.params)}
+        ctx.default_map = {**(ctx.default_map or {}), **config_defaults(value, ctx.command.params, ctx)}
     return value
 
 

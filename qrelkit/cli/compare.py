@@ -9,6 +9,7 @@ import typer
 
 from qrelkit.cli.base import (
     DuplicateOption,
+    ForceOption,
     IntervalOption,
     JudgeMeasureOption,
     MeasureOption,
@@ -60,6 +61,7 @@ def compare_cmd(
     db: Annotated[Path | None, typer.Option("--db", envvar="QRELKIT_DB", help="The database of the judge runs and qrels sets.")] = None,
     output_format: Annotated[str, typer.Option("--format", help="table (default), markdown or latex (booktabs).")] = "table",
     html: Annotated[Path | None, typer.Option("--html", help="Also write the comparison as one self-contained HTML page.")] = None,
+    force: ForceOption = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: each judge's audit as agree --json, differences, κ matrix.")] = False,
     on_duplicate: DuplicateOption = "error",
 ) -> None:
@@ -71,7 +73,8 @@ def compare_cmd(
     from qrelkit.io import OnDuplicate
     from qrelkit.report import compare as views
 
-    check_output(output_format, html)
+    inputs = {"--db": db, "--reference-qrels": reference_qrels, "--judge": judge, "--runs": runs, "--groups": groups, "--sweep": sweep}
+    check_output(output_format, html, force=force, inputs=inputs)
     request = CompareRequest(
         reference=reference_qrels,
         judges=tuple(judge or ()),

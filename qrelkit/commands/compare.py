@@ -72,14 +72,15 @@ class CompareRequest:
 OUTPUT_FORMATS = ("table", "markdown", "latex")
 
 
-def check_output(output_format: str, page: str | Path | None = None) -> None:
-    """The output asked for, before anything is computed: a known format, a page that can be written."""
+def check_output(output_format: str, page: str | Path | None = None, *, force: bool = False, inputs: dict[str, Any] | None = None) -> None:
+    """The output asked for, before anything is computed: a known format, a page that can be written
+    (an existing file only with ``force``, never one of the command's ``inputs``: option -> path)."""
     if output_format not in OUTPUT_FORMATS:
         raise QrelkitError(f"--format {output_format!r}: choose table, markdown or latex")
     if page is not None:
-        from qrelkit.io.files import check_writable
+        from qrelkit.io.files import check_output as check_path
 
-        check_writable(Path(page), overwrite=True)
+        check_path(Path(page), force=force, inputs=inputs)
 
 
 @dataclass(frozen=True)

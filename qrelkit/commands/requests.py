@@ -414,6 +414,7 @@ class NRGRequest:
     compare: bool = False
     groups_file: GroupsFile | None = None
     plot: Path | None = None
+    force: bool = False  # write the plot over an existing file
     on_duplicate: OnDuplicate = OnDuplicate.error
 
     def __post_init__(self) -> None:
@@ -457,6 +458,7 @@ class FDRequest:
     plot_metric: Path | None = None
     metric: str = "nDCG@10"
     workers: int | None = None
+    force: bool = False  # write the plots over existing files
     on_duplicate: OnDuplicate = OnDuplicate.error
 
     def __post_init__(self) -> None:

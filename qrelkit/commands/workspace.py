@@ -33,8 +33,11 @@ class ResolvedQrels(NamedTuple):
 def file_label(ref: str | Path) -> str:
     """How an audit names qrels read from a file: its folder and file name (`trec-dl-2019/qrels.txt`),
     not the stem alone, which is often just `qrels`."""
+    from qrelkit.io.paths import checked_name
+
     path = Path(ref).resolve()
-    return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+    label = f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+    return checked_name(label, "the name taken from the file", repr(str(ref)))
 
 
 def _is_file_ref(ref: str) -> bool:
@@ -66,6 +69,17 @@ class Workspace:
     @property
     def has_db(self) -> bool:
         return self.db is not None and self.db.exists()
+
+    def check_output(self, path: str | Path, *, force: bool, refs: tuple[Any, ...] = (), files: dict[str, Any] | None = None) -> Path:
+        """``path`` when an output may be written there (`qrelkit.io.files.check_output`): never over
+        this workspace's database, a file a reference in ``refs`` (`QrelsRef`, `RunsRef`) names or
+        one of ``files`` (option -> path), and over another existing file only with ``force``."""
+        from qrelkit.io.files import check_output
+
+        named: list[str] = []
+        for ref in refs:
+            named += [ref.ref] if isinstance(ref, QrelsRef) and ref.ref is not None else list(getattr(ref, "refs", ()))
+        return check_output(path, force=force, inputs={"--db": self.db, "input": named, **(files or {})})
 
     @property
     def store(self) -> Store:

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from qrelkit.evaluate.audit import audit_to_dict
 from qrelkit.report.tables import ci, fmt
-from qrelkit.report.text import plain_table, printable
+from qrelkit.report.text import latex_comment, markdown_text, one_line, plain_table, printable
 
 if TYPE_CHECKING:
     from qrelkit.evaluate.compare import Comparison, PairedDifference
@@ -347,19 +347,24 @@ def plain(result: CompareResult) -> str:
 
 
 def _markdown_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return markdown_text(text)
 
 
 def markdown(result: CompareResult) -> str:
-    parts = ["\n".join(f"- {line}" for line in describe(result))]
+    parts = ["\n".join(f"- {markdown_text(line)}" for line in describe(result))]
     for grid in grids(result):
         align = ["---" if i < grid.text_columns else "---:" for i in range(len(grid.header))]
-        lines = [f"**{grid.title}**", "", "| " + " | ".join(map(_markdown_cell, grid.header)) + " |", "|" + "|".join(align) + "|"]
+        lines = [
+            f"**{markdown_text(grid.title)}**",
+            "",
+            "| " + " | ".join(map(_markdown_cell, grid.header)) + " |",
+            "|" + "|".join(align) + "|",
+        ]
         lines += ["| " + " | ".join(_markdown_cell(c) for c in row) + " |" for row in grid.rows]
         parts.append("\n".join(lines))
     extra = notes(result)
     if extra:
-        parts.append("\n".join(f"- {line}" for line in extra))
+        parts.append("\n".join(f"- {markdown_text(line)}" for line in extra))
     return "\n\n".join(parts) + "\n"
 
 
@@ -370,13 +375,13 @@ _LATEX_GREEK |= {"ρ": r"$\rho$", "α": r"$\alpha$", "±": r"$\pm$", "×": r"$\t
 
 
 def latex_text(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(ch) or _LATEX_GREEK.get(ch) or ch for ch in text)
+    return "".join(_LATEX_SPECIAL.get(ch) or _LATEX_GREEK.get(ch) or ch for ch in one_line(text))
 
 
 def latex(result: CompareResult) -> str:
     """Booktabs tables (\\usepackage{booktabs}), one per grid, the description as a comment and the
     notes in a caption-ready paragraph."""
-    parts = ["% " + line for line in describe(result)]
+    parts = [latex_comment(line) for line in describe(result)]
     for grid in grids(result):
         spec = "l" * grid.text_columns + "r" * (len(grid.header) - grid.text_columns)
         parts += [
@@ -394,7 +399,7 @@ def latex(result: CompareResult) -> str:
         ]
     extra = notes(result)
     if extra:
-        parts += ["% notes:"] + [f"% {line}" for line in extra]
+        parts += ["% notes:"] + [latex_comment(line) for line in extra]
     return "\n".join(parts) + "\n"
 
 

@@ -449,7 +449,7 @@ def render_html(result: Audit, judge: JudgeSummary | None = None, provenance: Pr
 
 def write_report(result: Audit, path: str | Path, judge: JudgeSummary | None = None, provenance: Provenance | None = None) -> Path:
     """Write the page to ``path`` (an .html file; its folder is made) and return it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(result, judge, provenance), encoding="utf-8")
-    return path
+    from qrelkit.io.files import write_atomically
+
+    page = render_html(result, judge, provenance)
+    return write_atomically(path, lambda temporary: temporary.write_text(page, encoding="utf-8"))
