@@ -84,7 +84,10 @@ class State:
         self.data[kind][key] = {**values, "recorded": datetime.now(UTC).isoformat(timespec="seconds")}
 
     def save(self) -> None:
+        if not self.path.exists() and not any(self.data.values()):
+            return  # nothing was had: no record of nothing (a failed first fetch leaves no folder behind)
         temporary = self.path.with_name(self.path.name + ".tmp")
+        self.path.parent.mkdir(parents=True, exist_ok=True)  # taken back when the files had nothing; images may follow
         temporary.write_text(json.dumps(self.data, indent=1, sort_keys=True), encoding="utf-8")
         os.replace(temporary, self.path)
 
@@ -93,6 +96,8 @@ class Fetcher:
     def __init__(self, bundle: Bundle, root: Path, *, mirror: Mirror | None = None, progress: ProgressFactory | None = None):
         self.bundle, self.root, self.mirror, self.progress = bundle, root, mirror, progress
         self.folder = root / bundle.name
+        # the folders this fetch makes, removed again when it had nothing to put in them
+        self.made = [folder for folder in (root, root / ".sources", self.folder) if not folder.exists()]
         self.folder.mkdir(parents=True, exist_ok=True)
         self.state = State(self.folder)
 
@@ -105,7 +110,23 @@ class Fetcher:
                 reports.append(self.fetch_file(item, failed={r.path for r in reports if r.status in ("missing", "failed")}))
         finally:
             self.state.save()
+            self.remove_empty_folders()
         return reports
+
+    def remove_empty_folders(self) -> None:
+        """Take back the empty folders a fetch that had nothing left: each source's folders under
+        `.sources/` (a download that never arrived), and the bundle and data folders it made."""
+        sources = self.root / ".sources"
+        for source in self.bundle.sources:
+            try:
+                folder = cache_path(self.root, source.url).parent
+            except DownloadError:
+                continue
+            while folder != sources and sources in folder.parents and _remove_if_empty(folder):
+                folder = folder.parent
+        for folder in (self.folder, sources, self.root):
+            if folder in self.made:
+                _remove_if_empty(folder)
 
     def expected(self, item: BundleFile) -> str | None:
         return item.sha256 or self.state.recorded("files", item.path)
@@ -261,6 +282,14 @@ class Fetcher:
             report.notes.append(f"{shown_url(source.url)} {_md5_note(dest, source.listed_md5)}")
         self.state.record("sources", source.url, sha256=actual, verified=source.verified)
         return dest
+
+
+def _remove_if_empty(folder: Path) -> bool:
+    try:
+        folder.rmdir()
+    except OSError:  # not empty, or not there
+        return False
+    return True
 
 
 def _md5_note(path: Path, listed: str) -> str:

@@ -245,7 +245,12 @@ def describe(result: CompareResult) -> list[str]:
         return lines + ["no judge could be compared (see each judge's status)"]
     first = next(iter(comparison.audits.values()))
     lines.append(f"systems: {len(first.model_evaluation.runs)} runs, scored on the queries each judge and the reference share")
-    if comparison.resamples:
+    if comparison.resamples and comparison.interval == "jackknife":
+        lines.append(
+            f"intervals: {comparison.level:.0%} jackknife over queries (each left out once); the same queries left out for every "
+            "judge, so each row is what `qrelkit agree` prints and each difference is paired"
+        )
+    elif comparison.resamples:
         lines.append(
             f"intervals: {comparison.level:.0%} {comparison.interval} bootstrap over queries, {comparison.resamples} resamples, "
             f"seed {comparison.seed}; the same resamples for every judge, so each row is what `qrelkit agree` prints and each "
@@ -282,8 +287,15 @@ def grids(result: CompareResult) -> list[Grid]:
     return out
 
 
+def lead(result: CompareResult) -> list[str]:
+    """The verdict, then what it rests on: the first lines of every form (`qrelkit.report.verdict`)."""
+    from qrelkit.report.verdict import caveats, verdict
+
+    return verdict(result) + [f"note: {line}" for line in caveats(result)]
+
+
 def terminal(result: CompareResult) -> list[Table | Text]:
-    out: list[Table | Text] = [Text(printable("\n".join(describe(result))))]
+    out: list[Table | Text] = [Text(printable("\n".join(lead(result))), style="bold"), Text(printable("\n".join(describe(result))))]
     for grid in grids(result):
         table = Table(title=grid.title, title_justify="left")
         for i, column in enumerate(grid.header):
@@ -300,7 +312,10 @@ def _markdown_cell(text: str) -> str:
 
 
 def markdown(result: CompareResult) -> str:
-    parts = ["\n".join(f"- {line}" for line in describe(result))]
+    from qrelkit.report.verdict import caveats, verdict
+
+    parts = [f"**{line}**" for line in verdict(result)]
+    parts.append("\n".join(f"- {line}" for line in [f"note: {c}" for c in caveats(result)] + describe(result)))
     for grid in grids(result):
         align = ["---" if i < grid.text_columns else "---:" for i in range(len(grid.header))]
         lines = [f"**{grid.title}**", "", "| " + " | ".join(map(_markdown_cell, grid.header)) + " |", "|" + "|".join(align) + "|"]
@@ -324,7 +339,7 @@ def latex_text(text: str) -> str:
 def latex(result: CompareResult) -> str:
     """Booktabs tables (\\usepackage{booktabs}), one per grid, the description as a comment and the
     notes in a caption-ready paragraph."""
-    parts = ["% " + line for line in describe(result)]
+    parts = ["% " + line for line in lead(result) + describe(result)]
     for grid in grids(result):
         spec = "l" * grid.text_columns + "r" * (len(grid.header) - grid.text_columns)
         parts += [
