@@ -268,3 +268,19 @@ def test_tau_ap_of_an_ordering_with_ties_against_itself_is_noted():
         "m: 1 pair of runs tie; τ_AP counts a pair tied under the truth as half correct, so τ_AP of m with itself is 0.6667, "
         "not 1 (τ-b and ρ correct for ties: 1)"
     ]
+
+
+def test_a_failed_offline_fetch_leaves_nothing_behind(tmp_path):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed once the block ends: every connection to it is refused
+    proxy = {"https_proxy": f"http://127.0.0.1:{port}", "HTTPS_PROXY": f"http://127.0.0.1:{port}"}
+    done = qrelkit("data", "fetch", "extrapolate-eval", "--to", tmp_path / "data", env=proxy)
+    assert "could not be reached" in one_error(done, 3)
+    assert not (tmp_path / "data").exists()  # no empty record, no `.sources/` tree, no bundle folder
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "mine.txt").write_text("kept\n")
+    qrelkit("data", "fetch", "extrapolate-eval", "--to", tmp_path / "data", env=proxy)
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["mine.txt"]  # a folder it did not make stays
