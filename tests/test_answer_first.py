@@ -284,3 +284,64 @@ def test_a_failed_offline_fetch_leaves_nothing_behind(tmp_path):
     (tmp_path / "data" / "mine.txt").write_text("kept\n")
     qrelkit("data", "fetch", "extrapolate-eval", "--to", tmp_path / "data", env=proxy)
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["mine.txt"]  # a folder it did not make stays
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def chromium_probe(page: Path, script: str, tmp_path: Path) -> dict:
+    """Run ``script`` (it sets window.probe) in ``page`` in headless Chromium at 1400×900, as
+    tests/test_report.py does; the probe's JSON."""
+    import html as html_module
+    import subprocess
+
+    probe = page.with_name("probe.html")
+    hook = "<script>addEventListener('load', () => {" + script
+    hook += "const pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(window.probe);"
+    hook += "document.body.append(pre);});</script></body>"
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", hook), encoding="utf-8")
+    command = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars"]
+    command += ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1400,900"]
+    command += [f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000", "--dump-dom", probe.as_uri()]
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=120).stdout
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S)
+    assert found, f"Chromium did not run the page's load handler; DOM starts {dom[:300]!r}"
+    return json.loads(html_module.unescape(found.group(1)))
+
+
+def test_the_per_topic_grading_table_of_dl19_is_not_cut_off_at_1400_px(dl19, tmp_path):
+    """43 topics, each with its cut points and lowest score per grade in four digits (MiniLM-like
+    scores): the table fits the page, nothing runs off it sideways."""
+    if not CHROMIUM.exists():
+        pytest.skip("needs /usr/bin/chromium (apt-get install -y chromium)")
+    rng = np.random.default_rng(0)
+    pairs = [line.split() for line in (dl19 / "qrels.txt").read_text().splitlines()]
+    (tmp_path / "scores.tsv").write_text("".join(f"{q}\t{d}\t{0.05 + 0.9 * rng.random():.7f}\n" for q, _, d, _ in pairs))
+    db = tmp_path / "scores.duckdb"
+    assert qrelkit("import", "scores", tmp_path / "scores.tsv", "--name", "scores", "--db", db).returncode == 0
+    assert qrelkit("grade", "--judge-run", "scores", "--name", "graded", "--db", db).returncode == 0  # per-topic quantiles
+    page = tmp_path / "report.html"
+    done = qrelkit(
+        "report", "--judge-run", "scores", "--db", db, "--reference-qrels", dl19 / "qrels.txt", "--runs", dl19 / "runs", "--out", page
+    )
+    assert done.returncode == 0, done.stderr
+    assert "<h3>Per topic (43)</h3>" in page.read_text(encoding="utf-8")
+    script = "const t = [...document.querySelectorAll('table')].pop(); const r = t.getBoundingClientRect();"
+    script += "window.probe = {right: r.right, width: innerWidth, scrollWidth: document.documentElement.scrollWidth};"
+    probe = chromium_probe(page, script, tmp_path)
+    assert probe["width"] == 1400 and probe["right"] <= 1400 and probe["scrollWidth"] <= 1400, probe
+
+
+def test_the_times_the_docs_quote_are_the_measured_ones():
+    """README example 2 and docs/python-api.md quote the medians benchmarks/bench_walkthroughs.py
+    measured (benchmarks/RESULTS.md), not times from an earlier version (11 s, half a minute)."""
+    root = Path(__file__).resolve().parents[1]
+    results = (root / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    section = results[results.index("## Walkthroughs the docs time") :]
+    agree = float(re.search(r"\| README example 2: qrelkit agree on DL19 \| ([\d.]+) \|", section).group(1))
+    page = float(re.search(r"\| docs/python-api.md, every block \| ([\d.]+) \|", section).group(1))
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    heading = next(line for line in readme.splitlines() if line.startswith("**2. Audit qrels made elsewhere**"))
+    assert f"`agree` {agree:.1f} s" in heading and "11 s" not in heading, heading
+    python_page = (root / "docs" / "python-api.md").read_text(encoding="utf-8")
+    assert f"about {page:.0f} s" in python_page and "half a minute" not in python_page

@@ -318,7 +318,10 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
             "level": result.level,
             "resamples": result.resamples,
             "seed": result.seed,
-            "over": f"{len(result.queries)} queries (paired: the same resamples for every statistic)",
+            "over": f"{len(result.queries)} queries, each left out once (paired: the same queries for every statistic)"
+            if result.interval == "jackknife"
+            else f"{len(result.queries)} queries (paired: the same resamples for every statistic)",
+            "description": result.interval_description(),
         },
         "maps": {"reference": result.reference_map, "model": result.model_map},
         "warnings": list(result.warnings),

@@ -349,12 +349,13 @@ def interval_of(
     (:func:`draw_weights`: bootstrap resamples, or half-samples for subsampling) and its jackknife
     values; ends beyond the statistic's ``bounds`` (a correlation's [−1, 1]) are cut back to them."""
     method = check_method(method)
+    none = np.zeros(0)
     if method == "jackknife":
-        found = jackknife_interval(estimate, jackknife if jackknife is not None else [], level)
+        found = jackknife_interval(estimate, jackknife if jackknife is not None else none, level)
     elif method == "subsampling":
-        found = subsampling_interval(estimate, resampled if resampled is not None else [], n_queries, level)
+        found = subsampling_interval(estimate, resampled if resampled is not None else none, n_queries, level)
     else:
-        found = bootstrap_interval(estimate, resampled if resampled is not None else [], jackknife, method=method, level=level)
+        found = bootstrap_interval(estimate, resampled if resampled is not None else none, jackknife, method=method, level=level)
     if found is None or bounds is None:
         return found
     low, high = max(found.low, bounds[0]), min(found.high, bounds[1])

@@ -52,7 +52,9 @@ def _fd_json(path: Path) -> Orderings:
 
 def _score_lines(path: Path) -> Orderings:
     problems = ProblemLog()
-    label, scores, first_line = path.stem, {}, {}
+    label = path.stem
+    scores: dict[str, float] = {}
+    first_line: dict[str, int] = {}
     for number, text in iter_lines(path, problems):
         cols = text.split()
         if len(cols) != 2:

@@ -70,7 +70,10 @@ def comparison_to_dict(result: CompareResult) -> dict[str, Any]:
         }
         for e in result.entries
     ]
-    out: dict[str, Any] = {"reference": result.reference, "judges": judges, "differences": [], "kappa_between_judges": {}, "notes": []}
+    from qrelkit.report.verdict import caveats, verdict
+
+    out: dict[str, Any] = {"verdict": verdict(result), "verdict_notes": caveats(result)}
+    out |= {"reference": result.reference, "judges": judges, "differences": [], "kappa_between_judges": {}, "notes": []}
     if comparison is not None:
         out["differences"] = [difference_to_dict(d, comparison) for d in comparison.differences]
         out["kappa_between_judges"] = comparison.kappa_matrix

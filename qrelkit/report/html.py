@@ -391,9 +391,11 @@ GRADING_SETTINGS = (
 )
 
 
-def grading_section(grading: dict[str, Any], per_row: int = 3) -> str:
+def grading_section(grading: dict[str, Any], per_row: int | None = None) -> str:
     """The grading record: a sentence, its settings as a small table, and per scope (topic, or `*` for
-    all scores) the cut points and the lowest score that received each grade, as a compact grid."""
+    all scores) the cut points and the lowest score that received each grade, as a compact grid of
+    ``per_row`` topics a row (default: 2 with the lowest scores, 3 without, so that a row of DL19's
+    four-decimal scores fits the page's 1100 px and the page is not cut off at 1400 px)."""
     sample = f" The judge run covers a {describe_sample(grading['sample'])}." if grading.get("sample") else ""
     sentence = f"Graded {grading.get('n_scores', '?')} scores by {grading_rule(grading)}.{sample}"
     settings = [[key, _setting(grading[key])] for key in GRADING_SETTINGS if grading.get(key) is not None]
@@ -402,6 +404,7 @@ def grading_section(grading: dict[str, Any], per_row: int = 3) -> str:
         parts.append("<ul class=warnings>" + "".join(f"<li>{_esc(w)}</li>" for w in grading["warnings"]) + "</ul>")
     thresholds = grading.get("thresholds") or {}
     lowest = grading.get("lowest_score_per_grade") or {}
+    per_row = per_row or (2 if lowest else 3)
     scopes = list(dict.fromkeys([*thresholds, *lowest]))
     if scopes:
         cut_label = f"cut points (q {_setting(grading['quantiles'])})" if grading.get("quantiles") else "cut points"
