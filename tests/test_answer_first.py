@@ -114,7 +114,8 @@ def test_an_interval_that_excludes_zero_with_a_large_p_is_noted_and_not_a_verdic
     result = fake_result([difference(0.08, 0.02, 0.12, 0.63), difference(0.13, 0.06, 0.20, 0.001, "cohen_kappa")])
     [sentence] = verdict(result)
     labels = "a's labels are better by Δκ +0.13 [0.06, 0.20], p = 0.001"
-    assert sentence == f"a vs b: {labels}; the system rankings cannot be told apart (Δτ +0.080, p = 0.63)."
+    rankings = "the system rankings are not shown to differ, the test and the interval disagreeing (Δτ +0.080, p = 0.63; see the notes)"
+    assert sentence == f"a vs b: {labels}; {rankings}."
     assert "a − b, Δτ nDCG@10 = +0.0800: its 95% jackknife interval [0.020, 0.120] excludes 0 but p = 0.63 ≥ 0.05" in caveats(result)[0]
     # the second judge better: named as the winner, the difference and interval read as winner − loser
     [flipped] = verdict(fake_result([difference(-0.13, -0.20, -0.06, 0.001, "cohen_kappa")]))

@@ -16,6 +16,7 @@ from rich.text import Text
 from qrelkit.evaluate.audit import audit_to_dict
 from qrelkit.report.tables import ci, fmt
 from qrelkit.report.text import printable
+from qrelkit.report.verdict import caveats, verdict
 
 if TYPE_CHECKING:
     from qrelkit.evaluate.compare import Comparison, PairedDifference
@@ -70,8 +71,6 @@ def comparison_to_dict(result: CompareResult) -> dict[str, Any]:
         }
         for e in result.entries
     ]
-    from qrelkit.report.verdict import caveats, verdict
-
     out: dict[str, Any] = {"verdict": verdict(result), "verdict_notes": caveats(result)}
     out |= {"reference": result.reference, "judges": judges, "differences": [], "kappa_between_judges": {}, "notes": []}
     if comparison is not None:
@@ -292,8 +291,6 @@ def grids(result: CompareResult) -> list[Grid]:
 
 def lead(result: CompareResult) -> list[str]:
     """The verdict, then what it rests on: the first lines of every form (`qrelkit.report.verdict`)."""
-    from qrelkit.report.verdict import caveats, verdict
-
     return verdict(result) + [f"note: {line}" for line in caveats(result)]
 
 
@@ -315,8 +312,6 @@ def _markdown_cell(text: str) -> str:
 
 
 def markdown(result: CompareResult) -> str:
-    from qrelkit.report.verdict import caveats, verdict
-
     parts = [f"**{line}**" for line in verdict(result)]
     parts.append("\n".join(f"- {line}" for line in [f"note: {c}" for c in caveats(result)] + describe(result)))
     for grid in grids(result):

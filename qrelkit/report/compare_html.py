@@ -16,6 +16,7 @@ from qrelkit import __version__
 from qrelkit.report.compare import Grid, describe, grids, notes
 from qrelkit.report.html import CSS, Figures, _esc
 from qrelkit.report.plots.audit import MARKERS, OKABE_ITO
+from qrelkit.report.verdict import caveats, verdict
 
 CompareResult = Any  # qrelkit.commands.compare.CompareResult, read by field (report/ sits below commands/)
 
@@ -72,8 +73,6 @@ def _grid_html(grid: Grid, table_id: str, statuses: list[str] | None = None) -> 
 
 def _verdict_html(result: CompareResult) -> str:
     """The answer first: a sentence per two judges, then what it rests on (`qrelkit.report.verdict`)."""
-    from qrelkit.report.verdict import caveats, verdict
-
     sentences = "".join(f"<p>{_esc(line)}</p>" for line in verdict(result))
     notes = "".join(f"<li>{_esc(line)}</li>" for line in caveats(result))
     return f"<section id=verdict class=verdict>{sentences}" + (f"<ul class=note>{notes}</ul>" if notes else "") + "</section>"

@@ -78,29 +78,37 @@ def _labels_clause(d: Difference, alpha: float) -> str:
         return f"{winner}'s labels are better by {_by(d, verdict == 'second')}"
     if verdict == "untested":
         return f"their labels differ by {_brief(d, False)} (no interval, no test)"
+    if verdict == "mixed":
+        return f"their labels are not shown to differ, the test and the interval disagreeing ({_brief(d, False)}; see the notes)"
     return f"their labels cannot be told apart ({_brief(d, False)})"
 
 
 def _rankings_clause(rankings: list[Difference], alpha: float, reference: str) -> str:
     several = len({d.measure for d in rankings}) > 1
-    shown = [(d, decide(d, alpha)) for d in rankings]
-    apart = [(d, v) for d, v in shown if v in ("first", "second")]
-    together = [d for d, v in shown if v not in ("first", "second")]
-    if not apart:
-        return "the system rankings cannot be told apart (" + "; ".join(_brief(d, several) for d in together) + ")"
+    decided = [(d, decide(d, alpha)) for d in rankings]
     parts = []
-    for d, verdict in apart:
-        winner = d.first if verdict == "first" else d.second
-        on = f" on {d.measure}" if several else ""
-        parts.append(f"{winner}'s system ranking is closer to {reference}'s{on} by {_by(d, verdict == 'second')}")
-    if together:
-        parts.append(
-            "on "
-            + ", ".join(str(d.measure) for d in together)
-            + " they cannot be told apart ("
-            + "; ".join(_brief(d, several) for d in together)
-            + ")"
+    for d, verdict in decided:
+        if verdict in ("first", "second"):
+            winner = d.first if verdict == "first" else d.second
+            on = f" on {d.measure}" if several else ""
+            by = _by(d, verdict == "second").replace(d.name, d.name.split(" ")[0], 1)
+            parts.append(f"{winner}'s system ranking is closer to {reference}'s{on} by {by}")
+    groups = (
+        ("same", "cannot be told apart", ""),
+        ("untested", "differ, untested", ""),
+        ("mixed", "are not shown to differ, the test and the interval disagreeing", "; see the notes"),
+    )
+    for kind, words, after in groups:
+        found = [d for d, verdict in decided if verdict == kind]
+        if not found:
+            continue
+        briefs = "; ".join(_brief(d, several) for d in found) + after
+        subject = (
+            "the system rankings"
+            if not parts and len(found) == len(decided)
+            else "on " + ", ".join(str(d.measure) for d in found) + " they"
         )
+        parts.append(f"{subject} {words} ({briefs})")
     return "; ".join(parts)
 
 
