@@ -109,7 +109,7 @@ class FDReport(Result):
 
     @property
     def interval(self) -> str:
-        """The interval method, as printed: "BCa" or "percentile"."""
+        """The interval method, as printed: "BCa", "percentile", "jackknife" or "subsampling"."""
         return METHOD_NAMES[check_method(self.settings.interval)]
 
     def warnings(self) -> list[str]:
