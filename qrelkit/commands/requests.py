@@ -31,7 +31,7 @@ from qrelkit.errors import QrelkitError
 from qrelkit.io.duplicates import OnDuplicate
 
 DEFAULT_RESAMPLES = 1000
-DEFAULT_INTERVAL = "bca"
+DEFAULT_INTERVAL = "jackknife"  # qrelkit.evaluate.bootstrap.DEFAULT_METHOD (a constant here: no numpy at start-up)
 
 
 # -- qrels and runs ------------------------------------------------------------------------------
@@ -377,6 +377,7 @@ class CorrelateRequest:
     seed: int = 0
     rel_level: int | None = None
     on_duplicate: OnDuplicate = OnDuplicate.error
+    scores: tuple[Path, ...] = ()  # runs' scores from elsewhere as more orderings: `qrelkit fd --json` output, `run score` lines
 
     def __post_init__(self) -> None:
         from qrelkit.evaluate.sparsify import check_keep
@@ -385,6 +386,9 @@ class CorrelateRequest:
             raise QrelkitError("give the qrels: --qrels FILE_OR_NAME (repeatable)")
         check_keep(self.keep)
         object.__setattr__(self, "on_duplicate", OnDuplicate(self.on_duplicate))
+        object.__setattr__(
+            self, "scores", tuple(Path(p) for p in ([self.scores] if isinstance(self.scores, str | Path) else self.scores or ()))
+        )
 
     @classmethod
     def from_options(
