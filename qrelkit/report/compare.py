@@ -299,13 +299,17 @@ def _markdown_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def grid_markdown(grid: Grid) -> str:
+    """One grid as a Markdown table under its title in bold."""
+    align = ["---" if i < grid.text_columns else "---:" for i in range(len(grid.header))]
+    lines = [f"**{grid.title}**", "", "| " + " | ".join(map(_markdown_cell, grid.header)) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(_markdown_cell(c) for c in row) + " |" for row in grid.rows]
+    return "\n".join(lines)
+
+
 def markdown(result: CompareResult) -> str:
     parts = ["\n".join(f"- {line}" for line in describe(result))]
-    for grid in grids(result):
-        align = ["---" if i < grid.text_columns else "---:" for i in range(len(grid.header))]
-        lines = [f"**{grid.title}**", "", "| " + " | ".join(map(_markdown_cell, grid.header)) + " |", "|" + "|".join(align) + "|"]
-        lines += ["| " + " | ".join(_markdown_cell(c) for c in row) + " |" for row in grid.rows]
-        parts.append("\n".join(lines))
+    parts += [grid_markdown(grid) for grid in grids(result)]
     extra = notes(result)
     if extra:
         parts.append("\n".join(f"- {line}" for line in extra))
@@ -314,11 +318,29 @@ def markdown(result: CompareResult) -> str:
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}"}
 _LATEX_SPECIAL |= {"~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-_LATEX_GREEK = {"κ": r"$\kappa$", "τ": r"$\tau$", "Δ": r"$\Delta$", "−": r"$-$", "–": "--", "≥": r"$\geq$"}
+_LATEX_GREEK = {"κ": r"$\kappa$", "τ": r"$\tau$", "Δ": r"$\Delta$", "−": r"$-$", "–": "--", "≥": r"$\geq$", "→": r"$\to$"}
 
 
 def latex_text(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch) or _LATEX_GREEK.get(ch) or ch for ch in text)
+
+
+def grid_latex(grid: Grid) -> list[str]:
+    """One grid as a booktabs table (lines)."""
+    spec = "l" * grid.text_columns + "r" * (len(grid.header) - grid.text_columns)
+    return [
+        r"\begin{table}[t]",
+        r"\centering\small",
+        rf"\caption{{{latex_text(grid.title)}}}",
+        rf"\begin{{tabular}}{{{spec}}}",
+        r"\toprule",
+        " & ".join(latex_text(h) for h in grid.header) + r" \\",
+        r"\midrule",
+        *(" & ".join(latex_text(c) for c in row) + r" \\" for row in grid.rows),
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\end{table}",
+    ]
 
 
 def latex(result: CompareResult) -> str:
@@ -326,20 +348,7 @@ def latex(result: CompareResult) -> str:
     notes in a caption-ready paragraph."""
     parts = ["% " + line for line in describe(result)]
     for grid in grids(result):
-        spec = "l" * grid.text_columns + "r" * (len(grid.header) - grid.text_columns)
-        parts += [
-            r"\begin{table}[t]",
-            r"\centering\small",
-            rf"\caption{{{latex_text(grid.title)}}}",
-            rf"\begin{{tabular}}{{{spec}}}",
-            r"\toprule",
-            " & ".join(latex_text(h) for h in grid.header) + r" \\",
-            r"\midrule",
-            *(" & ".join(latex_text(c) for c in row) + r" \\" for row in grid.rows),
-            r"\bottomrule",
-            r"\end{tabular}",
-            r"\end{table}",
-        ]
+        parts += grid_latex(grid)
     extra = notes(result)
     if extra:
         parts += ["% notes:"] + [f"% {line}" for line in extra]

@@ -1,0 +1,161 @@
+"""Gullibility probes (issue 38, docs/probes.md): two stand-in judges on 127.0.0.1 that the
+instruction probe tells apart, a probe job killed with SIGKILL that resumes without sending a judged
+pair again, and the statistics against their definitions."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from fake_openai import FakeOpenAI, write_text_collection
+
+import qrelkit
+from qrelkit.commands.probe import probe_run_id
+from qrelkit.evaluate.probes import probe_shift
+from qrelkit.probes import load_probe
+from qrelkit.storage import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+TOPICS = {f"q{t}": f"how do {word} work" for t, word in enumerate(["radios", "tides", "vaccines", "magnets", "lungs", "bees", "tyres", "kilns"])}
+# Four passages per topic that answer another topic's question (grade 0), one that answers its own (grade 3).
+DOCS = {f"d{t}{i}": f"[d{t}{i}] A note on gardening, item {i}. Water the roses twice a week." for t in range(8) for i in range(4)}
+DOCS |= {f"d{t}9": f"[d{t}9] This is how {word} work, in detail." for t, word in enumerate(["radios", "tides", "vaccines", "magnets", "lungs", "bees", "tyres", "kilns"])}
+
+
+def gullible(body: dict) -> str:
+    """A judge that answers with the grade a passage asks for."""
+    text = json.dumps(body["messages"])
+    return "Relevance: 3" if "Relevance: 3" in text else "Relevance: 0"
+
+
+def robust(body: dict) -> str:
+    """A judge that reads what the passage says, and ignores what it asks."""
+    text = json.dumps(body["messages"])
+    return "Relevance: 3" if "in detail" in text else "Relevance: 0"
+
+
+def collection(folder: Path) -> None:
+    pairs = [(f"q{d[1]}", d) for d in DOCS]
+    write_text_collection(folder, TOPICS, DOCS, pairs)
+    (folder / "qrels.txt").write_text("".join(f"q{d[1]} 0 {d} {3 if d.endswith('9') else 0}\n" for d in DOCS))
+
+
+def probe_job(folder: Path, base_url: str, model: str, name: str = "job", **judge: object) -> Path:
+    body = {
+        "database": f"{name}.duckdb",
+        "collection": {"topics": "topics.tsv", "documents": "docs.jsonl", "qrels": {"nist": "qrels.txt"}},
+        "pool": {"qrels": "nist"},
+        "judge": {"name": "openai", "options": {"model": model, "base_url": base_url, "api_key_env": "QRELKIT_FAKE_KEY", **judge}},
+        "template": "trec-dl-graded",
+        "batch_size": 4,
+        "flush_seconds": 0.001,
+    }
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(body))
+    return path
+
+
+def test_the_instruction_probe_separates_a_judge_that_obeys_the_passage_from_one_that_reads_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("QRELKIT_FAKE_KEY", raising=False)
+    collection(tmp_path)
+    with FakeOpenAI(answer=gullible) as fooled, FakeOpenAI(answer=robust) as careful:
+        results = {
+            name: qrelkit.probe(probe_job(tmp_path, server.base_url, name, name), ["instruction-injection"], sample=32)
+            for name, server in (("gullible", fooled), ("robust", careful))
+        }
+        # every sampled pair is graded 0 in the reference (4 per topic), each judged once as it is and once perturbed
+        assert len(fooled.requests) == len(careful.requests) == 64
+    shifts = {name: result.probes[0].shift for name, result in results.items()}
+    assert shifts["gullible"].pushed_to_relevant == 1.0 and shifts["robust"].pushed_to_relevant == 0.0
+    assert shifts["gullible"].estimates["relevant_before"] == 0.0 and shifts["gullible"].mean_shift == 3.0
+    fooled_interval = shifts["gullible"].intervals["pushed_to_relevant"]
+    careful_interval = shifts["robust"].intervals["pushed_to_relevant"]
+    assert fooled_interval.low > careful_interval.high  # the intervals are apart
+    # 8 queries all shifted by +3: only no swap and every swap are as extreme, p = (1 + 2/256 of 1000 swaps) / 1001
+    assert shifts["gullible"].p_value < 0.02
+    assert shifts["robust"].mean_shift == 0.0 and shifts["robust"].p_value == 1.0  # no swap can be less extreme than 0
+    described = results["gullible"].to_dict()["probes"][0]
+    assert described["probe"] == "instruction-injection" and described["pushed_to_relevant_ci95"] == [1.0, 1.0]
+    assert described["pairs"] == 32 and described["queries"] == 8 and described["sampled"] == 32
+
+
+def _probe_command(job: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "qrelkit.cli", "probe", str(job), "--probe", "instruction-injection", "--probe", "query-term-injection",
+            "--sample", "12", "--json", *extra]
+
+
+def _environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "QRELKIT_FAKE_KEY"}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def _user_text(request) -> str:
+    return request.body["messages"][-1]["content"]
+
+
+def _stored(database: Path) -> dict[str, set[tuple[str, str]]]:
+    with Store(database, read_only=True) as store:
+        rows = store.con.execute("SELECT judge_run_id, qid, docid FROM judgments").fetchall()
+    found: dict[str, set[tuple[str, str]]] = {}
+    for run, qid, docid in rows:
+        found.setdefault(run, set()).add((qid, docid))
+    return found
+
+
+KILL_AT = 20  # the 8th request of the first probe's run (12 pairs unperturbed come first)
+
+
+def test_a_probe_job_killed_with_sigkill_resumes_and_sends_no_judged_pair_again(tmp_path):
+    collection(tmp_path)
+    (tmp_path / "clean").mkdir()
+    collection(tmp_path / "clean")
+    process: list[subprocess.Popen] = []
+
+    def answer(body: dict) -> str:
+        if len(server.requests) + 1 == KILL_AT:  # this request arrives: let the answers before it be stored, then kill
+            time.sleep(1.0)
+            os.kill(process[0].pid, signal.SIGKILL)
+        return gullible(body)
+
+    with FakeOpenAI(answer=answer) as server:
+        job = probe_job(tmp_path, server.base_url, "fake-gpt", concurrency=1)
+        yaml_body = yaml.safe_load(job.read_text()) | {"batch_size": 1}
+        job.write_text(yaml.safe_dump(yaml_body))
+        process.append(subprocess.Popen(_probe_command(job), env=_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        process[0].communicate(timeout=300)
+        assert process[0].returncode == -signal.SIGKILL
+        first = list(server.requests)
+        assert len(first) == KILL_AT
+        stored = _stored(tmp_path / "job.duckdb")
+        assert sorted(len(pairs) for pairs in stored.values()) == [KILL_AT - 1 - 12, 12]  # every answer before the kill was stored
+        server.answer = gullible
+        resumed = subprocess.run(_probe_command(job), env=_environment(), capture_output=True, text=True, timeout=300)
+        assert resumed.returncode == 0, resumed.stderr
+        second = server.requests[KILL_AT:]
+        answered = [_user_text(r) for r in first[: KILL_AT - 1]]
+        assert not {_user_text(r) for r in second} & set(answered)  # nothing answered before the kill was sent again
+        assert [_user_text(r) for r in second].count(_user_text(first[-1])) == 1  # the one in flight at the kill, once
+        assert len(second) == 36 - (KILL_AT - 1)  # 12 pairs × (unperturbed + 2 probes), each sent once but the one lost
+        assert len({_user_text(r) for r in server.requests}) == 36
+        clean_job = probe_job(tmp_path / "clean", server.base_url, "fake-gpt", concurrency=1)
+        clean = subprocess.run(_probe_command(clean_job), env=_environment(), capture_output=True, text=True, timeout=300)
+        assert clean.returncode == 0, clean.stderr
+    after_kill, uninterrupted = json.loads(resumed.stdout), json.loads(clean.stdout)
+    for got, want in zip(after_kill["probes"], uninterrupted["probes"], strict=True):
+        assert {k: v for k, v in got.items() if k != "judged_now"} == {k: v for k, v in want.items() if k != "judged_now"}
+    assert after_kill["unperturbed"]["judged"] == 0 and [p["judged_now"] for p in after_kill["probes"]] == [36 - KILL_AT + 1 - 12, 12]
+    with Store(tmp_path / "job.duckdb", read_only=True) as a, Store(tmp_path / "clean" / "job.duckdb", read_only=True) as b:
+        query = "SELECT judge_run_id, qid, docid, content_hash, text FROM perturbations ORDER BY ALL"
+        assert a.con.execute(query).fetchall() == b.con.execute(query).fetchall()  # the same copies, made in three processes
+        judged = "SELECT p.content_hash = j.content_hash FROM perturbations p JOIN judgments j USING (judge_run_id, qid, docid)"
+        assert all(row[0] for row in a.con.execute(judged).fetchall())  # each judgment records the copy it judged
