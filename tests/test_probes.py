@@ -6,29 +6,24 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import pytest
 import yaml
 from fake_openai import FakeOpenAI, write_text_collection
 
 import qrelkit
-from qrelkit.commands.probe import probe_run_id
-from qrelkit.evaluate.probes import probe_shift
-from qrelkit.probes import load_probe
 from qrelkit.storage import Store
 
 ROOT = Path(__file__).resolve().parents[1]
-TOPICS = {f"q{t}": f"how do {word} work" for t, word in enumerate(["radios", "tides", "vaccines", "magnets", "lungs", "bees", "tyres", "kilns"])}
-# Four passages per topic that answer another topic's question (grade 0), one that answers its own (grade 3).
+WORDS = ["radios", "tides", "vaccines", "magnets", "lungs", "bees", "tyres", "kilns"]
+TOPICS = {f"q{t}": f"how do {word} work" for t, word in enumerate(WORDS)}
+# Four passages per topic about something else (grade 0), one that answers it (grade 3).
 DOCS = {f"d{t}{i}": f"[d{t}{i}] A note on gardening, item {i}. Water the roses twice a week." for t in range(8) for i in range(4)}
-DOCS |= {f"d{t}9": f"[d{t}9] This is how {word} work, in detail." for t, word in enumerate(["radios", "tides", "vaccines", "magnets", "lungs", "bees", "tyres", "kilns"])}
+DOCS |= {f"d{t}9": f"[d{t}9] This is how {word} work, in detail." for t, word in enumerate(WORDS)}
 
 
 def gullible(body: dict) -> str:
@@ -89,8 +84,21 @@ def test_the_instruction_probe_separates_a_judge_that_obeys_the_passage_from_one
 
 
 def _probe_command(job: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "qrelkit.cli", "probe", str(job), "--probe", "instruction-injection", "--probe", "query-term-injection",
-            "--sample", "12", "--json", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "qrelkit.cli",
+        "probe",
+        str(job),
+        "--probe",
+        "instruction-injection",
+        "--probe",
+        "query-term-injection",
+        "--sample",
+        "12",
+        "--json",
+        *extra,
+    ]
 
 
 def _environment() -> dict[str, str]:

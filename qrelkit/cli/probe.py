@@ -3,32 +3,28 @@ each flag, help text and default is read from the request (declared there once).
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from qrelkit.cli.base import app, err, out, print_json
-from qrelkit.commands.requests import ProbeRequest
-
-_FIELDS = {f.name: f for f in dataclasses.fields(ProbeRequest)}
+from qrelkit.commands.requests import ProbeRequest, field_option
 
 
 def _option(name: str) -> Any:
     """The typer option of a request field, with its flag and help."""
-    meta = _FIELDS[name].metadata
-    return typer.Option(meta["flag"], help=meta["help"])
+    flag, text, _ = field_option(ProbeRequest, name)
+    return typer.Option(flag, help=text)
 
 
 def _default(name: str) -> Any:
-    value = _FIELDS[name].default
-    return list(value) if isinstance(value, tuple) else value
+    return field_option(ProbeRequest, name)[2]
 
 
 @app.command("probe")
 def probe_cmd(
-    job: Annotated[Path | None, typer.Argument(help=_FIELDS["job"].metadata["help"])] = None,
+    job: Annotated[Path | None, typer.Argument(help=field_option(ProbeRequest, "job")[1])] = None,
     probe: Annotated[list[str] | None, _option("probes")] = None,
     sample: Annotated[int, _option("sample")] = _default("sample"),
     seed: Annotated[int, _option("seed")] = _default("seed"),

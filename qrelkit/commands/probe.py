@@ -7,6 +7,7 @@ same again (the probe's seed fixes them), and only pairs without an `ok` judgmen
 
 from __future__ import annotations
 
+from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -70,16 +71,52 @@ def prepare(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Ju
 # -- judging and the statistics --------------------------------------------------------------------
 
 
+def rounds(pairs: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """The pairs cut so that no round holds a document twice. A probe's copy of a document depends
+    on its topic (the query drawn into an image, injected into a passage), and a judge may keep
+    what it computed of a document by its id for the rest of its run (CLIPScore's image vectors,
+    the bi-encoder's passage vectors): each round is a judge of its own, which sees one copy of each."""
+    seen: Counter[str] = Counter()
+    cut: list[list[tuple[str, str]]] = []
+    for qid, docid in sorted(pairs):
+        if seen[docid] == len(cut):
+            cut.append([])
+        cut[seen[docid]].append((qid, docid))
+        seen[docid] += 1
+    return cut
+
+
+def merged(reports: list[JobReport]) -> JobReport:
+    """One report for a run judged in rounds: its counts summed."""
+    first = reports[0]
+    total = JobReport(
+        first.judge_run_id, *(sum(getattr(r, name) for r in reports) for name in ("pairs", "already_ok", "already_failed", "to_judge"))
+    )
+    total.judged = sum(r.judged for r in reports)
+    total.statuses = dict(sum((Counter(r.statuses) for r in reports), Counter()))
+    total.interrupted = any(r.interrupted for r in reports)
+    total.seconds = sum(r.seconds for r in reports)
+    return total
+
+
 def judge_all(
     request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Judge, sample: Sample, progress_for: ProgressFor | None
 ) -> dict[str, JobReport]:
-    """Judge the sample as it is, then as each probe perturbs it; stop after a run that was interrupted."""
+    """Judge the sample as it is, then as each probe perturbs it (in `rounds`); stop after a run that
+    was interrupted."""
     reports: dict[str, JobReport] = {}
+    spec = spec.model_copy(update={"grading": None, "sample": None})  # a probe grades nothing, and judges its own sample
     for name, run_judge, record in runs_of(probes, judge):
-        with progress_for(name) if progress_for is not None else nullcontext() as progress:
-            report = run_job(spec, judge=run_judge, pairs=sample.pairs, probe=record, retry_failed=request.retry_failed, progress=progress)
-        reports[name] = report
-        if report.interrupted:
+        done: list[JobReport] = []
+        parts = [sample.pairs] if record is None else rounds(sample.pairs)
+        for number, pairs in enumerate(parts, 1):
+            shown = name if len(parts) == 1 else f"{name}, round {number} of {len(parts)}"
+            with progress_for(shown) if progress_for is not None else nullcontext() as progress:
+                done.append(run_job(spec, judge=run_judge, pairs=pairs, probe=record, retry_failed=request.retry_failed, progress=progress))
+            if done[-1].interrupted:
+                break
+        reports[name] = merged(done)
+        if reports[name].interrupted:
             break
     return reports
 

@@ -463,6 +463,14 @@ def option(default: Any, flag: str, help: str) -> Any:
     return field(default=default, metadata={"flag": flag, "help": help})
 
 
+def field_option(request: type, name: str) -> tuple[str, str, Any]:
+    """(flag, help, default) of a request's field declared with `option` (a tuple default as a list,
+    as the command line's repeatable options take it)."""
+    found = next(f for f in dataclasses.fields(request) if f.name == name)
+    default = None if found.default is dataclasses.MISSING else found.default
+    return found.metadata["flag"], found.metadata["help"], list(default) if isinstance(default, tuple) else default
+
+
 DEFAULT_PROBE_SAMPLE = 200
 
 

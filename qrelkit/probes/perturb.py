@@ -42,8 +42,8 @@ def _text(probe: Probe, topic: Topic, document: Document, text: str) -> str:
 
 
 def _image(probe: Probe, topic: Topic, document: Document) -> bytes:
+    import qrelkit.probes.image as images  # PIL only where an image is perturbed
     from qrelkit.io.images import load_image
-    from qrelkit.probes import image as images  # PIL only where an image is perturbed
 
     assert document.image_path is not None
     source = load_image(document.image_path, document.image_root, document.image_sha256)
