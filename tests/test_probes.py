@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from fake_openai import FakeOpenAI, write_text_collection
 
@@ -44,9 +46,9 @@ def collection(folder: Path) -> None:
     (folder / "qrels.txt").write_text("".join(f"q{d[1]} 0 {d} {3 if d.endswith('9') else 0}\n" for d in DOCS))
 
 
-def probe_job(folder: Path, base_url: str, model: str, name: str = "job", **judge: object) -> Path:
+def probe_job(folder: Path, base_url: str, model: str, name: str = "job", database: str | None = None, **judge: object) -> Path:
     body = {
-        "database": f"{name}.duckdb",
+        "database": database or f"{name}.duckdb",
         "collection": {"topics": "topics.tsv", "documents": "docs.jsonl", "qrels": {"nist": "qrels.txt"}},
         "pool": {"qrels": "nist"},
         "judge": {"name": "openai", "options": {"model": model, "base_url": base_url, "api_key_env": "QRELKIT_FAKE_KEY", **judge}},
@@ -167,3 +169,56 @@ def test_a_probe_job_killed_with_sigkill_resumes_and_sends_no_judged_pair_again(
         assert a.con.execute(query).fetchall() == b.con.execute(query).fetchall()  # the same copies, made in three processes
         judged = "SELECT p.content_hash = j.content_hash FROM perturbations p JOIN judgments j USING (judge_run_id, qid, docid)"
         assert all(row[0] for row in a.con.execute(judged).fetchall())  # each judgment records the copy it judged
+
+
+def test_the_report_and_the_comparison_page_show_each_judges_probes(tmp_path, monkeypatch):
+    monkeypatch.delenv("QRELKIT_FAKE_KEY", raising=False)
+    collection(tmp_path)
+    (tmp_path / "runs").mkdir()
+    for r, order in enumerate(([9, 0, 1], [0, 9, 1], [0, 1, 9])):  # three systems that rank each topic's answer 1st, 2nd, 3rd
+        lines = [f"q{t} Q0 d{t}{i} {rank} {10 - rank} r{r}\n" for t in range(8) for rank, i in enumerate(order, 1)]
+        (tmp_path / "runs" / f"r{r}.run").write_text("".join(lines))
+    jobs = {}
+    with FakeOpenAI(answer=gullible) as fooled, FakeOpenAI(answer=robust) as careful:
+        for name, server in (("gullible", fooled), ("robust", careful)):
+            jobs[name] = probe_job(tmp_path, server.base_url, name, name, database="lab.duckdb")
+            body = yaml.safe_load(jobs[name].read_text())
+            body["grading"] = {"method": "identity", "name": f"{name}-graded"}
+            jobs[name].write_text(yaml.safe_dump(body))
+            qrelkit.judge(jobs[name])
+            qrelkit.probe(jobs[name], ["instruction-injection", "padding"], sample=16)
+        both = qrelkit.compare(judges=["gullible-graded", "robust-graded"], reference="nist", runs=[str(tmp_path / "runs")], db=tmp_path / "lab.duckdb")
+    assert [e["probe"] for e in both.to_dict()["probes"]["gullible-graded"]] == ["instruction-injection", "padding"]
+    found = {judge: {e["probe"]: e for e in entries} for judge, entries in both.to_dict()["probes"].items()}
+    assert found["gullible-graded"]["instruction-injection"]["pushed_to_relevant"] == 1.0
+    assert found["robust-graded"]["instruction-injection"]["pushed_to_relevant"] == 0.0
+    from qrelkit.report.compare_html import render_comparison
+
+    page = render_comparison(both)
+    section = page[page.index("<h2 id=probes>") :]
+    assert "gullible-graded: pushed to relevant [CI]" in section and "robust-graded: mean shift [CI]" in section
+    assert re.search(r"<td>instruction-injection</td><td class=n>\+3\.000 \[3\.000, 3\.000\]</td><td class=n>100\.0% \[100\.0, 100\.0\]</td>", section)
+    from qrelkit.commands.report import build_report
+
+    path = build_report(out=tmp_path / "report.html", db=tmp_path / "lab.duckdb", model_qrels="gullible-graded", reference_qrels="nist", runs=[str(tmp_path / "runs")])
+    report = path.read_text()
+    assert "Gullibility probes of" in report and "<td>padding</td>" in report and "100.0% [100.0, 100.0]" in report
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--probe", "no-such-probe"], "probe 'no-such-probe': no such file or built-in (built-ins: blank-image, crop,"),
+        ([], "name a probe: --probe NAME"),
+        (["--probe", "padding", "--grade", "7"], "no pair of the job's pool has reference grade 7 in nist: nothing to probe"),
+        (["--probe", "padding", "--score-from", "best"], "--score-from 'best': choose score, parsed or expected"),
+    ],
+)
+def test_a_probe_asked_wrongly_is_one_line_and_exit_2_with_nothing_judged(tmp_path, args, message):
+    collection(tmp_path)
+    job = probe_job(tmp_path, "http://127.0.0.1:9/v1", "fake-gpt")
+    done = subprocess.run([sys.executable, "-m", "qrelkit.cli", "probe", str(job), *args], env=_environment(), capture_output=True, text=True)
+    assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) <= 2, done.stderr
+    assert "Traceback" not in done.stderr
+    if (tmp_path / "job.duckdb").exists():
+        assert not any(_stored(tmp_path / "job.duckdb").values())

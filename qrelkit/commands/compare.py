@@ -138,11 +138,17 @@ class CompareResult:
     comparison: Comparison | None  # None when no judge could be compared
     entries: list[JudgeEntry]
     reference: dict[str, Any]
+    probes: dict[str, list[Any]] = field(default_factory=dict)  # judge -> the gullibility probes its judge run was put to
 
     def to_dict(self) -> dict[str, Any]:
         from qrelkit.report.compare import comparison_to_dict
 
-        return comparison_to_dict(self)
+        out = comparison_to_dict(self)
+        if self.probes:
+            from qrelkit.report.probes import entry_to_dict
+
+            out["probes"] = {judge: [entry_to_dict(entry, judge) for entry in entries] for judge, entries in self.probes.items()}
+        return out
 
     def to_pandas(self):
         """One row per judge (failed ones too): κ, each measure's τ and τ_AP with interval ends, cost."""
@@ -269,6 +275,7 @@ def run(request: CompareRequest, db: str | Path | None = None) -> CompareResult:
             found += sweep_entries(request, db)
         reference = workspace.qrels_with_source(QrelsRef.of(request.reference, name=request.reference_name, file_label=True))
         runs = workspace.runs(RunsRef.of(list(request.runs)))
+        probes = probes_of([entry for entry, _ in found], workspace, request)
     run_groups = resolve_groups([r.name for r in runs], patterns, groups_file)
     compared = [resolved.qrels for entry, resolved in found if entry.status == "compared" and resolved is not None]
     comparison = None
@@ -288,7 +295,22 @@ def run(request: CompareRequest, db: str | Path | None = None) -> CompareResult:
             seed=request.seed,
             interval=request.interval,
         )
-    return CompareResult(comparison, [entry for entry, _ in found], reference.source)
+    return CompareResult(comparison, [entry for entry, _ in found], reference.source, probes)
+
+
+def probes_of(entries: list[JudgeEntry], workspace: Workspace, request: CompareRequest) -> dict[str, list[Any]]:
+    """Each judge run's gullibility probes (docs/probes.md), by judge, where it was put to any."""
+    if not workspace.has_db:
+        return {}
+    from qrelkit.commands.probe import stored_probe_entries
+
+    found = {}
+    for entry in entries:
+        if entry.cost is not None:
+            probes = stored_probe_entries(workspace.store, entry.cost.judge_run_id, permutations=request.permutations, seed=request.seed)
+            if probes:
+                found[entry.name] = probes
+    return found
 
 
 def _sweep_database(request: CompareRequest) -> Path | None:

@@ -145,4 +145,4 @@ def runs_of(probes: list[Probe], judge: Judge) -> Iterator[tuple[str, Judge, dic
     """(name, judge, probe record) of the control run, then of each probe's run."""
     yield CONTROL, judge, None
     for probe in probes:
-        yield probe.id, (*judge[:4], probe_run_id(judge[4], probe)), probe_record(judge[4], probe)  # type: ignore[misc]
+        yield probe.id, (*judge[:4], probe_run_id(judge[4], probe)), probe_record(judge[4], probe)

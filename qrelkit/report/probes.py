@@ -250,3 +250,64 @@ def probes_table(probes: list[Any]) -> Table:
         parameters = ", ".join(f"{k}={v}" for k, v in probe.settings().model_dump(mode="json").items())
         table.add_row(*(printable(str(v)) for v in (probe.id, probe.modality, probe.perturbation, parameters or "–", probe.tests)))
     return table
+
+
+# -- HTML: a section of the audit report and of the comparison page ---------------------------------------
+
+
+def _html_grid(grid: Grid) -> str:
+    from html import escape
+
+    head = "".join(f"<th>{escape(h)}</th>" for h in grid.header)
+    body = "".join(
+        "<tr>" + "".join(f"<td{'' if i < grid.text_columns else ' class=n'}>{escape(c)}</td>" for i, c in enumerate(row)) + "</tr>"
+        for row in grid.rows
+    )
+    return f"<table class=compact><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+PROBES_INTRO = (
+    "Each probe judged a sample of pairs the reference calls non-relevant as they are and perturbed (docs/probes.md). "
+    "A judge that cannot be fooled this way shows a shift near 0 and pushes no pair to relevant; intervals resample queries."
+)
+
+
+def probes_section_html(entries: list[ProbeEntry], judge: str) -> str:
+    """The audit report's section: the probes the judge run was put to, a row each."""
+    from html import escape
+
+    rows = [[entry.name, *entry_cells(entry)] for entry in entries]
+    grid = Grid("", ["probe", *ENTRY_HEADER], rows)
+    tests = "".join(f"<li><b>{escape(entry.name)}</b>: {escape(str(entry.probe.get('tests', '')))}</li>" for entry in entries)
+    notes = [f"{entry.name}: {note}" for entry in entries for note in entry.notes]
+    extra = "<ul class=note>" + "".join(f"<li>{escape(line)}</li>" for line in notes) + "</ul>" if notes else ""
+    return (
+        f"<h2 id=probes>Gullibility probes of {escape(judge)}</h2><p class=note>{escape(PROBES_INTRO)}</p>"
+        f"{_html_grid(grid)}<ul class=note>{tests}</ul>{extra}"
+    )
+
+
+def side_by_side_html(probes: dict[str, list[ProbeEntry]]) -> str:
+    """The comparison page's section: the judges side by side on the probes each was put to."""
+    from html import escape
+
+    grid = side_by_side_grid(probes)
+    return (
+        f"<h2 id=probes>{escape(grid.title)}</h2><p class=note>{escape(PROBES_INTRO)} Each judge's probes ran on its own job's sample: "
+        "read a row across judges only where their jobs sampled the same pairs.</p>" + _html_grid(grid)
+    )
+
+
+def side_by_side(probes: dict[str, list[ProbeEntry]], output_format: str) -> list[Table | Text] | str:
+    """The judges side by side on their probes, for `qrelkit compare`'s table, Markdown or LaTeX."""
+    grid = side_by_side_grid(probes)
+    if output_format == "markdown":
+        return "\n" + grid_markdown(grid) + "\n"
+    if output_format == "latex":
+        return "\n".join(grid_latex(grid)) + "\n"
+    table = Table(title=grid.title, title_justify="left")
+    for i, column in enumerate(grid.header):
+        table.add_column(column, justify="left" if i < grid.text_columns else "right")
+    for row in grid.rows:
+        table.add_row(*(printable(cell) for cell in row))
+    return [table]

@@ -92,7 +92,7 @@ def paired_judgments(store: Store, judge_run_id: str, probe_run_id: str, column:
         {"base": judge_run_id, "probe": probe_run_id},
     ).fetchall()
     columns = list(zip(*rows)) if rows else [()] * 6
-    return PairedJudgments(*(list(c) for c in columns))  # type: ignore[arg-type]
+    return PairedJudgments(*(list(c) for c in columns))
 
 
 def document_inputs(store: Store, docids: Sequence[str]) -> dict[str, tuple[str, str]]:
