@@ -80,6 +80,14 @@ def test_the_instruction_probe_separates_a_judge_that_obeys_the_passage_from_one
     # 8 queries all shifted by +3: only no swap and every swap are as extreme, p = (1 + 2/256 of 1000 swaps) / 1001
     assert shifts["gullible"].p_value < 0.02
     assert shifts["robust"].mean_shift == 0.0 and shifts["robust"].p_value == 1.0  # no swap can be less extreme than 0
+    with Store(tmp_path / "gullible.duckdb", read_only=True) as store:
+        recorded = json.loads(
+            store.con.execute("SELECT sample FROM judge_runs WHERE judge_run_id = ?", [results["gullible"].judge_run_id]).fetchone()[0]
+        )
+    # the job's judge run was made by the probe: it says it covers the probe's sample, not the job's pool
+    assert recorded | {"seed": None} == {"pairs": 32, "asked": 32, "seed": None, "topics": 8, "pool_pairs": 40, "pool_topics": 8} | {
+        "drawn_from": "qrelkit probe: the pool's pairs graded 0 in nist"
+    }
     described = results["gullible"].to_dict()["probes"][0]
     assert described["probe"] == "instruction-injection" and described["pushed_to_relevant_ci95"] == [1.0, 1.0]
     assert described["pairs"] == 32 and described["queries"] == 8 and described["sampled"] == 32
@@ -185,9 +193,14 @@ def test_the_report_and_the_comparison_page_show_each_judges_probes(tmp_path, mo
             body = yaml.safe_load(jobs[name].read_text())
             body["grading"] = {"method": "identity", "name": f"{name}-graded"}
             jobs[name].write_text(yaml.safe_dump(body))
-            qrelkit.judge(jobs[name])
+            judged = qrelkit.judge(jobs[name])
             qrelkit.probe(jobs[name], ["instruction-injection", "padding"], sample=16)
-        both = qrelkit.compare(judges=["gullible-graded", "robust-graded"], reference="nist", runs=[str(tmp_path / "runs")], db=tmp_path / "lab.duckdb")
+            with Store(tmp_path / "lab.duckdb", read_only=True) as store:
+                query = "SELECT sample FROM judge_runs WHERE judge_run_id = ?"
+                assert store.con.execute(query, [judged.judge_run_id]).fetchone()[0] is None  # still its whole pool
+        both = qrelkit.compare(
+            judges=["gullible-graded", "robust-graded"], reference="nist", runs=[str(tmp_path / "runs")], db=tmp_path / "lab.duckdb"
+        )
     assert [e["probe"] for e in both.to_dict()["probes"]["gullible-graded"]] == ["instruction-injection", "padding"]
     found = {judge: {e["probe"]: e for e in entries} for judge, entries in both.to_dict()["probes"].items()}
     assert found["gullible-graded"]["instruction-injection"]["pushed_to_relevant"] == 1.0
@@ -197,10 +210,18 @@ def test_the_report_and_the_comparison_page_show_each_judges_probes(tmp_path, mo
     page = render_comparison(both)
     section = page[page.index("<h2 id=probes>") :]
     assert "gullible-graded: pushed to relevant [CI]" in section and "robust-graded: mean shift [CI]" in section
-    assert re.search(r"<td>instruction-injection</td><td class=n>\+3\.000 \[3\.000, 3\.000\]</td><td class=n>100\.0% \[100\.0, 100\.0\]</td>", section)
+    assert re.search(
+        r"<td>instruction-injection</td><td class=n>\+3\.000 \[3\.000, 3\.000\]</td><td class=n>100\.0% \[100\.0, 100\.0\]</td>", section
+    )
     from qrelkit.commands.report import build_report
 
-    path = build_report(out=tmp_path / "report.html", db=tmp_path / "lab.duckdb", model_qrels="gullible-graded", reference_qrels="nist", runs=[str(tmp_path / "runs")])
+    path = build_report(
+        out=tmp_path / "report.html",
+        db=tmp_path / "lab.duckdb",
+        model_qrels="gullible-graded",
+        reference_qrels="nist",
+        runs=[str(tmp_path / "runs")],
+    )
     report = path.read_text()
     assert "Gullibility probes of" in report and "<td>padding</td>" in report and "100.0% [100.0, 100.0]" in report
 
@@ -217,8 +238,28 @@ def test_the_report_and_the_comparison_page_show_each_judges_probes(tmp_path, mo
 def test_a_probe_asked_wrongly_is_one_line_and_exit_2_with_nothing_judged(tmp_path, args, message):
     collection(tmp_path)
     job = probe_job(tmp_path, "http://127.0.0.1:9/v1", "fake-gpt")
-    done = subprocess.run([sys.executable, "-m", "qrelkit.cli", "probe", str(job), *args], env=_environment(), capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "qrelkit.cli", "probe", str(job), *args], env=_environment(), capture_output=True, text=True
+    )
     assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) <= 2, done.stderr
     assert "Traceback" not in done.stderr
     if (tmp_path / "job.duckdb").exists():
         assert not any(_stored(tmp_path / "job.duckdb").values())
+
+
+def test_a_dry_run_counts_each_runs_calls_and_cost_on_the_copies_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.delenv("QRELKIT_FAKE_KEY", raising=False)
+    collection(tmp_path)
+    with FakeOpenAI(answer=gullible) as server:
+        job = probe_job(tmp_path, server.base_url, "fake-gpt", prices={"input_per_million": 2.0, "output_per_million": 8.0})
+        planned = qrelkit.probe(job, ["instruction-injection", "padding"], sample=10, dry_run=True)
+        assert server.requests == [] and not (tmp_path / "job.duckdb").exists()
+        qrelkit.probe(job, ["instruction-injection"], sample=6)
+        again = qrelkit.probe(job, ["instruction-injection", "padding"], sample=10, dry_run=True)
+    runs = {plan.name: plan for plan in planned.plans}
+    assert [(p.pairs, p.ok, p.to_judge) for p in runs.values()] == [(10, 0, 10)] * 3
+    estimate = {name: plan.estimate for name, plan in runs.items()}
+    assert all(e["requests"] == 10 for e in estimate.values())
+    # the copies are what is estimated: padding adds 150 words to each passage, the instruction about a dozen
+    assert estimate["padding"]["tokens_in"] > estimate["instruction-injection"]["tokens_in"] > estimate["unperturbed"]["tokens_in"]
+    assert [(p.ok, p.to_judge) for p in again.plans] == [(6, 4), (6, 4), (0, 10)]  # a larger sample holds the smaller

@@ -62,9 +62,10 @@ def prepare(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Ju
             rows = make_copies(probe, sample.pairs, topics, documents, inputs, copies_folder(spec.database, run_id))
             earlier = stored_copies(store, run_id)
             save_copies(store, run_id, [row for row in rows if earlier.get((row.qid, row.docid)) != row])
-        relevance = relevance_of(
-            store, judge[1], judge[4], request.rel_level, request.relevant_at, spec.grading.name if spec.grading else None
-        )
+        template = judge[0].template
+        grading = spec.grading.name if spec.grading else None
+        scale = template.score_range if template is not None else None
+        relevance = relevance_of(store, judge[1], judge[4], request.rel_level, request.relevant_at, grading, scale)
     return sample, relevance
 
 
@@ -112,7 +113,8 @@ def judge_all(
         for number, pairs in enumerate(parts, 1):
             shown = name if len(parts) == 1 else f"{name}, round {number} of {len(parts)}"
             with progress_for(shown) if progress_for is not None else nullcontext() as progress:
-                done.append(run_job(spec, judge=run_judge, pairs=pairs, probe=record, retry_failed=request.retry_failed, progress=progress))
+                options: dict[str, Any] = dict(probe=record, retry_failed=request.retry_failed, progress=progress)
+                done.append(run_job(spec, judge=run_judge, pairs=pairs, pairs_sample=sample.record(), **options))
             if done[-1].interrupted:
                 break
         reports[name] = merged(done)
@@ -204,7 +206,11 @@ def stored_probe_entries(
         cls: type = judge_class(info.judge)
     except QrelkitError:  # a judge this install cannot name (an imported module's): no relevance level
         cls = type("Unknown", (), {"needs_template": False})
-    relevance = relevance_of(store, cls, judge_run_id, rel_level, None, audit_qrels_name(store, info))
+    try:
+        graded: str | None = audit_qrels_name(store, info)
+    except QrelkitError:  # no graded set, or several and none its job's: the shares then say where they cannot be given
+        graded = None
+    relevance = relevance_of(store, cls, judge_run_id, rel_level, None, graded, (info.template or {}).get("score_range"))
     request = ProbeRequest(job=Path("."), probes=("stored",), resamples=resamples, permutations=permutations, seed=seed or 0)
     entries = []
     for run in runs:

@@ -30,10 +30,25 @@ class Sample:
     grades: tuple[int, ...]
     asked: int
     seed: int
+    pool_pairs: int = 0  # the job's pool the candidates come from
+    pool_topics: int = 0
 
     @property
     def topics(self) -> int:
         return len({qid for qid, _ in self.pairs})
+
+    def record(self) -> dict[str, Any]:
+        """What a judge run the probe creates covers, as a sampled job records it (`judge_runs.sample`)."""
+        grades = ", ".join(map(str, self.grades))
+        return {
+            "pairs": len(self.pairs),
+            "asked": self.asked,
+            "seed": self.seed,
+            "topics": self.topics,
+            "pool_pairs": self.pool_pairs,
+            "pool_topics": self.pool_topics,
+            "drawn_from": f"qrelkit probe: the pool's pairs graded {grades} in {self.reference}",
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,13 +112,26 @@ def _cut_points(record: dict[str, Any], rel_level: int) -> dict[str, float] | st
 
 
 def relevance_of(
-    store: Store, judge_class: type, judge_run_id: str, rel_level: int, relevant_at: float | None, grading_name: str | None
+    store: Store,
+    judge_class: type,
+    judge_run_id: str,
+    rel_level: int,
+    relevant_at: float | None,
+    grading_name: str | None,
+    score_range: Any = None,
 ) -> Relevance:
-    """The rule a probe's shares use (see `Relevance`); ``grading_name``: the set the job grades into."""
+    """The rule a probe's shares use (see `Relevance`); ``grading_name``: the set the job grades into;
+    ``score_range``: the grades the judge's template asks for (a level above them is never reached)."""
     if relevant_at is not None:
         return Relevance("score", rel_level, float(relevant_at))
     if getattr(judge_class, "needs_template", True):
-        return Relevance("grade", rel_level, float(rel_level))
+        top = None if score_range is None else float(score_range[1])
+        note = (
+            None
+            if top is None or rel_level <= top
+            else f"the template's grades end at {top:g}: no pair reaches {rel_level}; give --rel-level"
+        )
+        return Relevance("grade", rel_level, float(rel_level), note=note)
     name = grading_name or f"graded-{judge_run_id}"
     origin = store.qrels_origin(name)
     how = "give --relevant-at SCORE, or judge and grade the whole job first (qrelkit judge JOB), whose cut points then say it"

@@ -86,7 +86,8 @@ def choose_sample(store: Store, spec: JobSpec, reference: Qrels, request: ProbeR
     """The pairs of the job's pool whose reference grade is one of ``request.grades`` and whose topic
     and document the collection holds, sampled over the topics (`sample_pool`, seeded)."""
     grades, wanted = reference.grades, set(request.grades)
-    candidates = [(q, d) for q, d in pool_pairs(store, build_pool(store, spec)) if grades.get(q, {}).get(d) in wanted]
+    pool = pool_pairs(store, build_pool(store, spec))
+    candidates = [(q, d) for q, d in pool if grades.get(q, {}).get(d) in wanted]
     held = document_inputs(store, sorted({d for _, d in candidates}))
     topics = {t.qid for t in store.topics()}
     candidates = [(q, d) for q, d in candidates if d in held and q in topics]
@@ -94,7 +95,8 @@ def choose_sample(store: Store, spec: JobSpec, reference: Qrels, request: ProbeR
         shown = ", ".join(map(str, request.grades))
         raise QrelkitError(f"{request.job}: no pair of the job's pool has reference grade {shown} in {reference.name}: nothing to probe")
     chosen = sorted(sample_pool(candidates, request.sample, request.seed))
-    return Sample(chosen, len(candidates), reference.name, request.grades, request.sample, request.seed)
+    pool_topics = len({q for q, _ in pool})
+    return Sample(chosen, len(candidates), reference.name, request.grades, request.sample, request.seed, len(pool), pool_topics)
 
 
 # -- the perturbed copies --------------------------------------------------------------------------
@@ -106,8 +108,9 @@ def copies_folder(database: Path, judge_run_id: str) -> Path:
 
 
 def _write_image(path: Path, data: bytes) -> None:
-    """The file at ``path`` holds ``data`` (written whole, then renamed: a kill leaves no half file)."""
-    if path.is_file() and path.stat().st_size == len(data):
+    """The file at ``path`` holds ``data`` (written whole, then renamed: a kill leaves no half file;
+    a file there already is kept when its bytes are these)."""
+    if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + f".{os.getpid()}.part")

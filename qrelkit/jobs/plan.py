@@ -147,7 +147,7 @@ class JobPlan:
             template.content_hash if template else None,
             template.content() if template else None,
             self.model_id,
-            self.sample if self.sample and self.sample["pairs"] < self.sample["pool_pairs"] else None,
+            self.sample if self.sample and self.sample["pairs"] < (self.sample["pool_pairs"] or 0) else None,
             probe=self.probe,
         )
 
@@ -244,11 +244,13 @@ def plan_job(
     judge: tuple[JudgeFactory, type, JudgeConfig, str, str] | None = None,
     pairs: list[tuple[str, str]] | None = None,
     probe: dict[str, Any] | None = None,
+    pairs_sample: dict[str, Any] | None = None,
 ) -> JobPlan:
     """Load the collection, pool the pairs (or sample them), check what can be checked before
     judging, and count what is done and what is left to judge. ``pairs``: judge these instead of
-    the job's pool (a probe's sample); ``probe``: the run is a probe's (its judge run id is the
-    caller's, in ``judge``), judging the perturbed copies stored for it."""
+    the job's pool (a probe's sample, described by ``pairs_sample`` as `choose_pairs` describes a
+    sample); ``probe``: the run is a probe's (its judge run id is the caller's, in ``judge``),
+    judging the perturbed copies stored for it."""
     if limit is not None and limit < 0:
         raise QrelkitError(f"--limit must be 0 or more, got {limit}")
     spec.check_paths()
@@ -257,7 +259,7 @@ def plan_job(
     plan.loads = load_collection(store, spec)
     source = str(spec.source or "job")
     if pairs is not None:
-        plan.pool = listed_pool(store, [pairs])
+        plan.pool, plan.sample = listed_pool(store, [pairs]), pairs_sample
     else:
         plan.pool, plan.sample = choose_pairs(store, build_pool(store, spec), spec.sample)
     pooled = pooled_qids(store, plan.pool)

@@ -244,6 +244,7 @@ def run_job(
     judge: tuple[JudgeFactory, type, Any, str, str] | None = None,
     pairs: list[tuple[str, str]] | None = None,
     probe: dict[str, Any] | None = None,
+    pairs_sample: dict[str, Any] | None = None,
 ) -> JobReport:
     """Judge what the job's pool still lacks. ``progress(done, total)`` is called after each batch.
 
@@ -256,8 +257,9 @@ def run_job(
     A dry run writes nothing (see `dry_run_report`).
 
     ``judge`` (the job's judge resolved by the caller, perhaps under a judge run id of its own),
-    ``pairs`` (judged instead of the job's pool) and ``probe`` (the run judges the perturbed copies
-    stored for it) are how `qrelkit probe` runs its judge runs (`plan_job`)."""
+    ``pairs`` (judged instead of the job's pool, described by ``pairs_sample``; an existing judge
+    run's record of what it covers is left as it is) and ``probe`` (the run judges the perturbed
+    copies stored for it) are how `qrelkit probe` runs its judge runs (`plan_job`)."""
     if dry_run:
         return dry_run_report(spec, limit=limit, retry_failed=retry_failed)
     report_progress = progress if callable(progress) else None
@@ -266,7 +268,9 @@ def run_job(
     spec.check_paths()  # a job refused for its files or its judge leaves no database behind
     judge = judge or resolve_judge(spec)  # once: its template loaded and its config validated here, before the database is opened
     with Store(spec.database) as store, job_memory(store):
-        plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed, judge=judge, pairs=pairs, probe=probe)
+        plan = plan_job(
+            store, spec, limit=limit, retry_failed=retry_failed, judge=judge, pairs=pairs, probe=probe, pairs_sample=pairs_sample
+        )
         report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
         report.sample, report.checks = plan.sample, plan.checks
         report.in_batches = plan.in_batches
@@ -281,7 +285,7 @@ def run_job(
                 return run_batch_job(store, plan, report, limit=limit, wait=wait, progress=report_progress, sleep=sleep)
         if not plan.to_judge:
             return report
-        ensure_judge_run(store, plan.info())
+        ensure_judge_run(store, plan.info(), update_sample=pairs is None)
         executor = executor or executor_for(spec.executor)
         pending = plan.pending(store)
         stream = PendingStream(pending, plan.topics, spec.database)

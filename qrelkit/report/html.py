@@ -21,8 +21,8 @@ import numpy as np
 
 from qrelkit.evaluate.audit import Audit
 from qrelkit.evaluate.labels import map_grades
-from qrelkit.report.probes import probes_section_html
 from qrelkit.report.plots.audit import figure_svg, plot_confusion, plot_relative_delta, plot_score_cdf, plot_system_scatter
+from qrelkit.report.probes import probes_section_html
 from qrelkit.report.tables import (
     BIAS_HEADER,
     SYSTEM_HEADER,

@@ -94,14 +94,17 @@ def merged_sample(earlier: dict[str, Any] | None, now: dict[str, Any] | None) ->
     of the same seed and pool after a larger one leaves the larger one (it holds the smaller)."""
     if now is None or earlier is None:
         return now
-    same_order = all(earlier.get(key) == now.get(key) for key in ("seed", "pool_pairs"))
+    same_order = all(earlier.get(key) == now.get(key) for key in ("seed", "pool_pairs", "drawn_from"))
     return earlier if same_order and earlier.get("pairs", 0) >= now.get("pairs", 0) else now
 
 
-def ensure_judge_run(store: Store, info: JudgeRunInfo) -> bool:
+def ensure_judge_run(store: Store, info: JudgeRunInfo, *, update_sample: bool = True) -> bool:
     """Record the judge run if new, and what the job now running covers of its pool
-    (``info.sample``); True when it was created."""
+    (``info.sample``; without ``update_sample``, as a probe judging its own pairs runs it, an
+    existing run's record is left as it is); True when it was created."""
     exists = store.con.execute("SELECT sample FROM judge_runs WHERE judge_run_id = ?", [info.judge_run_id]).fetchone()
+    if exists and not update_sample:
+        return False
     if exists:
         earlier = json.loads(exists[0]) if exists[0] else None
         sample = merged_sample(earlier, info.sample)
