@@ -263,3 +263,18 @@ def test_a_dry_run_counts_each_runs_calls_and_cost_on_the_copies_and_writes_noth
     # the copies are what is estimated: padding adds 150 words to each passage, the instruction about a dozen
     assert estimate["padding"]["tokens_in"] > estimate["instruction-injection"]["tokens_in"] > estimate["unperturbed"]["tokens_in"]
     assert [(p.ok, p.to_judge) for p in again.plans] == [(6, 4), (6, 4), (0, 10)]  # a larger sample holds the smaller
+
+
+def test_a_config_file_gives_the_probes_options_as_the_flags_do(tmp_path, monkeypatch):
+    monkeypatch.delenv("QRELKIT_FAKE_KEY", raising=False)
+    collection(tmp_path)
+    with FakeOpenAI(answer=robust) as server:
+        job = probe_job(tmp_path, server.base_url, "fake-gpt")
+        (tmp_path / "probe.yaml").write_text(yaml.safe_dump({"probe": ["padding", "truncation"], "sample": 5, "seed": 3, "json": True}))
+        command = [sys.executable, "-m", "qrelkit.cli", "probe", str(job), "--config", str(tmp_path / "probe.yaml"), "--sample", "6"]
+        done = subprocess.run(command, env=_environment(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert [p["probe"] for p in found["probes"]] == ["padding", "truncation"]
+    assert found["sample"]["pairs"] == 6 and found["sample"]["seed"] == 3  # the flag given wins over the file
+    assert len(server.requests) == 6 * 3

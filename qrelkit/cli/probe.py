@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from qrelkit.cli.base import app, err, out, print_json
+from qrelkit.cli.base import ConfigOption, app, err, out, print_json
 from qrelkit.commands.requests import ProbeRequest, field_option
 
 
@@ -44,6 +44,7 @@ def probe_cmd(
     output_format: Annotated[str, typer.Option("--format", help="table (default), markdown or latex (booktabs).")] = "table",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: each probe's shift, shares, intervals and p-values.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress output.")] = False,
+    config: ConfigOption = None,
 ) -> None:
     """Can the job's judge be fooled? Judge a sample of the job's pool that the reference calls
     non-relevant as it is and as each probe perturbs it (query terms or an instruction injected,
