@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from contextlib import nullcontext
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from qrelkit.commands.probe_plan import dry_run
@@ -123,9 +123,24 @@ def judge_all(
     return reports
 
 
+@dataclass(frozen=True)
+class ShiftSettings:
+    """How a probe's statistics are computed: which stored score, and the resampling (a request's, or a page's)."""
+
+    score_from: str = "score"
+    resamples: int = 1000
+    permutations: int = 1000
+    seed: int | None = 0
+    interval: str = "bca"
+
+    @classmethod
+    def of(cls, request: ProbeRequest) -> ShiftSettings:
+        return cls(request.score_from, request.resamples, request.permutations, request.seed, request.interval)
+
+
 def entry_for(
     store: Store,
-    request: ProbeRequest,
+    settings: ShiftSettings,
     judge_run_id: str,
     probe_run: str,
     described: dict[str, Any],
@@ -137,7 +152,7 @@ def entry_for(
     None) against ``judge_run_id``'s, on the pairs both judged `ok`."""
     from qrelkit.evaluate.probes import probe_shift
 
-    found = paired_judgments(store, judge_run_id, probe_run, request.score_from, pairs)
+    found = paired_judgments(store, judge_run_id, probe_run, settings.score_from, pairs)
     usable = [
         i
         for i, (b, a, sb, sa) in enumerate(zip(found.before_status, found.after_status, found.before, found.after))
@@ -153,10 +168,10 @@ def entry_for(
         [found.before[i] for i in usable],  # type: ignore[misc]
         [found.after[i] for i in usable],  # type: ignore[misc]
         [relevance.at(q) for q in qids],
-        resamples=request.resamples,
-        permutations=request.permutations,
-        seed=request.seed,
-        interval=request.interval,
+        resamples=settings.resamples,
+        permutations=settings.permutations,
+        seed=settings.seed,
+        interval=settings.interval,
     )
     return entry.with_shift(shift)
 
@@ -180,7 +195,9 @@ def run(request: ProbeRequest, workspace: Workspace, *, progress_for: ProgressFo
             if probe.id in reports:
                 run_id, described = probe_run_id(judge[4], probe), probe.describe()
                 result.probes.append(
-                    entry_for(reader.store, request, judge[4], run_id, described, sample.pairs, relevance, reports[probe.id])
+                    entry_for(
+                        reader.store, ShiftSettings.of(request), judge[4], run_id, described, sample.pairs, relevance, reports[probe.id]
+                    )
                 )
     finally:
         if reader is not workspace:
@@ -211,9 +228,9 @@ def stored_probe_entries(
     except QrelkitError:  # no graded set, or several and none its job's: the shares then say where they cannot be given
         graded = None
     relevance = relevance_of(store, cls, judge_run_id, rel_level, None, graded, (info.template or {}).get("score_range"))
-    request = ProbeRequest(job=Path("."), probes=("stored",), resamples=resamples, permutations=permutations, seed=seed or 0)
+    settings = ShiftSettings(resamples=resamples, permutations=permutations, seed=seed)
     entries = []
     for run in runs:
         described = {key: value for key, value in (run.probe or {}).items() if key != "perturbs"}
-        entries.append(entry_for(store, request, judge_run_id, run.judge_run_id, described, None, relevance))
+        entries.append(entry_for(store, settings, judge_run_id, run.judge_run_id, described, None, relevance))
     return entries
