@@ -93,16 +93,14 @@ class _PerQuery:
         self.relevant_after = summed((leveled & (after >= relevant_at)).astype(float))
 
     def statistic(self, weights: np.ndarray) -> dict[str, np.ndarray]:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            pairs, leveled = weights @ self.pairs, weights @ self.leveled
-            return {
-                "mean_before": (weights @ self.before) / pairs,
-                "mean_after": (weights @ self.after) / pairs,
-                "mean_shift": (weights @ self.shift) / pairs,
-                "relevant_before": (weights @ self.relevant_before) / leveled,
-                "pushed_to_relevant": (weights @ self.relevant_after) / leveled,
-                "share_change": (weights @ (self.relevant_after - self.relevant_before)) / leveled,
-            }
+        return {
+            "mean_before": _ratio(weights, self.before, self.pairs),
+            "mean_after": _ratio(weights, self.after, self.pairs),
+            "mean_shift": _ratio(weights, self.shift, self.pairs),
+            "relevant_before": _ratio(weights, self.relevant_before, self.leveled),
+            "pushed_to_relevant": _ratio(weights, self.relevant_after, self.leveled),
+            "share_change": _ratio(weights, self.relevant_after - self.relevant_before, self.leveled),
+        }
 
     def swapped(self, masks: np.ndarray) -> dict[str, np.ndarray]:
         """Each swap pattern (rows, Q) flips the sign of the swapped queries' differences."""
@@ -112,6 +110,22 @@ class _PerQuery:
                 "mean_shift": (signs @ self.shift) / self.pairs.sum(),
                 "share_change": (signs @ (self.relevant_after - self.relevant_before)) / self.leveled.sum(),
             }
+
+
+def _ratio(weights: np.ndarray, numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """Σ_q w_q·N_q / Σ_q w_q·D_q per row of weights. A ratio that is the same in every query (a judge
+    that answers 3 to every pair, before and after) is that value under any weights: it is given as
+    such, since rounding would scatter the resamples by 1e-16 and make the interval of a constant
+    look biased."""
+    counted = denominator > 0
+    if not counted.any():
+        return np.full(len(weights), math.nan)
+    per_query = numerator[counted] / denominator[counted]
+    drawn = weights @ denominator
+    if np.ptp(per_query) == 0.0:
+        return np.where(drawn > 0, float(per_query[0]), math.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (weights @ numerator) / drawn
 
 
 def probe_shift(
