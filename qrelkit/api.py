@@ -74,6 +74,8 @@ def agree(
     judge_run: str | None = None,
     reference_name: str | None = None,
     measures: Sequence[str] | None = None,
+    judge_measures: Sequence[str] | str | None = None,
+    reference_decimals: int | None = None,
     group_patterns: Sequence[str] | None = None,
     groups: str | Path | Mapping[str, Sequence[str]] | None = None,
     reference_map: str | Mapping[int, int] | None = None,
@@ -87,7 +89,11 @@ def agree(
     """Audit model qrels against reference qrels over runs (`qrelkit agree`): κ and α on the shared
     pairs, τ/ρ/r/τ_AP between the system rankings, Relative Δ toward groups (``group_patterns``:
     NAME=REGEX; ``groups``: FILE[:COLUMN] or {group: [runs]}), with paired bootstrap intervals over queries.
-    ``judge_run`` (with ``db``): the model qrels are the set that judge run was graded into."""
+    ``judge_run`` (with ``db``): the model qrels are the set that judge run was graded into.
+    ``judge_measures``: the model's own measures against the reference's ``measures`` (one for all, or
+    one each; e.g. nDCG@10 against 'Compat(p=0.9)'); a model file of fractional values is its scores.
+    ``reference_decimals``: rank systems by the reference's means as printed to that many decimals
+    (trec_eval prints 4)."""
     from qrelkit.commands import agree as agree_command
     from qrelkit.commands.requests import AuditRequest
 
@@ -98,6 +104,8 @@ def agree(
         judge_run=judge_run,
         reference_name=reference_name,
         measures=measures,
+        judge_measures=judge_measures,
+        reference_decimals=reference_decimals,
         group_patterns=group_patterns,
         groups=groups,
         reference_map=reference_map,
@@ -245,6 +253,32 @@ def grade(
     return grade_scores(triples, name=name or default, **options)
 
 
+def _triples(scores: Any) -> list[tuple[str, str, float]]:
+    """(qid, docid, score) triples, each pair once and each score a finite number: a repeated pair
+    would give the qrels a pair twice, a NaN a grade of nothing."""
+    import math
+
+    from qrelkit.errors import QrelkitError
+
+    triples: list[tuple[str, str, float]] = []
+    seen: set[tuple[str, str]] = set()
+    for item in scores:
+        if not isinstance(item, list | tuple) or len(item) != 3:
+            raise QrelkitError(f"scores: {item!r} is not a (qid, docid, score) triple")
+        qid, docid, score = str(item[0]), str(item[1]), item[2]
+        if (qid, docid) in seen:
+            raise QrelkitError(f"scores: ({qid}, {docid}) is given twice; give each pair one score")
+        try:
+            value = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else math.nan
+        except OverflowError:  # an int beyond any float
+            value = math.nan
+        if not math.isfinite(value):
+            raise QrelkitError(f"scores: the score of ({qid}, {docid}), {score!r}, is not a finite number")
+        seen.add((qid, docid))
+        triples.append((qid, docid, value))
+    return triples
+
+
 def _scores(scores: Any, db: Db, judge_run: str | None, score_from: str) -> list[tuple[str, str, float]]:
     from qrelkit.errors import QrelkitError
     from qrelkit.io import Run
@@ -262,7 +296,7 @@ def _scores(scores: Any, db: Db, judge_run: str | None, score_from: str) -> list
     if isinstance(scores, Run):
         return list(zip(*(scores.table.column(c).to_pylist() for c in ("qid", "docid", "score"))))
     if isinstance(scores, list | tuple) and scores and isinstance(scores[0], list | tuple) and len(scores[0]) == 3:
-        return [(str(q), str(d), float(s)) for q, d, s in scores]
+        return _triples(scores)
     with Workspace(db) as workspace:
         qrels = workspace.qrels(scores)
     return [(q, d, float(g)) for q, d, g in zip(*(qrels.table.column(c).to_pylist() for c in ("qid", "docid", "grade")))]

@@ -70,7 +70,7 @@ def vllm_judgment(probabilities, mode, answer="2"):
         steps.append({ids[t]: SimpleNamespace(logprob=math.log(p), decoded_token=" " + t) for t, p in probabilities.items()})
     completion = SimpleNamespace(text="Relevance: " + answer, token_ids=[t for t, _ in tokens], logprobs=steps)
     output = SimpleNamespace(outputs=[completion], prompt_token_ids=list(range(90)))
-    return read_output(PAIR, output, TEMPLATE, VLLMConfig(score=mode), "llava", 1.0)
+    return read_output(PAIR, output, TEMPLATE, VLLMConfig(score=mode, answer_prefix=""), "llava", 1.0)  # a free answer
 
 
 def full_logits_judgment(probabilities, mode):

@@ -21,7 +21,8 @@ from tiny_hf import tiny_llama, tiny_llava  # noqa: E402
 from qrelkit.io import Document, Topic, read_documents, read_topics  # noqa: E402
 from qrelkit.jobs import load_job, run_job  # noqa: E402
 from qrelkit.judges import FatalJudgeError, JudgeError, Pair, create_judge  # noqa: E402
-from qrelkit.judges.transformers import Prompt, first_line, forward_batches  # noqa: E402
+from qrelkit.judges.scoring import first_line  # noqa: E402
+from qrelkit.judges.transformers import Prompt, forward_batches  # noqa: E402
 from qrelkit.prompts import load_template  # noqa: E402
 from qrelkit.storage import Store  # noqa: E402
 

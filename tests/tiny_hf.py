@@ -2,7 +2,9 @@
 byte-level BPE tokenizer trained with the `tokenizers` library on qrelkit's own prompt texts,
 with a chat template; a LLaVA (CLIP vision tower + Llama) and a Llama text model from their
 configs. Each is saved with `save_pretrained`, so judges load it through the real
-`from_pretrained` path. Also used by benchmarks/bench_transformers.py with larger sizes."""
+`from_pretrained` path, and in the hub's layout (the keys of llava-hf's checkpoints), so vLLM's
+own loader reads it too. Also used by benchmarks/bench_transformers.py and bench_vllm.py with
+larger sizes. vLLM's CPU attention takes head sizes of 32 and more: pass widths of 64 per 2 heads."""
 
 from __future__ import annotations
 
@@ -81,8 +83,22 @@ def tiny_llava(
     )
     torch.manual_seed(seed)
     LlavaForConditionalGeneration(config).save_pretrained(folder)
+    hub_layout(folder)
     llava_processor(tokenizer, image_size, patch_size).save_pretrained(folder)
     return folder
+
+
+def hub_layout(folder: Path) -> None:
+    """Rename the vision tower's weights to the hub's layout (`vision_tower.vision_model.*`, as in
+    llava-hf/llava-1.5-7b-hf), which transformers 5 reads but does not write, and vLLM needs."""
+    from safetensors.torch import load_file, save_file
+
+    for path in sorted(folder.glob("*.safetensors")):
+        tensors = load_file(path)
+        prefix, hub = "vision_tower.", "vision_tower.vision_model."
+        renamed = {hub + key[len(prefix) :] if key.startswith(prefix) and not key.startswith(hub) else key: t for key, t in tensors.items()}
+        if renamed.keys() != tensors.keys():
+            save_file(renamed, path, metadata={"format": "pt"})
 
 
 def llava_processor(tokenizer=None, image_size: int = 32, patch_size: int = 8):

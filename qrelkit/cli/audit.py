@@ -12,11 +12,14 @@ from qrelkit.cli.base import (
     ConfigOption,
     DbOption,
     DuplicateOption,
+    ForceOption,
     IntervalOption,
+    JudgeMeasureOption,
     JudgeRunOption,
     KeepOption,
     MeasureOption,
     MoreRuns,
+    ReferenceDecimalsOption,
     RunsOption,
     SeedOption,
     app,
@@ -69,6 +72,8 @@ def audit_options(
     judge_run: AuditJudgeRun = None,
     runs: RunsOption = None,
     measure: MeasureOption = None,
+    judge_measure: JudgeMeasureOption = None,
+    reference_decimals: ReferenceDecimalsOption = None,
     group: Group = None,
     groups: Groups = None,
     grade_map: GradeMap = None,
@@ -89,6 +94,8 @@ def audit_options(
         reference_name=reference_name,
         runs=runs or [],
         measures=measure,
+        judge_measures=judge_measure,
+        reference_decimals=reference_decimals,
         group_patterns=group,
         groups=groups,
         reference_map=grade_map,
@@ -130,13 +137,14 @@ def agree_cmd(
 def report_cmd(
     ctx: typer.Context,
     out_dir: Annotated[Path, typer.Option("--out", help="Where to write the page: an .html file, or a folder (report.html inside).")],
+    force: ForceOption = False,
     **options: Any,
 ) -> None:
     """Write one HTML page auditing a judge run (or model qrels from a file): the answer first (κ, τ,
     Δ, coverage, warnings), then the figures, the judge's failures, tokens and cost, and its grading."""
     from qrelkit.commands.report import build_report
 
-    page = build_report(out=out_dir, command=command_line(ctx), db=options["db"], **audit_options(**options))
+    page = build_report(out=out_dir, command=command_line(ctx), db=options["db"], force=force, **audit_options(**options))
     out.print(f"wrote {page}", highlight=False)
 
 
@@ -172,6 +180,7 @@ def fd_cmd(
     plot: Annotated[Path | None, typer.Option("--plot", help="Write the bootstrap intervals per run (PNG/PDF/SVG).")] = None,
     plot_metric: Annotated[Path | None, typer.Option("--plot-metric", help="Write FD vs --metric per run, with Kendall τ.")] = None,
     metric: Annotated[str, typer.Option("--metric", help="ir_measures measure for --plot-metric (full qrels).")] = "nDCG@10",
+    force: ForceOption = False,
     as_json: Annotated[bool, typer.Option("--json", help='Print JSON: {"embedder", "d", "runs": {run: {"FD@10": x}}, "n_rel"}.')] = False,
     on_duplicate: DuplicateOption = "error",
 ) -> None:
@@ -201,6 +210,7 @@ def fd_cmd(
             plot=plot,
             plot_metric=plot_metric,
             metric=metric,
+            force=force,
             on_duplicate=on_duplicate,
             bootstrap_progress=progress,
             workers=workers,
@@ -230,6 +240,7 @@ def nrg_cmd(
     order: Annotated[str, typer.Option(help="Ranking order: trec_eval (score desc, docid desc) or file (as listed).")] = "trec_eval",
     compare: Annotated[bool, typer.Option("--compare", help="Also unique contributions, rareness-based P@K and TaSC.")] = False,
     plot: Annotated[Path | None, typer.Option(help="Write the NRG vs metric plot (PNG/PDF/SVG) here.")] = None,
+    force: ForceOption = False,
     groups: Annotated[str | None, typer.Option(help="FILE[:COLUMN] of run groups to mark in the plot.")] = None,
     config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
@@ -256,6 +267,7 @@ def nrg_cmd(
         compare=compare,
         groups=groups,
         plot=plot,
+        force=force,
         on_duplicate=on_duplicate,
     )
     if plot:

@@ -58,6 +58,9 @@ DbOption = Annotated[
     Path, typer.Option("--db", envvar="QRELKIT_DB", help="The DuckDB database file (env QRELKIT_DB; default qrelkit.duckdb).")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+ForceOption = Annotated[
+    bool, typer.Option("--force", help="Write over an output file that exists (never over the database or an input of the command).")
+]
 ReplaceOption = Annotated[bool, typer.Option("--replace", help="Replace what an earlier load of the same name put in the database.")]
 DuplicateOption = Annotated[
     str,
@@ -73,6 +76,22 @@ MoreRuns = Annotated[list[str] | None, typer.Argument(help="More run files or fo
 MeasureOption = Annotated[
     list[str] | None,
     typer.Option("--measure", help="An ir_measures or trec_eval measure, e.g. nDCG@10, 'AP(rel=2)', ndcg_cut_10; repeatable."),
+]
+JudgeMeasureOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--judge-measure",
+        help="The judge's own measure, e.g. 'Compat(p=0.9)' against the reference's --measure nDCG@10 (as judge-method "
+        "studies do): one for every --measure, or one per --measure; default: the same measure on both sides.",
+    ),
+]
+ReferenceDecimalsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--reference-decimals",
+        help="Rank the systems under the reference by their means as printed to N decimals, as a study that reads "
+        "trec_eval's output does (it prints 4: systems equal to 4 decimals tie); default: full precision.",
+    ),
 ]
 JudgeRunOption = Annotated[str | None, typer.Option("--judge-run", help="A judge run in --db: its id, a unique id prefix, or its name.")]
 ResamplesOption = Annotated[int, typer.Option("--resamples", help="Bootstrap resamples of the queries for 95% intervals (0: none).")]
@@ -96,7 +115,7 @@ def _read_config(ctx: typer.Context, param: Any, value: Path | None) -> Path | N
     if value is not None:
         from qrelkit.commands.config import config_defaults
 
-        ctx.default_map = {**(ctx.default_map or {}), **config_defaults(value, ctx.command.params)}
+        ctx.default_map = {**(ctx.default_map or {}), **config_defaults(value, ctx.command.params, ctx)}
     return value
 
 

@@ -7,7 +7,21 @@ from typing import Annotated, Any
 
 import typer
 
-from qrelkit.cli.base import DuplicateOption, IntervalOption, MeasureOption, RunsOption, SeedOption, app, command_line, err, out, print_json
+from qrelkit.cli.base import (
+    DuplicateOption,
+    ForceOption,
+    IntervalOption,
+    JudgeMeasureOption,
+    MeasureOption,
+    ReferenceDecimalsOption,
+    RunsOption,
+    SeedOption,
+    app,
+    command_line,
+    err,
+    out,
+    print_json,
+)
 
 
 @app.command("compare")
@@ -16,7 +30,9 @@ def compare_cmd(
     judge: Annotated[
         list[str] | None,
         typer.Option(
-            "--judge", help="A judge: a judge run in --db (id, prefix or name), a qrels set in --db, or a qrels file; repeatable."
+            "--judge",
+            help="A judge: a judge run in --db (id, prefix or name), a qrels set in --db, a judgment file (integer grades, or "
+            "scores: fractional values, read for measures that use only their order), or a folder of judgment files; repeatable.",
         ),
     ] = None,
     sweep: Annotated[
@@ -28,6 +44,8 @@ def compare_cmd(
     reference_name: Annotated[str | None, typer.Option("--reference-name", help="What to call the reference in the output.")] = None,
     runs: RunsOption = None,
     measure: MeasureOption = None,
+    judge_measure: JudgeMeasureOption = None,
+    reference_decimals: ReferenceDecimalsOption = None,
     baseline: Annotated[str | None, typer.Option("--baseline", help="Compare each judge with this one (its name as shown) only.")] = None,
     group: Annotated[list[str] | None, typer.Option("--group", help="A group for Relative Δ: NAME=REGEX on run names; repeatable.")] = None,
     groups: Annotated[str | None, typer.Option("--groups", help="Groups TSV of runs as FILE[:COLUMN].")] = None,
@@ -43,6 +61,7 @@ def compare_cmd(
     db: Annotated[Path | None, typer.Option("--db", envvar="QRELKIT_DB", help="The database of the judge runs and qrels sets.")] = None,
     output_format: Annotated[str, typer.Option("--format", help="table (default), markdown or latex (booktabs).")] = "table",
     html: Annotated[Path | None, typer.Option("--html", help="Also write the comparison as one self-contained HTML page.")] = None,
+    force: ForceOption = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: each judge's audit as agree --json, differences, κ matrix.")] = False,
     on_duplicate: DuplicateOption = "error",
 ) -> None:
@@ -54,7 +73,8 @@ def compare_cmd(
     from qrelkit.io import OnDuplicate
     from qrelkit.report import compare as views
 
-    check_output(output_format, html)
+    inputs = {"--db": db, "--reference-qrels": reference_qrels, "--judge": judge, "--runs": runs, "--groups": groups, "--sweep": sweep}
+    check_output(output_format, html, force=force, inputs=inputs)
     request = CompareRequest(
         reference=reference_qrels,
         judges=tuple(judge or ()),
@@ -62,6 +82,8 @@ def compare_cmd(
         reference_name=reference_name,
         runs=tuple(runs or ()),
         measures=tuple(measure or ()),
+        judge_measures=tuple(judge_measure or ()),
+        reference_decimals=reference_decimals,
         baseline=baseline,
         group_patterns=tuple(group or ()),
         groups=groups,
@@ -86,13 +108,15 @@ def compare_cmd(
         print(views.markdown(result), end="")
     elif output_format == "latex":
         print(views.latex(result), end="")
+    elif not out.is_terminal:  # a pipe or a file: plain text, no cell cut to a width
+        print(views.plain(result), end="")
     else:
         for part in views.terminal(result):
             out.print(part)
     if result.probes and not as_json:  # the judges side by side on their gullibility probes (docs/probes.md)
         from qrelkit.report.probes import side_by_side
 
-        shown = side_by_side(result.probes, output_format)
+        shown = side_by_side(result.probes, output_format if output_format != "table" or out.is_terminal else "plain")
         if isinstance(shown, str):
             print(shown, end="")
         else:
@@ -113,6 +137,8 @@ def judge_sweep(job: Path, *, quiet: bool, as_json: bool, dry_run: bool, **optio
     outcome = run_sweep(job, dry_run=dry_run, progress_for=progress_for, **options)
     if as_json:
         print_json(outcome.to_dict())
+    elif not out.is_terminal:
+        print(views.sweep_grid(outcome).plain())
     else:
         out.print(views.sweep_table(outcome))
     for line in views.sweep_failures(outcome):

@@ -12,6 +12,7 @@ from qrelkit.cli.base import (
     ConfigOption,
     DbOption,
     DuplicateOption,
+    ForceOption,
     JsonOption,
     KeepOption,
     MaxRelLevelOption,
@@ -29,7 +30,6 @@ from qrelkit.cli.base import (
     print_lines,
 )
 
-ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite the output file when it exists.")]
 NameOption = Annotated[
     str | None, typer.Option(help="Name of this load (default: the file name without extension, or the ir_datasets id).")
 ]

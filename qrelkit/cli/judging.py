@@ -174,10 +174,20 @@ def grade_cmd(
     method: Annotated[str | None, typer.Option(help="quantile (default), thresholds, identity (scores are grades) or map.")] = None,
     quantiles: Annotated[str | None, typer.Option(help="Cut points as quantiles of the scores (default 0.5,0.75).")] = None,
     thresholds: Annotated[str | None, typer.Option(help="Fixed cut points, e.g. 0.3,0.5 (method thresholds).")] = None,
-    labels: Annotated[str | None, typer.Option(help="Grades for the intervals between cut points (default 0,1,2).")] = None,
+    labels: Annotated[
+        str | None,
+        typer.Option(
+            help="Grades for the intervals between cut points (default 0,1,2); increasing for quantiles, any for thresholds "
+            "(0,1,1 merges two intervals; 2,1,0 grades distances)."
+        ),
+    ] = None,
     per_topic: Annotated[
         bool | None,
-        typer.Option("--per-topic/--global", help="Quantiles within each topic (the default, as in job files) or over all scores."),
+        typer.Option(
+            "--per-topic/--global",
+            help="Quantiles within each topic (the default, as in job files) or over all scores; thresholds, identity and map "
+            "grade all scores alike (--global is what they do).",
+        ),
     ] = None,
     ties: Annotated[
         str | None,

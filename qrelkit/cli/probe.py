@@ -92,6 +92,8 @@ def probe_cmd(
         print(views.markdown(result), end="")
     elif output_format == "latex":
         print(views.latex(result), end="")
+    elif not out.is_terminal:  # a pipe or a file: plain text, no cell cut to a width
+        print(views.plain(result), end="")
     else:
         for part in views.terminal(result):
             out.print(part)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from qrelkit.cli.base import DuplicateOption, app, out, print_json
+from qrelkit.cli.base import DuplicateOption, ForceOption, app, out, print_json
 
 resample_app = typer.Typer(
     help="Interpolation and extrapolation (Zhan et al., CIKM 2022): resample training (and test) queries by "
@@ -62,6 +62,7 @@ def resample_restrain(
     backend: ResampleBackend = "onnx",
     cache: ResampleCache = None,
     as_json: ResampleJson = False,
+    force: ForceOption = False,
     on_duplicate: DuplicateOption = "error",
 ) -> None:
     """ReSTrain (Zhan et al. §4.1.2): keep the test set; write an interpolation training set (each test
@@ -85,6 +86,7 @@ def resample_restrain(
         test_qrels=test_qrels,
         embedder=_embedder_choice(embedder, backend, cache, as_json),
         on_duplicate=on_duplicate,
+        force=force,
     )
     _show(output, resample_tables, as_json)
 
@@ -102,6 +104,7 @@ def resample_resttest(
     backend: ResampleBackend = "onnx",
     cache: ResampleCache = None,
     as_json: ResampleJson = False,
+    force: ForceOption = False,
     on_duplicate: DuplicateOption = "error",
 ) -> None:
     """ReSTTest (Zhan et al. §4.1.3): k-means over training and test query embeddings together. For each
@@ -122,6 +125,7 @@ def resample_resttest(
         test_qrels=test_qrels,
         embedder=_embedder_choice(embedder, backend, cache, as_json),
         on_duplicate=on_duplicate,
+        force=force,
     )
     _show(output, resample_tables, as_json)
 

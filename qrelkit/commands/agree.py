@@ -66,6 +66,8 @@ def run(request: AuditRequest, workspace: Workspace) -> Audit:
         inputs.reference,
         inputs.runs,
         measures=list(request.measures) or DEFAULT_MEASURES,
+        judge_measures=list(request.judge_measures),
+        reference_decimals=request.reference_decimals,
         groups=run_groups,
         reference_map=request.reference_map,
         model_map=request.model_map,
@@ -74,7 +76,8 @@ def run(request: AuditRequest, workspace: Workspace) -> Audit:
         seed=request.seed,
         interval=request.interval,
     )
-    return dataclasses.replace(result, sources=inputs.sources)
+    notes = [note for source in inputs.sources.values() for note in source.get("notes") or []]  # repeats merged, said
+    return dataclasses.replace(result, sources=inputs.sources, warnings=notes + result.warnings)
 
 
 def agree(*, db: Any = None, **options: Any) -> Audit:

@@ -8,6 +8,7 @@ that the command line, a `--config` file and the Python API (`qrelkit.compare`) 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from qrelkit.commands.agree import resolve_groups
 from qrelkit.commands.requests import GradeMap, GroupsFile, QrelsRef, RunsRef, parse_group_patterns
 from qrelkit.commands.workspace import ResolvedQrels, Workspace, stored_qrels
 from qrelkit.errors import QrelkitError, StoreError
-from qrelkit.evaluate.audit import DEFAULT_MEASURES
+from qrelkit.evaluate.audit import DEFAULT_MEASURES, check_decimals, measure_pairs
 from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, check_method, check_resamples
 from qrelkit.evaluate.compare import Comparison, compare_judges
 from qrelkit.io import OnDuplicate
@@ -30,11 +31,13 @@ class CompareRequest:
     the other requests (issue 25's `qrelkit.commands.requests`): no pydantic at start-up."""
 
     reference: str
-    judges: tuple[str, ...] = ()
+    judges: tuple[str, ...] = ()  # judge runs, qrels sets, judgment files, or folders of judgment files
     sweep: Path | None = None  # a sweep job: one judge per cell (its graded set), failed cells shown as failed
     reference_name: str | None = None
     runs: tuple[str, ...] = ()  # run files, folders or stored names (none: every run in the database)
     measures: tuple[str, ...] = DEFAULT_MEASURES
+    judge_measures: tuple[str, ...] = ()  # the judges' own measures, paired with ``measures`` (default: the same)
+    reference_decimals: int | None = None  # systems ranked by the reference's means as printed to this many decimals
     baseline: str | None = None  # compare each judge with this one only (a judge's name as shown)
     group_patterns: tuple[str, ...] = ()
     groups: str | None = None
@@ -54,10 +57,12 @@ class CompareRequest:
         check_resamples(self.permutations)
         object.__setattr__(self, "interval", check_method(self.interval))
         object.__setattr__(self, "on_duplicate", OnDuplicate(self.on_duplicate))
-        for name in ("judges", "runs", "measures", "group_patterns"):
+        for name in ("judges", "runs", "measures", "judge_measures", "group_patterns"):
             value = getattr(self, name)
             object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(str(v) for v in value or ()))
         object.__setattr__(self, "measures", self.measures or DEFAULT_MEASURES)
+        measure_pairs(self.measures, self.judge_measures)  # one judge measure, or one per measure
+        check_decimals(self.reference_decimals)
         if self.sweep is not None:
             object.__setattr__(self, "sweep", Path(self.sweep))
         if not self.judges and self.sweep is None:
@@ -67,14 +72,15 @@ class CompareRequest:
 OUTPUT_FORMATS = ("table", "markdown", "latex")
 
 
-def check_output(output_format: str, page: str | Path | None = None) -> None:
-    """The output asked for, before anything is computed: a known format, a page that can be written."""
+def check_output(output_format: str, page: str | Path | None = None, *, force: bool = False, inputs: dict[str, Any] | None = None) -> None:
+    """The output asked for, before anything is computed: a known format, a page that can be written
+    (an existing file only with ``force``, never one of the command's ``inputs``: option -> path)."""
     if output_format not in OUTPUT_FORMATS:
         raise QrelkitError(f"--format {output_format!r}: choose table, markdown or latex")
     if page is not None:
-        from qrelkit.io.files import check_writable
+        from qrelkit.io.files import check_output as check_path
 
-        check_writable(Path(page), overwrite=True)
+        check_path(Path(page), force=force, inputs=inputs)
 
 
 @dataclass(frozen=True)
@@ -127,7 +133,7 @@ class JudgeEntry:
     could be compared (a failed or ungraded sweep cell cannot)."""
 
     name: str
-    status: str  # compared | failed | not graded | not judged
+    status: str  # compared | not compared | failed | not graded | not judged
     source: dict[str, Any] = field(default_factory=dict)
     cost: JudgeCost | None = None
     note: str | None = None
@@ -200,16 +206,46 @@ def _is_judge_run(workspace: Workspace, ref: Any) -> bool:
 
 
 def resolve_judge(ref: Any, workspace: Workspace) -> ResolvedQrels:
-    """A judge run (its audited set: the one its job graded), a qrels set, or a qrels file."""
+    """A judge run (its audited set: the one its job graded), a qrels set, or a judgment file
+    (integer grades, or a judge's scores: `qrelkit.io.judge_files`)."""
     if _is_judge_run(workspace, ref):
         return workspace.judge_run_qrels(ref)
-    return workspace.qrels_with_source(QrelsRef.of(ref))
+    return workspace.qrels_with_source(QrelsRef.of(ref, judge=True))
+
+
+def resolve_judges(refs: tuple[str, ...], workspace: Workspace) -> list[ResolvedQrels]:
+    """Every judge named, a folder standing for each judgment file in it; judges from files that
+    would share a name (`qrels` in two folders) are named by FOLDER/FILE instead."""
+    from qrelkit.io.judge_files import judgment_files
+
+    found: list[ResolvedQrels] = []
+    for ref in refs:
+        if isinstance(ref, str) and Path(ref).is_dir():
+            found += [resolve_judge(str(path), workspace) for path in judgment_files(ref)]
+        else:
+            found.append(resolve_judge(ref, workspace))
+    names = [r.qrels.name for r in found]
+    clashing = [r for r in found if names.count(r.qrels.name) > 1 and r.source.get("origin") == "file"]
+    for resolved, label in zip(clashing, path_labels([Path(r.source["path"]) for r in clashing])):
+        resolved.qrels.name = resolved.source["name"] = label
+    return found
+
+
+def path_labels(paths: list[Path]) -> list[str]:
+    """The shortest tails of ``paths`` (FOLDER/FILE, then more folders) that tell them apart."""
+    resolved = [path.resolve() for path in paths]
+    for depth in range(2, max((len(p.parts) for p in resolved), default=2) + 1):
+        labels = ["/".join(p.parts[-depth:]) for p in resolved]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [str(p) for p in resolved]
 
 
 def _entry(resolved: ResolvedQrels, workspace: Workspace) -> JudgeEntry:
+    note = "; ".join(resolved.source.get("notes") or []) or None  # repeated pairs merged: said, never silent
     if resolved.judge_run_id is None or not workspace.has_db or not _run_still_stored(resolved):
-        return JudgeEntry(resolved.qrels.name, "compared", resolved.source)  # a file, a loaded set: no judge run to cost
-    return JudgeEntry(resolved.qrels.name, "compared", resolved.source, stored_cost(workspace.store, resolved.judge_run_id))
+        return JudgeEntry(resolved.qrels.name, "compared", resolved.source, note=note)  # a file, a loaded set: no judge run to cost
+    return JudgeEntry(resolved.qrels.name, "compared", resolved.source, stored_cost(workspace.store, resolved.judge_run_id), note)
 
 
 def _run_still_stored(resolved: ResolvedQrels) -> bool:
@@ -267,9 +303,7 @@ def run(request: CompareRequest, db: str | Path | None = None) -> CompareResult:
     patterns, groups_file = parse_group_patterns(request.group_patterns), GroupsFile.parse(request.groups)
     found: list[tuple[JudgeEntry, ResolvedQrels | None]] = []
     with Workspace(db, on_duplicate=request.on_duplicate) as workspace:
-        for ref in request.judges:
-            resolved = resolve_judge(ref, workspace)
-            found.append((_entry(resolved, workspace), resolved))
+        found += [(_entry(resolved, workspace), resolved) for resolved in resolve_judges(request.judges, workspace)]
         if request.sweep is not None:
             workspace.close()  # the sweep's entries read the database on their own
             found += sweep_entries(request, db)
@@ -285,6 +319,8 @@ def run(request: CompareRequest, db: str | Path | None = None) -> CompareResult:
             reference.qrels,
             runs,
             measures=list(request.measures),
+            judge_measures=list(request.judge_measures),
+            reference_decimals=request.reference_decimals,
             groups=run_groups,
             reference_map=reference_map,
             model_map=model_map,
@@ -295,7 +331,19 @@ def run(request: CompareRequest, db: str | Path | None = None) -> CompareResult:
             seed=request.seed,
             interval=request.interval,
         )
-    return CompareResult(comparison, [entry for entry, _ in found], reference.source, probes)
+    entries = [entry for entry, _ in found]
+    if comparison is not None and comparison.skipped:
+        if not comparison.audits:  # nothing left to compare: refuse, naming every judge and why
+            why = "; ".join(f"{name} {reason}" for name, reason in comparison.skipped.items())
+            raise QrelkitError(f"no judge could be compared: {why}")
+        entries = [_not_compared(entry, comparison.skipped.get(entry.name)) for entry in entries]
+    return CompareResult(comparison, entries, reference.source, probes)
+
+
+def _not_compared(entry: JudgeEntry, why: str | None) -> JudgeEntry:
+    if why is None:
+        return entry
+    return dataclasses.replace(entry, status="not compared", note="; ".join(n for n in (why, entry.note) if n))
 
 
 def probes_of(entries: list[JudgeEntry], workspace: Workspace, request: CompareRequest) -> dict[str, list[Any]]:

@@ -48,6 +48,9 @@ def load_runs(
 
     skipped: list[tuple[Path, str]] = []
     files = list_run_files(list(paths), skipped)
+    if not files:
+        left = f" (left out: {', '.join(f'{p.name} ({why})' for p, why in skipped[:5])})" if skipped else ""
+        raise QrelkitError(f"no run file in {', '.join(map(str, paths))}{left}: nothing was loaded")
     if name is not None and tag_names:
         raise QrelkitError("give --name or --tag-names, not both")
     if name is not None and len(files) != 1:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from rich.console import Console
 
 from qrelkit.errors import QrelkitError
 from qrelkit.io import Qrels, write_qrels
-from qrelkit.io.files import check_writable
+from qrelkit.io.files import check_output, write_atomically
 from qrelkit.io.numbers import ascii_int, ascii_number
 from qrelkit.io.results import Result
 from qrelkit.jobs.grade import GradingResult, GradingSpec, grade_judge_run, grading_spec
@@ -85,9 +86,12 @@ def _mapping(text: str | None) -> dict[str, int] | None:
         try:
             if not colon or not key:
                 raise ValueError
-            mapping[key.strip()] = ascii_int(grade.strip(), "--map")
+            onto = ascii_int(grade.strip(), "--map")
         except ValueError:
             raise QrelkitError(f"--map {text!r}: {item!r} is not SCORE:GRADE or LOW-HIGH:GRADE (e.g. 3:2,2:2,1:1,0:0)") from None
+        if key.strip() in mapping and mapping[key.strip()] != onto:  # as agree's --map: a score mapped twice is a typo, not a choice
+            raise QrelkitError(f"--map {text!r}: {key.strip()} is mapped twice ({mapping[key.strip()]} and {onto})")
+        mapping[key.strip()] = onto
     return mapping
 
 
@@ -272,7 +276,7 @@ def export_qrels_file(
     found its run by name."""
     if (judge_run_id is None) == (name is None):
         raise QrelkitError("name what to export: --judge-run ID or --name QRELS_SET")
-    check_writable(output, overwrite=force)
+    check_output(output, force=force, inputs={"--db": db})
     note = None
     with Store(db, read_only=True) as store:
         if judge_run_id is not None:
@@ -280,7 +284,7 @@ def export_qrels_file(
             note = judge_run_match_note(judge_run_id, info.judge_run_id, info.matched_by)
         else:
             qrels = store.qrels(name)  # type: ignore[arg-type]
-    write_qrels(qrels, output)
+    write_atomically(output, partial(write_qrels, qrels))
     return qrels, note
 
 
@@ -291,14 +295,17 @@ def export_judgments(db: Path, output: Path, *, judge_run: str | None = None, fo
     from qrelkit.io.tables import table_format, write_table
     from qrelkit.storage.judgments import copy_judgments, judgments_table
 
-    check_writable(output, overwrite=force)
+    check_output(output, force=force, inputs={"--db": db})
     suffix = table_format(output)
     with Store(db, read_only=True) as store:
         judge_run_id = find_judge_run(store, judge_run).judge_run_id if judge_run is not None else None
         if suffix != ".csv":  # DuckDB writes these itself, a block at a time
-            return copy_judgments(store, output, "parquet" if suffix == ".parquet" else "json", judge_run_id)
+            copied: list[tuple[int, list[str]]] = []
+            fmt = "parquet" if suffix == ".parquet" else "json"
+            write_atomically(output, lambda temporary: copied.append(copy_judgments(store, temporary, fmt, judge_run_id)))
+            return copied[0]
         table = judgments_table(store, judge_run_id)
-    write_table(table, output)  # CSV: the cells' quoting is ours
+    write_atomically(output, partial(write_table, table))  # CSV: the cells' quoting is ours
     return table.num_rows, sorted(set(table.column("judge_run_id").to_pylist()))
 
 

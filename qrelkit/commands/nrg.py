@@ -74,6 +74,8 @@ def nrg_from_spec(
 
 def run(request: NRGRequest, workspace: Workspace) -> NRGOutcome:
     """`qrelkit nrg`: NRG over the prior sets, the comparison measures when asked, the plot when asked."""
+    if request.plot:
+        workspace.check_output(request.plot, force=request.force, refs=(request.qrels, request.runs))
     qrels, runs = workspace.qrels(request.qrels), workspace.runs(request.runs)
     options: dict[str, Any] = dict(model=request.browsing_model, depth=request.depth, gain=request.gain, order=request.order)
     result, prior_groups = nrg_from_spec(qrels, runs, request.prior, **options)

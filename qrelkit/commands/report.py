@@ -10,7 +10,6 @@ from qrelkit import __version__
 from qrelkit.commands import agree
 from qrelkit.commands.requests import AuditRequest
 from qrelkit.commands.workspace import Workspace
-from qrelkit.io.files import check_writable
 from qrelkit.report.html import JudgeSummary, Provenance, write_report
 
 if TYPE_CHECKING:
@@ -55,10 +54,10 @@ def report_path(out: str | Path) -> Path:
     return out if out.suffix.lower() in (".html", ".htm") else out / "report.html"
 
 
-def run(request: AuditRequest, workspace: Workspace, *, out: str | Path, command: str = "qrelkit report") -> Path:
+def run(request: AuditRequest, workspace: Workspace, *, out: str | Path, command: str = "qrelkit report", force: bool = False) -> Path:
     """`qrelkit report`: audit (as :func:`qrelkit.commands.agree.run`) and write the page; ``command``
     is the command line shown at its bottom. Everything is computed before the file is written."""
-    check_writable(report_path(out))
+    workspace.check_output(report_path(out), force=force, refs=(request.model, request.reference, request.runs))
     result = agree.run(request, workspace)
     model = result.sources.get("model", {})
     # the judge run behind the model qrels, whether named by --judge-run or by a graded set's name
@@ -71,9 +70,10 @@ def run(request: AuditRequest, workspace: Workspace, *, out: str | Path, command
     return write_report(result, report_path(out), judge, provenance)
 
 
-def build_report(*, out: str | Path, db: str | Path | None = None, command: str = "qrelkit report", **options: Any) -> Path:
+def build_report(
+    *, out: str | Path, db: str | Path | None = None, command: str = "qrelkit report", force: bool = False, **options: Any
+) -> Path:
     """`qrelkit report` from option values (those of `AuditRequest.from_options`) and ``db``."""
-    check_writable(report_path(out))
     request = AuditRequest.from_options(**options)
     with Workspace(db, on_duplicate=request.on_duplicate) as workspace:
-        return run(request, workspace, out=out, command=command)
+        return run(request, workspace, out=out, command=command, force=force)

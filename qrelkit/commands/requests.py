@@ -44,25 +44,28 @@ class QrelsRef:
     """Qrels as the user named them. ``ref``: a TREC qrels file, `irds:<id>`, or a qrels set stored
     in the workspace's database; ``judge_run``: the set a judge run's job graded into (``ref`` then
     says which of its graded sets); ``value``: qrels in memory. ``name`` renames them in the output;
-    ``file_label`` names a file's qrels by FOLDER/FILE rather than its stem (a reference's default)."""
+    ``file_label`` names a file's qrels by FOLDER/FILE rather than its stem (a reference's default);
+    ``judge``: a judge's judgments, so a file's values may be scores (fractional values, read as such
+    by `qrelkit.io.judge_files`) rather than integer grades."""
 
     ref: str | None = None
     judge_run: str | None = None
     value: Any = None
     name: str | None = None
     file_label: bool = False
+    judge: bool = False
 
     def __post_init__(self) -> None:
         if self.value is not None and (self.ref is not None or self.judge_run is not None):
             raise QrelkitError("qrels are either given in memory or named, not both")
 
     @classmethod
-    def of(cls, given: Any, *, name: str | None = None, file_label: bool = False) -> QrelsRef:
+    def of(cls, given: Any, *, name: str | None = None, file_label: bool = False, judge: bool = False) -> QrelsRef:
         """Any form the API takes: a path or stored name (str or Path), a `QrelsRef`, or qrels in memory."""
         if isinstance(given, QrelsRef):
             return given if name is None else dataclasses.replace(given, name=name)
         if isinstance(given, str | Path):
-            return cls(ref=str(given), name=name, file_label=file_label)
+            return cls(ref=str(given), name=name, file_label=file_label, judge=judge)
         if given is None:
             raise QrelkitError("give the qrels: a file, a stored set's name, a Qrels, a {qid: {docid: grade}} dict or a table")
         return cls(value=given, name=name)
@@ -241,6 +244,8 @@ class AuditRequest:
     reference: QrelsRef
     runs: RunsRef = field(default_factory=RunsRef)
     measures: tuple[str, ...] = ()
+    judge_measures: tuple[str, ...] = ()  # the model's own measures, paired with ``measures`` (default: the same)
+    reference_decimals: int | None = None  # systems ranked by the reference's means as printed to this many decimals
     group_patterns: tuple[GroupPattern, ...] = ()
     groups_file: GroupsFile | None = None
     group_lists: tuple[tuple[str, tuple[str, ...]], ...] = ()  # groups named run by run (the Python API's dict)
@@ -258,6 +263,10 @@ class AuditRequest:
         check_resamples(self.resamples)  # before anything is read: a bad count is an input error, not a wait
         object.__setattr__(self, "interval", check_method(self.interval))
         object.__setattr__(self, "on_duplicate", OnDuplicate(self.on_duplicate))
+        from qrelkit.evaluate.audit import DEFAULT_MEASURES, check_decimals, measure_pairs
+
+        measure_pairs(self.measures or DEFAULT_MEASURES, self.judge_measures)  # one judge measure, or one per measure
+        check_decimals(self.reference_decimals)
         if self.model.ref is None and self.model.judge_run is None and self.model.value is None:
             raise QrelkitError(
                 "give the model qrels: --model-qrels FILE_OR_NAME, or --judge-run ID (with --db), or both (a set of that run)"
@@ -273,6 +282,8 @@ class AuditRequest:
         judge_run: str | None = None,
         reference_name: str | None = None,
         measures: Sequence[str] | None = None,
+        judge_measures: Sequence[str] | str | None = None,
+        reference_decimals: int | None = None,
         group_patterns: Sequence[str] | None = None,
         groups: str | Path | Mapping[str, Sequence[str]] | None = None,
         reference_map: Any = None,
@@ -289,12 +300,14 @@ class AuditRequest:
         if judge_run is not None:
             model = QrelsRef(ref=None if model_qrels is None else str(model_qrels), judge_run=str(judge_run))
         else:
-            model = QrelsRef() if model_qrels is None else QrelsRef.of(model_qrels)
+            model = QrelsRef() if model_qrels is None else QrelsRef.of(model_qrels, judge=True)
         return cls(
             model=model,
             reference=QrelsRef.of(reference_qrels, name=reference_name, file_label=True),
             runs=RunsRef.of(runs),
             measures=tuple(measures or ()),
+            judge_measures=_measures(judge_measures, (), once=False),
+            reference_decimals=reference_decimals,
             group_patterns=parse_group_patterns(group_patterns),
             groups_file=None if isinstance(groups, Mapping) else GroupsFile.parse(groups),
             group_lists=tuple((str(g), tuple(runs)) for g, runs in groups.items()) if isinstance(groups, Mapping) else (),
@@ -403,6 +416,7 @@ class NRGRequest:
     compare: bool = False
     groups_file: GroupsFile | None = None
     plot: Path | None = None
+    force: bool = False  # write the plot over an existing file
     on_duplicate: OnDuplicate = OnDuplicate.error
 
     def __post_init__(self) -> None:
@@ -446,6 +460,7 @@ class FDRequest:
     plot_metric: Path | None = None
     metric: str = "nDCG@10"
     workers: int | None = None
+    force: bool = False  # write the plots over existing files
     on_duplicate: OnDuplicate = OnDuplicate.error
 
     def __post_init__(self) -> None:

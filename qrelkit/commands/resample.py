@@ -9,9 +9,8 @@ written, so a bad input leaves earlier outputs as they were.
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -36,6 +35,7 @@ from qrelkit.evaluate.interex import (
     resttest,
 )
 from qrelkit.io import OnDuplicate, Qrels, file_sha256, read_qrels, read_runs, read_topics, write_qrels
+from qrelkit.io.files import check_output, write_atomically
 from qrelkit.io.qids import read_qid_list, write_qid_list
 
 PAPER = "Zhan et al., Evaluating Interpolation and Extrapolation Performance of Neural Retrieval Models, CIKM 2022"
@@ -136,13 +136,6 @@ def embed_texts(embedder, texts: dict[str, str], cache: Path | None = None) -> Q
 # --- writing ------------------------------------------------------------------------------
 
 
-def _replace(path: Path, write: Callable[[Path], object]) -> None:
-    """Write through a temporary file, so an interrupted write never leaves half a file."""
-    partial = path.with_name(f".{path.name}.partial")
-    write(partial)
-    os.replace(partial, path)
-
-
 def _subset(qrels: Qrels, qids: Sequence[str], name: str) -> Qrels:
     keep = set(qids)
     return Qrels(name, tuple(q for q in qrels.entries if q.qid in keep), qrels.source)
@@ -152,17 +145,40 @@ def _inputs(**paths: Path | None) -> dict[str, Any]:
     return {key: {"path": str(path), "sha256": file_sha256(path)} for key, path in paths.items() if path is not None}
 
 
+RESTRAIN_FILES = (
+    "interpolate.train-qrel.txt",
+    "extrapolate.train-qrel.txt",
+    "interpolate.train.qids",
+    "extrapolate.train.qids",
+    "restrain.json",
+)
+
+
+def check_outputs(out_dir: Path, names: Sequence[str], *, force: bool, inputs: Mapping[str, Path | None]) -> None:
+    """Each file a resampling writes into ``out_dir``: none over an input, none over an existing file
+    without ``force`` (`qrelkit.io.files.check_output`)."""
+    for name in names:
+        check_output(out_dir / name, force=force, inputs=dict(inputs))
+
+
 def _write_outputs(
-    out_dir: Path, qrels_files: Mapping[str, Qrels], qid_files: Mapping[str, Sequence[str]], parameters: dict, json_name: str
+    out_dir: Path,
+    qrels_files: Mapping[str, Qrels],
+    qid_files: Mapping[str, Sequence[str]],
+    parameters: dict,
+    json_name: str,
+    *,
+    force: bool,
+    inputs: Mapping[str, Path | None],
 ) -> list[str]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    check_outputs(out_dir, [*qrels_files, *qid_files, json_name], force=force, inputs=inputs)
     for name, qrels in qrels_files.items():
-        _replace(out_dir / name, partial(write_qrels, qrels))
+        write_atomically(out_dir / name, partial(write_qrels, qrels))
     for name, qids in qid_files.items():
-        _replace(out_dir / name, partial(write_qid_list, qids))
+        write_atomically(out_dir / name, partial(write_qid_list, qids))
     parameters["files"] = sorted([*qrels_files, *qid_files])
     text = json.dumps(parameters, indent=1) + "\n"
-    _replace(out_dir / json_name, partial(_write_text, text))
+    write_atomically(out_dir / json_name, partial(_write_text, text))
     return [*parameters["files"], json_name]
 
 
@@ -198,9 +214,12 @@ def run_restrain(
     test_qrels: Path | None = None,
     embedder: EmbedderChoice = EmbedderChoice(),
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
+    force: bool = False,
 ) -> ResampleOutput:
     """ReSTrain: `interpolate.train-qrel.txt` and `extrapolate.train-qrel.txt` (the authors' file
-    names), their query lists, and `restrain.json`."""
+    names), their query lists, and `restrain.json` (files already there only with ``force``)."""
+    inputs = {"--train-topics": train_topics, "--test-topics": test_topics, "--train-qrels": train_qrels, "--test-qrels": test_qrels}
+    check_outputs(out_dir, RESTRAIN_FILES, force=force, inputs=inputs)
     judgments, train, test, model = _prepare(train_topics, test_topics, train_qrels, test_qrels, embedder, on_duplicate)
     split = restrain(
         test.vectors,
@@ -228,6 +247,8 @@ def run_restrain(
         {"interpolate.train.qids": split.interpolation, "extrapolate.train.qids": split.extrapolation},
         parameters,
         "restrain.json",
+        force=force,
+        inputs=inputs,
     )
     return ResampleOutput(split, out_dir, files, parameters)
 
@@ -243,10 +264,13 @@ def run_resttest(
     test_qrels: Path | None = None,
     embedder: EmbedderChoice = EmbedderChoice(),
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
+    force: bool = False,
 ) -> ResampleOutput:
     """ReSTTest: per bucket `bucket-K.train-qrel.txt` (the other buckets' training queries),
     `bucket-K.train.qids`, `bucket-K.interpolate.qids`, `bucket-K.extrapolate.qids` (the layout
-    `resample evaluate --buckets` reads), and `resttest.json`."""
+    `resample evaluate --buckets` reads), and `resttest.json` (files already there only with ``force``)."""
+    inputs = {"--train-topics": train_topics, "--test-topics": test_topics, "--train-qrels": train_qrels, "--test-qrels": test_qrels}
+    check_outputs(out_dir, ["resttest.json"], force=force, inputs=inputs)
     judgments, train, test, model = _prepare(train_topics, test_topics, train_qrels, test_qrels, embedder, on_duplicate)
     split = resttest(test.vectors, test.qids, train.vectors, train.qids, k=k, seed=seed)
     qrels_files: dict[str, Qrels] = {}
@@ -265,7 +289,7 @@ def run_resttest(
         "inputs": _inputs(train_topics=train_topics, test_topics=test_topics, train_qrels=train_qrels, test_qrels=test_qrels),
         **split.to_dict(),
     }
-    files = _write_outputs(out_dir, qrels_files, qid_files, parameters, "resttest.json")
+    files = _write_outputs(out_dir, qrels_files, qid_files, parameters, "resttest.json", force=force, inputs=inputs)
     return ResampleOutput(split, out_dir, files, parameters)
 
 

@@ -33,8 +33,11 @@ class ResolvedQrels(NamedTuple):
 def file_label(ref: str | Path) -> str:
     """How an audit names qrels read from a file: its folder and file name (`trec-dl-2019/qrels.txt`),
     not the stem alone, which is often just `qrels`."""
+    from qrelkit.io.paths import checked_name
+
     path = Path(ref).resolve()
-    return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+    label = f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+    return checked_name(label, "the name taken from the file", repr(str(ref)))
 
 
 def _is_file_ref(ref: str) -> bool:
@@ -67,6 +70,17 @@ class Workspace:
     def has_db(self) -> bool:
         return self.db is not None and self.db.exists()
 
+    def check_output(self, path: str | Path, *, force: bool, refs: tuple[Any, ...] = (), files: dict[str, Any] | None = None) -> Path:
+        """``path`` when an output may be written there (`qrelkit.io.files.check_output`): never over
+        this workspace's database, a file a reference in ``refs`` (`QrelsRef`, `RunsRef`) names or
+        one of ``files`` (option -> path), and over another existing file only with ``force``."""
+        from qrelkit.io.files import check_output
+
+        named: list[str] = []
+        for ref in refs:
+            named += [ref.ref] if isinstance(ref, QrelsRef) and ref.ref is not None else list(getattr(ref, "refs", ()))
+        return check_output(path, force=force, inputs={"--db": self.db, "input": named, **(files or {})})
+
     @property
     def store(self) -> Store:
         """The database, opened read-only on first use (the one open of this workspace)."""
@@ -90,6 +104,8 @@ class Workspace:
             resolved = self._qrels_in_memory(ref.value, ref.name)
         elif ref.judge_run is not None:
             resolved = self.judge_run_qrels(ref.judge_run, ref.ref)
+        elif ref.ref is not None and ref.judge and Path(ref.ref).is_file():
+            resolved = self._judge_file(ref.ref, ref.file_label)
         elif ref.ref is not None and _is_file_ref(ref.ref):
             resolved = self._qrels_file(ref.ref, ref.file_label)
         elif ref.ref is not None and self.has_db:
@@ -110,6 +126,16 @@ class Workspace:
             qrels.name = file_label(ref)
         origin = "irds" if irds_id(ref) is not None else "file"
         return ResolvedQrels(qrels, {"name": qrels.name, "origin": origin, "path": str(ref), "judge_run": None, "grading": None})
+
+    def _judge_file(self, ref: str, named_by_file: bool) -> ResolvedQrels:
+        """A judge's file: integer grades as any qrels file, other numbers as the judge's scores;
+        repeats resolved by ``on_duplicate`` are counted in the source (and said in its notes)."""
+        from qrelkit.io.judge_files import read_judge_file
+
+        found = read_judge_file(ref, name=file_label(ref) if named_by_file else None, on_duplicate=self.on_duplicate)
+        note = found.repeat_note()
+        source = {"name": found.qrels.name, "origin": "file", "path": str(ref), "judge_run": None, "grading": None, **found.describe()}
+        return ResolvedQrels(found.qrels, source | ({"notes": [note]} if note else {}))
 
     def _qrels_in_memory(self, value: Any, name: str | None) -> ResolvedQrels:
         from qrelkit.io import frames

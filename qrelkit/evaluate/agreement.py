@@ -37,8 +37,10 @@ def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 
 
 def _pair_rows(x, y) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of two orderings of the same systems; one row of ``x`` may stand for every row of ``y``
+    (a fixed reference ordering: its part of the work is done once)."""
     x, y = np.atleast_2d(np.asarray(x, np.float64)), np.atleast_2d(np.asarray(y, np.float64))
-    if x.shape != y.shape:
+    if x.shape != y.shape and not (len(x) == 1 and x.shape[1] == y.shape[1]):
         raise ValueError(f"orderings differ in shape: {x.shape} vs {y.shape}")
     return x, y
 
@@ -100,7 +102,7 @@ def tau_ap_rows(reference, estimate) -> np.ndarray:
     reference, estimate = _pair_rows(reference, estimate)
     n_systems = reference.shape[1]
     if n_systems < 2:
-        return np.full(len(reference), np.nan)
+        return np.full(len(estimate), np.nan)
     order = np.argsort(-estimate, axis=1, kind="stable")
     position = np.empty_like(order)
     np.put_along_axis(position, order, np.arange(n_systems)[None, :].repeat(len(order), axis=0), axis=1)
@@ -165,12 +167,31 @@ def _statistics(model_means: np.ndarray, reference_means: np.ndarray) -> dict[st
     return {name: np.concatenate(parts) for name, parts in pieces.items()}
 
 
-def _correlation_statistic(model: np.ndarray, reference: np.ndarray) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+def printed(values: np.ndarray, decimals: int | None) -> np.ndarray:
+    """``values`` as printed with ``decimals`` decimals and read back (correctly rounded, as C's
+    printf `%.4f` in trec_eval rounds); None: as they are. A study that ranks systems by trec_eval's
+    printed output ties systems whose means agree to 4 decimals (Kendall τ-b counts such ties)."""
+    if decimals is None:
+        return values
+    values = np.asarray(values, np.float64)
+    scale = 10.0**decimals
+    scaled = values * scale
+    out = np.round(scaled) / scale  # the nearest double to k / 10^N, as reading the printed text back gives
+    # where the product's rounding error could flip the choice of k, the exact decimal expansion decides
+    close = np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6
+    if close.any():
+        out[close] = [float(f"{v:.{decimals}f}") for v in values[close].tolist()]
+    return out
+
+
+def _correlation_statistic(
+    model: np.ndarray, reference: np.ndarray, reference_decimals: int | None = None
+) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
     """Query weights (rows, Q) -> the four correlations of the systems' weighted means, per row
-    (runs × queries matrices in)."""
+    (runs × queries matrices in); the reference's means as printed to ``reference_decimals``."""
 
     def statistic(weights: np.ndarray) -> dict[str, np.ndarray]:
-        return _statistics(weights @ model.T, weights @ reference.T)
+        return _statistics(weights @ model.T, printed(weights @ reference.T, reference_decimals))
 
     return statistic
 
@@ -189,10 +210,12 @@ def correlate_systems(
     weights: np.ndarray | None = None,
     interval: str = DEFAULT_METHOD,
     level: float = 0.95,
+    reference_decimals: int | None = None,
 ) -> dict[str, SystemCorrelation]:
     """Per measure: the four correlations between the systems' mean scores under the model and
     under the reference qrels (means over the shared queries), with bootstrap intervals
-    (``interval`` 'bca' or 'percentile', at ``level``).
+    (``interval`` 'bca' or 'percentile', at ``level``); ``reference_decimals``: the reference's
+    means ranked as printed to that many decimals (`printed`), on every resample too.
 
     ``weights`` (from :func:`qrelkit.evaluate.bootstrap.resample_weights`) overrides ``resamples``/``seed`` so that other
     analyses can share the same resamples.
@@ -206,7 +229,8 @@ def correlate_systems(
     out = {}
     for measure in model.measures:
         model_matrix, reference_matrix = model.matrix(measure), reference.matrix(measure)
-        found = paired_intervals(_correlation_statistic(model_matrix, reference_matrix), weights, method=method, level=level)
+        statistic = _correlation_statistic(model_matrix, reference_matrix, reference_decimals)
+        found = paired_intervals(statistic, weights, method=method, level=level)
         intervals = {name: interval for name, interval in found.intervals.items() if interval is not None}
         out[measure] = SystemCorrelation(
             measure=measure,

@@ -7,7 +7,9 @@ by one method (BCa by default, percentile on request; `qrelkit.evaluate.bootstra
 interval that should not be read as it stands carries a note (`Audit.interval_notes`).
 
 Systems are scored on the queries both qrels judge, each side with its own grades; a grade
-map (`--map`) changes only the label agreement, never the measures.
+map (`--map`) changes only the label agreement, never the measures. Each side may be scored by its
+own measure (`judge_measures`: the reference's nDCG@10 against the judge's compatibility, as
+judge-method studies do); the correlations then carry both names (`MeasurePair`).
 
 The audit also says, in plain sentences (`Audit.warnings`), when its numbers should not be read as
 they stand: grades on different scales (κ then counts every grade one side never uses as a
@@ -31,11 +33,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import STATISTICS, SystemCorrelation, correlate_systems
 from qrelkit.evaluate.bias import GroupBias, check_groups, group_bias
 from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, METHOD_NAMES, check_method, check_resamples, paired_intervals, resample_weights
 from qrelkit.evaluate.labels import (
     KAPPA_NAMES,
+    MAX_KAPPA_LEVELS,
     LabelAgreement,
     agreement_of,
     finite_or_none,
@@ -48,6 +52,43 @@ from qrelkit.io import Qrels, Run
 from qrelkit.io.results import Result
 
 DEFAULT_MEASURES = ("nDCG@10", "AP(rel=2)")
+
+
+@dataclass(frozen=True)
+class MeasurePair:
+    """The measure that ranks the systems under the reference and the one under the judge."""
+
+    reference: str
+    judge: str
+
+    @property
+    def key(self) -> str:
+        """How the audit names the pair: the measure alone when both sides share it."""
+        return self.reference if self.reference == self.judge else f"{self.reference} vs {self.judge}"
+
+
+def check_decimals(decimals: int | None) -> int | None:
+    if decimals is not None and not 0 <= decimals <= 15:
+        raise QrelkitError(f"--reference-decimals {decimals}: give 0 to 15 decimals (trec_eval prints 4)")
+    return decimals
+
+
+def measure_pairs(measures: list[str] | tuple[str, ...], judge_measures: list[str] | tuple[str, ...] = ()) -> list[MeasurePair]:
+    """Each reference measure with its judge measure: the same (none given), the one given for all,
+    or one per reference measure in order."""
+    measures, judge_measures = list(dict.fromkeys(measures)), list(judge_measures)
+    if not judge_measures:
+        return [MeasurePair(m, m) for m in measures]
+    if len(judge_measures) == 1:
+        return [MeasurePair(m, judge_measures[0]) for m in measures]
+    if len(judge_measures) != len(measures):
+        raise QrelkitError(
+            f"--judge-measure: give one (for every --measure) or one per --measure ({len(measures)}: {', '.join(measures)}), "
+            f"not {len(judge_measures)}"
+        )
+    return list(dict.fromkeys(MeasurePair(m, j) for m, j in zip(measures, judge_measures)))
+
+
 MIN_KAPPA_PAIRS = 50
 MIN_RUNS = 5
 MIN_QUERIES = 10
@@ -77,6 +118,9 @@ class Audit(Result):
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)
     interval: str = METHOD_NAMES[DEFAULT_METHOD]  # the interval method, as printed: "BCa" or "percentile"
     level: float = 0.95
+    # key of `systems` -> (reference measure, judge measure); the key is the measure where both share it
+    measure_pairs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    reference_decimals: int | None = None  # systems ranked by the reference's means as printed to this many decimals
 
     def summary(self) -> str:
         first = next(iter(self.systems.values()), None)
@@ -126,9 +170,12 @@ def _grade_scale(grades: dict[str, dict[str, int]], mapping: Mapping[int, int] |
     return (min(seen), max(seen)) if seen else None
 
 
-def _onto(scale: tuple[int, int], target: tuple[int, int]) -> str:
-    """A `--map` spec that clips the grades of ``scale`` into ``target`` (highest grades first)."""
+def _onto(scale: tuple[int, int], target: tuple[int, int]) -> str | None:
+    """A `--map` spec that clips the grades of ``scale`` into ``target`` (highest grades first); None
+    when it would run past one scale's worth of grades (a hint is one line)."""
     low, high = target
+    if scale[1] - scale[0] + 1 > MAX_KAPPA_LEVELS:
+        return None
     return ",".join(f"{g}:{min(max(g, low), high)}" for g in range(scale[1], scale[0] - 1, -1))
 
 
@@ -144,9 +191,10 @@ def scale_warning(
     if model is None or reference is None or model == reference:
         return None
     if reference[1] - reference[0] > model[1] - model[0]:
-        hint = f"--map {_onto(reference, model)} (reference grades onto the model's scale)"
+        spec, flag, what = _onto(reference, model), "--map", "reference grades onto the model's scale"
     else:
-        hint = f"--map-model {_onto(model, reference)} (model grades onto the reference's scale)"
+        spec, flag, what = _onto(model, reference), "--map-model", "model grades onto the reference's scale"
+    hint = f"{flag} {spec} ({what})" if spec else f"{flag} ({what})"
     return (
         f"the grades are on different scales: the model's span {model[0]}–{model[1]}, the reference's {reference[0]}–{reference[1]}; "
         f"Cohen's κ counts every grade one side never gives as a disagreement. Put both on one scale with {hint}."
@@ -190,12 +238,47 @@ def _as_qrels(qrels: Qrels | dict[str, dict[str, int]], name: str) -> Qrels:
     return qrels if isinstance(qrels, Qrels) else qrels_from_dict(qrels, name)
 
 
+def side_evaluations(
+    model: Qrels,
+    reference: Qrels,
+    runs: list[Run],
+    queries: list[str],
+    pairs: list[MeasurePair],
+    reference_evaluation: Evaluation | None = None,
+) -> tuple[Evaluation, Evaluation]:
+    """(judge, reference) evaluations on ``queries``, each under the pairs' keys: the judge's by its
+    measures, the reference's by its own (``reference_evaluation``, when given: scored once on
+    every reference query with every reference measure, and cut to ``queries`` here)."""
+    judge_measures = list(dict.fromkeys(p.judge for p in pairs))
+    reference_measures = list(dict.fromkeys(p.reference for p in pairs))
+    model_evaluation = evaluate_runs(_judged_on(model, queries), runs, judge_measures)
+    if reference_evaluation is None:
+        reference_evaluation = evaluate_runs(_judged_on(reference, queries), runs, reference_measures)
+    else:
+        reference_evaluation = reference_evaluation.select({m: m for m in reference_measures}, queries)
+    if all(p.reference == p.judge for p in pairs):
+        return model_evaluation, reference_evaluation
+    return model_evaluation.select({p.key: p.judge for p in pairs}), reference_evaluation.select({p.key: p.reference for p in pairs})
+
+
+def _labels_with_intervals(
+    pairs: Any, queries: list[str], rel_level: int | None, weights: Any, method: str, level: float
+) -> LabelAgreement:
+    """κ, α and κ's intervals on the resamples every statistic shares (none where κ is not computed)."""
+    labels = agreement_of(pairs, rel_level)
+    if labels.not_computed is not None:
+        return labels
+    found = paired_intervals(kappa_statistic_of(pairs, queries, rel_level), weights, method=method, level=level)
+    return replace(labels, intervals={name: i for name, i in found.intervals.items() if i is not None})
+
+
 def audit(
     model: Qrels | dict[str, dict[str, int]],
     reference: Qrels | dict[str, dict[str, int]],
     runs: list[Run],
     *,
     measures: list[str] | tuple[str, ...] = DEFAULT_MEASURES,
+    judge_measures: list[str] | tuple[str, ...] = (),
     groups: dict[str, list[str]] | None = None,
     reference_map: Mapping[int, int] | None = None,
     model_map: Mapping[int, int] | None = None,
@@ -204,33 +287,40 @@ def audit(
     seed: int | None = 0,
     interval: str = DEFAULT_METHOD,
     level: float = 0.95,
+    reference_evaluation: Evaluation | None = None,
+    reference_decimals: int | None = None,
 ) -> Audit:
     """Audit ``model`` qrels against ``reference`` qrels over ``runs``; see the module docstring.
     ``interval``: 'bca' (default) or 'percentile', for every interval of the audit. The qrels may
-    be `Qrels` or ``{qid: {docid: grade}}`` dicts (named "model" and "reference")."""
+    be `Qrels` or ``{qid: {docid: grade}}`` dicts (named "model" and "reference"). ``judge_measures``:
+    the model's own measures (`measure_pairs`); ``reference_evaluation``: the reference already
+    scored over ``runs`` on all its queries with every reference measure (`compare` scores it once);
+    ``reference_decimals``: systems ranked under the reference by their means as printed to that many
+    decimals (a study ranking by trec_eval's output: 4), everywhere a ranking is compared."""
+    check_decimals(reference_decimals)
     model, reference = _as_qrels(model, "model"), _as_qrels(reference, "reference")
     method = check_method(interval)
     check_resamples(resamples)
+    pairs_of_measures = measure_pairs(measures, judge_measures)
     pairs = mapped_pairs(model, reference, reference_map=reference_map, model_map=model_map)  # once, for κ, α and their bootstrap
-    labels = agreement_of(pairs, rel_level)
-    queries = sorted(set(model.grades) & set(reference.grades))  # non-empty: label_agreement found shared pairs
-    measures = list(dict.fromkeys(measures))
-    model_evaluation = evaluate_runs(_judged_on(model, queries), runs, measures)
-    reference_evaluation = evaluate_runs(_judged_on(reference, queries), runs, measures)
+    if not len(pairs.qids):
+        agreement_of(pairs)  # raises: no shared pair
+    queries = sorted(set(model.grades) & set(reference.grades))  # non-empty: the qrels share pairs
+    model_evaluation, reference_evaluation = side_evaluations(model, reference, runs, queries, pairs_of_measures, reference_evaluation)
     # One set of resamples for every statistic, so intervals of κ, τ and Δ describe the same topic draws.
     weights = resample_weights(len(queries), resamples, seed)
-    kappas = kappa_statistic_of(pairs, queries, rel_level)
-    found = paired_intervals(kappas, weights, method=method, level=level)
-    labels = replace(labels, intervals={name: i for name, i in found.intervals.items() if i is not None})
+    labels = _labels_with_intervals(pairs, queries, rel_level, weights, method, level)
     groups = check_groups(groups or {}, model_evaluation.runs)
-    scale = scale_warning(model.grades, reference.grades, reference_map=reference_map, model_map=model_map)
-    warnings = ([scale] if scale else []) + size_warnings(labels.shared_pairs, len(queries), len(model_evaluation.runs))
+    scale = None if labels.not_computed else scale_warning(model.grades, reference.grades, reference_map=reference_map, model_map=model_map)
+    warnings = [w for w in (scale, labels.not_computed) if w] + size_warnings(labels.shared_pairs, len(queries), len(model_evaluation.runs))
     return Audit(
         model_name=model.name,
         reference_name=reference.name,
         queries=queries,
         labels=labels,
-        systems=correlate_systems(model_evaluation, reference_evaluation, weights=weights, interval=method, level=level),
+        systems=correlate_systems(
+            model_evaluation, reference_evaluation, weights=weights, interval=method, level=level, reference_decimals=reference_decimals
+        ),
         bias=group_bias(model_evaluation, reference_evaluation, groups, weights=weights, interval=method, level=level) if groups else {},
         model_evaluation=model_evaluation,
         reference_evaluation=reference_evaluation,
@@ -244,6 +334,8 @@ def audit(
         warnings=warnings,
         interval=METHOD_NAMES[method],
         level=level,
+        measure_pairs={p.key: (p.reference, p.judge) for p in pairs_of_measures},
+        reference_decimals=reference_decimals,
     )
 
 
@@ -253,7 +345,13 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
     label_part = labels.to_dict()
     systems = {}
     for measure, corr in result.systems.items():
-        entry: dict[str, Any] = {"runs": corr.runs, "queries": corr.queries}
+        reference_measure, judge_measure = result.measure_pairs.get(measure, (measure, measure))
+        entry: dict[str, Any] = {
+            "reference_measure": reference_measure,
+            "judge_measure": judge_measure,
+            "runs": corr.runs,
+            "queries": corr.queries,
+        }
         for name in STATISTICS:
             entry[name] = finite_or_none(getattr(corr, name))
             entry[f"{name}_ci95"] = interval_or_none(corr.ci95.get(name))
@@ -292,6 +390,7 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
             "over": f"{len(result.queries)} queries (paired: the same resamples for every statistic)",
         },
         "maps": {"reference": result.reference_map, "model": result.model_map},
+        "reference_decimals": result.reference_decimals,
         "warnings": list(result.warnings),
         "sources": result.sources,
     }

@@ -27,6 +27,7 @@ randomisation test needs no such shape and holds the number of queries fixed.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 from collections.abc import Callable, Mapping
@@ -36,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.agreement import kendall_tau_b_rows, tau_ap_rows
-from qrelkit.evaluate.audit import DEFAULT_MEASURES, Audit, audit
+from qrelkit.evaluate.agreement import kendall_tau_b_rows, printed, tau_ap_rows
+from qrelkit.evaluate.audit import DEFAULT_MEASURES, Audit, audit, measure_pairs
 from qrelkit.evaluate.bootstrap import (
     DEFAULT_METHOD,
     METHOD_NAMES,
@@ -49,6 +50,8 @@ from qrelkit.evaluate.bootstrap import (
     uniform_weights,
 )
 from qrelkit.evaluate.labels import (
+    NoSharedPairs,
+    fits_one_scale,
     grade_range,
     kappa_rows,
     kappa_statistic,
@@ -57,6 +60,7 @@ from qrelkit.evaluate.labels import (
     per_query_confusions,
     shared_pairs,
 )
+from qrelkit.evaluate.metrics import evaluate_runs
 from qrelkit.io import Qrels, Run
 
 TEST_NAME = "paired randomisation test over queries (two-sided)"
@@ -109,6 +113,7 @@ class Comparison:
     baseline: str | None = None
     notes: list[str] = field(default_factory=list)
     test: str = TEST_NAME
+    skipped: dict[str, str] = field(default_factory=dict)  # judge -> why it was not compared (no shared pair)
 
     @property
     def alpha(self) -> float:
@@ -116,8 +121,11 @@ class Comparison:
 
 
 def _chunked(function: Callable[[np.ndarray, np.ndarray], np.ndarray], truth: np.ndarray, estimate: np.ndarray) -> np.ndarray:
-    starts = range(0, max(len(truth), 1), ROWS_PER_CHUNK)
-    return np.concatenate([function(truth[s : s + ROWS_PER_CHUNK], estimate[s : s + ROWS_PER_CHUNK]) for s in starts])
+    """``function`` on rows of ``truth`` and ``estimate`` a chunk at a time (one row of ``truth``
+    stands for all)."""
+    starts = range(0, max(len(estimate), 1), ROWS_PER_CHUNK)
+    fixed = len(truth) == 1
+    return np.concatenate([function(truth if fixed else truth[s : s + ROWS_PER_CHUNK], estimate[s : s + ROWS_PER_CHUNK]) for s in starts])
 
 
 RANKING = {"kendall_tau": kendall_tau_b_rows, "tau_ap": tau_ap_rows}
@@ -139,29 +147,63 @@ def _restricted(grades: dict[str, dict[str, int]], queries: list[str]) -> dict[s
     return {q: grades[q] for q in queries if q in grades}
 
 
+class RowCache:
+    """A judge's τ and τ_AP rows on given query weights, kept for every pair it is in: with 12 judges
+    each judge's bootstrap rows are scored once, not in each of its 11 pairs (the values are the
+    same: same judge, queries, measure and weights)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[Any, ...], np.ndarray] = {}
+
+    def get(self, key: tuple[Any, ...], weights: np.ndarray, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        full = (*key, weights.shape, hashlib.sha1(np.ascontiguousarray(weights).tobytes()).digest())
+        if full not in self.rows:
+            self.rows[full] = compute()
+        return self.rows[full]
+
+
 class _Pair:
     """Two judges' per-query material on the queries both cover: the runs × queries matrices of each
     measure and the per-query confusion matrices of κ."""
 
-    def __init__(self, first: Audit, second: Audit, queries: list[str], measures: list[str], maps: dict[str, Any]):
+    def __init__(
+        self, first: Audit, second: Audit, queries: list[str], measures: list[str], maps: dict[str, Any], cache: RowCache | None = None
+    ):
         self.queries = queries
+        self.names = (first.model_name, second.model_name)
+        self.cache = cache or RowCache()
+        self.queries_key = tuple(queries)
+        self.decimals = first.reference_decimals  # the reference's means as printed, as in each judge's own τ
         self.matrices: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         for measure in measures:
             a, b = _on(first.model_evaluation, measure, queries), _on(second.model_evaluation, measure, queries)
             self.matrices[measure] = (_on(first.reference_evaluation, measure, queries), a, b)
-        reference_grades = _restricted(first.reference_grades, queries)
-        self.kappa_a = kappa_statistic(_restricted(first.model_grades, queries), reference_grades, queries, **maps)
-        self.kappa_b = kappa_statistic(_restricted(second.model_grades, queries), reference_grades, queries, **maps)
-        self.confusion_a, self.confusion_b, self.labels = _confusions(first, second, queries, maps)
+        # Δκ only where both judges' κ is computed (grades on one scale: `labels.kappa_scale_problem`)
+        self.with_kappa = first.labels.not_computed is None and second.labels.not_computed is None
+        if self.with_kappa:
+            reference_grades = _restricted(first.reference_grades, queries)
+            self.kappa_a = kappa_statistic(_restricted(first.model_grades, queries), reference_grades, queries, **maps)
+            self.kappa_b = kappa_statistic(_restricted(second.model_grades, queries), reference_grades, queries, **maps)
+            self.confusion_a, self.confusion_b, self.labels = _confusions(first, second, queries, maps)
+
+    def _truth(self, measure: str, reference: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        return self.cache.get(("reference", self.queries_key, measure), weights, lambda: printed(weights @ reference.T, self.decimals))
+
+    def _rows(self, judge: str, name: str, measure: str, weights: np.ndarray, truth: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+        """One judge's τ (or τ_AP) per row of ``weights``, scored once per comparison."""
+        function = RANKING[name]
+        return self.cache.get((judge, name, self.queries_key, measure), weights, lambda: _chunked(function, truth, weights @ matrix.T))
 
     def statistic(self, weights: np.ndarray) -> dict[str, np.ndarray]:
         """Query weights (rows, Q) -> every difference first − second, per row."""
         out: dict[str, np.ndarray] = {}
         for measure, (reference, a, b) in self.matrices.items():
-            truth = weights @ reference.T
-            for name, function in RANKING.items():
-                out[f"{name}|{measure}"] = _chunked(function, truth, weights @ a.T) - _chunked(function, truth, weights @ b.T)
-        out["cohen_kappa|"] = self.kappa_a(weights)["cohen_kappa"] - self.kappa_b(weights)["cohen_kappa"]
+            truth = self._truth(measure, reference, weights)
+            for name in RANKING:
+                first, second = (self._rows(judge, name, measure, weights, truth, m) for judge, m in zip(self.names, (a, b)))
+                out[f"{name}|{measure}"] = first - second
+        if self.with_kappa:
+            out["cohen_kappa|"] = self.kappa_a(weights)["cohen_kappa"] - self.kappa_b(weights)["cohen_kappa"]
         return out
 
     def swapped(self, masks: np.ndarray) -> dict[str, np.ndarray]:
@@ -171,10 +213,12 @@ class _Pair:
         keep, swap = (1.0 - masks) / n, masks / n
         out: dict[str, np.ndarray] = {}
         for measure, (reference, a, b) in self.matrices.items():
-            truth = np.repeat(uniform_weights(n) @ reference.T, len(masks), axis=0)
+            truth = printed(uniform_weights(n) @ reference.T, self.decimals)  # one row: the same for every swap
             first, second = keep @ a.T + swap @ b.T, swap @ a.T + keep @ b.T
             for name, function in RANKING.items():
                 out[f"{name}|{measure}"] = _chunked(function, truth, first) - _chunked(function, truth, second)
+        if not self.with_kappa:
+            return out
         size = len(self.labels)
         first_confusion = (keep @ self.confusion_a + swap @ self.confusion_b).reshape(len(masks), size, size)
         second_confusion = (swap @ self.confusion_a + keep @ self.confusion_b).reshape(len(masks), size, size)
@@ -228,9 +272,10 @@ def paired_differences(
     seed: int | None,
     method: str,
     level: float,
+    cache: RowCache | None = None,
 ) -> tuple[list[PairedDifference], str | None]:
     """first − second on Δτ and Δτ_AP of each measure and on Δκ; a note when they run over fewer
-    queries than either judge's own figures."""
+    queries than either judge's own figures. ``cache``: shared by the pairs of one comparison."""
     queries = sorted(set(first.queries) & set(second.queries))
     if len(queries) < 2:
         return [], f"{first.model_name} and {second.model_name} share {len(queries)} queries: no paired difference"
@@ -241,7 +286,7 @@ def paired_differences(
             f"({first.model_name} covers {len(first.queries)}, {second.model_name} {len(second.queries)}), so they are not "
             "the plain difference of the two rows above"
         )
-    pair = _Pair(first, second, queries, measures, maps)
+    pair = _Pair(first, second, queries, measures, maps, cache)
     found = paired_intervals(pair.statistic, resample_weights(len(queries), resamples, seed), method=method, level=level)
     p_values: dict[str, float | None] = dict.fromkeys(found.estimates)
     if permutations:
@@ -266,14 +311,15 @@ def paired_differences(
 
 
 def kappa_between(judges: dict[str, Qrels]) -> dict[str, dict[str, float | None]]:
-    """Cohen's κ between every two judges on the pairs both judged (grades as given; None: no shared pair)."""
+    """Cohen's κ between every two judges on the pairs both judged (grades as given; None: no shared
+    pair, or grades κ cannot compare: a judge's scores, or more values than one scale holds)."""
     names = list(judges)
     matrix: dict[str, dict[str, float | None]] = {a: {} for a in names}
     for a in names:
-        matrix[a][a] = 1.0
+        matrix[a][a] = 1.0 if fits_one_scale(judges[a]) else None
     for a, b in itertools.combinations(names, 2):
         try:
-            value: float | None = label_agreement(judges[a].grades, judges[b].grades).cohen_kappa
+            value: float | None = label_agreement(judges[a], judges[b]).cohen_kappa
         except QrelkitError:
             value = None
         matrix[a][b] = matrix[b][a] = value if value is None or math.isfinite(value) else None
@@ -286,7 +332,7 @@ def pairs_to_compare(names: list[str], baseline: str | None) -> list[tuple[str, 
     if baseline is None:
         return list(itertools.combinations(names, 2))
     if baseline not in names:
-        raise QrelkitError(f"--baseline {baseline!r} is none of the judges compared: {', '.join(names)}")
+        raise QrelkitError(f"--baseline {baseline!r} is none of the judges compared: {', '.join(names) or 'none'}")
     return [(name, baseline) for name in names if name != baseline]
 
 
@@ -302,12 +348,30 @@ def indistinguishable_notes(differences: list[PairedDifference], alpha: float, l
     return notes
 
 
+def audit_each(judges: list[Qrels], reference: Qrels, runs: list[Run], **options: Any) -> tuple[dict[str, Audit], dict[str, str]]:
+    """Each judge's audit (`audit`'s options), the reference scored once for all of them; a judge that
+    shares no (qid, docid) pair with the reference is left out, with why (never the whole comparison)."""
+    pairs = measure_pairs(options["measures"], options.get("judge_measures", ()))
+    reference_evaluation = evaluate_runs(reference, runs, list(dict.fromkeys(p.reference for p in pairs)))
+    audits: dict[str, Audit] = {}
+    skipped: dict[str, str] = {}
+    for judge in judges:
+        try:
+            audits[judge.name] = audit(judge, reference, runs, reference_evaluation=reference_evaluation, **options)
+        except NoSharedPairs:
+            skipped[judge.name] = (
+                f"shares no (qid, docid) pair with {reference.name} ({len(judge):,} pairs against {len(reference):,}): not compared"
+            )
+    return audits, skipped
+
+
 def compare_judges(
     judges: list[Qrels],
     reference: Qrels,
     runs: list[Run],
     *,
     measures: list[str] | tuple[str, ...] = DEFAULT_MEASURES,
+    judge_measures: list[str] | tuple[str, ...] = (),
     groups: dict[str, list[str]] | None = None,
     reference_map: Mapping[int, int] | None = None,
     model_map: Mapping[int, int] | None = None,
@@ -318,9 +382,11 @@ def compare_judges(
     seed: int | None = 0,
     interval: str = DEFAULT_METHOD,
     level: float = 0.95,
+    reference_decimals: int | None = None,
 ) -> Comparison:
     """Audit each judge's qrels against ``reference`` (as `agree` does) and test the differences
-    between them; judges are named by their qrels' names, which must differ."""
+    between them; judges are named by their qrels' names, which must differ. ``judge_measures``: the
+    judges' own measures, paired with ``measures`` (`qrelkit.evaluate.audit.measure_pairs`)."""
     method = check_method(interval)
     check_resamples(resamples)
     check_resamples(permutations)
@@ -331,22 +397,27 @@ def compare_judges(
     if repeated:
         raise QrelkitError(f"two judges are both called {', '.join(map(repr, repeated))}: name each judge once")
     measures = list(dict.fromkeys(measures))
+    keys = [p.key for p in measure_pairs(measures, judge_measures)]
     maps = {"reference_map": reference_map, "model_map": model_map, "rel_level": rel_level}
-    options = dict(measures=measures, groups=groups, resamples=resamples, seed=seed, interval=method, level=level, **maps)
-    audits = {q.name: audit(q, reference, runs, **options) for q in judges}  # type: ignore[arg-type]
+    options = dict(measures=measures, judge_measures=judge_measures, groups=groups, resamples=resamples, seed=seed, interval=method)
+    options["reference_decimals"] = reference_decimals
+    audits, skipped = audit_each(judges, reference, runs, level=level, **options, **maps)
+    names = [name for name in names if name in audits]
     differences: list[PairedDifference] = []
     notes: list[str] = []
+    cache = RowCache()
     for a, b in pairs_to_compare(names, baseline):
         found, note = paired_differences(
             audits[a],
             audits[b],
-            measures=measures,
+            measures=keys,
             maps=maps,
             resamples=resamples,
             permutations=permutations,
             seed=seed,
             method=method,
             level=level,
+            cache=cache,
         )
         differences += found
         notes += [note] if note else []
@@ -356,7 +427,7 @@ def compare_judges(
         reference_name=reference.name,
         audits=audits,
         differences=differences,
-        kappa_matrix=kappa_between({q.name: q for q in judges}),
+        kappa_matrix=kappa_between({q.name: q for q in judges if q.name in audits}),
         resamples=resamples,
         permutations=permutations,
         seed=seed,
@@ -364,4 +435,5 @@ def compare_judges(
         level=level,
         baseline=baseline,
         notes=notes,
+        skipped=skipped,
     )

@@ -9,6 +9,15 @@ Grades are integers. Weighted κ weighs a disagreement by the grade difference (
 (i−j)²): the confusion matrix spans every grade from the lowest to the highest seen on either
 side, so an unused grade in the middle still counts as a step (scikit-learn's
 ``cohen_kappa_score`` agrees when given ``labels=range(lowest, highest + 1)``).
+
+κ and α compare categories on one scale, so they are computed only where both sides' grades (after
+the maps) fit one scale of at most ``MAX_KAPPA_LEVELS`` = 11 grades (0–10), and neither side is a
+judge's scores (fractional values). Relevance scales in use run to 0–3 (TREC), 0–4 and 0–5 (exam
+methods), or 0–10 ratings; beyond that the values are counts (pairwise-preference wins, 1–45),
+percentages or scores, each value of which κ would read as a category of its own, and whose
+confusion matrix grows with the square of the range (0..20000 would take 3.2 GB). Elsewhere κ and α
+are not computed, and the agreement says why in one sentence (`LabelAgreement.not_computed`):
+nothing is built whose size depends on the grades' range.
 """
 
 from __future__ import annotations
@@ -26,6 +35,11 @@ from qrelkit.io import Qrels
 from qrelkit.io.results import Result
 
 Grades = dict[str, dict[str, int]]  # qid -> docid -> grade
+MAX_KAPPA_LEVELS = 11  # grades on one scale for κ and α (0–10); see the module docstring
+
+
+class NoSharedPairs(QrelkitError):
+    """Two qrels that share no (qid, docid) pair: nothing to agree on."""
 
 
 def map_grades(grades: Grades | Qrels, mapping: Mapping[int, int] | None, side: str) -> Grades:
@@ -57,9 +71,10 @@ class SharedPairs:
     model: np.ndarray
     reference_total: int  # pairs the reference judges
     model_total: int  # pairs the model judges
+    scored: bool = False  # a side is a judge's scores (fractional values as order codes), not grades
 
 
-def shared_pairs(model: Grades, reference: Grades) -> SharedPairs:
+def shared_pairs(model: Grades, reference: Grades, *, scored: bool = False) -> SharedPairs:
     keys = sorted((qid, docid) for qid, docs in reference.items() for docid in docs if docid in model.get(qid, {}))
     return SharedPairs(
         qids=[q for q, _ in keys],
@@ -68,6 +83,35 @@ def shared_pairs(model: Grades, reference: Grades) -> SharedPairs:
         model=np.array([model[q][d] for q, d in keys], dtype=np.int64),
         reference_total=sum(len(docs) for docs in reference.values()),
         model_total=sum(len(docs) for docs in model.values()),
+        scored=scored,
+    )
+
+
+def fits_one_scale(qrels: Qrels) -> bool:
+    """Whether κ could read these qrels' grades as categories: grades, not scores, spanning at most
+    ``MAX_KAPPA_LEVELS`` values."""
+    if qrels.scored or not len(qrels):
+        return not qrels.scored
+    grades = np.asarray(qrels.table.column("grade").to_numpy(), np.int64)
+    return int(grades.max()) - int(grades.min()) + 1 <= MAX_KAPPA_LEVELS
+
+
+def kappa_scale_problem(pairs: SharedPairs) -> str | None:
+    """Why κ and α cannot compare these grades (None when they can): a side holds scores, or the
+    grades of both sides span more than ``MAX_KAPPA_LEVELS`` values."""
+    if pairs.scored:
+        return "a judge's scores (fractional values) are not grades on a scale: κ and α compare grades, so they are not computed"
+    if not len(pairs.qids):
+        return None
+    low = min(int(pairs.reference.min()), int(pairs.model.min()))
+    high = max(int(pairs.reference.max()), int(pairs.model.max()))
+    if high - low + 1 <= MAX_KAPPA_LEVELS:
+        return None
+    model, reference = (f"{int(side.min())}–{int(side.max())}" for side in (pairs.model, pairs.reference))
+    sides = f"the model's {model}, the reference's {reference}"
+    return (
+        f"the grades span {high - low + 1:,} values ({sides}), more than the {MAX_KAPPA_LEVELS} of one relevance scale: "
+        "κ and α would read each value as a category, so they are not computed; put both on one scale with --map / --map-model"
     )
 
 
@@ -199,6 +243,7 @@ class LabelAgreement(Result):
     cohen_kappa_binary: float | None = None  # both sides as grade >= rel_level
     # κ statistic name -> its bootstrap interval over queries (set by the audit, which owns the draws)
     intervals: dict[str, IntervalEstimate] = field(default_factory=dict)
+    not_computed: str | None = None  # why κ and α were not computed (`kappa_scale_problem`), in one sentence
 
     def summary(self) -> str:
         alpha = self.krippendorff_alpha_ordinal
@@ -214,6 +259,8 @@ class LabelAgreement(Result):
             "exact_agreement": finite_or_none(self.exact_agreement),
             "confusion": {"rows": "reference", "columns": "model", "labels": self.labels, "matrix": self.confusion.tolist()},
         }
+        if self.not_computed is not None:
+            out["not_computed"] = self.not_computed
         if self.rel_level is not None:
             out["rel_level"] = self.rel_level
             out["cohen_kappa_binary"] = finite_or_none(self.cohen_kappa_binary)
@@ -256,16 +303,40 @@ def mapped_pairs(
 ) -> SharedPairs:
     """The pairs both sides judge, each side's grade after its map: what every label statistic reads
     (an audit builds them once for κ, α and κ's bootstrap)."""
-    return shared_pairs(map_grades(model, model_map, "model"), map_grades(reference, reference_map, "reference"))
+    scored = any(isinstance(side, Qrels) and side.scored for side in (model, reference))
+    return shared_pairs(map_grades(model, model_map, "model"), map_grades(reference, reference_map, "reference"), scored=scored)
+
+
+def _not_computed(pairs: SharedPairs, rel_level: int | None, reason: str) -> LabelAgreement:
+    nan = math.nan
+    return LabelAgreement(
+        reference_pairs=pairs.reference_total,
+        model_pairs=pairs.model_total,
+        shared_pairs=len(pairs.qids),
+        labels=[],
+        confusion=np.zeros((0, 0), np.int64),
+        exact_agreement=nan,
+        cohen_kappa=nan,
+        cohen_kappa_linear=nan,
+        cohen_kappa_quadratic=nan,
+        krippendorff_alpha_ordinal=nan,
+        rel_level=rel_level,
+        cohen_kappa_binary=None if rel_level is None else nan,
+        not_computed=reason,
+    )
 
 
 def agreement_of(pairs: SharedPairs, rel_level: int | None = None) -> LabelAgreement:
-    """`label_agreement` on pairs already shared and mapped."""
+    """`label_agreement` on pairs already shared and mapped; κ and α not computed (and why) where
+    the grades are not on one scale (`kappa_scale_problem`)."""
     if len(pairs.qids) == 0:
-        raise QrelkitError(
+        raise NoSharedPairs(
             f"the model qrels ({pairs.model_total} pairs) and the reference qrels ({pairs.reference_total} pairs) "
             "share no (qid, docid) pair: are they for the same topics and collection?"
         )
+    problem = kappa_scale_problem(pairs)
+    if problem is not None:
+        return _not_computed(pairs, rel_level, problem)
     labels = grade_range(pairs.reference, pairs.model)
     return LabelAgreement(
         reference_pairs=pairs.reference_total,

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.compatibility import Compatibility, compatibility, compatibility_measure
 from qrelkit.evaluate.measures import Measure, compute, vectorised_measure
 from qrelkit.evaluate.ranked import JudgedPairs, rank_run, rank_run_by_docid_ascending
 from qrelkit.evaluate.trec_names import from_trec_eval
@@ -38,12 +39,13 @@ def _ir_measures_measure(name: str) -> Any:
 
 
 def parse_measures(names: Iterable[str]) -> list[tuple[str, Any]]:
-    """(name as written, measure) for each name: a vectorised `Measure`, or an ir_measures
-    measure for the rest; unknown names are a clear error."""
+    """(name as written, measure) for each name: a vectorised `Measure`, compatibility (computed
+    here: ir_measures' depends on the signs of run scores), or an ir_measures measure for the rest;
+    unknown names are a clear error."""
     parsed = []
     for name in names:
         spelled = from_trec_eval(name) or name  # trec_eval's names (ndcg_cut_10, map, recip_rank) too
-        parsed.append((name, vectorised_measure(spelled) or _ir_measures_measure(spelled)))
+        parsed.append((name, vectorised_measure(spelled) or compatibility_measure(spelled) or _ir_measures_measure(spelled)))
     return parsed
 
 
@@ -104,6 +106,25 @@ class Evaluation(Result):
     def matrix(self, measure: str) -> np.ndarray:
         """runs × queries matrix of one measure (rows in ``runs`` order)."""
         return np.vstack([self.values[run][measure] for run in self.runs])
+
+    def select(self, measures: Mapping[str, str] | None = None, queries: list[str] | None = None) -> Evaluation:
+        """This evaluation under other measure names (new name -> a measure of it: one measure may
+        stand under two names) and/or on ``queries`` only (some of its queries, in its order): a
+        query's value never depends on the other queries, so a reference scored once serves every
+        judge. Unchanged vectors are shared, not copied."""
+        renamed = dict(measures) if measures is not None else {m: m for m in self.measures}
+        columns = None
+        if queries is not None and list(queries) != list(self.queries):
+            position = {q: i for i, q in enumerate(self.queries)}
+            columns = np.array([position[q] for q in queries], dtype=np.int64)
+
+        def cut(vector: np.ndarray) -> np.ndarray:
+            return vector if columns is None else np.ascontiguousarray(vector[columns])
+
+        values = {run: {new: cut(self.values[run][old]) for new, old in renamed.items()} for run in self.runs}
+        covered = None if self.covered is None else {run: cut(flags) for run, flags in self.covered.items()}
+        kept = list(self.queries) if columns is None else list(queries or [])
+        return Evaluation(list(renamed), kept, list(self.runs), values, covered, self.average, self.qrels_cut, self.tags)
 
     def to_dict(self, per_query: bool = False) -> dict:
         """`{"measures", "queries": N, "runs": {run: {measure: mean}}}`, and each query's value with ``per_query``."""
@@ -185,6 +206,29 @@ class _IrMeasuresScorer:
         return out
 
 
+def _compute(measure: Measure | Compatibility, ranked: Any, pairs: JudgedPairs, ascending: Any) -> np.ndarray:
+    if isinstance(measure, Compatibility):
+        return compatibility(ascending, pairs, measure)  # the authors' order: score descending, docid ascending
+    return compute(measure, ranked, pairs, ascending)
+
+
+SCORES_ROUTE = (
+    "use a measure that reads only their order (compatibility, e.g. --judge-measure 'Compat(p=0.9)'), or grade them into "
+    "qrels first (qrelkit import scores FILE --name NAME, then qrelkit grade --judge-run NAME)"
+)
+
+
+def check_order_only(parsed: list[tuple[str, Any]], qrels_name: str) -> None:
+    """A judge's scores (fractional values) serve only measures that read their order: any other
+    measure would read an order code as a gain."""
+    for name, measure in parsed:
+        if not getattr(measure, "order_only", False):
+            raise QrelkitError(
+                f"measure {name!r} reads grades as gains, and {qrels_name!r} holds a judge's scores (fractional values), "
+                f"not grades: {SCORES_ROUTE}"
+            )
+
+
 def evaluate_runs(
     qrels: Qrels | dict[str, dict[str, int]], runs: Iterable[Run], measures: Iterable[str], *, average: str = "qrels"
 ) -> Evaluation:
@@ -196,13 +240,15 @@ def evaluate_runs(
         pairs = JudgedPairs.of(qrels)
     else:  # a query may be listed with no judgment: it still counts in the mean (as 0)
         pairs = JudgedPairs.of(_qrels_of(qrels), queries=sorted(qrels))
-    ours = [(name, m) for name, m in parsed if isinstance(m, Measure)]
-    theirs = [(name, m) for name, m in parsed if not isinstance(m, Measure)]
+    if isinstance(qrels, Qrels) and qrels.scored:
+        check_order_only(parsed, qrels.name)
+    ours = [(name, m) for name, m in parsed if isinstance(m, Measure | Compatibility)]
+    theirs = [(name, m) for name, m in parsed if not isinstance(m, Measure | Compatibility)]
     fallback = None
     if theirs:
         grades = qrels.grades if isinstance(qrels, Qrels) else qrels
         fallback = _IrMeasuresScorer(theirs, grades, pairs.queries)
-    needs_ascending = any(m.family == "Judged" for _, m in ours)
+    needs_ascending = any(m.family in ("Judged", "Compat") for _, m in ours)
     names: list[str] = []
     values: dict[str, dict[str, np.ndarray]] = {}
     covered: dict[str, np.ndarray] = {}
@@ -213,7 +259,7 @@ def evaluate_runs(
         covered[run.name] = np.zeros(len(pairs.queries), bool)
         covered[run.name][ranked.query] = True
         ascending = rank_run_by_docid_ascending(run, pairs) if needs_ascending else None
-        per_measure = {name: compute(m, ranked, pairs, ascending) for name, m in ours}
+        per_measure = {name: _compute(m, ranked, pairs, ascending) for name, m in ours}
         if fallback is not None:
             per_measure.update(fallback.score(run))
         names.append(run.name)

@@ -1,14 +1,17 @@
-"""Scores made elsewhere: `qid docid score` (tab- or space-separated) or a TREC qrels file
-(`qid iter docid grade`), read for `qrelkit import scores`."""
+"""Scores made elsewhere: `qid docid score` (tab- or space-separated) or a TREC qrels-layout file
+(`qid iter docid value`, the value an integer grade or any number), read for `qrelkit import scores`."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from qrelkit.errors import InputFormatError, LineProblem
 from qrelkit.io.lines import ProblemLog, file_sha256, iter_lines, raise_if_problems
 from qrelkit.io.numbers import ascii_float32, ascii_int
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,14 @@ class ScoresFile:
     sha256: str
     format: str  # "scores" (qid docid score) or "qrels" (qid iter docid grade)
     entries: list[tuple[str, str, float]]
+
+
+def _qrels_value(text: str) -> float:
+    """Column 4 of a qrels-layout file: an integer grade, or any number a judging method wrote (the
+    exam and nugget methods' fractions): both are the judge's scores here, graded by `qrelkit grade`."""
+    if _INTEGER.fullmatch(text):  # a grade: within 64 bits, as any qrels grade
+        return float(ascii_int(text, "grade (column 4)"))
+    return ascii_float32(text, "value (column 4)")
 
 
 def read_scores(path: str | Path) -> ScoresFile:
@@ -42,7 +53,7 @@ def read_scores(path: str | Path) -> ScoresFile:
             continue
         qid, docid, value = (cols[0], cols[1], cols[2]) if form == "scores" else (cols[0], cols[2], cols[3])
         try:
-            score = ascii_float32(value, "score (column 3)") if form == "scores" else float(ascii_int(value, "grade (column 4)"))
+            score = ascii_float32(value, "score (column 3)") if form == "scores" else _qrels_value(value)
         except ValueError as exc:
             problems.append(LineProblem(str(path), number, str(exc)))
             continue

@@ -227,6 +227,14 @@ class Qrels:
     def qids(self) -> list[str]:
         return sorted(self.grades)
 
+    @property
+    def scored(self) -> bool:
+        """A judge's scores, not grades (a file of fractional values, `qrelkit.io.judge_files`): the
+        table's float64 `value` column holds them as given and `grade` their order codes (0 for a
+        value ≤ 0, then 1, 2, ... up the distinct positive values), which only a measure that reads
+        nothing but the order of the grades may use (compatibility)."""
+        return self._table is not None and "value" in self._table.column_names
+
     def to_pandas(self):
         """Columns ``qid, iteration, docid, grade``, one row per line; pandas is optional."""
         from qrelkit.io.results import pandas
@@ -295,7 +303,11 @@ def write_run(run: Run, path: str | Path, *, tag: str | None = None) -> None:
 
 
 def write_qrels(qrels: Qrels, path: str | Path) -> None:
-    lines = [f"{q.qid} {q.iteration} {q.docid} {q.grade}" for q in qrels.entries]
+    if qrels.scored:  # the judge's values as given, never their order codes
+        columns = [qrels.table.column(name).to_pylist() for name in ("qid", "iteration", "docid", "value")]
+        lines = [f"{qid} {iteration} {docid} {value!r}" for qid, iteration, docid, value in zip(*columns)]
+    else:
+        lines = [f"{q.qid} {q.iteration} {q.docid} {q.grade}" for q in qrels.entries]
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

@@ -36,6 +36,13 @@ RUN_SCHEMA = pa.schema([("qid", pa.string()), ("docid", pa.string()), ("rank", p
 QRELS_SCHEMA = pa.schema([("qid", pa.string()), ("iteration", pa.string()), ("docid", pa.string()), ("grade", pa.int64())])
 
 
+# A fractional value in qrels is a judging method's score (exam, nugget methods): where it can go.
+SCORES_HINT = (
+    " (a judge's scores? `qrelkit agree --model-qrels` and `qrelkit compare --judge` read such a file as scores; "
+    "`qrelkit import scores` then `qrelkit grade` makes graded qrels of it)"
+)
+
+
 def parse_integer(text: str, what: str) -> int | str:
     """The value, or the message saying why ``text`` is not a 64-bit integer."""
     if not INTEGER.fullmatch(text):
@@ -128,6 +135,7 @@ def read_qrels_lines(path: str | Path, on_duplicate: OnDuplicate | str = OnDupli
     policy = OnDuplicate(on_duplicate)
     problems = ProblemLog()
     kept = _Kept(path, policy, problems, "judgment")
+    hinted = False
     for number, text in iter_lines(path, problems):
         cols = text.split()
         if len(cols) != 4:
@@ -136,7 +144,9 @@ def read_qrels_lines(path: str | Path, on_duplicate: OnDuplicate | str = OnDupli
         qid, iteration, docid, grade_text = cols
         grade = parse_integer(grade_text, "grade (column 4)")
         if isinstance(grade, str):
-            problems.append(LineProblem(str(path), number, grade))
+            hint = SCORES_HINT if DECIMAL.fullmatch(grade_text) and not hinted else ""  # said once, on the first such line
+            hinted = hinted or bool(hint)
+            problems.append(LineProblem(str(path), number, grade + hint))
             continue
         kept.add((qid, docid), (qid, iteration, docid, grade), grade, number)
     raise_if_problems(problems)

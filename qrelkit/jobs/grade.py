@@ -102,7 +102,9 @@ class GradingSpec(BaseModel):
     method: Literal["quantile", "thresholds", "identity", "map"] = "quantile"
     quantiles: list[float] = Field(default_factory=lambda: [0.5, 0.75], description="Cut points as quantiles of the scores.")
     thresholds: list[float] | None = Field(None, description="Fixed cut points (method thresholds).")
-    labels: list[int] | None = Field(None, description="Grades, low to high (default 0,1,2; identity: any integer).")
+    labels: list[int] | None = Field(
+        None, description="Grades, low to high (default 0,1,2; thresholds: one per interval, any grades; identity: any integer)."
+    )
     per_topic: bool = Field(True, description="Quantiles within each topic (the default) or, false, over all scores (global).")
     ties: Literal["midrank", "at-or-above"] = Field(
         "midrank",
@@ -143,10 +145,19 @@ class GradingSpec(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> GradingSpec:
         given = self.model_fields_set - {"method", "labels", "score_from", "name"}
+        if self.method != "quantile" and "per_topic" in given:
+            if self.per_topic:
+                raise ValueError(f"per_topic does not apply to method {self.method}: it grades every score alike, over all topics (global)")
+            given = given - {"per_topic"}  # global: what every method but quantile does anyway
         stray = sorted(given - METHOD_OPTIONS[self.method])
         if stray:
             raise ValueError(f"{', '.join(stray)} do not apply to method {self.method}")
-        if self.labels is not None and (len(set(self.labels)) != len(self.labels) or self.labels != sorted(self.labels)):
+        # fixed cut points may give two intervals one grade (0,1,1) or run downwards (distances: 2,1,0)
+        if (
+            self.method != "thresholds"
+            and self.labels is not None
+            and (len(set(self.labels)) != len(self.labels) or self.labels != sorted(self.labels))
+        ):
             raise ValueError("labels must be strictly increasing")
         if self.method == "quantile":
             self._check_cuts(self.quantiles)

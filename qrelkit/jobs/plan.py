@@ -18,7 +18,7 @@ from qrelkit.judges import JudgeConfig, JudgeContext, JudgeError, judge_class, m
 from qrelkit.prompts import PromptTemplate, load_template
 from qrelkit.storage import LoadResult, Store
 from qrelkit.storage.batch_api import open_batch_count
-from qrelkit.storage.judgments import JudgeRunInfo
+from qrelkit.storage.judgments import JudgeRunInfo, judged_pairs, stored_sample
 from qrelkit.storage.pools import PendingPairs, Pool, listed_pool, pool_counts, pool_pairs, pooled_qids
 
 
@@ -36,13 +36,17 @@ def judge_run_id_for(judge: str, config: dict[str, Any], template: PromptTemplat
 def identity_options(config_class: Any, config_data: dict[str, Any]) -> dict[str, Any]:
     """The options that can change a judgment. Fields marked `json_schema_extra={"identity": False}`
     (concurrency, rate limits, timeouts, prices, batch sizes) are left out, so tuning them resumes
-    the same judge run instead of starting a new one."""
+    the same judge run instead of starting a new one. Fields marked `{"identity": "unless-default"}`
+    (options added later whose default keeps the earlier behaviour) count only when set, so adding
+    one leaves every earlier judge run's identity as it was."""
 
-    def counts(name: str) -> bool:
-        extra = config_class.model_fields[name].json_schema_extra
-        return not (isinstance(extra, dict) and extra.get("identity") is False)
+    def counts(name: str, value: Any) -> bool:
+        field = config_class.model_fields[name]
+        extra = field.json_schema_extra
+        marked = extra.get("identity") if isinstance(extra, dict) else None
+        return marked is not False and not (marked == "unless-default" and value == field.default)
 
-    return {name: value for name, value in config_data.items() if counts(name)}
+    return {name: value for name, value in config_data.items() if counts(name, value)}
 
 
 def collection_files(spec: JobSpec, skipped: list[tuple[Path, str]] | None = None) -> list[tuple[str, Path, str | None]]:
@@ -211,6 +215,23 @@ def choose_pairs(store: Store, pool: Pool, sample: SampleSpec | None) -> tuple[P
     return listed_pool(store, [chosen]), described
 
 
+def sample_check(store: Store, spec: JobSpec, judge_run_id: str, sample: dict[str, Any] | None) -> None:
+    """A judge run covers one sample: a run with another seed (or of another pool) would judge a second
+    sample into it, and the run would then be neither while its record named one of them. Refused
+    before any pair is judged; a larger sample of the same seed extends the same one."""
+    exists, earlier = stored_sample(store, judge_run_id)
+    if not exists or sample is None or earlier is None or sample["pairs"] >= sample["pool_pairs"]:
+        return
+    if (earlier.get("seed"), earlier.get("pool_pairs")) == (sample["seed"], sample["pool_pairs"]) or not judged_pairs(store, judge_run_id):
+        return
+    raise JobError(
+        f"{spec.source or 'job'}: judge run {judge_run_id} holds a sample of {earlier.get('pairs')} pairs drawn with seed "
+        f"{earlier.get('seed')} from a pool of {earlier.get('pool_pairs')} pairs; --sample {sample['asked']} --seed {sample['seed']} "
+        f"(a pool of {sample['pool_pairs']}) would judge another sample into it, and it would then be neither: keep --seed "
+        f"{earlier.get('seed')} (a larger --sample extends that sample), judge the whole pool, or judge into another database"
+    )
+
+
 def grading_target_check(store: Store, spec: JobSpec, judge_run_id: str) -> str | None:
     """Where the job's grading writes, checked against the store: a loaded set is never graded into,
     and a set graded from another judge run is not replaced (both would stop the job after judging)."""
@@ -262,6 +283,7 @@ def plan_job(
         plan.pool, plan.sample = listed_pool(store, [pairs]), pairs_sample
     else:
         plan.pool, plan.sample = choose_pairs(store, build_pool(store, spec), spec.sample)
+        sample_check(store, spec, run_id, plan.sample)
     pooled = pooled_qids(store, plan.pool)
     if not pooled:
         raise JobError(f"{source}: the pool is empty")

@@ -33,11 +33,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import JsonDict
 
 from qrelkit.errors import PairInputError
 from qrelkit.io.files import open_under_root
+from qrelkit.io.limits import limits
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
 from qrelkit.judges.batch_api import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, BatchClient, BatchLine, BatchSettings
 from qrelkit.judges.chat import build_messages
@@ -46,17 +47,20 @@ from qrelkit.judges.http import (
     DeadlineExceeded,
     MalformedResponse,
     RateLimiter,
+    bounded_async_client,
     classify_error,
     classify_status,
     is_retryable,
+    normalized_endpoint,
     redact,
 )
-from qrelkit.judges.scoring import TokenPositions, answer_candidates, judgment_from_answer
+from qrelkit.judges.scoring import TokenPositions, answer_candidates, first_line, judgment_from_answer
 from qrelkit.prompts import ImagePart, PromptTemplate, RenderedPrompt, TemplateError, TextPart
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+OPENAI_TOP_LOGPROBS = 20  # the most alternatives per position OpenAI's API gives
 LOCAL_PLACEHOLDER_KEY = "no-key-needed"  # local servers without --api-key accept any bearer token
 # How the judge runs, not what it judges: a change should resume the same judge run. The runner
 # can leave these out of the run's identity (see docs/openai-judge.md).
@@ -87,8 +91,16 @@ class OpenAIConfig(JudgeConfig):
         json_schema_extra=OPERATIONAL,
     )
     logprobs: bool = Field(False, description="Ask for token logprobs and store the expected grade.")
-    top_logprobs: int = Field(5, ge=1, le=20, description="Alternatives per position when logprobs is on.")
+    top_logprobs: int = Field(
+        5, ge=1, description="Alternatives per position when logprobs is on (OpenAI: at most 20; vLLM: up to its --max-logprobs)."
+    )
     score: Literal["parsed", "expected"] = Field("parsed", description="parsed answer, or Σ g·p(g)/Σ p(g) (needs logprobs).")
+    answer_prefix: str | None = Field(
+        None,
+        description="A server that continues an assistant message (vLLM's `continue_final_message`): the answer starts with this "
+        "text, so the grade is the first generated token (score: expected with max_tokens: 1 is one forward pass). Not OpenAI's API.",
+        json_schema_extra={"identity": "unless-default"},
+    )
     concurrency: int = Field(4, ge=1, le=256, description="Requests in flight (keep batch_size >= this).", json_schema_extra=OPERATIONAL)
     rpm: int | None = Field(None, ge=1, description="Requests-per-minute limit.", json_schema_extra=OPERATIONAL)
     tpm: int | None = Field(
@@ -121,17 +133,33 @@ class OpenAIConfig(JudgeConfig):
     )
     batch_poll_max: float = Field(600.0, gt=0, description="Longest wait between checks with --wait.", json_schema_extra=OPERATIONAL)
 
+    @field_validator("base_url")
+    @classmethod
+    def _one_spelling(cls, value: str | None) -> str | None:
+        return None if value is None else normalized_endpoint(value)
+
     @model_validator(mode="after")
     def _expected_needs_logprobs(self) -> OpenAIConfig:
         if self.score == "expected" and not self.logprobs:
             raise ValueError("score: expected needs logprobs: true")
+        if self.base_url is None and self.top_logprobs > OPENAI_TOP_LOGPROBS:
+            raise ValueError(f"top_logprobs: OpenAI's API gives at most {OPENAI_TOP_LOGPROBS} (a `base_url` server may give more)")
+        if self.base_url is None and self.answer_prefix is not None:
+            raise ValueError("answer_prefix needs a server that continues an assistant message (vLLM's); set `base_url`")
         return self
 
 
 # -- request building ------------------------------------------------------------------------
 
 
+# Request fields of vLLM's chat API beyond OpenAI's: the openai client sends them as `extra_body`.
+SERVER_FIELDS = ("continue_final_message", "add_generation_prompt")
+
+
 def build_request(config: OpenAIConfig, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    if config.answer_prefix is not None:
+        # the answer continues an assistant message holding the prefix, as vLLM's chat API allows
+        messages = [*messages, {"role": "assistant", "content": config.answer_prefix}]
     request: dict[str, Any] = {
         "model": config.model,
         "messages": messages,
@@ -142,6 +170,8 @@ def build_request(config: OpenAIConfig, messages: list[dict[str, Any]]) -> dict[
         request["seed"] = config.seed
     if config.logprobs:
         request.update(logprobs=True, top_logprobs=config.top_logprobs)
+    if config.answer_prefix is not None:
+        request.update(continue_final_message=True, add_generation_prompt=False)
     return request
 
 
@@ -311,7 +341,13 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
 
         self._secrets = [api_key(config)]
         self._base_url = config.base_url or DEFAULT_BASE_URL
-        self._client = AsyncOpenAI(api_key=self._secrets[0], base_url=self._base_url, timeout=config.timeout, max_retries=0)
+        self._client = AsyncOpenAI(
+            api_key=self._secrets[0],
+            base_url=self._base_url,
+            timeout=config.timeout,
+            max_retries=0,
+            http_client=bounded_async_client(config.timeout, limits().max_response_bytes),
+        )
         self._loop = asyncio.new_event_loop()  # the judge's own: the client's connections belong to one loop
         self._slots = asyncio.Semaphore(config.concurrency)
         self._limiter = RateLimiter(config.rpm, config.tpm) if (config.rpm or config.tpm) else None
@@ -387,8 +423,12 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
         """One try: the whole answer's body within `timeout` seconds, however the server sends it
         (the client's own timeout is per read, so a server trickling bytes would never trip it)."""
         timeout = self.config.timeout
+        fields: dict[str, Any] = {key: value for key, value in request.items() if key not in SERVER_FIELDS}
+        extra = {key: request[key] for key in SERVER_FIELDS if key in request}
+        if extra:
+            fields["extra_body"] = extra
         try:
-            response = await asyncio.wait_for(self._client.chat.completions.with_raw_response.create(**request), timeout)
+            response = await asyncio.wait_for(self._client.chat.completions.with_raw_response.create(**fields), timeout)
         except TimeoutError:
             raise DeadlineExceeded(timeout) from None
         return response.http_response.text
@@ -417,8 +457,15 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
             verdict = classify_error(exc)
             message = redact(verdict.message, self._secrets)
             if verdict.action == "fatal":
-                hint = "check `model` and `base_url`" if verdict.status == 404 else f"check the key in ${c.api_key_env}"
-                raise FatalJudgeError(f"judge 'openai' at {self._base_url}: {message}; {hint}") from None
+                redirected = verdict.status is not None and 300 <= verdict.status < 400
+                hint = (
+                    ""
+                    if redirected
+                    else "; check `model` and `base_url`"
+                    if verdict.status == 404
+                    else f"; check the key in ${c.api_key_env}"
+                )
+                raise FatalJudgeError(f"judge 'openai' at {self._base_url}: {message}{hint}") from None
             return Judgment.failed(
                 pair,
                 "model_error",
@@ -473,8 +520,13 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
         if reply.finish_reason == "content_filter":
             return Judgment(qid, docid, "model_error", error="the answer was withheld by the content filter", **common)
         positions = reply.positions() if c.logprobs else None
-        candidates = answer_candidates(positions, template=self.template, forced=False)
-        return judgment_from_answer(qid, docid, text=reply.text, template=self.template, mode=c.score, candidates=candidates, **common)
+        text = reply.text
+        if c.answer_prefix is not None and text is not None:
+            # the server continued the prefix: the answer is both, its first generated token the answer position
+            text = c.answer_prefix + first_line(text)
+            common["raw_output"] = redact(text, self._secrets)
+        candidates = answer_candidates(positions, template=self.template, forced=c.answer_prefix is not None)
+        return judgment_from_answer(qid, docid, text=text, template=self.template, mode=c.score, candidates=candidates, **common)
 
     def _log_retry(self, pair: Pair, state: Any) -> None:
         exc = state.outcome.exception() if state.outcome else None

@@ -110,6 +110,14 @@ def candidates_from_logits(logits: np.ndarray, ids: Mapping[str, Sequence[int]])
     return out
 
 
+def first_line(text: str) -> str:
+    """The answer up to its first line break after some content (a small model that goes on
+    writing "Relevance: 2\\nRelevance: 3" answered 2; the parser takes the last match)."""
+    stripped = text.lstrip()
+    cut = stripped.find("\n")
+    return text if cut < 0 else text[: len(text) - len(stripped) + cut]
+
+
 def answer_candidates(positions: TokenPositions | None, *, template: PromptTemplate, forced: bool) -> Mapping[str, float] | None:
     """The candidates at the answer position (see the module docstring).
 

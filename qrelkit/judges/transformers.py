@@ -44,7 +44,14 @@ from qrelkit.io.images import ImageError, decode_image, read_image_file
 from qrelkit.io.parallel import ordered_map
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
 from qrelkit.judges.chat import hf_messages
-from qrelkit.judges.scoring import answer_candidates, candidates_from_logits, grade_token_ids, judgment_from_answer, missing_grade_tokens
+from qrelkit.judges.scoring import (
+    answer_candidates,
+    candidates_from_logits,
+    first_line,
+    grade_token_ids,
+    judgment_from_answer,
+    missing_grade_tokens,
+)
 from qrelkit.machine import available_cores
 from qrelkit.prompts import PromptTemplate, TemplateError
 
@@ -168,14 +175,6 @@ def read_next_token_logits(
     return judgment_from_answer(
         qid, docid, text=answer, template=template, mode=config.score, candidates=candidates, raw_output=answer, **common
     )
-
-
-def first_line(text: str) -> str:
-    """The answer up to its first line break after some content (a small model that goes on
-    writing "Relevance: 2\\nRelevance: 3" answered 2; the parser takes the last match)."""
-    stripped = text.lstrip()
-    cut = stripped.find("\n")
-    return text if cut < 0 else text[: len(text) - len(stripped) + cut]
 
 
 class TransformersJudge(BaseJudge[TransformersConfig]):

@@ -1,7 +1,8 @@
 """`qrelkit compare`'s output: one table with a row per judge, the paired differences, the κ between
 judges, and what every number is (reference, queries, interval method, test); as a terminal table,
-Markdown or LaTeX (booktabs, ready for a paper), JSON, or records for pandas. Presentation only: the
-numbers come from `qrelkit.evaluate.compare`.
+plain text (a pipe or a file: no cell cut to a width), Markdown or LaTeX (booktabs, ready for a
+paper), JSON, or records for pandas. A column empty in every row (the cost of judges read from
+files) is left out of the tables. Presentation only: the numbers come from `qrelkit.evaluate.compare`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from rich.text import Text
 
 from qrelkit.evaluate.audit import audit_to_dict
 from qrelkit.report.tables import ci, fmt
-from qrelkit.report.text import printable
+from qrelkit.report.text import latex_comment, markdown_text, one_line, plain_table, printable
 
 if TYPE_CHECKING:
     from qrelkit.evaluate.compare import Comparison, PairedDifference
@@ -149,6 +150,26 @@ class Grid:
     rows: list[list[str]]
     text_columns: int = 1  # leading columns that are text (left-aligned); the rest are numbers
 
+    def without_empty_columns(self) -> Grid:
+        """The grid less its columns that are empty ("–") in every row (never the first)."""
+        if not self.rows:
+            return self
+        keep = [i for i in range(len(self.header)) if i == 0 or any(row[i] not in ("–", "") for row in self.rows)]
+        text_columns = sum(1 for i in keep if i < self.text_columns)
+        return Grid(self.title, [self.header[i] for i in keep], [[row[i] for i in keep] for row in self.rows], text_columns)
+
+    def plain(self) -> str:
+        return plain_table(self.title, self.header, self.rows, self.text_columns)
+
+    def rich(self) -> Table:
+        """A terminal table whose cells fold onto more lines rather than being cut to `0.…`."""
+        table = Table(title=self.title, title_justify="left")
+        for i, column in enumerate(self.header):
+            table.add_column(column, justify="left" if i < self.text_columns else "right", overflow="fold")
+        for row in self.rows:
+            table.add_row(*(printable(cell) for cell in row))
+        return table
+
 
 def _value(value: float | None, found: Any, digits: int = 3) -> str:
     if value is None:
@@ -229,9 +250,12 @@ def difference_grid(comparison: Comparison) -> Grid:
 
 
 def kappa_grid(comparison: Comparison) -> Grid:
-    names = comparison.judges
+    """κ between every two judges whose grades κ can read (not scores, one scale's worth of grades)."""
+    names = [a for a in comparison.judges if comparison.kappa_matrix[a].get(a) is not None]
     rows = [[a, *(fmt(comparison.kappa_matrix[a].get(b), 3) for b in names)] for a in names]
-    return Grid("Cohen's κ between judges (on the pairs both judged, grades as given)", ["", *names], rows)
+    left_out = len(comparison.judges) - len(names)
+    more = f"; {left_out} judges without grades κ can read left out" if left_out else ""
+    return Grid(f"Cohen's κ between judges (on the pairs both judged, grades as given{more})", ["", *names], rows)
 
 
 def describe(result: CompareResult) -> list[str]:
@@ -245,6 +269,10 @@ def describe(result: CompareResult) -> list[str]:
         return lines + ["no judge could be compared (see each judge's status)"]
     first = next(iter(comparison.audits.values()))
     lines.append(f"systems: {len(first.model_evaluation.runs)} runs, scored on the queries each judge and the reference share")
+    lines.append(measures_line(first))
+    scored = [e.name for e in result.entries if e.source.get("values") == "scores"]
+    if scored:
+        lines.append(f"scores, not grades (fractional values; only measures that read their order, no κ): {', '.join(scored)}")
     if comparison.resamples:
         lines.append(
             f"intervals: {comparison.level:.0%} {comparison.interval} bootstrap over queries, {comparison.resamples} resamples, "
@@ -263,13 +291,32 @@ def describe(result: CompareResult) -> list[str]:
     return lines
 
 
+def measures_line(found: Any) -> str:
+    """Which measure ranks the systems on each side, and how the reference's means are compared."""
+    pairs = found.measure_pairs or {m: (m, m) for m in found.model_evaluation.measures}
+    shown = "; ".join(f"{ref} under the reference, {judge} under each judge" for ref, judge in pairs.values())
+    decimals = found.reference_decimals
+    tie = f"; the reference's means as printed to {decimals} decimals (equal ones tie)" if decimals is not None else ""
+    return f"rankings: {shown}{tie}"
+
+
 def notes(result: CompareResult) -> list[str]:
     comparison = result.comparison
     if comparison is None:
         return []
     marks = [f"* {judge}: {note}" for judge, found in comparison.audits.items() for note in found.interval_notes()]
     marks += [f"* {d.first} − {d.second}, {d.name}: {d.interval.note}" for d in comparison.differences if d.interval and d.interval.note]
-    return marks + list(comparison.notes) + [f"{judge}: warning: {w}" for judge, found in comparison.audits.items() for w in found.warnings]
+    return marks + list(comparison.notes) + warning_lines(comparison)
+
+
+def warning_lines(comparison: Comparison) -> list[str]:
+    """Each warning once, in one line, naming every judge it concerns (twelve judges of scores need
+    one sentence, not twelve)."""
+    judges_of: dict[str, list[str]] = {}
+    for judge, found in comparison.audits.items():
+        for warning in found.warnings:
+            judges_of.setdefault(warning, []).append(judge)
+    return [f"{', '.join(judges)}: warning: {warning}" for warning, judges in judges_of.items()]
 
 
 def grids(result: CompareResult) -> list[Grid]:
@@ -277,52 +324,62 @@ def grids(result: CompareResult) -> list[Grid]:
     if result.comparison is not None:
         if result.comparison.differences:
             out.append(difference_grid(result.comparison))
-        if len(result.comparison.judges) > 1:
+        if sum(row.get(a) is not None for a, row in result.comparison.kappa_matrix.items()) > 1:
             out.append(kappa_grid(result.comparison))
-    return out
+    return [grid.without_empty_columns() for grid in out]
 
 
 def terminal(result: CompareResult) -> list[Table | Text]:
     out: list[Table | Text] = [Text(printable("\n".join(describe(result))))]
-    for grid in grids(result):
-        table = Table(title=grid.title, title_justify="left")
-        for i, column in enumerate(grid.header):
-            table.add_column(column, justify="left" if i < grid.text_columns else "right")
-        for row in grid.rows:
-            table.add_row(*(printable(cell) for cell in row))
-        out.append(table)
+    out += [grid.rich() for grid in grids(result)]
     lines = notes(result)
     return out + ([Text(printable("\n".join(lines)))] if lines else [])
 
 
+def plain(result: CompareResult) -> str:
+    """The terminal's tables as plain text, for a pipe or a file (`qrelkit compare > table.txt`)."""
+    parts = ["\n".join(printable(line) for line in describe(result))]
+    parts += [grid.plain() for grid in grids(result)]
+    extra = notes(result)
+    if extra:
+        parts.append("\n".join(printable(line) for line in extra))
+    return "\n\n".join(parts) + "\n"
+
+
 def _markdown_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return markdown_text(text)
 
 
 def grid_markdown(grid: Grid) -> str:
     """One grid as a Markdown table under its title in bold."""
     align = ["---" if i < grid.text_columns else "---:" for i in range(len(grid.header))]
-    lines = [f"**{grid.title}**", "", "| " + " | ".join(map(_markdown_cell, grid.header)) + " |", "|" + "|".join(align) + "|"]
+    lines = [
+        f"**{markdown_text(grid.title)}**",
+        "",
+        "| " + " | ".join(map(_markdown_cell, grid.header)) + " |",
+        "|" + "|".join(align) + "|",
+    ]
     lines += ["| " + " | ".join(_markdown_cell(c) for c in row) + " |" for row in grid.rows]
     return "\n".join(lines)
 
 
 def markdown(result: CompareResult) -> str:
-    parts = ["\n".join(f"- {line}" for line in describe(result))]
+    parts = ["\n".join(f"- {markdown_text(line)}" for line in describe(result))]
     parts += [grid_markdown(grid) for grid in grids(result)]
     extra = notes(result)
     if extra:
-        parts.append("\n".join(f"- {line}" for line in extra))
+        parts.append("\n".join(f"- {markdown_text(line)}" for line in extra))
     return "\n\n".join(parts) + "\n"
 
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}"}
-_LATEX_SPECIAL |= {"~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-_LATEX_GREEK = {"κ": r"$\kappa$", "τ": r"$\tau$", "Δ": r"$\Delta$", "−": r"$-$", "–": "--", "≥": r"$\geq$", "→": r"$\to$"}
+_LATEX_SPECIAL |= {"~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
+_LATEX_GREEK = {"κ": r"$\kappa$", "τ": r"$\tau$", "Δ": r"$\Delta$", "−": r"$-$", "–": "--", "≥": r"$\geq$", "≤": r"$\leq$"}
+_LATEX_GREEK |= {"ρ": r"$\rho$", "α": r"$\alpha$", "±": r"$\pm$", "×": r"$\times$", "…": r"\ldots{}", "→": r"$\rightarrow$"}
 
 
 def latex_text(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(ch) or _LATEX_GREEK.get(ch) or ch for ch in text)
+    return "".join(_LATEX_SPECIAL.get(ch) or _LATEX_GREEK.get(ch) or ch for ch in one_line(text))
 
 
 def grid_latex(grid: Grid) -> list[str]:
@@ -346,31 +403,29 @@ def grid_latex(grid: Grid) -> list[str]:
 def latex(result: CompareResult) -> str:
     """Booktabs tables (\\usepackage{booktabs}), one per grid, the description as a comment and the
     notes in a caption-ready paragraph."""
-    parts = ["% " + line for line in describe(result)]
+    parts = [latex_comment(line) for line in describe(result)]
     for grid in grids(result):
         parts += grid_latex(grid)
     extra = notes(result)
     if extra:
-        parts += ["% notes:"] + [f"% {line}" for line in extra]
+        parts += ["% notes:"] + [latex_comment(line) for line in extra]
     return "\n".join(parts) + "\n"
 
 
 # -- a sweep run -----------------------------------------------------------------------------------
 
 
-def sweep_table(outcome: SweepOutcome) -> Table:
+def sweep_grid(outcome: SweepOutcome) -> Grid:
     dry = outcome.dry_run
     title = f"Sweep {outcome.job.name} over {', '.join(outcome.keys)}: {len(outcome.cells)} cells" + (" (dry run)" if dry else "")
-    table = Table(title=title, title_justify="left")
     header = ["cell", "judge run", "status", "pairs", "done", "to judge"]
     header += ["est. requests", "est. cost USD (max)"] if dry else ["judged", "failed", "graded set"]
-    for i, column in enumerate(header):
-        table.add_column(column, justify="left" if i < 3 else "right")
+    rows = []
     for cell in outcome.cells:
         report = cell.report
         base = [cell.cell.name, cell.judge_run_id, cell.status]
         if report is None:
-            table.add_row(*(printable(c) for c in base), *(["–"] * (len(header) - 3)))
+            rows.append(base + ["–"] * (len(header) - 3))
             continue
         base += [f"{report.pairs:,}", f"{report.already_ok:,}", f"{report.to_judge:,}"]
         if dry:
@@ -380,8 +435,13 @@ def sweep_table(outcome: SweepOutcome) -> Table:
         else:
             grading = cell.outcome.grading if cell.outcome is not None else None
             base += [f"{report.judged:,}", f"{report.failed:,}", grading.qrels.name if grading is not None else "–"]
-        table.add_row(*(printable(c) for c in base))
-    return table
+        rows.append(base)
+    return Grid(title, header, rows, text_columns=3)
+
+
+def sweep_table(outcome: SweepOutcome) -> Table:
+    """The sweep's cells for a terminal (`sweep_grid(outcome).plain()` for a pipe or a file)."""
+    return sweep_grid(outcome).rich()
 
 
 def sweep_failures(outcome: SweepOutcome) -> list[str]:

@@ -108,7 +108,7 @@ def render_comparison(result: CompareResult, command: str | None = None) -> str:
 
 
 def write_comparison_page(result: CompareResult, path: str | Path, command: str | None = None) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_comparison(result, command), encoding="utf-8")
-    return path
+    from qrelkit.io.files import write_atomically
+
+    page = render_comparison(result, command)
+    return write_atomically(path, lambda temporary: temporary.write_text(page, encoding="utf-8"))

@@ -246,6 +246,8 @@ def _systems_section(result: Audit, figure: Figures) -> str:
 
 
 def _labels_section(result: Audit, figure: Figures) -> str:
+    if result.labels.not_computed is not None:  # grades κ cannot compare: no confusion matrix either
+        return "\n".join(["<h2>Label agreement</h2>", _html_table(["statistic", "value"], [list(r) for r in label_rows(result)])])
     confusion = plot_confusion(
         result.labels.confusion, result.labels.labels, reference_name=result.reference_name, model_name=result.model_name
     )
@@ -450,7 +452,7 @@ def render_html(result: Audit, judge: JudgeSummary | None = None, provenance: Pr
 
 def write_report(result: Audit, path: str | Path, judge: JudgeSummary | None = None, provenance: Provenance | None = None) -> Path:
     """Write the page to ``path`` (an .html file; its folder is made) and return it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(result, judge, provenance), encoding="utf-8")
-    return path
+    from qrelkit.io.files import write_atomically
+
+    page = render_html(result, judge, provenance)
+    return write_atomically(path, lambda temporary: temporary.write_text(page, encoding="utf-8"))

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from qrelkit.report.compare import Grid, grid_latex, grid_markdown
 from qrelkit.report.tables import fmt
-from qrelkit.report.text import printable
+from qrelkit.report.text import latex_comment, markdown_text, printable
 
 # The use case's result types (qrelkit.commands.probe_result): report/ sits below commands/, so they are read by field.
 ProbeResult = Any
@@ -193,32 +193,35 @@ def grids(result: ProbeResult) -> list[Grid]:
 
 def terminal(result: ProbeResult) -> list[Table | Text]:
     out: list[Table | Text] = [Text(printable("\n".join(describe(result))))]
-    for grid in grids(result):
-        table = Table(title=grid.title, title_justify="left")
-        for i, column in enumerate(grid.header):
-            table.add_column(column, justify="left" if i < grid.text_columns else "right")
-        for row in grid.rows:
-            table.add_row(*(printable(cell) for cell in row))
-        out.append(table)
+    out += [grid.rich() for grid in grids(result)]
     lines = notes(result)
     return out + ([Text(printable("\n".join(lines)))] if lines else [])
 
 
-def markdown(result: ProbeResult) -> str:
-    parts = ["\n".join(f"- {line}" for line in describe(result)), *(grid_markdown(grid) for grid in grids(result))]
+def plain(result: ProbeResult) -> str:
+    """The terminal's table as plain text, for a pipe or a file."""
+    parts = ["\n".join(printable(line) for line in describe(result)), *(grid.plain() for grid in grids(result))]
     extra = notes(result)
     if extra:
-        parts.append("\n".join(f"- {line}" for line in extra))
+        parts.append("\n".join(printable(line) for line in extra))
+    return "\n\n".join(parts) + "\n"
+
+
+def markdown(result: ProbeResult) -> str:
+    parts = ["\n".join(f"- {markdown_text(line)}" for line in describe(result)), *(grid_markdown(grid) for grid in grids(result))]
+    extra = notes(result)
+    if extra:
+        parts.append("\n".join(f"- {markdown_text(line)}" for line in extra))
     return "\n\n".join(parts) + "\n"
 
 
 def latex(result: ProbeResult) -> str:
-    parts = ["% " + line for line in describe(result)]
+    parts = [latex_comment(line) for line in describe(result)]
     for grid in grids(result):
         parts += grid_latex(grid)
     extra = notes(result)
     if extra:
-        parts += ["% notes:"] + [f"% {line}" for line in extra]
+        parts += ["% notes:"] + [latex_comment(line) for line in extra]
     return "\n".join(parts) + "\n"
 
 
@@ -305,9 +308,6 @@ def side_by_side(probes: dict[str, list[ProbeEntry]], output_format: str) -> lis
         return "\n" + grid_markdown(grid) + "\n"
     if output_format == "latex":
         return "\n".join(grid_latex(grid)) + "\n"
-    table = Table(title=grid.title, title_justify="left")
-    for i, column in enumerate(grid.header):
-        table.add_column(column, justify="left" if i < grid.text_columns else "right")
-    for row in grid.rows:
-        table.add_row(*(printable(cell) for cell in row))
-    return [table]
+    if output_format == "plain":
+        return "\n" + grid.plain() + "\n"
+    return [grid.rich()]

@@ -39,8 +39,11 @@ def _with_interval(value: float | None, found: Any, digits: int = 3) -> str:
 def label_rows(result: Audit) -> list[tuple[str, str]]:
     labels = result.labels
     kappa = labels.intervals.get
+    pairs = ("pairs judged by the model / reference / both", f"{labels.model_pairs} / {labels.reference_pairs} / {labels.shared_pairs}")
+    if labels.not_computed is not None:
+        return [pairs, ("Cohen's κ, Krippendorff's α", "not computed: " + labels.not_computed)]
     rows = [
-        ("pairs judged by the model / reference / both", f"{labels.model_pairs} / {labels.reference_pairs} / {labels.shared_pairs}"),
+        pairs,
         ("exact agreement", fmt(labels.exact_agreement)),
         ("Cohen's κ", _with_interval(labels.cohen_kappa, kappa("cohen_kappa"))),
         ("Cohen's κ, linear weights", _with_interval(labels.cohen_kappa_linear, kappa("cohen_kappa_linear"))),
@@ -119,7 +122,7 @@ def audit_tables(result: Audit) -> list[Text | Table]:
     names = {"kendall_tau": "Kendall τ-b", "spearman_rho": "Spearman ρ", "pearson_r": "Pearson r", "tau_ap": "τ_AP"}
     for statistic, name in names.items():
         systems.add_row(name, *(_statistic_cell(c, statistic) for c in result.systems.values()))
-    tables: list[Text | Table] = [heading, *sources, labels, confusion, systems]
+    tables: list[Text | Table] = [heading, *sources, labels, *([confusion] if result.labels.labels else []), systems]
     for measure in result.model_evaluation.measures if result.bias else []:
         bias = Table(
             title=f"Relative Δ toward each group, % ({measure}) [{interval_label(result)}]", title_justify="left", box=box.SIMPLE_HEAD

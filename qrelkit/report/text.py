@@ -18,3 +18,47 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def printable(text: str) -> str:
     """``text`` with every control character but newline and tab written as an escape (``\\x1b``)."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def plain_table(title: str, header: list[str], rows: list[list[str]], text_columns: int = 1) -> str:
+    """A table as plain text for a pipe or a file: every cell whole (never cut to fit a width), text
+    columns left-aligned, numbers right-aligned, two spaces between columns, control characters
+    escaped. What a terminal's table would squeeze to `0.…` in 80 columns reads here as it is."""
+    from rich.cells import cell_len
+
+    cells = [[printable(c) for c in header], *[[printable(c) for c in row] for row in rows]]
+    widths = [max(cell_len(row[i]) for row in cells) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        padded = []
+        for i, (cell, width) in enumerate(zip(row, widths)):
+            gap = " " * (width - cell_len(cell))
+            padded.append(cell + gap if i < text_columns else gap + cell)
+        return "  ".join(padded).rstrip()
+
+    rule = "  ".join("-" * width for width in widths)
+    return "\n".join([printable(title), line(cells[0]), rule, *(line(row) for row in cells[1:])])
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: control characters escaped, and newlines, carriage returns and tabs as
+    `\\n`, `\\r`, `\\t` (a name holding one would otherwise start a new line of the output)."""
+    return printable(
+        str(text).replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    )
+
+
+def latex_comment(text: str) -> str:
+    """``text`` as one LaTeX comment line, `% ...`: a newline in it would end the comment and make
+    what follows LaTeX that runs (`\\input{...}`), so it stays on the line."""
+    return "% " + one_line(text)
+
+
+_MARKDOWN = {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def markdown_text(text: str) -> str:
+    """Text from data in Markdown, shown as the text it is: on one line, `&`, `<` and `>` as HTML
+    entities (a renderer passes raw HTML through: `<script>` would run), `|` (a table's cell
+    boundary), `[`, `]` (links) and the backslash escaped."""
+    return "".join(_MARKDOWN.get(ch, ch) for ch in one_line(text))

@@ -8,6 +8,7 @@ from pathlib import Path
 from scipy import stats
 
 from qrelkit.evaluate.fd.runs import FDReport
+from qrelkit.io.files import write_atomically
 
 
 def kendall_tau(fd: Mapping[str, float | None], metric: Mapping[str, float]) -> float:
@@ -47,9 +48,7 @@ def plot_fd_bootstrap(
         fontsize=9,
     )
     ax.grid(axis="y", alpha=0.3)
-    path = Path(path)
-    fig.savefig(path, dpi=150)
-    return path
+    return write_atomically(path, lambda temporary: fig.savefig(temporary, dpi=150))
 
 
 def plot_fd_vs_metric(
@@ -78,6 +77,4 @@ def plot_fd_vs_metric(
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
-    path = Path(path)
-    fig.savefig(path, dpi=150)
-    return path
+    return write_atomically(path, lambda temporary: fig.savefig(temporary, dpi=150))
