@@ -74,13 +74,11 @@ def test_the_typographic_probe_runs_end_to_end_with_clipscore_on_the_cpu(tmp_pat
     result = qrelkit.probe(job, ["typographic", "blank-image"], sample=12, resamples=200, permutations=200)
     assert result.relevance.rule == "cut points" and result.relevance.qrels == "clip-graded"
     with Store(tmp_path / "images.duckdb", read_only=True) as store:
-        control = dict(
-            ((q, d), s)
-            for q, d, s in store.con.execute(
-                "SELECT qid, docid, score FROM judgments WHERE judge_run_id = ?", [result.judge_run_id]
-            ).fetchall()
-        )
-        cut = float(np.quantile(list(control.values()), 0.75))
+        query = "SELECT qid, docid, score FROM judgments WHERE judge_run_id = ?"
+        graded = [s for _, _, s in store.con.execute(query, [result.judge_run_id]).fetchall()]  # the job's own run
+        control = {(q, d): s for q, d, s in store.con.execute(query, [result.control_run_id]).fetchall()}  # the sample as it is
+        assert sorted(control.values()) == pytest.approx(sorted(graded), abs=1e-6)  # the same judge, the same 12 pairs
+        cut = float(np.quantile(graded, 0.75))
         assert result.relevance.cuts == {"*": pytest.approx(cut, abs=1e-12)}
         typographic = result.probes[0]
         rows = store.con.execute(

@@ -82,9 +82,9 @@ def test_the_instruction_probe_separates_a_judge_that_obeys_the_passage_from_one
     assert shifts["robust"].mean_shift == 0.0 and shifts["robust"].p_value == 1.0  # no swap can be less extreme than 0
     with Store(tmp_path / "gullible.duckdb", read_only=True) as store:
         recorded = json.loads(
-            store.con.execute("SELECT sample FROM judge_runs WHERE judge_run_id = ?", [results["gullible"].judge_run_id]).fetchone()[0]
+            store.con.execute("SELECT sample FROM judge_runs WHERE judge_run_id = ?", [results["gullible"].control_run_id]).fetchone()[0]
         )
-    # the job's judge run was made by the probe: it says it covers the probe's sample, not the job's pool
+    # the control run says it covers the probe's sample; the job's own judge run is left alone (never made here)
     assert recorded | {"seed": None} == {"pairs": 32, "asked": 32, "seed": None, "topics": 8, "pool_pairs": 40, "pool_topics": 8} | {
         "drawn_from": "qrelkit probe: the pool's pairs graded 0 in nist"
     }

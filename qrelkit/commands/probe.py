@@ -1,9 +1,10 @@
 """`qrelkit probe JOB.yaml --probe NAME`: can the job's judge be fooled? A sample of the job's pool
-that the reference qrels call non-relevant, each pair judged as it is (the job's own judge run, so
-`qrelkit judge` and the probe never pay for a pair twice) and as each probe perturbs it (a judge run
-of its own per probe: the probe in its identity, each perturbed copy stored and hashed), then the
-paired shifts (`qrelkit.evaluate.probes`). Killed, it resumes where it stopped: copies are made the
-same again (the probe's seed fixes them), and only pairs without an `ok` judgment are judged."""
+that the reference qrels call non-relevant, each pair judged as it is (the probes' control run: the
+job's judge under an identity of its own, so the job's judge run keeps covering its pool or its one
+sample) and as each probe perturbs it (a judge run of its own per probe: the probe in its identity,
+each perturbed copy stored and hashed), then the paired shifts (`qrelkit.evaluate.probes`). Killed,
+it resumes where it stopped: copies are made the same again (the probe's seed fixes them), and only
+pairs without an `ok` judgment are judged."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from qrelkit.commands.probe_sample import (
     Judge,
     ProgressFor,
     choose_sample,
+    control_run_id,
     copies_folder,
     job_database,
     load_probe_job,
@@ -109,7 +111,7 @@ def judge_all(
     spec = spec.model_copy(update={"grading": None, "sample": None})  # a probe grades nothing, and judges its own sample
     for name, run_judge, record in runs_of(probes, judge):
         done: list[JobReport] = []
-        parts = [sample.pairs] if record is None else rounds(sample.pairs)
+        parts = [sample.pairs] if name == CONTROL else rounds(sample.pairs)
         for number, pairs in enumerate(parts, 1):
             shown = name if len(parts) == 1 else f"{name}, round {number} of {len(parts)}"
             with progress_for(shown) if progress_for is not None else nullcontext() as progress:
@@ -188,7 +190,7 @@ def run(request: ProbeRequest, workspace: Workspace, *, progress_for: ProgressFo
         return dry_run(request, spec, probes, judge, workspace)
     sample, relevance = prepare(request, spec, probes, judge, workspace)
     reports = judge_all(request, spec, probes, judge, sample, progress_for)
-    result = ProbeResult.for_job(request, spec, judge, sample, relevance, reports.get(CONTROL))
+    result = ProbeResult.for_job(request, spec, judge, sample, relevance, reports.get(CONTROL), control_run_id(judge[4]))
     reader = workspace if workspace.db is not None else Workspace(spec.database)
     try:
         for probe in probes:
@@ -196,7 +198,14 @@ def run(request: ProbeRequest, workspace: Workspace, *, progress_for: ProgressFo
                 run_id, described = probe_run_id(judge[4], probe), probe.describe()
                 result.probes.append(
                     entry_for(
-                        reader.store, ShiftSettings.of(request), judge[4], run_id, described, sample.pairs, relevance, reports[probe.id]
+                        reader.store,
+                        ShiftSettings.of(request),
+                        control_run_id(judge[4]),
+                        run_id,
+                        described,
+                        sample.pairs,
+                        relevance,
+                        reports[probe.id],
                     )
                 )
     finally:
@@ -210,27 +219,32 @@ def stored_probe_entries(
     store: Store, judge_run_id: str, *, rel_level: int = 2, resamples: int = 1000, permutations: int = 1000, seed: int | None = 0
 ) -> list[ProbeEntry]:
     """The probes a judge run was put to, from what the database holds (for the audit report and the
-    comparison page): each probe's run on every pair it judged, against ``judge_run_id``'s judgments."""
+    comparison page): each probe's run on every pair it judged, against its control run's judgments."""
     from qrelkit.judges import judge_class
     from qrelkit.storage.judgments import audit_qrels_name, judge_run
     from qrelkit.storage.perturbations import probe_runs
 
     runs = probe_runs(store, judge_run_id)
-    if not runs:
+    controls = [run for run in runs if (run.probe or {}).get("perturbation") is None]
+    if not controls:
         return []
-    info = judge_run(store, judge_run_id)
+    info = controls[0]  # the job's judge, options, template and model: the control run is of the same judge
     try:
         cls: type = judge_class(info.judge)
     except QrelkitError:  # a judge this install cannot name (an imported module's): no relevance level
         cls = type("Unknown", (), {"needs_template": False})
     try:
-        graded: str | None = audit_qrels_name(store, info)
-    except QrelkitError:  # no graded set, or several and none its job's: the shares then say where they cannot be given
+        graded: str | None = audit_qrels_name(store, judge_run(store, judge_run_id))
+    except QrelkitError:  # not judged itself, no graded set, or several and none its job's: the shares say they cannot be given
         graded = None
     relevance = relevance_of(store, cls, judge_run_id, rel_level, None, graded, (info.template or {}).get("score_range"))
     settings = ShiftSettings(resamples=resamples, permutations=permutations, seed=seed)
     entries = []
     for run in runs:
-        described = {key: value for key, value in (run.probe or {}).items() if key != "perturbs"}
-        entries.append(entry_for(store, settings, judge_run_id, run.judge_run_id, described, None, relevance))
+        record = run.probe or {}
+        if record.get("perturbation") is None:
+            continue
+        described = {key: value for key, value in record.items() if key not in ("perturbs", "control")}
+        control = record.get("control", info.judge_run_id)
+        entries.append(entry_for(store, settings, control, run.judge_run_id, described, None, relevance))
     return entries

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.probe_result import ProbeResult, RunPlan
-from qrelkit.commands.probe_sample import CONTROL, Judge, choose_sample, make_copies, reference_qrels, runs_of
+from qrelkit.commands.probe_sample import CONTROL, Judge, choose_sample, control_run_id, make_copies, reference_qrels, runs_of
 from qrelkit.commands.requests import ProbeRequest
 from qrelkit.commands.workspace import Workspace
 from qrelkit.io import Document, Topic
@@ -65,7 +65,7 @@ def dry_run(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Ju
         if store.in_memory:  # a copy of the database: the job's files are loaded into it, as a real run would
             load_collection(store, spec)
         sample = choose_sample(store, spec, reference_qrels(store, spec, request, workspace), request)
-        result = ProbeResult.for_job(request, spec, judge, sample, None, None)
+        result = ProbeResult.for_job(request, spec, judge, sample, None, None, control_run_id(judge[4]))
         result.dry_run = True
         topics, documents, inputs = _collection(store, sample.pairs)
         for name, run_judge, _ in runs_of(probes, judge):

@@ -207,14 +207,24 @@ class ProbeResult(Result):
     plans: list[RunPlan] = field(default_factory=list)
     dry_run: bool = False
     interrupted: bool = False
+    control_run_id: str | None = None  # the control run: the sample as it is
 
     @classmethod
     def for_job(
-        cls, request: ProbeRequest, spec: JobSpec, judge: tuple[Any, ...], sample: Sample, relevance: Relevance | None, control: Any
+        cls,
+        request: ProbeRequest,
+        spec: JobSpec,
+        judge: tuple[Any, ...],
+        sample: Sample,
+        relevance: Relevance | None,
+        control: Any,
+        control_run: str | None = None,
     ) -> ProbeResult:
         factory = judge[0]
         template_id = factory.template.id if factory.template is not None else None
-        return cls(str(request.job), spec.judge.name, judge[3], judge[4], template_id, request.score_from, sample, relevance, control)
+        found = cls(str(request.job), spec.judge.name, judge[3], judge[4], template_id, request.score_from, sample, relevance, control)
+        found.control_run_id = control_run
+        return found
 
     def summary(self) -> str:
         if self.dry_run:

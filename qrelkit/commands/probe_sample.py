@@ -27,7 +27,7 @@ from qrelkit.storage.pools import pool_pairs
 
 Judge = tuple[JudgeFactory, type, Any, str, str]  # `qrelkit.jobs.plan.resolve_judge`'s
 ProgressFor = Callable[[str], AbstractContextManager[ProgressCallback | None]]
-CONTROL = "unperturbed"  # the name of the job's own judge run in a probe's output
+CONTROL = "unperturbed"  # the control run: the job's judge on the sample as it is
 
 
 # -- identities --------------------------------------------------------------------------------------
@@ -39,9 +39,23 @@ def probe_run_id(judge_run_id: str, probe: Probe) -> str:
     return sha256_text(json.dumps({"judge_run": judge_run_id, "probe": probe.content_hash}, sort_keys=True))[:16]
 
 
+def control_run_id(judge_run_id: str) -> str:
+    """The probes' control run: the job's judge on the sampled documents as they are. A judge run of
+    its own, not the job's: a judge run covers its pool or one sample of it, and a probe's sample
+    (pairs the reference calls non-relevant) is neither."""
+    return sha256_text(json.dumps({"judge_run": judge_run_id, "probe": CONTROL}, sort_keys=True))[:16]
+
+
 def probe_record(judge_run_id: str, probe: Probe) -> dict[str, Any]:
-    """What the probe's judge run records of its probe (`judge_runs.probe`)."""
-    return {**probe.describe(), "perturbs": judge_run_id}
+    """What the probe's judge run records of its probe (`judge_runs.probe`): the probe, the job's
+    judge run whose documents it perturbs, and the control run it is compared with."""
+    return {**probe.describe(), "perturbs": judge_run_id, "control": control_run_id(judge_run_id)}
+
+
+def control_record(judge_run_id: str) -> dict[str, Any]:
+    """What the control run records (`judge_runs.probe`): no perturbation."""
+    tests = "Nothing: the sampled documents as they are, what each probe's run is compared with."
+    return {"probe": CONTROL, "perturbation": None, "tests": tests, "perturbs": judge_run_id}
 
 
 def load_probe_job(request: ProbeRequest) -> JobSpec:
@@ -144,8 +158,8 @@ def make_copies(
     return rows
 
 
-def runs_of(probes: list[Probe], judge: Judge) -> Iterator[tuple[str, Judge, dict[str, Any] | None]]:
+def runs_of(probes: list[Probe], judge: Judge) -> Iterator[tuple[str, Judge, dict[str, Any]]]:
     """(name, judge, probe record) of the control run, then of each probe's run."""
-    yield CONTROL, judge, None
+    yield CONTROL, (*judge[:4], control_run_id(judge[4])), control_record(judge[4])
     for probe in probes:
         yield probe.id, (*judge[:4], probe_run_id(judge[4], probe)), probe_record(judge[4], probe)

@@ -139,7 +139,7 @@ class JobPlan:
     topics: dict[str, Topic] = field(default_factory=dict)
     limit: int | None = None
     retry_failed: bool = False
-    probe: dict[str, Any] | None = None  # a probe's run: its documents are the perturbed copies stored for it (docs/probes.md)
+    probe: dict[str, Any] | None = None  # a probe's run (docs/probes.md): with a perturbation, it judges the copies stored for it
 
     def info(self) -> JudgeRunInfo:
         template = self.factory.template
@@ -164,7 +164,7 @@ class JobPlan:
             self.judge_run_id,
             retry_failed=self.retry_failed,
             limit=self.limit if limit is None else limit,
-            perturbed=self.probe is not None,
+            perturbed=self.probe is not None and self.probe.get("perturbation") is not None,
         )
 
 

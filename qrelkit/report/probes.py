@@ -62,6 +62,7 @@ def result_to_dict(result: ProbeResult) -> dict[str, Any]:
         "judge": result.judge,
         "model_id": result.model_id,
         "judge_run_id": result.judge_run_id,
+        "control_run_id": result.control_run_id,
         "template_id": result.template_id,
         "score_from": result.score_from,
         "sample": result.sample.to_dict() if result.sample else None,
@@ -145,7 +146,10 @@ def plan_grid(result: ProbeResult) -> Grid:
 
 def describe(result: ProbeResult) -> list[str]:
     """What the numbers are, in sentences: printed with every form of the table."""
-    lines = [f"job: {result.job}; judge {result.judge} ({result.model_id}), judge run {result.judge_run_id} (unperturbed)"]
+    lines = [
+        f"job: {result.job}; judge {result.judge} ({result.model_id}), the job's judge run {result.judge_run_id}; "
+        f"the sample as it is: control run {result.control_run_id}"
+    ]
     sample = result.sample
     if sample is not None:
         grades = ", ".join(map(str, sample.grades))
