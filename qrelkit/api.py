@@ -83,7 +83,7 @@ def agree(
     rel_level: int | None = None,
     resamples: int = 1000,
     seed: int | None = 0,
-    interval: str = "bca",
+    interval: str = "jackknife",
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
 ) -> Audit:
     """Audit model qrels against reference qrels over runs (`qrelkit agree`): κ and α on the shared
@@ -136,9 +136,11 @@ def correlate(
     seed: int = 0,
     rel_level: int | None = None,
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
+    scores: Sequence[str | Path] | str | Path = (),
 ) -> RankCorrelations:
     """Rank correlations between the orderings of the runs under several measures, several qrels
-    (a list), or qrels cut to at most ``max_rel`` relevant items per query (`qrelkit correlate`)."""
+    (a list), or qrels cut to at most ``max_rel`` relevant items per query (`qrelkit correlate`);
+    ``scores``: files of more orderings (`qrelkit fd --json` output, `run score` lines)."""
     from qrelkit.commands.correlate import correlate as correlate_command
 
     sets = list(qrels) if isinstance(qrels, list | tuple) else [qrels]
@@ -153,6 +155,7 @@ def correlate(
         seed=seed,
         rel_level=rel_level,
         on_duplicate=on_duplicate,
+        scores=scores,
     )
 
 
@@ -339,7 +342,7 @@ def probe(
     score_from: str = "score",
     resamples: int = 1000,
     permutations: int = 1000,
-    interval: str = "bca",
+    interval: str = "jackknife",
     dry_run: bool = False,
     retry_failed: bool = False,
     sets: Sequence[str] | None = None,
@@ -348,7 +351,7 @@ def probe(
     """Put a job's judge to gullibility probes (`qrelkit probe`, docs/probes.md): a ``sample`` of the
     job's pool that the ``reference`` qrels grade ``grades`` (the non-relevant), judged as it is and
     as each probe (a built-in id or a YAML file) perturbs it; per probe the mean shift and the share
-    pushed to relevant, with paired bootstrap intervals over queries and a randomisation test."""
+    pushed to relevant, with paired intervals over queries (jackknife by default) and a randomisation test."""
     from qrelkit.commands import probe as probe_command
     from qrelkit.commands.requests import ProbeRequest
 
@@ -386,10 +389,6 @@ def judgments(db: str | Path, judge_run: str | None = None) -> Judgments:
 def data_path(bundle: str) -> Path:
     """The folder of a data bundle `qrelkit data fetch BUNDLE` fetched (under $QRELKIT_DATA, by
     default ~/.local/share/qrelkit), as `qrelkit data path BUNDLE` prints it."""
-    from qrelkit.errors import QrelkitError
-    from qrelkit.io.bundles import data_root
+    from qrelkit.commands.bundles import bundle_folder
 
-    folder = data_root() / bundle
-    if not folder.is_dir():
-        raise QrelkitError(f"no data bundle {bundle!r} in {data_root()}: fetch it with `qrelkit data fetch {bundle}`")
-    return folder
+    return bundle_folder(bundle)

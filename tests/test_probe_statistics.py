@@ -83,6 +83,21 @@ def test_the_interval_is_scipys_cluster_bootstrap_of_the_same_statistic(pairs, m
     assert interval.low == pytest.approx(reference.low, abs=0.02) and interval.high == pytest.approx(reference.high, abs=0.02)
 
 
+def test_the_default_interval_is_the_jackknife_over_queries(pairs):
+    """θ̂ ± 1.96·SE, SE² = (Q−1)/Q · Σ (θ_(q) − θ̄)², θ_(q) the mean shift over the pairs of every query but q
+    (computed here from the pairs themselves); the same for every seed."""
+    qids, before, after = pairs
+    shifts = after - before
+    order = sorted(set(qids))
+    left_out = np.asarray([np.mean([d for q2, d in zip(qids, shifts) if q2 != q]) for q in order])
+    error = np.sqrt((len(order) - 1) / len(order) * np.sum((left_out - left_out.mean()) ** 2))
+    for seed in (0, 9):
+        interval = probe_shift(qids, before, after, 2.0, permutations=0, seed=seed).intervals["mean_shift"]
+        assert interval.method == "jackknife"
+        assert interval.low == pytest.approx(np.mean(shifts) - 1.959963984540054 * error, abs=1e-12)
+        assert interval.high == pytest.approx(np.mean(shifts) + 1.959963984540054 * error, abs=1e-12)
+
+
 def test_the_p_value_is_the_exact_randomisation_tests(pairs):
     """Every one of the 2^8 swaps of the queries' before and after: p = share with |Δ*| ≥ |Δ|."""
     qids, before, after = pairs

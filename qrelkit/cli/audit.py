@@ -12,6 +12,7 @@ from qrelkit.cli.base import (
     ConfigOption,
     DbOption,
     DuplicateOption,
+    FDIntervalOption,
     ForceOption,
     IntervalOption,
     JudgeMeasureOption,
@@ -61,7 +62,12 @@ GradeMap = Annotated[str | None, typer.Option("--map", help="Map reference grade
 ModelMap = Annotated[str | None, typer.Option("--map-model", help="Map model grades for label agreement.")]
 RelLevel = Annotated[int | None, typer.Option("--rel-level", help="Also report κ with both sides cut at grade >= LEVEL (after maps).")]
 Resamples = Annotated[
-    int | None, typer.Option("--resamples", help="Bootstrap resamples of the queries for 95% intervals (0: none; default 1000).")
+    int | None,
+    typer.Option(
+        "--resamples",
+        help="Resamples (half-samples for subsampling) of the queries for 95% intervals (0: no intervals; default 1000; "
+        "the jackknife draws none).",
+    ),
 ]
 
 
@@ -81,7 +87,7 @@ def audit_options(
     rel_level: RelLevel = None,
     resamples: Resamples = None,
     seed: SeedOption = 0,
-    interval: IntervalOption = "bca",
+    interval: IntervalOption = "jackknife",
     config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
     on_duplicate: DuplicateOption = "error",
@@ -116,7 +122,7 @@ def agree_cmd(
 ) -> None:
     """Audit model qrels against reference qrels: Cohen's κ and Krippendorff's α on the shared pairs,
     Kendall τ / Spearman ρ / Pearson r / τ_AP between the system rankings, Relative Δ toward groups,
-    with bootstrap 95% intervals over queries (BCa unless --interval percentile).
+    with 95% intervals over queries (the jackknife unless --interval bca, percentile or subsampling).
     """
 
     from qrelkit.commands.agree import agree
@@ -165,7 +171,7 @@ def fd_cmd(
     rel_level: Annotated[int | None, typer.Option("--rel-level", help="Relevant = grade >= LEVEL (default 2 if graded, else 1).")] = None,
     resamples: Resamples = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sparsification and the resamples.")] = 0,
-    interval: IntervalOption = "bca",
+    interval: FDIntervalOption = "bca",
     workers: Annotated[
         int | None,
         typer.Option("--workers", min=1, help="Processes for the bootstrap (default: one per core when it is large; 1: this one)."),

@@ -106,7 +106,19 @@ MaxRelLevelOption = Annotated[
 MaxRelSeedOption = Annotated[int, typer.Option("--seed", help="With --max-rel: seed of the choice of relevant items.")]
 IntervalOption = Annotated[
     str,
-    typer.Option("--interval", help="Bootstrap interval method: bca (bias-corrected and accelerated, as scipy's; default) or percentile."),
+    typer.Option(
+        "--interval",
+        help="Interval method over queries: jackknife (default: coverage nearest 95% in qrelkit's simulation, docs/audit.md), "
+        "bca (bootstrap, bias-corrected and accelerated, as scipy's), percentile (bootstrap) or subsampling (half-samples).",
+    ),
+]
+FDIntervalOption = Annotated[
+    str,
+    typer.Option(
+        "--interval",
+        help="Interval method over queries: bca (default for FD: bootstrap, bias-corrected and accelerated), percentile, "
+        "jackknife or subsampling.",
+    ),
 ]
 
 

@@ -57,7 +57,7 @@ def compare_cmd(
         int, typer.Option("--permutations", help="Random swaps of the randomisation test behind each p-value (0: no test).")
     ] = 1000,
     seed: SeedOption = 0,
-    interval: IntervalOption = "bca",
+    interval: IntervalOption = "jackknife",
     db: Annotated[Path | None, typer.Option("--db", envvar="QRELKIT_DB", help="The database of the judge runs and qrels sets.")] = None,
     output_format: Annotated[str, typer.Option("--format", help="table (default), markdown or latex (booktabs).")] = "table",
     html: Annotated[Path | None, typer.Option("--html", help="Also write the comparison as one self-contained HTML page.")] = None,

@@ -198,13 +198,21 @@ def correlate(
     keep: KeepOption = "top-grade",
     rel_level: MaxRelLevelOption = None,
     seed: MaxRelSeedOption = 0,
+    scores: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--scores",
+            help="More orderings: `qrelkit fd --json` output (its FD@k, URR-FD@k) or `run score` lines; repeatable.",
+        ),
+    ] = None,
     config: ConfigOption = None,
     db: DbOption = DEFAULT_DB,
     as_json: JsonOption = False,
     on_duplicate: DuplicateOption = "error",
 ) -> None:
     """Kendall τ-b, Spearman ρ and τ_AP between orderings of the same runs: between measures (seed 000,
-    Table 3), between qrels sets, or between full and cut qrels (--max-rel; seed 001, Table 2)."""
+    Table 3; FD@k through `qrelkit fd --json > fd.json` and --scores fd.json), between qrels sets, or
+    between full and cut qrels (--max-rel; seed 001, Table 2)."""
 
     from qrelkit.commands.correlate import correlate as run_correlate
     from qrelkit.report import tables
@@ -219,6 +227,7 @@ def correlate(
         seed=seed,
         rel_level=rel_level,
         on_duplicate=on_duplicate,
+        scores=tuple(scores or ()),
     )
     if as_json:
         print_json(result.to_dict())

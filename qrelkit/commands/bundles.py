@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from qrelkit.errors import QrelkitError
 from qrelkit.io.bundles import Bundle, bundle_names, data_root, load_bundle
 from qrelkit.io.download import Mirror
 from qrelkit.io.fetch import Fetcher, FetchReport, ProgressFactory
@@ -27,12 +28,20 @@ def manifests(name: str | None = None) -> Any:
 
 
 def bundle_folder(name: str | None = None, to: Path | None = None) -> Path:
-    """The data folder (``to``, else $QRELKIT_DATA, else the per-user folder), or a bundle's folder in it."""
+    """The data folder (``to``, else $QRELKIT_DATA, else the per-user folder), or the folder a bundle
+    was fetched into (an error naming the fetch command when it was not: a script's
+    `D=$(qrelkit data path NAME)` stops there, not at a later file that is not found)."""
     root = to if to is not None else data_root()
     if name is None:
         return root
     load_bundle(name)  # an unknown name is an error here too
-    return root / name
+    folder = root / name
+    if not folder.is_dir():
+        where = f" --to {to}" if to is not None else ""
+        raise QrelkitError(
+            f"no data bundle {name!r} in {root} (its folder {folder} does not exist): fetch it with `qrelkit data fetch {name}{where}`"
+        )
+    return folder
 
 
 def fetch(

@@ -21,6 +21,7 @@ from qrelkit.evaluate.audit import DEFAULT_MEASURES, check_decimals, measure_pai
 from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, check_method, check_resamples
 from qrelkit.evaluate.compare import Comparison, compare_judges
 from qrelkit.io import OnDuplicate
+from qrelkit.io.results import Result
 
 
 @dataclass(frozen=True)
@@ -139,12 +140,28 @@ class JudgeEntry:
     note: str | None = None
 
 
-@dataclass(frozen=True)
-class CompareResult:
+@dataclass(frozen=True, repr=False)
+class CompareResult(Result):
     comparison: Comparison | None  # None when no judge could be compared
     entries: list[JudgeEntry]
     reference: dict[str, Any]
     probes: dict[str, list[Any]] = field(default_factory=dict)  # judge -> the gullibility probes its judge run was put to
+
+    def summary(self) -> str:
+        """One line (the repr): the judges, the reference, what was compared; `verdict()` says the answer."""
+        compared = sum(1 for e in self.entries if e.status == "compared")
+        differences = len(self.comparison.differences) if self.comparison is not None else 0
+        return (
+            f"judges={[e.name for e in self.entries]!r}, reference={self.reference.get('name')!r}, compared={compared}, "
+            f"differences={differences}"
+        )
+
+    def verdict(self) -> list[str]:
+        """The answer in sentences, as every output leads with it: for every two judges, whose labels
+        and whose system ranking are better, by how much and how sure."""
+        from qrelkit.report.verdict import verdict
+
+        return verdict(self)
 
     def to_dict(self) -> dict[str, Any]:
         from qrelkit.report.compare import comparison_to_dict
@@ -355,7 +372,8 @@ def probes_of(entries: list[JudgeEntry], workspace: Workspace, request: CompareR
     found = {}
     for entry in entries:
         if entry.cost is not None:
-            probes = stored_probe_entries(workspace.store, entry.cost.judge_run_id, permutations=request.permutations, seed=request.seed)
+            options = dict(resamples=request.resamples, permutations=request.permutations, seed=request.seed, interval=request.interval)
+            probes = stored_probe_entries(workspace.store, entry.cost.judge_run_id, **options)
             if probes:
                 found[entry.name] = probes
     return found

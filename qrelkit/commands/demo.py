@@ -1,6 +1,9 @@
 """`qrelkit demo`: judge the bundled toy collection with MiniLM (int8 ONNX), grade the scores into
 qrels by per-topic quantiles, and compare how the model qrels and the human qrels rank the
-bundled runs."""
+bundled runs.
+
+Safe to run again into the same folder: the database resumes (the pairs already judged are not
+judged again) and the demo's qrels file, its own output, is written again."""
 
 from __future__ import annotations
 
@@ -46,7 +49,9 @@ def run_demo(out_dir: Path, progress: ProgressCallback | None = None) -> DemoRes
         human = store.qrels("human")
         runs = store.runs()
     qrels_file = out_dir / "minilm.qrels"
-    export_qrels_file(spec.database, qrels_file, judge_run_id=outcome.report.judge_run_id, name=None)
+    # The demo's own file, remade on every run: a second `make demo` resumes the judge run (nothing
+    # left to judge) and writes the same qrels again, so it must not stop at its own earlier output.
+    export_qrels_file(spec.database, qrels_file, judge_run_id=outcome.report.judge_run_id, name=None, force=True)
     under_human = {run: v[MEASURE] for run, v in evaluate_runs(human, runs, [MEASURE]).means().items()}
     under_model = {run: v[MEASURE] for run, v in evaluate_runs(outcome.grading.qrels, runs, [MEASURE]).means().items()}
     order = sorted(under_human, key=lambda r: -under_human[r])

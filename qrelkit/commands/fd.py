@@ -13,8 +13,8 @@ from qrelkit.commands.requests import EmbedderRef, FDRequest, QrelsRef, RunsRef
 from qrelkit.commands.workspace import Workspace
 from qrelkit.embed.cache import embed_with_cache
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, check_method, check_resamples
-from qrelkit.evaluate.fd.runs import FDReport, FDSettings, check_vectors, fd_of_runs, selected_docids
+from qrelkit.evaluate.bootstrap import check_method, check_resamples
+from qrelkit.evaluate.fd.runs import FD_DEFAULT_METHOD, FDReport, FDSettings, check_vectors, fd_of_runs, selected_docids
 from qrelkit.evaluate.sparsify import check_keep
 from qrelkit.io import Document, Qrels, read_documents
 
@@ -66,7 +66,7 @@ def fd_settings(
     rel_level: int | None,
     resamples: int | None,
     seed: int,
-    interval: str = DEFAULT_METHOD,
+    interval: str = FD_DEFAULT_METHOD,
     keep: str = "top-grade",
 ) -> FDSettings:
     """The command line's FD options (cut-offs default 10, resamples default 1000), checked before anything is read."""

@@ -133,7 +133,7 @@ class ShiftSettings:
     resamples: int = 1000
     permutations: int = 1000
     seed: int | None = 0
-    interval: str = "bca"
+    interval: str = "jackknife"  # the project's default (qrelkit.evaluate.bootstrap.DEFAULT_METHOD)
 
     @classmethod
     def of(cls, request: ProbeRequest) -> ShiftSettings:
@@ -216,7 +216,14 @@ def run(request: ProbeRequest, workspace: Workspace, *, progress_for: ProgressFo
 
 
 def stored_probe_entries(
-    store: Store, judge_run_id: str, *, rel_level: int = 2, resamples: int = 1000, permutations: int = 1000, seed: int | None = 0
+    store: Store,
+    judge_run_id: str,
+    *,
+    rel_level: int = 2,
+    resamples: int = 1000,
+    permutations: int = 1000,
+    seed: int | None = 0,
+    interval: str = "jackknife",
 ) -> list[ProbeEntry]:
     """The probes a judge run was put to, from what the database holds (for the audit report and the
     comparison page): each probe's run on every pair it judged, against its control run's judgments."""
@@ -238,7 +245,7 @@ def stored_probe_entries(
     except QrelkitError:  # not judged itself, no graded set, or several and none its job's: the shares say they cannot be given
         graded = None
     relevance = relevance_of(store, cls, judge_run_id, rel_level, None, graded, (info.template or {}).get("score_range"))
-    settings = ShiftSettings(resamples=resamples, permutations=permutations, seed=seed)
+    settings = ShiftSettings(resamples=resamples, permutations=permutations, seed=seed, interval=interval)
     entries = []
     for run in runs:
         record = run.probe or {}

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from qrelkit.storage import Store
 
 
-def summarize_judge_run(store: Store, judge_run: str, qrels_set: str | None = None, *, seed: int | None = 0) -> JudgeSummary:
+def summarize_judge_run(
+    store: Store, judge_run: str, qrels_set: str | None = None, *, seed: int | None = 0, interval: str = "jackknife"
+) -> JudgeSummary:
     """What the report shows about the judge run behind the model qrels (``qrels_set``, the set the
     audit read; by default the one `--judge-run` audits), and the probes it was put to (docs/probes.md)."""
     from qrelkit.commands.probe import stored_probe_entries
@@ -44,7 +46,7 @@ def summarize_judge_run(store: Store, judge_run: str, qrels_set: str | None = No
         mean_latency_ms=totals.mean_latency_ms,
         failures=judgments.failed_sample(store, run_id, limit=10),
         scores=judgments.ok_scores(store, run_id),
-        probes=stored_probe_entries(store, run_id, seed=seed),
+        probes=stored_probe_entries(store, run_id, seed=seed, interval=interval),
     )
 
 
@@ -65,7 +67,7 @@ def run(request: AuditRequest, workspace: Workspace, *, out: str | Path, command
     graded_from = judge_run_part.get("id") if judge_run_part.get("judge") is not None else None  # None: the run was dropped since
     judge = None
     if graded_from is not None and workspace.has_db:
-        judge = summarize_judge_run(workspace.store, graded_from, model["name"], seed=request.seed)
+        judge = summarize_judge_run(workspace.store, graded_from, model["name"], seed=request.seed, interval=request.interval)
     provenance = Provenance(__version__, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), command)
     return write_report(result, report_path(out), judge, provenance)
 

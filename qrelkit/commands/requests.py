@@ -33,7 +33,7 @@ from qrelkit.errors import QrelkitError
 from qrelkit.io.duplicates import OnDuplicate
 
 DEFAULT_RESAMPLES = 1000
-DEFAULT_INTERVAL = "bca"
+DEFAULT_INTERVAL = "jackknife"  # qrelkit.evaluate.bootstrap.DEFAULT_METHOD (a constant here: no numpy at start-up)
 
 
 # -- qrels and runs ------------------------------------------------------------------------------
@@ -379,6 +379,7 @@ class CorrelateRequest:
     seed: int = 0
     rel_level: int | None = None
     on_duplicate: OnDuplicate = OnDuplicate.error
+    scores: tuple[Path, ...] = ()  # runs' scores from elsewhere as more orderings: `qrelkit fd --json` output, `run score` lines
 
     def __post_init__(self) -> None:
         from qrelkit.evaluate.sparsify import check_keep
@@ -387,6 +388,9 @@ class CorrelateRequest:
             raise QrelkitError("give the qrels: --qrels FILE_OR_NAME (repeatable)")
         check_keep(self.keep)
         object.__setattr__(self, "on_duplicate", OnDuplicate(self.on_duplicate))
+        object.__setattr__(
+            self, "scores", tuple(Path(p) for p in ([self.scores] if isinstance(self.scores, str | Path) else self.scores or ()))
+        )
 
     @classmethod
     def from_options(
@@ -516,7 +520,9 @@ class ProbeRequest:
     score_from: str = option("score", "--score-from", "Which stored score to compare: score, parsed or expected.")
     resamples: int = option(DEFAULT_RESAMPLES, "--resamples", "Bootstrap resamples of the queries (0: no intervals).")
     permutations: int = option(1000, "--permutations", "Random swaps of the randomisation test behind each p-value (0: no test).")
-    interval: str = option(DEFAULT_INTERVAL, "--interval", "Bootstrap interval method: bca (default) or percentile.")
+    interval: str = option(
+        DEFAULT_INTERVAL, "--interval", "Interval method over queries: jackknife (default), bca, percentile (bootstrap) or subsampling."
+    )
     dry_run: bool = option(False, "--dry-run", "Only count the calls each run would make (and their cost, where a judge estimates it).")
     retry_failed: bool = option(False, "--retry-failed", "Judge failed pairs (parse/model/input errors) again.")
     sets: tuple[str, ...] = option((), "--set", "Override a job setting: KEY.PATH=VALUE (YAML value), e.g. judge.options.batch_size=32.")

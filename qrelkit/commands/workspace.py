@@ -92,6 +92,14 @@ class Workspace:
             self._store = Store(self.db, read_only=True)
         return self._store
 
+    def _no_database(self, ref: str | None) -> str:
+        """Why a name was not looked up as a stored set: the end of a "no such file" message."""
+        if self.db is None:
+            return " (and no --db to look the name up in)"
+        if Path(str(ref)).suffix or "/" in str(ref):
+            return ""  # a path, not a set's name
+        return f", and there is no database {self.db} to look up a stored set of that name: give the database that holds it with --db FILE"
+
     # -- qrels ------------------------------------------------------------------------------------
 
     def qrels(self, ref: QrelsRef | Any) -> Qrels:
@@ -111,7 +119,7 @@ class Workspace:
         elif ref.ref is not None and self.has_db:
             resolved = stored_qrels(self.store, ref.ref)
         else:
-            raise QrelkitError(f"qrels {ref.ref!r}: no such file" + ("" if self.db else " (and no --db to look the name up in)"))
+            raise QrelkitError(f"qrels {ref.ref!r}: no such file" + self._no_database(ref.ref))
         if ref.name is not None:
             resolved.qrels.name = ref.name
             resolved.source["name"] = ref.name

@@ -28,8 +28,8 @@ from qrelkit.evaluate.bootstrap import (
     Interval,
     IntervalEstimate,
     check_method,
+    draw_weights,
     paired_intervals,
-    resample_weights,
 )
 from qrelkit.evaluate.metrics import Evaluation
 from qrelkit.io.groups import read_groups_table, run_groups
@@ -143,7 +143,7 @@ def group_bias(
     method = check_method(interval)
     groups = check_groups(groups, model.runs)
     if weights is None:
-        weights = resample_weights(len(model.queries), resamples, seed)
+        weights = draw_weights(len(model.queries), resamples, seed, method)
     uniform = np.full((1, len(model.queries)), 1.0 / len(model.queries))
     out: dict[str, dict[str, GroupBias]] = {}
     for name, members in groups.items():

@@ -45,8 +45,8 @@ from qrelkit.evaluate.bootstrap import (
     IntervalEstimate,
     check_method,
     check_resamples,
+    draw_weights,
     paired_intervals,
-    resample_weights,
     uniform_weights,
 )
 from qrelkit.evaluate.labels import (
@@ -108,7 +108,7 @@ class Comparison:
     resamples: int
     permutations: int
     seed: int | None
-    interval: str  # as printed: "BCa" or "percentile"
+    interval: str  # as printed: "jackknife", "BCa", "percentile" or "subsampling"
     level: float
     baseline: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -287,7 +287,9 @@ def paired_differences(
             "the plain difference of the two rows above"
         )
     pair = _Pair(first, second, queries, measures, maps, cache)
-    found = paired_intervals(pair.statistic, resample_weights(len(queries), resamples, seed), method=method, level=level)
+    draws = draw_weights(len(queries), resamples, seed, method)
+    bounds = {f"{name}|{measure}": (-2.0, 2.0) for measure in pair.matrices for name in RANKING}  # Δ of two correlations
+    found = paired_intervals(pair.statistic, draws, method=method, level=level, bounds=bounds)
     p_values: dict[str, float | None] = dict.fromkeys(found.estimates)
     if permutations:
         p_values = randomisation_p_values(found.estimates, pair.swapped(swap_masks(len(queries), permutations, seed)))

@@ -10,9 +10,9 @@ a grade level, or a judge's own cut point for that level). Per probe:
 
 Pairs cluster in queries (a query's passages share its words, and a judge's view of them), so the
 intervals resample queries, not pairs: each statistic is a ratio of per-query sums, Σ_q w_q·S_q /
-Σ_q w_q·n_q, under the bootstrap's query weights (`qrelkit.evaluate.bootstrap.paired_intervals`;
-one draw for every statistic and every probe of a seed). Under uniform weights it is the plain
-mean over pairs. The p-value of the mean shift and of the share's change comes from the paired
+Σ_q w_q·n_q, under the query weights of the interval method (`qrelkit.evaluate.bootstrap`: the
+jackknife by default, or the bootstrap's draws, one draw for every statistic and every probe of a
+seed). Under uniform weights it is the plain mean over pairs. The p-value of the mean shift and of the share's change comes from the paired
 randomisation test over queries that `qrelkit.evaluate.compare` uses (each query's before and
 after trade places with probability ½; two-sided, (1 + #extreme) / (1 + swaps))."""
 
@@ -31,12 +31,13 @@ from qrelkit.evaluate.bootstrap import (
     IntervalEstimate,
     check_method,
     check_resamples,
+    draw_weights,
     paired_intervals,
-    resample_weights,
 )
 from qrelkit.evaluate.compare import TEST_NAME, randomisation_p_values, swap_masks
 
 STATISTICS = ("mean_before", "mean_after", "mean_shift", "relevant_before", "pushed_to_relevant", "share_change")
+SHARE_BOUNDS = {"relevant_before": (0.0, 1.0), "pushed_to_relevant": (0.0, 1.0), "share_change": (-1.0, 1.0)}  # an end beyond is cut back
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,8 @@ def probe_shift(
         raise QrelkitError("a probe's scores must be finite numbers")
     levels = np.broadcast_to(np.asarray(relevant_at, np.float64), before_scores.shape)
     sums = _PerQuery(list(qids), before_scores, after_scores, levels)
-    found = paired_intervals(sums.statistic, resample_weights(len(sums.queries), resamples, seed), method=method, level=level)
+    draws = draw_weights(len(sums.queries), resamples, seed, method)
+    found = paired_intervals(sums.statistic, draws, method=method, level=level, bounds=SHARE_BOUNDS)
     p_values: dict[str, float | None] = {"mean_shift": None, "share_change": None}
     if permutations:
         observed = {name: found.estimates[name] for name in p_values}

@@ -122,7 +122,8 @@ def shown_url(url: str) -> str:
     return url
 
 
-def _part(dest: Path) -> Path:
+def part_path(dest: Path) -> Path:
+    """Where the bytes of ``dest`` arrive before it is whole."""
     return dest.with_name(dest.name + ".part")
 
 
@@ -148,7 +149,7 @@ def download(
     for number, place in enumerate(places, 1):
         if remember is not None:
             if place != pinned:
-                _part(dest).unlink(missing_ok=True)  # unlink removes a link itself, never what it points to
+                part_path(dest).unlink(missing_ok=True)  # unlink removes a link itself, never what it points to
                 pinned = place
             remember(place)
         try:
@@ -198,10 +199,10 @@ def fetch_place(
             if not found and not missing_ok:
                 raise DownloadError(f"{local}: not found")
     except DownloadError:
-        _part(dest).unlink(missing_ok=True)  # what arrived is refused, not kept to resume from
+        part_path(dest).unlink(missing_ok=True)  # what arrived is refused, not kept to resume from
         raise
     if found:
-        os.replace(_part(dest), dest)
+        os.replace(part_path(dest), dest)
     return found
 
 
@@ -216,12 +217,12 @@ def _local(source: Path, dest: Path, cap: int, progress: ProgressCallback | None
         total = os.fstat(src.fileno()).st_size
         if total > cap:
             raise DownloadError(f"{source}: {size_text(total)}, more than the {size_text(cap)} it may have")
-        part = _part(dest)
+        part = part_path(dest)
         have = _part_size(part)
         if have > total:
             part.unlink()
             have = 0
-        with _open_part(part, append=True) as out:
+        with _openpart_path(part, append=True) as out:
             src.seek(have)
             _copy(src, out, have, total, cap, str(source), progress)
     return True
@@ -240,7 +241,7 @@ def _part_size(part: Path) -> int:
     return info.st_size
 
 
-def _open_part(part: Path, *, append: bool) -> BinaryIO:
+def _openpart_path(part: Path, *, append: bool) -> BinaryIO:
     """``part`` opened to write (appended to, or from the start), never through a link."""
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -282,7 +283,7 @@ def _origin(parts) -> tuple[str, str, int | None]:  # noqa: ANN001 (a SplitResul
 def _http(
     url: str, dest: Path, cap: int, auth: str | None, progress: ProgressCallback | None, *, missing_ok: bool, same_origin: bool
 ) -> bool:
-    part = _part(dest)
+    part = part_path(dest)
     have = _part_size(part)
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     if have:
@@ -314,7 +315,7 @@ def _http(
         total = start + int(length) if length and length.isdigit() else 0
         if total > cap:
             raise DownloadError(f"{shown_url(url)}: {size_text(total)}, more than the {size_text(cap)} it may have")
-        with _open_part(part, append=mode == "ab") as out:
+        with _openpart_path(part, append=mode == "ab") as out:
             try:
                 _copy(response, out, start, total, cap, shown_url(url), progress)
             except (TimeoutError, ConnectionError, urllib.error.URLError) as exc:

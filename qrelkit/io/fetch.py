@@ -24,7 +24,7 @@ from typing import Any
 from qrelkit.errors import FatalJobError, QrelkitError
 from qrelkit.io.bundles import STATE_FILE, Bundle, BundleFile, Source
 from qrelkit.io.derive import RULES, apply_rule
-from qrelkit.io.download import DownloadError, Mirror, ProgressCallback, cache_path, download, fetch_place, shown_url
+from qrelkit.io.download import DownloadError, Mirror, ProgressCallback, cache_path, download, fetch_place, part_path, shown_url
 from qrelkit.io.files import exclusive_temporary, write_atomically
 from qrelkit.io.folders import FolderRefused, below, inside, make_folders, read_small
 from qrelkit.io.lines import file_sha256
@@ -99,13 +99,20 @@ class State:
         self.data[kind].pop(key, None)
 
     def save(self) -> None:
+        if not any(self.data.values()):  # nothing is had: no record of nothing (a failed first fetch leaves no folder behind)
+            if self.path.is_file() and not self.path.is_symlink():
+                self.path.unlink()
+            return
         text = json.dumps(self.data, indent=1, sort_keys=True)
+        # the folder is made again where a fetch that had nothing took it back (images may follow)
         write_atomically(self.path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
 
 
 class Fetcher:
     def __init__(self, bundle: Bundle, root: Path, *, mirror: Mirror | None = None, progress: ProgressFactory | None = None):
         self.bundle, self.root, self.mirror, self.progress = bundle, root, mirror, progress
+        # the folders this fetch makes, removed again when it had nothing to put in them
+        self.made = [folder for folder in (root, root / ".sources", root / bundle.name) if not folder.exists()]
         root.mkdir(parents=True, exist_ok=True)  # the data folder itself is the user's choice; below it, no link is followed
         self.folder = make_folders(root, bundle.name, f"the folder of {bundle.name}")
         self.state = State(self.folder)
@@ -119,7 +126,23 @@ class Fetcher:
                 reports.append(self.fetch_file(item, failed={r.path for r in reports if r.status in ("missing", "failed")}))
         finally:
             self.state.save()
+            self.remove_empty_folders()
         return reports
+
+    def remove_empty_folders(self) -> None:
+        """Take back the empty folders a fetch that had nothing left: each source's folders under
+        `.sources/` (a download that never arrived), and the bundle and data folders it made."""
+        sources = self.root / ".sources"
+        for source in self.bundle.sources:
+            try:
+                folder = cache_path(self.root, source.url).parent
+            except DownloadError:
+                continue
+            while folder != sources and sources in folder.parents and _remove_if_empty(folder):
+                folder = folder.parent
+        for folder in (self.folder, sources, self.root):
+            if folder in self.made:
+                _remove_if_empty(folder)
 
     def expected(self, item: BundleFile) -> str | None:
         return item.sha256 or self.state.recorded("files", item.path)
@@ -305,7 +328,11 @@ class Fetcher:
                 )
                 self.state.forget("partials", source.url)
                 return origin
-            except DownloadError as exc:
+            except BaseException as exc:
+                if not part_path(dest).exists():  # no byte arrived: nothing to resume, and no origin to hold it to
+                    self.state.forget("partials", source.url)
+                if not isinstance(exc, DownloadError):
+                    raise
                 if source.auth_env and "needs a login" in str(exc) and self.mirror is None:
                     why = "was refused" if auth else "is not set"
                     raise DownloadError(f"{exc}: set {source.auth_env}=user:password (it {why}), or fetch with --mirror") from None
@@ -316,6 +343,14 @@ class Fetcher:
             report.notes.append(f"{shown_url(source.url)} {_md5_note(dest, source.listed_md5)}")
         self.state.record("sources", source.url, sha256=actual, verified=source.verified)
         return dest
+
+
+def _remove_if_empty(folder: Path) -> bool:
+    try:
+        folder.rmdir()
+    except OSError:  # not empty, or not there
+        return False
+    return True
 
 
 def _md5_note(path: Path, listed: str) -> str:

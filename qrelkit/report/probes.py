@@ -12,6 +12,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from qrelkit.evaluate.bootstrap import describe_intervals
 from qrelkit.report.compare import Grid, grid_latex, grid_markdown
 from qrelkit.report.tables import fmt
 from qrelkit.report.text import latex_comment, markdown_text, printable
@@ -43,7 +44,8 @@ def entry_to_dict(entry: ProbeEntry, judge: str | None = None) -> dict[str, Any]
         out |= {"p_value": shift.p_value, "share_p_value": shift.share_p_value}
         out |= {"raised": shift.raised, "lowered": shift.lowered, "unchanged": shift.unchanged}
         out["interval"] = {"method": shift.interval if shift.resamples else None, "level": shift.level, "resamples": shift.resamples}
-        out["interval"] |= {"seed": shift.seed, "over": "queries (a pair's query is resampled with it)"}
+        out["interval"] |= {"seed": shift.seed, "over": "queries (a pair's query goes with it)"}
+        out["interval"]["described"] = describe_intervals(shift.interval, shift.level, shift.queries, shift.resamples, shift.seed)
         out["test"] = {"name": shift.test, "permutations": shift.permutations, "swaps": "each query's pairs, before and after"}
         notes = [f"{name}: {found.note}" for name, found in shift.intervals.items() if found is not None and found.note]
     else:
@@ -165,10 +167,7 @@ def describe(result: ProbeResult) -> list[str]:
         lines += [f"note: {result.relevance.note}"] if result.relevance.note else []
     shift = next((e.shift for e in result.probes if e.shift is not None), None)
     if shift is not None:
-        if shift.resamples:
-            lines.append(
-                f"intervals: {shift.level:.0%} {shift.interval} bootstrap over queries, {shift.resamples} resamples, seed {shift.seed}"
-            )
+        lines.append("intervals: " + describe_intervals(shift.interval, shift.level, shift.queries, shift.resamples, shift.seed))
         lines.append(
             f"p: {shift.test}, {shift.permutations} random swaps of each query's pairs before and after"
             if shift.permutations
