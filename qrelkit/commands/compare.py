@@ -372,8 +372,14 @@ def probes_of(entries: list[JudgeEntry], workspace: Workspace, request: CompareR
     found = {}
     for entry in entries:
         if entry.cost is not None:
-            options = dict(resamples=request.resamples, permutations=request.permutations, seed=request.seed, interval=request.interval)
-            probes = stored_probe_entries(workspace.store, entry.cost.judge_run_id, **options)
+            probes = stored_probe_entries(
+                workspace.store,
+                entry.cost.judge_run_id,
+                resamples=request.resamples,
+                permutations=request.permutations,
+                seed=request.seed,
+                interval=request.interval,
+            )
             if probes:
                 found[entry.name] = probes
     return found
