@@ -21,6 +21,7 @@ from qrelkit.io.duplicates import OnDuplicate
 if TYPE_CHECKING:
     from qrelkit.commands.judging import JudgingOutcome
     from qrelkit.commands.judgments import Judgments
+    from qrelkit.commands.probe_result import ProbeResult
     from qrelkit.evaluate.audit import Audit
     from qrelkit.evaluate.correlate import RankCorrelations
     from qrelkit.evaluate.fd import FDReport
@@ -326,6 +327,54 @@ def judge(
     else:
         spec = job
     return run_judging(spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, grade=grade)
+
+
+def probe(
+    job: str | Path,
+    probes: Sequence[str] | str,
+    *,
+    sample: int = 200,
+    seed: int = 0,
+    reference: str | None = None,
+    grades: Sequence[int] | int = (0,),
+    rel_level: int = 2,
+    relevant_at: float | None = None,
+    score_from: str = "score",
+    resamples: int = 1000,
+    permutations: int = 1000,
+    interval: str = "jackknife",
+    dry_run: bool = False,
+    retry_failed: bool = False,
+    sets: Sequence[str] | None = None,
+    allow_import: bool = False,
+) -> ProbeResult:
+    """Put a job's judge to gullibility probes (`qrelkit probe`, docs/probes.md): a ``sample`` of the
+    job's pool that the ``reference`` qrels grade ``grades`` (the non-relevant), judged as it is and
+    as each probe (a built-in id or a YAML file) perturbs it; per probe the mean shift and the share
+    pushed to relevant, with paired intervals over queries (jackknife by default) and a randomisation test."""
+    from qrelkit.commands import probe as probe_command
+    from qrelkit.commands.requests import ProbeRequest
+
+    request = ProbeRequest(
+        job=Path(job),
+        probes=(probes,) if isinstance(probes, str) else tuple(probes),
+        sample=sample,
+        seed=seed,
+        reference=reference,
+        grades=(grades,) if isinstance(grades, int) else tuple(grades),
+        rel_level=rel_level,
+        relevant_at=relevant_at,
+        score_from=score_from,
+        resamples=resamples,
+        permutations=permutations,
+        interval=interval,
+        dry_run=dry_run,
+        retry_failed=retry_failed,
+        sets=tuple(sets or ()),
+        allow_import=allow_import,
+    )
+    with Workspace(probe_command.job_database(request)) as workspace:
+        return probe_command.run(request, workspace)
 
 
 def judgments(db: str | Path, judge_run: str | None = None) -> Judgments:

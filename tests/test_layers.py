@@ -12,13 +12,14 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "qrelkit"
 # What each layer must never import (DESIGN.md's table), as qrelkit subpackages.
 FORBIDDEN = {
-    "io": {"storage", "prompts", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
-    "storage": {"prompts", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
+    "io": {"storage", "prompts", "probes", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
+    "storage": {"prompts", "probes", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
     "prompts": {"storage", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
+    "probes": {"storage", "prompts", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
     "embed": {"storage", "judges", "jobs", "evaluate", "report", "commands", "cli"},
     "judges": {"storage", "jobs", "evaluate", "report", "commands", "cli"},
     "jobs": {"evaluate", "report", "commands", "cli"},
-    "evaluate": {"storage", "jobs", "judges", "embed", "commands", "report", "prompts", "cli"},
+    "evaluate": {"storage", "jobs", "judges", "embed", "commands", "report", "prompts", "probes", "cli"},
     "report": {"storage", "jobs", "judges", "embed", "commands", "cli"},
     "commands": {"cli"},
 }

@@ -113,6 +113,15 @@ def compare_cmd(
     else:
         for part in views.terminal(result):
             out.print(part)
+    if result.probes and not as_json:  # the judges side by side on their gullibility probes (docs/probes.md)
+        from qrelkit.report.probes import side_by_side
+
+        shown = side_by_side(result.probes, output_format if output_format != "table" or out.is_terminal else "plain")
+        if isinstance(shown, str):
+            print(shown, end="")
+        else:
+            for part in shown:
+                out.print(part)
 
 
 def judge_sweep(job: Path, *, quiet: bool, as_json: bool, dry_run: bool, **options: Any) -> None:

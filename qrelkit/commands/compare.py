@@ -145,6 +145,7 @@ class CompareResult(Result):
     comparison: Comparison | None  # None when no judge could be compared
     entries: list[JudgeEntry]
     reference: dict[str, Any]
+    probes: dict[str, list[Any]] = field(default_factory=dict)  # judge -> the gullibility probes its judge run was put to
 
     def summary(self) -> str:
         """One line (the repr): the judges, the reference, what was compared; `verdict()` says the answer."""
@@ -165,7 +166,12 @@ class CompareResult(Result):
     def to_dict(self) -> dict[str, Any]:
         from qrelkit.report.compare import comparison_to_dict
 
-        return comparison_to_dict(self)
+        out = comparison_to_dict(self)
+        if self.probes:
+            from qrelkit.report.probes import entry_to_dict
+
+            out["probes"] = {judge: [entry_to_dict(entry, judge) for entry in entries] for judge, entries in self.probes.items()}
+        return out
 
     def to_pandas(self):
         """One row per judge (failed ones too): κ, each measure's τ and τ_AP with interval ends, cost."""
@@ -320,6 +326,7 @@ def run(request: CompareRequest, db: str | Path | None = None) -> CompareResult:
             found += sweep_entries(request, db)
         reference = workspace.qrels_with_source(QrelsRef.of(request.reference, name=request.reference_name, file_label=True))
         runs = workspace.runs(RunsRef.of(list(request.runs)))
+        probes = probes_of([entry for entry, _ in found], workspace, request)
     run_groups = resolve_groups([r.name for r in runs], patterns, groups_file)
     compared = [resolved.qrels for entry, resolved in found if entry.status == "compared" and resolved is not None]
     comparison = None
@@ -347,13 +354,35 @@ def run(request: CompareRequest, db: str | Path | None = None) -> CompareResult:
             why = "; ".join(f"{name} {reason}" for name, reason in comparison.skipped.items())
             raise QrelkitError(f"no judge could be compared: {why}")
         entries = [_not_compared(entry, comparison.skipped.get(entry.name)) for entry in entries]
-    return CompareResult(comparison, entries, reference.source)
+    return CompareResult(comparison, entries, reference.source, probes)
 
 
 def _not_compared(entry: JudgeEntry, why: str | None) -> JudgeEntry:
     if why is None:
         return entry
     return dataclasses.replace(entry, status="not compared", note="; ".join(n for n in (why, entry.note) if n))
+
+
+def probes_of(entries: list[JudgeEntry], workspace: Workspace, request: CompareRequest) -> dict[str, list[Any]]:
+    """Each judge run's gullibility probes (docs/probes.md), by judge, where it was put to any."""
+    if not workspace.has_db:
+        return {}
+    from qrelkit.commands.probe import stored_probe_entries
+
+    found = {}
+    for entry in entries:
+        if entry.cost is not None:
+            probes = stored_probe_entries(
+                workspace.store,
+                entry.cost.judge_run_id,
+                resamples=request.resamples,
+                permutations=request.permutations,
+                seed=request.seed,
+                interval=request.interval,
+            )
+            if probes:
+                found[entry.name] = probes
+    return found
 
 
 def _sweep_database(request: CompareRequest) -> Path | None:

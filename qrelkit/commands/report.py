@@ -16,9 +16,12 @@ if TYPE_CHECKING:
     from qrelkit.storage import Store
 
 
-def summarize_judge_run(store: Store, judge_run: str, qrels_set: str | None = None) -> JudgeSummary:
+def summarize_judge_run(
+    store: Store, judge_run: str, qrels_set: str | None = None, *, seed: int | None = 0, interval: str = "jackknife"
+) -> JudgeSummary:
     """What the report shows about the judge run behind the model qrels (``qrels_set``, the set the
-    audit read; by default the one `--judge-run` audits)."""
+    audit read; by default the one `--judge-run` audits), and the probes it was put to (docs/probes.md)."""
+    from qrelkit.commands.probe import stored_probe_entries
     from qrelkit.storage import judgments  # DuckDB only for a report from a database
 
     info = judgments.judge_run(store, judge_run)
@@ -43,6 +46,7 @@ def summarize_judge_run(store: Store, judge_run: str, qrels_set: str | None = No
         mean_latency_ms=totals.mean_latency_ms,
         failures=judgments.failed_sample(store, run_id, limit=10),
         scores=judgments.ok_scores(store, run_id),
+        probes=stored_probe_entries(store, run_id, seed=seed, interval=interval),
     )
 
 
@@ -61,7 +65,9 @@ def run(request: AuditRequest, workspace: Workspace, *, out: str | Path, command
     # the judge run behind the model qrels, whether named by --judge-run or by a graded set's name
     judge_run_part = model.get("judge_run") or {}
     graded_from = judge_run_part.get("id") if judge_run_part.get("judge") is not None else None  # None: the run was dropped since
-    judge = summarize_judge_run(workspace.store, graded_from, model["name"]) if graded_from is not None and workspace.has_db else None
+    judge = None
+    if graded_from is not None and workspace.has_db:
+        judge = summarize_judge_run(workspace.store, graded_from, model["name"], seed=request.seed, interval=request.interval)
     provenance = Provenance(__version__, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), command)
     return write_report(result, report_path(out), judge, provenance)
 

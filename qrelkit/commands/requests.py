@@ -11,7 +11,8 @@ flag is parsed twice. The parts:
 - `GradeMap`, `GroupPattern`, `GroupsFile`, `PriorSpec`, `EmbedderRef`: maps, groups, NRG's
   prior sets and an embedder, each parsed from its option string once.
 
-The requests (`AuditRequest`, `EvaluateRequest`, `CorrelateRequest`, `NRGRequest`, `FDRequest`) are
+The requests (`AuditRequest`, `EvaluateRequest`, `CorrelateRequest`, `NRGRequest`, `FDRequest`,
+`ProbeRequest`) are
 frozen dataclasses checked in ``__post_init__``, not pydantic models as DESIGN.md first said:
 building one from flags must not import pydantic, ~0.2 s of every command's start-up
 (`tests/test_startup.py`). A `--config` file goes through the command's own options (click's
@@ -21,6 +22,7 @@ default map, `qrelkit.commands.config`), so it is typed and checked exactly as f
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -469,3 +471,84 @@ class FDRequest:
         if (self.qrels.ref is None and self.qrels.value is None) == (self.qrels.judge_run is None):
             raise QrelkitError("give either --qrels (a file or a qrels set in --db) or --judge-run (its graded qrels)")
         object.__setattr__(self, "on_duplicate", OnDuplicate(self.on_duplicate))
+
+
+# -- gullibility probes (`qrelkit probe`) -------------------------------------------------------------
+
+
+def option(default: Any, flag: str, help: str) -> Any:
+    """A request field that carries its command-line flag and help beside its default (read by the
+    command line: `qrelkit.cli.probe`), so that each option is declared once."""
+    return field(default=default, metadata={"flag": flag, "help": help})
+
+
+def field_option(request: type, name: str) -> tuple[str, str, Any]:
+    """(flag, help, default) of a request's field declared with `option` (a tuple default as a list,
+    as the command line's repeatable options take it)."""
+    found = next(f for f in dataclasses.fields(request) if f.name == name)
+    default = None if found.default is dataclasses.MISSING else found.default
+    return found.metadata["flag"], found.metadata["help"], list(default) if isinstance(default, tuple) else default
+
+
+DEFAULT_PROBE_SAMPLE = 200
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    """A job's judge put to named probes: a sample of the job's pool that the reference qrels grade
+    ``grades`` (the non-relevant, by default), each pair judged as it is and as each probe perturbs
+    it, and per probe the paired shift (docs/probes.md)."""
+
+    job: Path = option(dataclasses.MISSING, "JOB", "Job YAML: its database, collection, pool, judge and template.")
+    probes: tuple[str, ...] = option((), "--probe", "A probe: a built-in id (qrelkit probe --list) or a probe YAML file; repeatable.")
+    sample: int = option(DEFAULT_PROBE_SAMPLE, "--sample", "Pairs to probe, spread over the topics (stratified, seeded).")
+    seed: int = option(0, "--seed", "Seed of the sample and of the resamples.")
+    reference: str | None = option(
+        None,
+        "--reference-qrels",
+        "Qrels that say which pairs are non-relevant: a set in the job's database or a file "
+        "(default: the set the job's pool reads, else its only qrels set).",
+    )
+    grades: tuple[int, ...] = option((0,), "--grade", "Reference grades of the pairs sampled; repeatable (default 0: the non-relevant).")
+    rel_level: int = option(2, "--rel-level", "The grade at which a pair counts as relevant (2 on the TREC DL scale).")
+    relevant_at: float | None = option(
+        None,
+        "--relevant-at",
+        "The score at which a pair counts as relevant (default: --rel-level for a judge answering grades; for a judge "
+        "with scores of its own, the cut point of that grade in the job's graded qrels).",
+    )
+    score_from: str = option("score", "--score-from", "Which stored score to compare: score, parsed or expected.")
+    resamples: int = option(DEFAULT_RESAMPLES, "--resamples", "Bootstrap resamples of the queries (0: no intervals).")
+    permutations: int = option(1000, "--permutations", "Random swaps of the randomisation test behind each p-value (0: no test).")
+    interval: str = option(
+        DEFAULT_INTERVAL, "--interval", "Interval method over queries: jackknife (default), bca, percentile (bootstrap) or subsampling."
+    )
+    dry_run: bool = option(False, "--dry-run", "Only count the calls each run would make (and their cost, where a judge estimates it).")
+    retry_failed: bool = option(False, "--retry-failed", "Judge failed pairs (parse/model/input errors) again.")
+    sets: tuple[str, ...] = option((), "--set", "Override a job setting: KEY.PATH=VALUE (YAML value), e.g. judge.options.batch_size=32.")
+    allow_import: bool = option(False, "--allow-import", "Allow a `judge.name: module:Class` job to import and run that Python module.")
+
+    def __post_init__(self) -> None:
+        from qrelkit.evaluate.bootstrap import check_method, check_resamples
+
+        if self.job is None:
+            raise QrelkitError("give the job: qrelkit probe JOB.yaml --probe NAME (or --list for the built-in probes)")
+        object.__setattr__(self, "job", Path(self.job))
+        for name in ("probes", "sets"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, (str(value),) if isinstance(value, str | Path) else tuple(str(v) for v in value or ()))
+        grades = (self.grades,) if isinstance(self.grades, int) else tuple(int(g) for g in self.grades or ())
+        object.__setattr__(self, "grades", tuple(dict.fromkeys(grades)))
+        check_resamples(self.resamples)
+        check_resamples(self.permutations)
+        object.__setattr__(self, "interval", check_method(self.interval))
+        if not self.probes:
+            raise QrelkitError("name a probe: --probe NAME (a built-in; `qrelkit probe --list` lists them) or --probe FILE.yaml")
+        if self.sample < 1:
+            raise QrelkitError(f"--sample must be 1 or more, got {self.sample}")
+        if not self.grades:
+            raise QrelkitError("--grade: give the reference grades whose pairs are sampled (e.g. 0)")
+        if self.score_from not in ("score", "parsed", "expected"):
+            raise QrelkitError(f"--score-from {self.score_from!r}: choose score, parsed or expected")
+        if self.relevant_at is not None and not math.isfinite(self.relevant_at):
+            raise QrelkitError(f"--relevant-at {self.relevant_at}: give a finite score")

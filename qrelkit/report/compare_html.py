@@ -16,6 +16,7 @@ from qrelkit import __version__
 from qrelkit.report.compare import Grid, describe, grids, notes
 from qrelkit.report.html import CSS, Figures, _esc
 from qrelkit.report.plots.audit import MARKERS, OKABE_ITO
+from qrelkit.report.probes import side_by_side_html
 from qrelkit.report.verdict import caveats, verdict
 
 CompareResult = Any  # qrelkit.commands.compare.CompareResult, read by field (report/ sits below commands/)
@@ -103,6 +104,8 @@ def render_comparison(result: CompareResult, command: str | None = None) -> str:
         )
     for grid, table_id in zip(tables[1:], ("differences", "kappa-matrix"), strict=False):
         parts.append(_grid_html(grid, table_id))
+    if getattr(result, "probes", None):
+        parts.append(side_by_side_html(result.probes))
     lines = notes(result)
     if lines:
         parts.append("<h2>Notes</h2><ul class=note>" + "".join(f"<li>{_esc(line)}</li>" for line in lines) + "</ul>")

@@ -22,6 +22,7 @@ import numpy as np
 from qrelkit.evaluate.audit import Audit
 from qrelkit.evaluate.labels import map_grades
 from qrelkit.report.plots.audit import figure_svg, plot_confusion, plot_relative_delta, plot_score_cdf, plot_system_scatter
+from qrelkit.report.probes import probes_section_html
 from qrelkit.report.tables import (
     BIAS_HEADER,
     SYSTEM_HEADER,
@@ -71,6 +72,7 @@ class JudgeSummary:
     mean_latency_ms: float | None
     failures: Sequence[FailureRow] = field(default_factory=list)  # a sample, with the model's raw answers
     scores: list[tuple[str, str, float]] = field(default_factory=list)  # (qid, docid, raw score) of ok judgments
+    probes: Sequence[Any] = field(default_factory=list)  # the gullibility probes it was put to (qrelkit.commands.probe_result.ProbeEntry)
 
 
 @dataclass(frozen=True)
@@ -455,6 +457,7 @@ def render_html(result: Audit, judge: JudgeSummary | None = None, provenance: Pr
         _scores_section(result, judge, figure),
         _bias_section(result, figure),
         _judge_section(judge) if judge else "",
+        probes_section_html(list(judge.probes), judge.judge_run_id) if judge and judge.probes else "",
         grading_section(judge.grading) if judge and judge.grading else "",
     ]
     if provenance is not None:
