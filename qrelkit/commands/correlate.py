@@ -24,13 +24,6 @@ def _labelled(qrels_sets: list[Qrels], refs: list[Any]) -> list[tuple[str, Qrels
     return [(name if names.count(name) == 1 else label, q) for name, label, q in zip(names, given, qrels_sets)]
 
 
-def correlate(*, db: str | Path | None = None, **options: Any) -> RankCorrelations:
-    """`qrelkit correlate` from option values (those of `CorrelateRequest.from_options`) and ``db``."""
-    request = CorrelateRequest.from_options(**options)
-    with Workspace(db, on_duplicate=request.on_duplicate) as workspace:
-        return run(request, workspace)
-
-
 def run(request: CorrelateRequest, workspace: Workspace) -> RankCorrelations:
     """Rank correlations between every (measure, qrels) ordering of the runs.
 

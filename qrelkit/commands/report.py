@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from qrelkit import __version__
 from qrelkit.commands import agree
-from qrelkit.commands.requests import AuditRequest
+from qrelkit.commands.requests import ReportRequest
 from qrelkit.commands.workspace import Workspace
 from qrelkit.io.files import check_writable
 from qrelkit.report.html import JudgeSummary, Provenance, write_report
+from qrelkit.version import __version__
 
 if TYPE_CHECKING:
     from qrelkit.storage import Store
@@ -53,23 +53,17 @@ def report_path(out: str | Path) -> Path:
     return out if out.suffix.lower() in (".html", ".htm") else out / "report.html"
 
 
-def run(request: AuditRequest, workspace: Workspace, *, out: str | Path, command: str = "qrelkit report") -> Path:
-    """`qrelkit report`: audit (as :func:`qrelkit.commands.agree.run`) and write the page; ``command``
-    is the command line shown at its bottom. Everything is computed before the file is written."""
-    check_writable(report_path(out))
+def run(request: ReportRequest, workspace: Workspace) -> Path:
+    """`qrelkit report`: audit (as :func:`qrelkit.commands.agree.run`) and write the page; the
+    workspace's command is the command line shown at its bottom. Everything is computed before the
+    file is written."""
+    page = report_path(request.out)
+    check_writable(page)
     result = agree.run(request, workspace)
     model = result.sources.get("model", {})
     # the judge run behind the model qrels, whether named by --judge-run or by a graded set's name
     judge_run_part = model.get("judge_run") or {}
     graded_from = judge_run_part.get("id") if judge_run_part.get("judge") is not None else None  # None: the run was dropped since
     judge = summarize_judge_run(workspace.store, graded_from, model["name"]) if graded_from is not None and workspace.has_db else None
-    provenance = Provenance(__version__, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), command)
-    return write_report(result, report_path(out), judge, provenance)
-
-
-def build_report(*, out: str | Path, db: str | Path | None = None, command: str = "qrelkit report", **options: Any) -> Path:
-    """`qrelkit report` from option values (those of `AuditRequest.from_options`) and ``db``."""
-    check_writable(report_path(out))
-    request = AuditRequest.from_options(**options)
-    with Workspace(db, on_duplicate=request.on_duplicate) as workspace:
-        return run(request, workspace, out=out, command=command)
+    provenance = Provenance(__version__, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), workspace.command)
+    return write_report(result, page, judge, provenance)

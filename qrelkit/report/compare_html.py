@@ -12,10 +12,10 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from qrelkit import __version__
 from qrelkit.report.compare import Grid, describe, grids, notes
 from qrelkit.report.html import CSS, Figures, _esc
 from qrelkit.report.plots.audit import MARKERS, OKABE_ITO
+from qrelkit.version import __version__
 
 CompareResult = Any  # qrelkit.commands.compare.CompareResult, read by field (report/ sits below commands/)
 

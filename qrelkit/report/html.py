@@ -20,7 +20,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from qrelkit.evaluate.audit import Audit
-from qrelkit.evaluate.labels import map_grades
 from qrelkit.report.plots.audit import figure_svg, plot_confusion, plot_relative_delta, plot_score_cdf, plot_system_scatter
 from qrelkit.report.tables import (
     BIAS_HEADER,
@@ -147,7 +146,7 @@ def _stat(key: str, value: str, label: str, interval: str = "") -> str:
 
 
 def _maps_note(result: Audit) -> str:
-    sides = (("reference", result.reference_map), ("model", result.model_map))
+    sides = (("reference", result.maps.reference), ("model", result.maps.model))
     return "; ".join(f"{side} grades mapped {','.join(f'{k}:{v}' for k, v in m.items())}" for side, m in sides if m)
 
 
@@ -267,14 +266,13 @@ def _labels_section(result: Audit, figure: Figures) -> str:
 
 def _scores_section(result: Audit, judge: JudgeSummary | None, figure: Figures) -> str:
     """The judge's raw scores per reference grade; without them (qrels from a file), the model's grades."""
-    reference = map_grades(result.reference_grades, result.reference_map, "reference")
+    mapped_model, reference = result.mapped_grades()
     scores = judge.scores if judge else None
     if scores:
         values, xlabel = list(scores), "judge score (raw, before grading)"
         caption = "Cumulative distribution of the judge's raw scores for each reference grade, and overall."
     else:
-        model = map_grades(result.model_grades, result.model_map, "model")
-        values = [(q, d, float(g)) for q, docs in model.items() for d, g in docs.items()]
+        values = [(q, d, float(g)) for q, docs in mapped_model.items() for d, g in docs.items()]
         xlabel = "model grade (no raw scores: qrels from a file)"
         caption = "Cumulative distribution of the model's grades for each reference grade (no raw scores: qrels from a file)."
     by_grade: dict[int, list[float]] = {}

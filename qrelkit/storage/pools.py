@@ -200,32 +200,3 @@ class PendingPairs:
     def close(self) -> None:
         self.store.con.execute("DROP TABLE IF EXISTS pending_pairs")
         self.store.con.execute("DROP TABLE IF EXISTS pending_keys")
-
-
-@dataclass(frozen=True)
-class PoolState:
-    """Where a judge run stands on a pool given as a list (small pools, tests)."""
-
-    todo: list[tuple[str, str]]  # to judge now, in pool order
-    judged: dict[tuple[str, str], tuple[str, int]]  # pool pairs judged before: (status, attempts)
-    ok: int  # pool pairs with an `ok` judgment
-    failed: int  # pool pairs with a failed one
-
-
-def pool_state(store: Store, judge_run_id: str, pairs: list[tuple[str, str]], *, retry_failed: bool = False) -> PoolState:
-    """`pool_counts` and `PendingPairs` for a pool given as a list, as lists: the same query."""
-    pool = listed_pool(store, [pairs])
-    params = {"judge_run": judge_run_id, "retry_failed": retry_failed}
-    rows = arrow_table(
-        store.con,
-        f"SELECT p.qid, p.docid, j.status, j.attempts, {PENDING} AS todo FROM {_judged(pool)} ORDER BY p.qid, p.docid",
-        params,  # type: ignore[arg-type]
-    )
-    judged = rows.filter(rows.column("status").is_valid())
-    statuses = judged.column("status").to_pylist()
-    return PoolState(
-        todo=_pairs(rows.filter(rows.column("todo"))),
-        judged=dict(zip(_pairs(judged), zip(statuses, judged.column("attempts").to_pylist()))),
-        ok=statuses.count("ok"),
-        failed=len(statuses) - statuses.count("ok"),
-    )
