@@ -75,11 +75,7 @@ def build(folder: Path, pairs: int) -> tuple[str, list[Pair]]:
 def job_file(folder: Path, name: str, judge: str, options: dict) -> Path:
     spec = {
         "database": str(folder / f"{name}.duckdb"),
-        "collection": {
-            "topics": str(folder / "topics.jsonl"),
-            "documents": str(folder / "images.jsonl"),
-            "image_root": str(folder / "images"),
-        },
+        "collection": {"topics": str(folder / "topics.jsonl"), "documents": str(folder / "images.jsonl"), "image_root": str(folder / "images")},
         "pool": {"pairs": str(folder / "pairs.tsv")},
         "judge": {"name": judge, "options": options},
         "template": str(folder / "template.yaml"),
@@ -191,13 +187,9 @@ def report(rows: list[dict], args: argparse.Namespace) -> None:
     import vllm
 
     load = os.getloadavg()
-    print(
-        f"vLLM {vllm.__version__}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load {load[0]:.1f} {load[1]:.1f}"
-    )
+    print(f"vLLM {vllm.__version__}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load {load[0]:.1f} {load[1]:.1f}")
     print(f"{args.pairs} image pairs, LLaVA-shaped {MODEL}, {ENGINE['dtype']}; median of {args.repeats}; pairs/s in brackets\n")
-    print(
-        "| mode | engine start | engine alone (`LLM.generate`) | `vllm` judge job | job ÷ engine | server route job | server ÷ in-process |"
-    )
+    print("| mode | engine start | engine alone (`LLM.generate`) | `vllm` judge job | job ÷ engine | server route job | server ÷ in-process |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         server = f"{r['server']:.2f} s ({args.pairs / r['server']:.1f})" if "server" in r else "—"
@@ -206,10 +198,7 @@ def report(rows: list[dict], args: argparse.Namespace) -> None:
             f"| {r['mode']} | {r['start']:.1f} s | {r['alone']:.2f} s ({args.pairs / r['alone']:.1f}) | {r['job']:.2f} s "
             f"({args.pairs / r['job']:.1f}) | {r['job'] / r['alone']:.3f} | {server} | {ratio} |"
         )
-    print(
-        "\nstatuses: "
-        + "; ".join(f"{r['mode']}: {r['statuses']}" + (f", server {r['server_statuses']}" if "server" in r else "") for r in rows)
-    )
+    print("\nstatuses: " + "; ".join(f"{r['mode']}: {r['statuses']}" + (f", server {r['server_statuses']}" if "server" in r else "") for r in rows))
 
 
 if __name__ == "__main__":
