@@ -11,8 +11,9 @@ On the same engine, the same pairs and the same prompts (the judge's own `genera
   server (`python -m vllm.entrypoints.openai.api_server`, what `vllm serve` runs) on 127.0.0.1,
   with the answer prefix continued by the server (one forward pass in expected mode).
 
-The prefix cache is emptied before every timed run (the prompts repeat), the median of
-``--repeats`` runs is shown. Goal: the judge's job ≤ 1.05 × the engine alone. The model is
+The engine's caches (prefix, processed images) are emptied before every timed run, after a
+warm-up call (the prompts repeat: a cached run would time the cache); the median of ``--repeats``
+runs is shown. Goal: the judge's job ≤ 1.05 × the engine alone. The model is
 LLaVA-shaped with random weights (tests/tiny_hf.py), sized so the engine's work dominates on a CPU:
 a CLIP ViT 224/14 (256 patches, width 256, 4 layers) and a Llama of width 512, 8 layers.
 
@@ -33,6 +34,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from functools import partial
 from pathlib import Path
 
 os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
@@ -75,7 +77,11 @@ def build(folder: Path, pairs: int) -> tuple[str, list[Pair]]:
 def job_file(folder: Path, name: str, judge: str, options: dict) -> Path:
     spec = {
         "database": str(folder / f"{name}.duckdb"),
-        "collection": {"topics": str(folder / "topics.jsonl"), "documents": str(folder / "images.jsonl"), "image_root": str(folder / "images")},
+        "collection": {
+            "topics": str(folder / "topics.jsonl"),
+            "documents": str(folder / "images.jsonl"),
+            "image_root": str(folder / "images"),
+        },
         "pool": {"pairs": str(folder / "pairs.tsv")},
         "judge": {"name": judge, "options": options},
         "template": str(folder / "template.yaml"),
@@ -99,13 +105,19 @@ def timed_job(path: Path, repeats: int, before: callable) -> tuple[float, dict]:
     return statistics.median(seconds), dict(report.statuses)
 
 
+def empty_caches(llm) -> None:
+    llm.reset_prefix_cache()
+    llm.reset_mm_cache()
+
+
 def engine_alone(judge, pairs: list[Pair], repeats: int) -> float:
     from qrelkit.judges.vllm import generation_request
 
     requests = [generation_request(p, judge.template, judge.apply_chat_template, judge.config.answer_prefix, judge.typed) for p in pairs]
+    judge.llm.generate(requests[:8], judge.sampling, use_tqdm=False)  # warm-up: the first call's shapes
     seconds = []
     for _ in range(repeats):
-        judge.llm.reset_prefix_cache()
+        empty_caches(judge.llm)
         started = time.perf_counter()
         judge.llm.generate(requests, judge.sampling, use_tqdm=False)
         seconds.append(time.perf_counter() - started)
@@ -121,7 +133,9 @@ def start_server(model: str, log: Path) -> tuple[subprocess.Popen, str]:
         "--host", "127.0.0.1", "--port", str(port), "--dtype", ENGINE["dtype"], "--max-model-len", str(ENGINE["max_model_len"]),
         "--kv-cache-memory-bytes", str(int(ENGINE["kv_cache_gib"] * 2**30)), "--seed", "0", "--enable-prefix-caching",
     ]  # fmt: skip
-    process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    # dev mode: the server's /reset_prefix_cache and /reset_mm_cache, so every timed run starts cold
+    environment = {**os.environ, "VLLM_SERVER_DEV_MODE": "1"}
+    process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=environment)
     base_url = f"http://127.0.0.1:{port}/v1"
     while True:
         if process.poll() is not None:
@@ -134,13 +148,10 @@ def start_server(model: str, log: Path) -> tuple[subprocess.Popen, str]:
 
 
 def reset_server_cache(base_url: str) -> None:
-    """vLLM's server empties its prefix cache on POST /reset_prefix_cache (when it allows it); a
-    server that does not answers 404, and its cache then helps the later repeats."""
-    request = urllib.request.Request(base_url.removesuffix("/v1") + "/reset_prefix_cache", method="POST")
-    try:
-        urllib.request.urlopen(request, timeout=30).close()
-    except OSError:
-        pass
+    """Empty the server's caches (its dev-mode routes), as `empty_caches` does in-process."""
+    for route in ("/reset_prefix_cache", "/reset_mm_cache"):
+        request = urllib.request.Request(base_url.removesuffix("/v1") + route, method="POST")
+        urllib.request.urlopen(request, timeout=60).close()
 
 
 def main() -> None:
@@ -165,7 +176,7 @@ def main() -> None:
         judge = create_judge("vllm", options, template)  # starts the engine (the job's judge reuses it)
         start_seconds = time.perf_counter() - started
         alone = engine_alone(judge, pairs, args.repeats)
-        in_process, statuses = timed_job(job_file(folder, f"vllm-{mode}", "vllm", options), args.repeats, judge.llm.reset_prefix_cache)
+        in_process, statuses = timed_job(job_file(folder, f"vllm-{mode}", "vllm", options), args.repeats, partial(empty_caches, judge.llm))
         row = {"mode": mode, "start": start_seconds, "alone": alone, "job": in_process, "statuses": statuses}
         if not args.no_server:
             if server is None:
@@ -173,9 +184,9 @@ def main() -> None:
             extra = {"logprobs": True, "top_logprobs": 20} if mode == "expected" else {}
             openai = {"model": "bench", "base_url": server[1], "answer_prefix": "Relevance: ", "score": mode, "concurrency": 32, **extra}
             openai["max_tokens"] = 1 if mode == "expected" else args.max_tokens
-            row["server"], row["server_statuses"] = timed_job(
-                job_file(folder, f"server-{mode}", "openai", openai), args.repeats, lambda: reset_server_cache(server[1])
-            )
+            job = job_file(folder, f"server-{mode}", "openai", openai)
+            timed_job(job, 1, lambda: None)  # warm-up, as in-process
+            row["server"], row["server_statuses"] = timed_job(job, args.repeats, partial(reset_server_cache, server[1]))
         rows.append(row)
     if server is not None:
         server[0].terminate()
@@ -187,9 +198,11 @@ def report(rows: list[dict], args: argparse.Namespace) -> None:
     import vllm
 
     load = os.getloadavg()
-    print(f"vLLM {vllm.__version__}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load {load[0]:.1f} {load[1]:.1f}")
+    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+    print(f"vLLM {vllm.__version__}, {machine}, load {load[0]:.1f} {load[1]:.1f}")
     print(f"{args.pairs} image pairs, LLaVA-shaped {MODEL}, {ENGINE['dtype']}; median of {args.repeats}; pairs/s in brackets\n")
-    print("| mode | engine start | engine alone (`LLM.generate`) | `vllm` judge job | job ÷ engine | server route job | server ÷ in-process |")
+    columns = ["mode", "engine start", "engine alone (`LLM.generate`)", "`vllm` judge job", "job ÷ engine", "server route job"]
+    print("| " + " | ".join([*columns, "server ÷ in-process"]) + " |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         server = f"{r['server']:.2f} s ({args.pairs / r['server']:.1f})" if "server" in r else "—"
@@ -198,7 +211,8 @@ def report(rows: list[dict], args: argparse.Namespace) -> None:
             f"| {r['mode']} | {r['start']:.1f} s | {r['alone']:.2f} s ({args.pairs / r['alone']:.1f}) | {r['job']:.2f} s "
             f"({args.pairs / r['job']:.1f}) | {r['job'] / r['alone']:.3f} | {server} | {ratio} |"
         )
-    print("\nstatuses: " + "; ".join(f"{r['mode']}: {r['statuses']}" + (f", server {r['server_statuses']}" if "server" in r else "") for r in rows))
+    statuses = [f"{r['mode']}: {r['statuses']}" + (f", server {r['server_statuses']}" if "server" in r else "") for r in rows]
+    print("\nstatuses: " + "; ".join(statuses))
 
 
 if __name__ == "__main__":

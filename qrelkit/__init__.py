@@ -7,7 +7,7 @@ The Python API takes what a notebook holds: qrels as a path, a stored name (with
 
     import qrelkit
     evaluation = qrelkit.evaluate("qrels.txt", "runs/", ["nDCG@10", "AP(rel=2)"])     # per-query values
-    audit = qrelkit.agree("model.qrels", "qrels.txt", "runs/")                       # κ, τ, Relative Δ (BCa intervals)
+    audit = qrelkit.agree("model.qrels", "qrels.txt", "runs/")                       # κ, τ, Relative Δ (jackknife intervals)
     graded = qrelkit.grade(db="lab.duckdb", judge_run="minilm", method="quantile")  # scores into 0/1/2 qrels
     table = qrelkit.judgments("lab.duckdb", "minilm").to_pandas()                   # every stored field
     which = qrelkit.compare(judges=["a.qrels", "b.qrels"], reference="qrels.txt", runs=["runs/"])  # .to_pandas()

@@ -4,6 +4,7 @@ bootstrap), so it sits beside `errors` rather than in any one of them."""
 from __future__ import annotations
 
 import os
+import signal
 
 
 def available_cores() -> int:
@@ -16,3 +17,9 @@ def available_cores() -> int:
         cores = max(1, os.cpu_count() or 1)
     limit = os.environ.get("OMP_NUM_THREADS", "")
     return min(cores, int(limit)) if limit.isdigit() and int(limit) > 0 else cores
+
+
+def crash_point(name: str) -> None:
+    """Test hook: die here, uncleanly (SIGKILL), when QRELKIT_CRASH_AT names this point."""
+    if os.environ.get("QRELKIT_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -65,6 +65,7 @@ class Reply:
     answer: str | None = None  # the completion's text (default "Relevance: <grade>")
     finish_reason: str = "stop"
     trickle: float = 0.0  # seconds between the body's bytes: a server that is never idle long enough to time out
+    endless: bool = False  # a chunked 200 whose body never ends (64 KiB chunks, at most 32 MB a second)
 
 
 @dataclass
@@ -165,7 +166,23 @@ class FakeOpenAI:
                     payload = reply.body.encode()
                 else:
                     payload = json.dumps(reply.body).encode()
+                if reply.endless:
+                    self._send_endless()
+                    return
                 self._send(reply.status, payload, reply.headers, reply.trickle)
+
+            def _send_endless(self) -> None:
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    chunk = b"[" * 65536
+                    while not fake.stopping.wait(0.002):
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                except (BrokenPipeError, ConnectionResetError, OSError):
+                    pass  # the client stopped reading
+                self.close_connection = True
 
             def _send(self, status: int, payload: bytes, headers: dict[str, str], trickle: float = 0.0) -> None:
                 try:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from bundle_mirror import serve
+from bundle_mirror import a_bundle, serve
 
 from qrelkit.io import derive
 from qrelkit.io.bundles import Bundle, bundle_names, data_root, load_bundle
@@ -187,30 +187,6 @@ def test_a_public_file_of_another_form_is_one_line_naming_the_file_and_line(tmp_
 
 
 # -- downloads -----------------------------------------------------------------------------------
-
-
-def a_bundle(tmp_path: Path, mirror: Path, files: dict[str, bytes], *, verified: bool = True) -> Bundle:
-    """A two-file bundle whose sources are in ``mirror`` at example.org/<name>."""
-    sources, items = [], []
-    for name, data in files.items():
-        url = f"https://example.org/data/{name}"
-        (mirror / "example.org" / "data").mkdir(parents=True, exist_ok=True)
-        (mirror / "example.org" / "data" / name).write_bytes(data)
-        sources.append(
-            {
-                "id": name,
-                "url": url,
-                "size": len(data) if verified else None,
-                "sha256": sha(data) if verified else None,
-                "checksum": "verified: test" if verified else "unverified: test",
-            }
-        )
-        items.append(
-            {"path": name, "what": name, "rule": "copy", "inputs": [name], "sha256": sha(data) if verified else None, "checksum": "x"}
-        )
-    return Bundle.model_validate(
-        {"name": "tiny", "title": "t", "description": "d", "licence": "l", "size": "s", "sources": sources, "files": items}
-    )
 
 
 def test_an_interrupted_download_resumes_with_a_range_request(tmp_path):

@@ -37,7 +37,7 @@ def dl19_shared() -> Path:
     return folder
 
 
-def test_trec_dl_2019_from_a_local_mirror_is_the_shared_data_but_for_one_corrected_topic(tmp_path, dl19_shared):
+def test_trec_dl_2019_from_a_local_mirror_is_the_shared_data(tmp_path, dl19_shared):
     mirror = tmp_path / "mirror"
     dl19_mirror(load_bundle("trec-dl-2019"), mirror, dl19_shared)
     with serve(mirror) as (base, handler):
@@ -50,17 +50,18 @@ def test_trec_dl_2019_from_a_local_mirror_is_the_shared_data_but_for_one_correct
         assert (got / "runs" / run.name).read_bytes() == run.read_bytes()
     assert done.stdout.count("equals the copy behind this project's published figures") == 38  # 37 runs and UMBRELA's qrels
     assert done.stdout.strip().endswith("43 of 43 files (5 verified against the manifest, 38 unverified, their sha256 recorded)")
-    # The public topics say 'cerebral palsy' where the shared copy says '19335 palsy' (qid 527433)
-    public, shared = (got / "topics.tsv").read_text().splitlines(), (dl19_shared / "topics.tsv").read_text().splitlines()
-    assert [(a, b) for a, b in zip(public, shared) if a != b] == [
-        ("527433\ttypes of dysarthria from cerebral palsy", "527433\ttypes of dysarthria from 19335 palsy")
-    ]
+    # the shared copy's topics now equal the public file (qid 527433 reads "cerebral palsy" in both)
+    assert (got / "topics.tsv").read_bytes() == (dl19_shared / "topics.tsv").read_bytes()
+    assert "527433\ttypes of dysarthria from cerebral palsy" in (got / "topics.tsv").read_text().splitlines()
 
 
 def test_a_data_folder_copy_as_mirror_has_its_corrupted_topics_refused_and_rebuilt_from_the_public_file(tmp_path, dl19_shared):
     mirror = tmp_path / "mirror"
     dl19_mirror(load_bundle("trec-dl-2019"), mirror, dl19_shared)
-    (mirror / "trec-dl-2019" / "topics.tsv").write_bytes((dl19_shared / "topics.tsv").read_bytes())
+    # the one-word corruption a copy of this data once carried (qid 527433: "19335 palsy" for "cerebral palsy")
+    corrupted = (dl19_shared / "topics.tsv").read_text().replace("from cerebral palsy", "from 19335 palsy")
+    assert corrupted != (dl19_shared / "topics.tsv").read_text()
+    (mirror / "trec-dl-2019" / "topics.tsv").write_text(corrupted)
     done = fetch("trec-dl-2019", tmp_path / "data", str(mirror))
     assert done.returncode == 0, done.stderr
     assert "ok      topics.tsv: made by rule 'judged-topics'; sha256 matches the manifest (verified)" in done.stdout

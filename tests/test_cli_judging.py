@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,18 @@ def test_demo_prints_the_comparison(tmp_path):
     output = invoke("demo", "--out", str(tmp_path / "demo"))
     assert "Kendall τ between the two system rankings" in output
     assert (tmp_path / "demo" / "minilm.qrels").is_file()
+
+
+def test_demo_runs_again_into_the_same_folder_with_the_same_result(tmp_path):
+    """`make demo` twice (issue 37): the second run resumes its judge run, judges nothing, and writes
+    its own qrels file again; the figures are the first run's."""
+    first = invoke("demo", "--out", str(tmp_path / "demo"))
+    qrels = (tmp_path / "demo" / "minilm.qrels").read_text()
+    again = invoke("demo", "--out", str(tmp_path / "demo"))
+    assert "judged 0 of " in again and "already in the database" in again
+    tau = re.compile(r"Kendall τ between the two system rankings: (\S+); binary agreement \(grade ≥ 2\) on (\d+/\d+) pairs")
+    assert tau.search(first).groups() == tau.search(again).groups()
+    assert (tmp_path / "demo" / "minilm.qrels").read_text() == qrels
 
 
 def test_grade_without_flags_grades_as_the_job_file_and_the_api_do(judged, tmp_path):

@@ -73,8 +73,8 @@ def _tau_by_hand(judge: Qrels, human: Qrels, runs: list[Run], weights: np.ndarra
 def test_the_paired_interval_of_delta_tau_comes_from_the_resamples_of_each_judges_own_interval(track):
     human, runs, truth = track
     good, poor = noisy("good", truth, 0.3, 2), noisy("poor", truth, 0.8, 3)
-    found = compare_judges([good, poor], human, runs, measures=["nDCG@10"], resamples=300, permutations=200, seed=9)
-    weights = resample_weights(len(QUERIES), 300, seed=9)  # the draws `agree --seed 9` makes
+    found = compare_judges([good, poor], human, runs, measures=["nDCG@10"], resamples=300, permutations=200, seed=9, interval="bca")
+    weights = resample_weights(len(QUERIES), 300, seed=9)  # the draws `agree --seed 9 --interval bca` makes
     tau_good, tau_poor = _tau_by_hand(good, human, runs, weights), _tau_by_hand(poor, human, runs, weights)
     jack = jackknife_weights(len(QUERIES))
     for judge, resampled in ((good, tau_good), (poor, tau_poor)):  # each judge's own interval rests on these draws
@@ -90,6 +90,37 @@ def test_the_paired_interval_of_delta_tau_comes_from_the_resamples_of_each_judge
     )
     assert delta.interval == paired
     assert delta.interval.method == "BCa" and delta.interval.resamples == 300
+
+
+def test_the_default_jackknife_interval_of_delta_tau_pairs_both_judges_on_each_query_left_out(track):
+    """The default since issue 37: each judge's τ interval and the Δτ interval are the jackknife's,
+    estimate ± 1.96 · SE over the same queries left out, τ by scipy's kendalltau here."""
+    from scipy import stats
+
+    from qrelkit.evaluate.metrics import evaluate_runs
+
+    human, runs, truth = track
+    good, poor = noisy("good", truth, 0.3, 2), noisy("poor", truth, 0.8, 3)
+    found = compare_judges([good, poor], human, runs, measures=["nDCG@10"], resamples=50, permutations=50, seed=9)
+
+    def jackknife(judge) -> np.ndarray:
+        model, reference = evaluate_runs(judge, runs, ["nDCG@10"]), evaluate_runs(human, runs, ["nDCG@10"])
+        m, r = model.matrix("nDCG@10"), reference.matrix("nDCG@10")
+        keep = [np.arange(len(QUERIES)) != i for i in range(len(QUERIES))]
+        return np.array([stats.kendalltau(r[:, k].mean(axis=1), m[:, k].mean(axis=1)).statistic for k in keep])
+
+    def by_hand(estimate: float, values: np.ndarray) -> tuple[float, float]:
+        error = np.sqrt((len(values) - 1) / len(values) * np.sum((values - values.mean()) ** 2))
+        return max(estimate - stats.norm.ppf(0.975) * error, -2.0), min(estimate + stats.norm.ppf(0.975) * error, 2.0)
+
+    for judge in (good, poor):
+        corr = found.audits[judge.name].systems["nDCG@10"]
+        low, high = by_hand(corr.kendall_tau, jackknife(judge))
+        assert corr.intervals["kendall_tau"].method == "jackknife"
+        assert (corr.intervals["kendall_tau"].low, corr.intervals["kendall_tau"].high) == pytest.approx((low, min(high, 1.0)), abs=1e-12)
+    (delta,) = [d for d in found.differences if d.statistic == "kendall_tau"]
+    assert (delta.interval.low, delta.interval.high) == pytest.approx(by_hand(delta.estimate, jackknife(good) - jackknife(poor)), abs=1e-12)
+    assert delta.interval.method == "jackknife" and delta.interval.resamples == len(QUERIES)
 
 
 def test_delta_kappa_is_the_difference_of_the_two_kappas_on_the_same_resamples(track):

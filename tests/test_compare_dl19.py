@@ -55,15 +55,25 @@ def judged(dl19, tmp_path_factory) -> dict:
 
 
 def agree_json(judged: dict, *model: str) -> dict:
-    common = ["--reference-qrels", "nist", "--runs", judged["runs"], "--db", judged["db"], "--json"]
+    common = ["--reference-qrels", "nist", "--runs", judged["runs"], "--db", judged["db"], "--json", "--interval", "bca"]
     return json.loads(qrelkit("agree", *model, *common, cwd=judged["folder"]))
 
 
 @pytest.fixture(scope="module")
 def compared(judged) -> dict:
+    """BCa intervals, the default before issue 37: the figures below are BCa's."""
+    judges = ["--judge", "umbrela", "--judge", judged["minilm"], "--judge", "nist"]
+    common = ["--reference-qrels", "nist", "--runs", judged["runs"], "--db", judged["db"], "--interval", "bca"]
+    return json.loads(qrelkit("compare", *judges, *common, "--json", "--html", judged["folder"] / "compare.html", cwd=judged["folder"]))
+
+
+@pytest.fixture(scope="module")
+def compared_by_default(judged) -> dict:
+    """docs/compare.md's example as written: the default intervals (the jackknife)."""
     judges = ["--judge", "umbrela", "--judge", judged["minilm"], "--judge", "nist"]
     common = ["--reference-qrels", "nist", "--runs", judged["runs"], "--db", judged["db"]]
-    return json.loads(qrelkit("compare", *judges, *common, "--json", "--html", judged["folder"] / "compare.html", cwd=judged["folder"]))
+    page = judged["folder"] / "compare-default.html"
+    return json.loads(qrelkit("compare", *judges, *common, "--json", "--html", page, cwd=judged["folder"]))
 
 
 def test_each_row_is_what_agree_prints_for_that_judge(judged, compared):
@@ -124,7 +134,7 @@ def test_delta_tau_umbrela_minus_minilm_is_paired_on_the_resamples_of_each_ones_
 
 def test_every_output_names_the_test_and_the_interval(judged):
     common = ["--judge", "umbrela", "--judge", "minilm-dl19", "--reference-qrels", "nist", "--runs", judged["runs"], "--db", judged["db"]]
-    common += ["--measure", "nDCG@10", "--resamples", "200"]
+    common += ["--measure", "nDCG@10", "--resamples", "200", "--interval", "bca"]
     table = qrelkit("compare", *common, cwd=judged["folder"])
     markdown = qrelkit("compare", *common, "--format", "markdown", cwd=judged["folder"])
     latex = qrelkit("compare", *common, "--format", "latex", cwd=judged["folder"])
@@ -176,3 +186,44 @@ def test_the_comparison_page_shows_the_table_of_judges_in_the_first_viewport(jud
     screenshot = tmp_path / "compare.png"
     chromium(tmp_path, f"--screenshot={screenshot}", (judged["folder"] / "compare.html").as_uri())
     assert screenshot.stat().st_size > 0
+
+
+def signed(value: float, digits: int) -> str:
+    return f"{value:+.{digits}f}".replace("-", "−")
+
+
+VERDICT_PROBE = """<script>addEventListener('load', () => {
+  const verdict = document.getElementById('verdict').querySelector('p'); const r = verdict.getBoundingClientRect();
+  const probe = {top: r.top, bottom: r.bottom, right: r.right, width: innerWidth, text: verdict.textContent,
+    table: document.getElementById('judges').getBoundingClientRect().bottom};
+  const pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(probe); document.body.append(pre);
+});</script></body>"""
+
+
+def test_the_comparison_page_leads_with_the_verdict_of_the_docs_example_in_the_first_screen(judged, compared_by_default, tmp_path):
+    """Issue 37: the answer first. The verdict for UMBRELA against MiniLM, built here from the JSON's
+    paired differences, is the sentence docs/compare.md shows, the first line of the page, and lies
+    in its first screen at 1400×900 (with the table of judges below it, still on screen)."""
+    if not CHROMIUM.exists():
+        pytest.skip("needs /usr/bin/chromium (apt-get install -y chromium)")
+    found = {(d["first"], d["second"], d["statistic"], d["measure"]): d for d in compared_by_default["differences"]}
+    kappa = found[("umbrela-gpt4o", "minilm-dl19", "cohen_kappa", None)]
+    assert kappa["p_value"] < 0.05 and kappa["ci"][0] > 0 and kappa["interval_method"] == "jackknife"
+    labels = f"umbrela-gpt4o's labels are better by Δκ {signed(kappa['estimate'], 2)} [{kappa['ci'][0]:.2f}, {kappa['ci'][1]:.2f}], "
+    labels += f"p = {kappa['p_value']:.3f}"
+    taus = [found[("umbrela-gpt4o", "minilm-dl19", "kendall_tau", m)] for m in ("nDCG@10", "AP(rel=2)")]
+    assert all(t["indistinguishable"] for t in taus)
+    rankings = "; ".join(f"Δτ {t['measure']} {signed(t['estimate'], 3)}, p = {t['p_value']:.2f}" for t in taus)
+    sentence = f"umbrela-gpt4o vs minilm-dl19: {labels}; the system rankings cannot be told apart ({rankings})."
+    assert compared_by_default["verdict"][0] == sentence
+    docs = " ".join((ROOT / "docs" / "compare.md").read_text(encoding="utf-8").split())
+    assert sentence in docs
+    page = (judged["folder"] / "compare-default.html").read_text(encoding="utf-8")
+    probe_page = tmp_path / "verdict.html"
+    probe_page.write_text(page.replace("</body>", VERDICT_PROBE), encoding="utf-8")
+    dom = chromium(tmp_path, "--dump-dom", probe_page.as_uri())
+    shown = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S)
+    assert shown, f"Chromium did not run the page's load handler; DOM starts {dom[:300]!r}"
+    probe = json.loads(html.unescape(shown.group(1)))
+    assert probe["width"] == 1400 and probe["text"] == sentence
+    assert 0 <= probe["top"] and probe["bottom"] <= 900 and probe["right"] <= 1400 and probe["table"] <= 900, probe

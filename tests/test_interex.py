@@ -111,6 +111,10 @@ def test_restrain_sets_are_the_union_of_top_i_and_exclude_every_top_e(seed, top_
     order, _ = brute_force_ranking(test, train)
     top_i_union = {qids[j] for row in order for j in row[:top_i]}
     top_e_union = {qids[j] for row in order for j in row[:top_e]}
+    if top_i > top_e:  # the two training sets would share queries: refused (issue 36)
+        with pytest.raises(QrelkitError, match="would be in both training sets: use E >= I"):
+            restrain(test, train, qids, interpolation_per_query=top_i, exclusion_per_query=top_e, block_rows=block_rows)
+        return
     if len(top_e_union) == len(qids):
         with pytest.raises(QrelkitError, match="extrapolation set would be empty"):
             restrain(test, train, qids, interpolation_per_query=top_i, exclusion_per_query=top_e, block_rows=block_rows)

@@ -151,9 +151,21 @@ def test_a_failed_resample_leaves_earlier_outputs_untouched(tmp_path, collection
     bad = tmp_path / "bad.qrels"
     bad.write_text("t1 0 p-t1 1\nunknown 0 p 1\n")
     result = run_cli(
-        "restrain", "--train-topics", str(c["train.tsv"]), "--test-topics", str(c["test.tsv"]), "--train-qrels", str(bad),
-        "--out", str(out), "--interpolate-top", "1", "--exclude-top", "1",
-    )  # fmt: skip
+        "restrain",
+        "--train-topics",
+        str(c["train.tsv"]),
+        "--test-topics",
+        str(c["test.tsv"]),
+        "--train-qrels",
+        str(bad),
+        "--out",
+        str(out),
+        "--interpolate-top",
+        "1",
+        "--exclude-top",
+        "1",
+        "--force",
+    )  # fmt: skip (--force: the earlier outputs may be replaced, and a failed resample still leaves them as they were)
     assert result.returncode == 2 and "have no text in" in result.stderr and "'unknown'" in result.stderr
     assert (out / "interpolate.train-qrel.txt").read_text() == "kept\n"
 

@@ -24,7 +24,7 @@ from qrelkit.evaluate.bootstrap import (
     resample_weights,
 )
 from qrelkit.evaluate.choices import MAX_RESAMPLES
-from qrelkit.evaluate.labels import GradeMaps, cohen_kappa, kappa_statistic
+from qrelkit.evaluate.labels import GradeMaps, cohen_kappa, kappa_statistic_of, mapped_pairs
 from qrelkit.evaluate.metrics import Evaluation
 
 
@@ -55,7 +55,7 @@ def test_bca_of_kendall_tau_equals_scipy_bootstrap_on_the_same_resamples():
     model, reference = _track()
     n_queries = reference.shape[1]
     weights = resample_weights(n_queries, 400, seed=2)
-    result = correlate_systems(_evaluation(model), _evaluation(reference), weights=weights)["m"]
+    result = correlate_systems(_evaluation(model), _evaluation(reference), weights=weights, interval="bca")["m"]
     assert result.method == "BCa" and result.intervals["kendall_tau"].method == "BCa"
     # our bootstrap distribution of τ, recomputed with scipy's τ on each resample written as query indices
     ours = [stats.kendalltau(reference[:, topics].mean(axis=1), model[:, topics].mean(axis=1)).statistic for topics in _indices(weights)]
@@ -81,7 +81,7 @@ def test_bca_of_a_mean_equals_scipy_bootstrap(seed):
     rng = np.random.default_rng(seed)
     values = rng.lognormal(0, 1, 25)
     weights = resample_weights(25, 300, seed=seed)
-    found = paired_intervals(lambda w: {"mean": w @ values}, weights)
+    found = paired_intervals(lambda w: {"mean": w @ values}, weights, method="bca")
     ours = weights @ values
     expected = _scipy_bca(lambda topics: values[topics].mean(), 25, ours)
     assert (found.intervals["mean"].low, found.intervals["mean"].high) == pytest.approx(expected, rel=1e-12)
@@ -124,7 +124,7 @@ def test_kappa_interval_resamples_queries_with_the_same_draws():
     reference = {q: {f"d{j}": int(rng.integers(0, 4)) for j in range(int(rng.integers(5, 15)))} for q in queries}
     model = {q: {d: int(np.clip(g + rng.integers(-1, 2), 0, 3)) for d, g in docs.items()} for q, docs in reference.items()}
     weights = resample_weights(len(queries), 200, seed=3)
-    statistic = kappa_statistic(model, reference, queries)
+    statistic = kappa_statistic_of(mapped_pairs(model, reference), queries)
 
     def by_hand(topics) -> float:
         pairs = [(reference[queries[t]][d], model[queries[t]][d]) for t in topics for d in reference[queries[t]]]
@@ -134,7 +134,7 @@ def test_kappa_interval_resamples_queries_with_the_same_draws():
     assert statistic(np.full((1, 12), 1 / 12))["cohen_kappa"][0] == pytest.approx(everything, abs=1e-12)
     resampled = np.array([by_hand(t) for t in _indices(weights)])
     assert statistic(weights)["cohen_kappa"] == pytest.approx(resampled, abs=1e-12)
-    found = paired_intervals(statistic, weights)
+    found = paired_intervals(statistic, weights, method="bca")
     expected = _scipy_bca(lambda topics: by_hand(topics), len(queries), resampled)
     assert found.intervals["cohen_kappa"].interval == pytest.approx(expected, abs=1e-12)
 
@@ -143,7 +143,7 @@ def test_relative_delta_interval_is_bca_of_the_paired_difference():
     model, reference = _track(seed=8, runs=8, queries=14, noise=0.3)
     groups = {"first": ["r0", "r1", "r2"]}
     weights = resample_weights(14, 300, seed=1)
-    bias = group_bias(_evaluation(model), _evaluation(reference), groups, weights=weights)["first"]["m"]
+    bias = group_bias(_evaluation(model), _evaluation(reference), groups, weights=weights, interval="bca")["first"]["m"]
     inside = np.arange(8) < 3
 
     def difference(topics) -> float:
@@ -169,7 +169,7 @@ def test_resample_counts_above_the_limit_are_refused_before_any_draw():
 
 def test_an_unknown_interval_method_is_refused():
     model, reference = _track()
-    with pytest.raises(QrelkitError, match="--interval 'basic': choose bca or percentile"):
+    with pytest.raises(QrelkitError, match="--interval 'basic': choose jackknife \\(the default\\), bca, percentile or subsampling"):
         correlate_systems(_evaluation(model), _evaluation(reference), resamples=10, interval="basic")
 
 
@@ -226,7 +226,7 @@ def test_a_paired_difference_of_two_judges_uses_the_same_resamples_as_each_alone
         truth = w @ reference.T
         return {"delta_tau": kendall_tau_b_rows(truth, w @ judge_a.T) - kendall_tau_b_rows(truth, w @ judge_b.T)}
 
-    found = paired_intervals(delta_tau, weights)
+    found = paired_intervals(delta_tau, weights, method="bca")
     alone = {
         name: correlate_systems(_evaluation(m), _evaluation(reference), weights=weights)["m"]
         for name, m in (("a", judge_a), ("b", judge_b))
@@ -248,7 +248,7 @@ def test_every_kappa_of_the_audit_has_its_statistic_binary_and_mapped_included()
     model = {q: {d: int(rng.integers(0, 3)) for d in docs} for q, docs in reference.items()}
     mapping = {3: 2, 2: 2, 1: 1, 0: 0}
     labels = label_agreement(model, reference, maps=GradeMaps(reference=mapping), rel_level=2)
-    statistic = kappa_statistic(model, reference, queries, maps=GradeMaps(reference=mapping), rel_level=2)
+    statistic = kappa_statistic_of(mapped_pairs(model, reference, GradeMaps(reference=mapping)), queries, rel_level=2)
     at_estimate = statistic(np.full((1, 9), 1 / 9))
     for name in ("cohen_kappa", "cohen_kappa_linear", "cohen_kappa_quadratic", "cohen_kappa_binary"):
         assert at_estimate[name][0] == pytest.approx(getattr(labels, name), abs=1e-12), name

@@ -63,7 +63,7 @@ def dl19_args(dl19) -> list[str]:
 
 
 def test_dl19_bca_intervals_contain_their_estimates(dl19_args):
-    payload = agree_json(*dl19_args)
+    payload = agree_json(*dl19_args, "--interval", "bca")  # BCa since issue 37 on request (the default is the jackknife)
     assert payload["bootstrap"]["method"] == "BCa" and payload["bootstrap"]["resamples"] == 1000
     checked = 0
     for entry in payload["systems"].values():
@@ -96,13 +96,13 @@ def test_dl19_percentile_on_request_equals_the_intervals_of_before_to_the_last_d
 
 
 def test_dl19_terminal_and_report_name_the_method_and_resamples(dl19_args, dl19, tmp_path):
-    table = runner.invoke(app, dl19_args, catch_exceptions=False).stdout
+    table = runner.invoke(app, [*dl19_args, "--interval", "bca"], catch_exceptions=False).stdout
     assert "System rankings [95% BCa CI, 1000 resamples]" in table and "Label agreement on the shared pairs [95% BCa CI" in table
     assert "Cohen's κ                                    │ 0.3626 [0.301, 0.429]" in table
     table = runner.invoke(app, [*dl19_args, "--interval", "percentile", "--resamples", "200"], catch_exceptions=False).stdout
     assert "System rankings [95% percentile CI, 200 resamples]" in table
     page = tmp_path / "audit.html"
-    report = ["report", *dl19_args[1:], "--out", str(page)]
+    report = ["report", *dl19_args[1:], "--interval", "bca", "--out", str(page)]
     assert runner.invoke(app, report, catch_exceptions=False).exit_code == 0
     assert "95% BCa bootstrap over 43 queries, 1000 resamples, seed 0." in page.read_text(encoding="utf-8")
 
@@ -196,4 +196,4 @@ def test_an_unknown_interval_method_is_one_line_and_exit_2():
         "basic",
         cwd=Path(__file__).resolve().parents[1],
     )
-    assert "--interval 'basic': choose bca or percentile" in one_error(done, 2)
+    assert "--interval 'basic': choose jackknife (the default), bca, percentile or subsampling" in one_error(done, 2)

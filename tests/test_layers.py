@@ -460,3 +460,17 @@ def test_reference_map_is_written_on_at_most_four_lines_and_the_resample_default
                     if name == "resamples" and isinstance(default, ast.Constant) and default.value:
                         assigned.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: def {node.name}(resamples={default.value})")
     assert len(assigned) == 1 and assigned[0].startswith("evaluate/choices.py"), assigned
+
+
+def test_no_path_of_one_machine_in_the_tests_or_the_benchmarks():
+    """A folder of this machine (its workspace, a user's home spelled out) is no default: a test or a
+    benchmark reads such a place from an environment variable and skips, saying which, when unset."""
+    root = PACKAGE.parent
+    found = []
+    for path in [*sorted((root / "tests").glob("*.py")), *sorted((root / "benchmarks").glob("*.py"))]:
+        if path.name == "test_layers.py":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"""["'](/work/|/home/|/root/|/Users/)""", line):
+                found.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    assert not found, "\n".join(found)

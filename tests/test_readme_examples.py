@@ -162,7 +162,7 @@ def test_a_new_user_fetches_the_data_and_every_readme_example_prints_what_the_re
     for judge, column in ((umbrela, 0), (minilm, 1)):
         ndcg, ap = judge["systems"]["nDCG@10"], judge["systems"]["AP(rel=2)"]
         # a `*` marks an estimate outside its interval, explained below the table
-        shown_tau = rows["Kendall τ, nDCG@10 over 37 runs [95% BCa CI]"][column].rstrip("*")
+        shown_tau = rows["Kendall τ, nDCG@10 over 37 runs [95% jackknife CI]"][column].rstrip("*")
         assert shown_tau == f"{f4(ndcg['kendall_tau'])} {ci3(ndcg['kendall_tau_ci95'])}"
         assert rows["τ_AP, nDCG@10"][column] == f4(ndcg["tau_ap"])
         assert rows["Kendall τ, AP(rel=2)"][column] == f4(ap["kendall_tau"])

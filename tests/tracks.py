@@ -54,3 +54,35 @@ def write_track(folder: Path, *, n_runs: int = 63, n_queries: int = 53, depth: i
     for r, lines in enumerate(run_lines):
         (runs_dir / f"run{r:02d}.run").write_text("\n".join(lines) + "\n")
     return qrels, runs_dir
+
+
+def write_close_track(folder: Path, *, seed: int = 3, n_runs: int = 63, n_queries: int = 53, depth: int = 100) -> tuple[Path, Path, Path]:
+    """(reference qrels, model qrels, runs folder) shaped like TREC DL 2021 with runs of close quality
+    (each a noisy view of the grades, scaled by 0.8-1.0) and model qrels that move 40% of the grades
+    by one: resampling queries swaps many close runs, so the full-sample τ lies above nearly every
+    resample and BCa's bias correction is extreme (as for UMBRELA's Llama-3.2 qrels on DL21)."""
+    rng = np.random.default_rng(seed)
+    runs_dir = folder / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    scales = rng.uniform(0.8, 1.0, n_runs)
+    reference, model, run_lines = [], [], [[] for _ in range(n_runs)]
+    for q in range(n_queries):
+        qid = str(100_000 + 7 * q)
+        candidates = [f"msp_{q:03d}_{d:04d}" for d in range(600)]
+        judged = rng.choice(600, size=200, replace=False)
+        grade = np.full(600, -1)
+        grade[judged] = rng.choice(4, size=200, p=GRADE_SHARES)
+        for d in judged:
+            moved = grade[d] + (rng.choice([-1, 1]) if rng.random() < 0.4 else 0)
+            reference.append(f"{qid} 0 {candidates[d]} {grade[d]}")
+            model.append(f"{qid} 0 {candidates[d]} {int(np.clip(moved, 0, 3))}")
+        signal = np.where(grade >= 0, grade, rng.random(600) * 1.5)
+        for r in range(n_runs):
+            score = signal * scales[r] + rng.normal(0, 1, 600)
+            top = np.argsort(-score)[:depth]
+            run_lines[r] += [f"{qid} Q0 {candidates[d]} {i + 1} {score[d]:.6f} run{r:02d}" for i, d in enumerate(top)]
+    (folder / "qrels.txt").write_text("\n".join(reference) + "\n")
+    (folder / "model.qrels").write_text("\n".join(model) + "\n")
+    for r, lines in enumerate(run_lines):
+        (runs_dir / f"run{r:02d}.run").write_text("\n".join(lines) + "\n")
+    return folder / "qrels.txt", folder / "model.qrels", runs_dir

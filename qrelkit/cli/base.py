@@ -60,7 +60,7 @@ def _read_config(ctx: typer.Context, param: Any, value: Path | None) -> Path | N
     if value is not None:
         from qrelkit.commands.config import config_defaults
 
-        ctx.default_map = {**(ctx.default_map or {}), **config_defaults(value, ctx.command.params)}
+        ctx.default_map = {**(ctx.default_map or {}), **config_defaults(value, ctx.command.params, ctx)}
     return value
 
 

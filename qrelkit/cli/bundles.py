@@ -49,5 +49,5 @@ def show_fetched(report: Any, request: DataFetchRequest) -> None:
 
 
 build(data_app, "list", DataListRequest, show_bundles)
-build(data_app, "path", DataPathRequest, show_path, fixed={"fetched": False})
+build(data_app, "path", DataPathRequest, show_path)
 build(data_app, "fetch", DataFetchRequest, show_fetched)

@@ -22,15 +22,20 @@ def run_list(request: DataListRequest, workspace: Workspace) -> Bundle | list[Bu
 
 
 def run_path(request: DataPathRequest, workspace: Workspace) -> Path:
-    """The data folder (``to``, else $QRELKIT_DATA, else the per-user folder), or a bundle's folder in
-    it (which must exist when ``fetched``: the Python function's `qrelkit.data_path`)."""
+    """The data folder (``to``, else $QRELKIT_DATA, else the per-user folder), or the folder a bundle
+    was fetched into (an error naming the fetch command when it was not: a script's
+    `D=$(qrelkit data path NAME)` stops there, not at a later file that is not found)."""
     root = request.to if request.to is not None else data_root()
     if request.name is None:
         return root
     load_bundle(request.name)  # an unknown name is an error here too
     folder = root / request.name
-    if request.fetched and not folder.is_dir():
-        raise QrelkitError(f"no data bundle {request.name!r} in {root}: fetch it with `qrelkit data fetch {request.name}`")
+    if not folder.is_dir():
+        where = f" --to {request.to}" if request.to is not None else ""
+        raise QrelkitError(
+            f"no data bundle {request.name!r} in {root} (its folder {folder} does not exist): "
+            f"fetch it with `qrelkit data fetch {request.name}{where}`"
+        )
     return folder
 
 

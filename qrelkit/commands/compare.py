@@ -14,6 +14,7 @@ from qrelkit.commands.requests import CompareRequest, JudgeRequest, QrelsRef
 from qrelkit.commands.workspace import ResolvedQrels, Workspace, stored_qrels
 from qrelkit.errors import QrelkitError, StoreError
 from qrelkit.evaluate.compare import Comparison, compare_judges
+from qrelkit.io.results import Result
 
 
 @dataclass(frozen=True)
@@ -72,11 +73,27 @@ class JudgeEntry:
     note: str | None = None
 
 
-@dataclass(frozen=True)
-class CompareResult:
+@dataclass(frozen=True, repr=False)
+class CompareResult(Result):
     comparison: Comparison | None  # None when no judge could be compared
     entries: list[JudgeEntry]
     reference: dict[str, Any]
+
+    def summary(self) -> str:
+        """One line (the repr): the judges, the reference, what was compared; `verdict()` says the answer."""
+        compared = sum(1 for e in self.entries if e.status == "compared")
+        differences = len(self.comparison.differences) if self.comparison is not None else 0
+        return (
+            f"judges={[e.name for e in self.entries]!r}, reference={self.reference.get('name')!r}, compared={compared}, "
+            f"differences={differences}"
+        )
+
+    def verdict(self) -> list[str]:
+        """The answer in sentences, as every output leads with it: for every two judges, whose labels
+        and whose system ranking are better, by how much and how sure."""
+        from qrelkit.report.verdict import verdict
+
+        return verdict(self)
 
     def to_dict(self) -> dict[str, Any]:
         from qrelkit.report.compare import comparison_to_dict
@@ -231,6 +248,9 @@ def run(request: CompareRequest, workspace: Workspace) -> CompareResult:
     sweep, the job's, when none is given), then :func:`compare_judges`."""
     if workspace.db is None:
         workspace.db = _sweep_database(request)
+    if request.html is not None:  # before anything is computed: never over an input, an existing page only with --force
+        files = {"--groups": request.groups.file.path if request.groups and request.groups.file else None, "--sweep": request.sweep}
+        workspace.check_output(request.html, force=request.force, refs=(request.reference, *request.judges, request.runs), files=files)
     found: list[tuple[JudgeEntry, ResolvedQrels | None]] = []
     found += [(_entry(resolved, workspace), resolved) for resolved in resolve_judges(request.judges, workspace)]
     if request.sweep is not None:

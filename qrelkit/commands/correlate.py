@@ -24,6 +24,19 @@ def _labelled(qrels_sets: list[Qrels], refs: list[Any]) -> list[tuple[str, Qrels
     return [(name if names.count(name) == 1 else label, q) for name, label, q in zip(names, given, qrels_sets)]
 
 
+def _score_files(paths: tuple[Path, ...]) -> dict[str, tuple[dict[str, float], Path]]:
+    """Orderings from `--scores` files: label -> (run -> score, the file it came from)."""
+    from qrelkit.io.run_scores import read_run_scores
+
+    out: dict[str, tuple[dict[str, float], Path]] = {}
+    for path in paths:
+        for label, by_run in read_run_scores(path).items():
+            if label in out:
+                raise QrelkitError(f"--scores {path}: the ordering {label!r} is also in {out[label][1]}: give it once")
+            out[label] = (by_run, path)
+    return out
+
+
 def run(request: CorrelateRequest, workspace: Workspace) -> RankCorrelations:
     """Rank correlations between every (measure, qrels) ordering of the runs.
 
@@ -38,8 +51,9 @@ def run(request: CorrelateRequest, workspace: Workspace) -> RankCorrelations:
         cut, how = sparsify_qrels(resolved[0], m, rel_level=request.rel_level, seed=request.seed, keep=request.keep)
         sets.append((cut.name, cut))
         notes.append(f"{cut.name}: {sets[0][0]} with {how}")
-    if len(sets) * len(chosen) < 2:
-        raise QrelkitError("nothing to correlate: give two measures (--measure), two qrels sets (--qrels), or --max-rel M")
+    extra = _score_files(request.scores)
+    if len(sets) * len(chosen) + len(extra) < 2:
+        raise QrelkitError("nothing to correlate: give two measures (--measure), two qrels sets (--qrels), --max-rel M, or --scores FILE")
     queries = sorted(set.intersection(*(set(q.grades) for _, q in sets)))
     if not queries:
         raise QrelkitError("the qrels sets share no query")
@@ -50,6 +64,11 @@ def run(request: CorrelateRequest, workspace: Workspace) -> RankCorrelations:
         for measure in chosen:
             name = measure if len(sets) == 1 else label if len(chosen) == 1 else f"{measure} | {label}"
             scores[name] = {run: evaluation.mean(run, measure) for run in evaluation.runs}
+    for label, (by_run, path) in extra.items():
+        if label in scores:
+            raise QrelkitError(f"--scores {path}: the ordering {label!r} is also one of the measures' orderings: give it once")
+        scores[label] = by_run
+        notes.append(f"{label}: the runs' scores read from {path} (a run it does not score is left out of every correlation)")
     over = "every qrels set judges" if len(sets) > 1 else f"of {sets[0][0]}"
     notes.insert(0, f"means over the {len(queries)} queries {over}; a query a run misses scores 0")
     return rank_correlations(scores, queries=len(queries), notes=notes)

@@ -36,6 +36,9 @@ def _load_runs(request: LoadRunsRequest, workspace: Workspace) -> list[LoadResul
 
     skipped: list[tuple[Path, str]] = []
     files = list_run_files(list(request.paths), skipped)
+    if not files:
+        left = f" (left out: {', '.join(f'{p.name} ({why})' for p, why in skipped[:5])})" if skipped else ""
+        raise QrelkitError(f"no run file in {', '.join(map(str, request.paths))}{left}: nothing was loaded")
     if request.name is not None and len(files) != 1:
         raise QrelkitError(f"--name names one run, but {len(files)} run files were given; use --tag-names, or load them one by one")
     if request.name is not None:

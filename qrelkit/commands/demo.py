@@ -1,6 +1,9 @@
 """`qrelkit demo`: judge the bundled toy collection with MiniLM (int8 ONNX), grade the scores into
 qrels by per-topic quantiles, and compare how the model qrels and the human qrels rank the
-bundled runs."""
+bundled runs.
+
+Safe to run again into the same folder: the database resumes (the pairs already judged are not
+judged again) and the demo's qrels file, its own output, is written again."""
 
 from __future__ import annotations
 
@@ -50,7 +53,9 @@ def run(request: DemoRequest, workspace: Workspace) -> DemoResult:
     with Workspace(spec.database) as database:
         human = database.store.qrels("human")
         runs = database.store.runs()
-        run_export_qrels(ExportQrelsRequest(output=qrels_file, judge_run=outcome.report.judge_run_id), database)
+        # The demo's own file, remade on every run: a second `make demo` resumes the judge run (nothing
+        # left to judge) and writes the same qrels again, so it must not stop at its own earlier output.
+        run_export_qrels(ExportQrelsRequest(output=qrels_file, judge_run=outcome.report.judge_run_id, force=True), database)
     under_human = {run: v[MEASURE] for run, v in evaluate_runs(human, runs, [MEASURE]).means().items()}
     under_model = {run: v[MEASURE] for run, v in evaluate_runs(outcome.grading.qrels, runs, [MEASURE]).means().items()}
     order = sorted(under_human, key=lambda r: -under_human[r])

@@ -47,6 +47,10 @@ def run(request: FDRequest, workspace: Workspace) -> FDReport:
     """Everything `qrelkit fd` does before printing. The vectors are cached in ``request.cache``, by
     default the database itself when there is one; ``plot`` draws the bootstrap intervals of the
     first cut-off, ``plot_metric`` FD at each cut-off against ``metric``."""
+    for plot in (request.plot, request.plot_metric):
+        if plot is not None:
+            files = {"--docs": request.docs, "--cache": request.cache}
+            workspace.check_output(plot, force=request.force, refs=(request.qrels, request.runs), files=files)
     qrels = workspace.qrels(request.qrels)
     runs = workspace.runs(request.runs)
     needed = selected_docids(qrels, runs, request.settings)

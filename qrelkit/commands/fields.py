@@ -6,7 +6,7 @@ the class), the `--config FILE.yaml` key (the field's name, or its flag) and the
 parameter (`qrelkit.api` takes the class's signature). A field's ``parse`` turns what a user gives
 (a flag's string, a config value, a Python object) into the typed value the use case reads, once,
 when the request is made: ``GradeMap.parse`` turns ``3:2,2:2`` into a mapping whether it came from
-``--map`` or from ``qrelkit.agree(reference_map="3:2,2:2")``.
+``--map-model`` or from ``qrelkit.agree(..., model_map="3:2,2:2")``.
 
 Nothing here imports the command line's libraries: building a request from Python never loads typer.
 """

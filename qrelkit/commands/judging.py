@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from qrelkit.commands.requests import (
@@ -18,7 +19,7 @@ from qrelkit.commands.requests import (
 from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.io import Qrels, write_qrels
-from qrelkit.io.files import check_writable
+from qrelkit.io.files import check_output, write_atomically
 from qrelkit.io.results import Result
 from qrelkit.jobs.grade import GradingResult, grade_judge_run, grade_scores
 from qrelkit.jobs.report import JobReport, JobStopped, ProgressCallback
@@ -90,9 +91,33 @@ def _scores(request: GradeRequest, workspace: Workspace, score_from: str) -> lis
     if isinstance(scores, Run):
         return list(zip(*(scores.table.column(c).to_pylist() for c in ("qid", "docid", "score"))))
     if isinstance(scores, list | tuple) and scores and isinstance(scores[0], list | tuple) and len(scores[0]) == 3:
-        return [(str(q), str(d), float(s)) for q, d, s in scores]
+        return _triples(scores)
     qrels = workspace.qrels(scores)
     return [(q, d, float(g)) for q, d, g in zip(*(qrels.table.column(c).to_pylist() for c in ("qid", "docid", "grade")))]
+
+
+def _triples(scores: Any) -> list[tuple[str, str, float]]:
+    """(qid, docid, score) triples, each pair once and each score a finite number: a repeated pair
+    would give the qrels a pair twice, a NaN a grade of nothing."""
+    import math
+
+    triples: list[tuple[str, str, float]] = []
+    seen: set[tuple[str, str]] = set()
+    for item in scores:
+        if not isinstance(item, list | tuple) or len(item) != 3:
+            raise QrelkitError(f"scores: {item!r} is not a (qid, docid, score) triple")
+        qid, docid, score = str(item[0]), str(item[1]), item[2]
+        if (qid, docid) in seen:
+            raise QrelkitError(f"scores: ({qid}, {docid}) is given twice; give each pair one score")
+        try:
+            value = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else math.nan
+        except OverflowError:  # an int beyond any float
+            value = math.nan
+        if not math.isfinite(value):
+            raise QrelkitError(f"scores: the score of ({qid}, {docid}), {score!r}, is not a finite number")
+        seen.add((qid, docid))
+        triples.append((qid, docid, value))
+    return triples
 
 
 def grade_job(spec: JobSpec, judge_run_id: str) -> GradingResult | None:
@@ -181,7 +206,7 @@ def run_export_qrels(request: ExportQrelsRequest, workspace: Workspace) -> tuple
     """`qrelkit export qrels`: a qrels set, named or a judge run's (the set an audit of it reads), as a
     TREC qrels file (an existing file only with --force); the set, and a note when `--judge-run`
     found its run by name."""
-    check_writable(request.output, overwrite=request.force)
+    check_output(request.output, force=request.force, inputs={"--db": workspace.db})
     note = None
     if request.judge_run is not None:
         qrels, info = graded_qrels(workspace.store, request.judge_run)
@@ -189,7 +214,7 @@ def run_export_qrels(request: ExportQrelsRequest, workspace: Workspace) -> tuple
     else:
         qrels = workspace.store.qrels(str(request.name))
     workspace.close()
-    write_qrels(qrels, request.output)
+    write_atomically(request.output, partial(write_qrels, qrels))
     return qrels, note
 
 
@@ -201,15 +226,18 @@ def run_export_judgments(request: ExportJudgmentsRequest, workspace: Workspace) 
     from qrelkit.storage.judgments import copy_judgments, judgments_table
 
     output = request.output
-    check_writable(output, overwrite=request.force)
+    check_output(output, force=request.force, inputs={"--db": workspace.db})
     suffix = table_format(output)
     store = workspace.store
     judge_run_id = find_judge_run(store, request.judge_run).judge_run_id if request.judge_run is not None else None
     if suffix != ".csv":  # DuckDB writes these itself, a block at a time
-        return copy_judgments(store, output, "parquet" if suffix == ".parquet" else "json", judge_run_id)
+        copied: list[tuple[int, list[str]]] = []
+        fmt = "parquet" if suffix == ".parquet" else "json"
+        write_atomically(output, lambda temporary: copied.append(copy_judgments(store, temporary, fmt, judge_run_id)))
+        return copied[0]
     table = judgments_table(store, judge_run_id)
     workspace.close()
-    write_table(table, output)  # CSV: the cells' quoting is ours
+    write_atomically(output, partial(write_table, table))  # CSV: the cells' quoting is ours
     return table.num_rows, sorted(set(table.column("judge_run_id").to_pylist()))
 
 

@@ -72,6 +72,8 @@ def run(request: NRGRequest, workspace: Workspace) -> NRGOutcome:
     """NRG over the prior sets `--prior` names (from Python also ``{run: [prior runs]}``; best per group
     ranked by ``best_by`` when given, else by this configuration's own metric), the comparison measures
     when asked, the plot when asked."""
+    if request.plot:
+        workspace.check_output(request.plot, force=request.force, refs=(request.qrels, request.runs))
     qrels, runs = workspace.qrels(request.qrels), workspace.runs(request.runs)
     spec, names = request.prior, [run.name for run in runs]
     unknown = [r for r in spec.runs if r not in set(names)]

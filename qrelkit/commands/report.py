@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from qrelkit.commands import agree
 from qrelkit.commands.requests import ReportRequest
 from qrelkit.commands.workspace import Workspace
-from qrelkit.io.files import check_writable
 from qrelkit.report.html import JudgeSummary, Provenance, write_report
 from qrelkit.version import __version__
 
@@ -58,7 +57,7 @@ def run(request: ReportRequest, workspace: Workspace) -> Path:
     workspace's command is the command line shown at its bottom. Everything is computed before the
     file is written."""
     page = report_path(request.out)
-    check_writable(page)
+    workspace.check_output(page, force=request.force, refs=(request.model_qrels, request.reference_qrels, request.runs))
     result = agree.run(request, workspace)
     model = result.sources.get("model", {})
     # the judge run behind the model qrels, whether named by --judge-run or by a graded set's name

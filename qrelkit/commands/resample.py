@@ -9,9 +9,8 @@ written, so a bad input leaves earlier outputs as they were.
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -39,6 +38,7 @@ from qrelkit.evaluate.interex import (
     resttest,
 )
 from qrelkit.io import Qrels, file_sha256, read_qrels, read_runs, read_topics, write_qrels
+from qrelkit.io.files import check_output, write_atomically
 from qrelkit.io.qids import read_qid_list, write_qid_list
 
 PAPER = "Zhan et al., Evaluating Interpolation and Extrapolation Performance of Neural Retrieval Models, CIKM 2022"
@@ -124,13 +124,6 @@ def embed_texts(embedder, texts: dict[str, str], cache: Path | None = None) -> Q
 # --- writing ------------------------------------------------------------------------------
 
 
-def _replace(path: Path, write: Callable[[Path], object]) -> None:
-    """Write through a temporary file, so an interrupted write never leaves half a file."""
-    partial = path.with_name(f".{path.name}.partial")
-    write(partial)
-    os.replace(partial, path)
-
-
 def _subset(qrels: Qrels, qids: Sequence[str], name: str) -> Qrels:
     keep = set(qids)
     return Qrels(name, tuple(q for q in qrels.entries if q.qid in keep), qrels.source)
@@ -140,17 +133,40 @@ def _inputs(paths: dict[str, Path | None]) -> dict[str, Any]:
     return {key: {"path": str(path), "sha256": file_sha256(path)} for key, path in paths.items() if path is not None}
 
 
+RESTRAIN_FILES = (
+    "interpolate.train-qrel.txt",
+    "extrapolate.train-qrel.txt",
+    "interpolate.train.qids",
+    "extrapolate.train.qids",
+    "restrain.json",
+)
+INPUTS = {"--train-topics": "train_topics", "--test-topics": "test_topics", "--train-qrels": "train_qrels", "--test-qrels": "test_qrels"}
+
+
+def check_outputs(request: RestrainRequest | ResttestRequest, names: Sequence[str]) -> None:
+    """Each file a resampling writes into its folder: none over an input, none over an existing file
+    without --force (`qrelkit.io.files.check_output`)."""
+    inputs = {flag: getattr(request, field) for flag, field in INPUTS.items()}
+    for name in names:
+        check_output(request.out_dir / name, force=request.force, inputs=inputs)
+
+
 def _write_outputs(
-    out_dir: Path, qrels_files: Mapping[str, Qrels], qid_files: Mapping[str, Sequence[str]], parameters: dict, json_name: str
+    request: RestrainRequest | ResttestRequest,
+    qrels_files: Mapping[str, Qrels],
+    qid_files: Mapping[str, Sequence[str]],
+    parameters: dict,
+    json_name: str,
 ) -> list[str]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = request.out_dir
+    check_outputs(request, [*qrels_files, *qid_files, json_name])
     for name, qrels in qrels_files.items():
-        _replace(out_dir / name, partial(write_qrels, qrels))
+        write_atomically(out_dir / name, partial(write_qrels, qrels))
     for name, qids in qid_files.items():
-        _replace(out_dir / name, partial(write_qid_list, qids))
+        write_atomically(out_dir / name, partial(write_qid_list, qids))
     parameters["files"] = sorted([*qrels_files, *qid_files])
     text = json.dumps(parameters, indent=1) + "\n"
-    _replace(out_dir / json_name, partial(_write_text, text))
+    write_atomically(out_dir / json_name, partial(_write_text, text))
     return [*parameters["files"], json_name]
 
 
@@ -188,7 +204,8 @@ def _parameters(protocol: str, request: RestrainRequest | ResttestRequest, model
 
 def run_restrain(request: RestrainRequest, workspace: Workspace) -> ResampleOutput:
     """ReSTrain: `interpolate.train-qrel.txt` and `extrapolate.train-qrel.txt` (the authors' file
-    names), their query lists, and `restrain.json`."""
+    names), their query lists, and `restrain.json` (files already there only with --force)."""
+    check_outputs(request, RESTRAIN_FILES)
     judgments, train, test, model = _prepare(request, workspace)
     split = restrain(
         test.vectors,
@@ -201,7 +218,7 @@ def run_restrain(request: RestrainRequest, workspace: Workspace) -> ResampleOutp
     )
     parameters = {**_parameters("ReSTrain", request, model), "similarity": "cosine", **split.to_dict()}
     files = _write_outputs(
-        request.out_dir,
+        request,
         {
             "interpolate.train-qrel.txt": _subset(judgments, split.interpolation, "interpolate.train-qrel"),
             "extrapolate.train-qrel.txt": _subset(judgments, split.extrapolation, "extrapolate.train-qrel"),
@@ -216,7 +233,8 @@ def run_restrain(request: RestrainRequest, workspace: Workspace) -> ResampleOutp
 def run_resttest(request: ResttestRequest, workspace: Workspace) -> ResampleOutput:
     """ReSTTest: per bucket `bucket-K.train-qrel.txt` (the other buckets' training queries),
     `bucket-K.train.qids`, `bucket-K.interpolate.qids`, `bucket-K.extrapolate.qids` (the layout
-    `resample evaluate --buckets` reads), and `resttest.json`."""
+    `resample evaluate --buckets` reads), and `resttest.json` (files already there only with --force)."""
+    check_outputs(request, ["resttest.json"])
     judgments, train, test, model = _prepare(request, workspace)
     split = resttest(test.vectors, test.qids, train.vectors, train.qids, k=request.k, seed=request.seed)
     qrels_files: dict[str, Qrels] = {}
@@ -229,7 +247,7 @@ def run_resttest(request: ResttestRequest, workspace: Workspace) -> ResampleOutp
         qid_files[f"{bucket.name}.extrapolate.qids"] = split.extrapolation_qids(bucket.name)
     clustering = "scikit-learn KMeans (k-means++, n_init=1) on unit-length embeddings"
     parameters = {**_parameters("ReSTTest", request, model), "clustering": clustering, **split.to_dict()}
-    files = _write_outputs(request.out_dir, qrels_files, qid_files, parameters, "resttest.json")
+    files = _write_outputs(request, qrels_files, qid_files, parameters, "resttest.json")
     return ResampleOutput(split, request.out_dir, files, parameters)
 
 

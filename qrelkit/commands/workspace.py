@@ -36,8 +36,11 @@ class ResolvedQrels(NamedTuple):
 def file_label(ref: str | Path) -> str:
     """How an audit names qrels read from a file: its folder and file name (`trec-dl-2019/qrels.txt`),
     not the stem alone, which is often just `qrels`."""
+    from qrelkit.io.paths import checked_name
+
     path = Path(ref).resolve()
-    return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+    label = f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+    return checked_name(label, "the name taken from the file", repr(str(ref)))
 
 
 def _is_file_ref(ref: str) -> bool:
@@ -106,6 +109,25 @@ class Workspace:
             self._store = Store(self.db, read_only=True)
         return self._store
 
+    def check_output(self, path: str | Path, *, force: bool, refs: tuple[Any, ...] = (), files: dict[str, Any] | None = None) -> Path:
+        """``path`` when an output may be written there (`qrelkit.io.files.check_output`): never over
+        this workspace's database, a file a reference in ``refs`` (`QrelsRef`, `RunsRef`) names or
+        one of ``files`` (option -> path), and over another existing file only with ``force``."""
+        from qrelkit.io.files import check_output
+
+        named: list[str] = []
+        for ref in refs:
+            named += [ref.ref] if isinstance(ref, QrelsRef) and ref.ref is not None else list(getattr(ref, "refs", ()))
+        return check_output(path, force=force, inputs={"--db": self.db, "input": named, **(files or {})})
+
+    def _no_database(self, ref: str | None) -> str:
+        """Why a name was not looked up as a stored set: the end of a "no such file" message."""
+        if self.db is None:
+            return " (and no --db to look the name up in)"
+        if Path(str(ref)).suffix or "/" in str(ref):
+            return ""  # a path, not a set's name
+        return f", and there is no database {self.db} to look up a stored set of that name: give the database that holds it with --db FILE"
+
     def writing(self) -> Store:
         """The database opened for writing (created when missing); no reading connection of this
         workspace holds the file meanwhile. The caller closes it (``with workspace.writing() as store``)."""
@@ -135,7 +157,7 @@ class Workspace:
         elif ref.ref is not None and self.has_db:
             resolved = stored_qrels(self.store, ref.ref)
         else:
-            raise QrelkitError(f"qrels {ref.ref!r}: no such file" + ("" if self.db else " (and no --db to look the name up in)"))
+            raise QrelkitError(f"qrels {ref.ref!r}: no such file" + self._no_database(ref.ref))
         if ref.name is not None:
             resolved.qrels.name = ref.name
             resolved.source["name"] = ref.name

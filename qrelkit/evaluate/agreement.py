@@ -1,5 +1,5 @@
 """How two qrels rank the same systems: Kendall τ-b, Spearman ρ, Pearson r and τ_AP, with
-95% confidence intervals from bootstrapping queries (BCa by default; `qrelkit.evaluate.bootstrap`).
+95% confidence intervals over queries (the jackknife by default; `qrelkit.evaluate.bootstrap`).
 
 The statistics are vectorised over rows (one row = one ordering of the same systems), so all
 bootstrap resamples are scored in one call. A resample is a vector of query weights
@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.bootstrap import Interval, IntervalEstimate, paired_intervals, resample_weights
+from qrelkit.evaluate.bootstrap import Interval, IntervalEstimate, draw_weights, paired_intervals
 from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, METHOD_NAMES, check_method
 from qrelkit.evaluate.metrics import Evaluation
 
 STATISTICS = ("kendall_tau", "spearman_rho", "pearson_r", "tau_ap")
+BOUNDS = {name: (-1.0, 1.0) for name in STATISTICS}  # a correlation's range: an interval's end beyond it is cut back
 
 
 def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -206,11 +207,12 @@ def correlate_systems(
     reference_decimals: int | None = None,
 ) -> dict[str, SystemCorrelation]:
     """Per measure: the four correlations between the systems' mean scores under the model and
-    under the reference qrels (means over the shared queries), with bootstrap intervals
-    (``interval`` 'bca' or 'percentile', at ``level``); ``reference_decimals``: the reference's
-    means ranked as printed to that many decimals (`printed`), on every resample too.
+    under the reference qrels (means over the shared queries), with intervals over queries
+    (``interval`` 'jackknife', 'bca', 'percentile' or 'subsampling', at ``level``);
+    ``reference_decimals``: the reference's means ranked as printed to that many decimals
+    (`printed`), on every resample too.
 
-    ``weights`` (from :func:`qrelkit.evaluate.bootstrap.resample_weights`) overrides ``resamples``/``seed`` so that other
+    ``weights`` (from :func:`qrelkit.evaluate.bootstrap.draw_weights`) overrides ``resamples``/``seed`` so that other
     analyses can share the same resamples.
     """
     check_aligned(model, reference)
@@ -218,12 +220,12 @@ def correlate_systems(
     if len(model.runs) < 2:
         raise QrelkitError(f"system correlations need at least 2 runs, got {len(model.runs)}")
     if weights is None:
-        weights = resample_weights(len(model.queries), resamples, seed)
+        weights = draw_weights(len(model.queries), resamples, seed, method)
     out = {}
     for measure in model.measures:
         model_matrix, reference_matrix = model.matrix(measure), reference.matrix(measure)
         statistic = _correlation_statistic(model_matrix, reference_matrix, reference_decimals)
-        found = paired_intervals(statistic, weights, method=method, level=level)
+        found = paired_intervals(statistic, weights, method=method, level=level, bounds=BOUNDS)
         intervals = {name: interval for name, interval in found.intervals.items() if interval is not None}
         out[measure] = SystemCorrelation(
             measure=measure,

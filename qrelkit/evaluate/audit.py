@@ -3,7 +3,8 @@ correlations and group bias, with bootstrap intervals over queries. Plain data i
 out: `qrelkit.commands.agree` resolves files, qrels sets and judge runs into it.
 
 Every interval of an audit (κ, τ, ρ, r, τ_AP, Relative Δ) comes from the same query resamples,
-by one method (BCa by default, percentile on request; `qrelkit.evaluate.bootstrap`), and an
+by one method (the jackknife by default; BCa, percentile or subsampling on request;
+`qrelkit.evaluate.bootstrap`), and an
 interval that should not be read as it stands carries a note (`Audit.interval_notes`).
 
 Systems are scored on the queries both qrels judge, each side with its own grades; a grade
@@ -29,6 +30,7 @@ disagreement), or too little data for a statistic. The size thresholds, and why:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -36,7 +38,7 @@ from typing import Any
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import STATISTICS, SystemCorrelation, correlate_systems
 from qrelkit.evaluate.bias import GroupBias, check_groups, group_bias
-from qrelkit.evaluate.bootstrap import paired_intervals, resample_weights
+from qrelkit.evaluate.bootstrap import describe_intervals, draw_weights, paired_intervals
 from qrelkit.evaluate.choices import (
     DEFAULT_MEASURES,
     DEFAULT_METHOD,
@@ -96,6 +98,7 @@ def measure_pairs(measures: list[str] | tuple[str, ...], judge_measures: list[st
 MIN_KAPPA_PAIRS = 50
 MIN_RUNS = 5
 MIN_QUERIES = 10
+KAPPA_BOUNDS = {name: (-math.inf, 1.0) for name in KAPPA_NAMES}  # κ ≤ 1; below, κ has no fixed floor
 STATISTIC_NAMES = {"kendall_tau": "Kendall τ-b", "spearman_rho": "Spearman ρ", "pearson_r": "Pearson r", "tau_ap": "τ_AP"}
 
 
@@ -119,7 +122,7 @@ class Audit(Result):
     # What each side's qrels are ("model", "reference" -> name, origin, file, judge run, grading record,
     # sample), as plain data; filled by whoever resolved them (`qrelkit.commands.agree`).
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)
-    interval: str = METHOD_NAMES[DEFAULT_METHOD]  # the interval method, as printed: "BCa" or "percentile"
+    interval: str = METHOD_NAMES[DEFAULT_METHOD]  # the interval method, as printed: "jackknife", "BCa", "percentile", "subsampling"
     level: float = 0.95
     # key of `systems` -> (reference measure, judge measure); the key is the measure where both share it
     measure_pairs: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -138,22 +141,40 @@ class Audit(Result):
             f"shared_pairs={self.labels.shared_pairs}, cohen_kappa={self.labels.cohen_kappa:.4f}{tau}"
         )
 
-    def interval_notes(self) -> list[str]:
-        """One sentence per interval that should not be read as it stands (its estimate outside
-        it, BCa not computable there), naming the statistic."""
-        notes = [f"{KAPPA_NAMES[name]}: {found.note}" for name, found in self.labels.intervals.items() if found.note]
+    def interval_note_records(self) -> list[dict[str, Any]]:
+        """Each interval that should not be read as it stands (its estimate outside it, an extreme
+        bias correction, BCa not computable there) as {statistic, name, measure, group, note}."""
+        records = [
+            {"statistic": name, "name": KAPPA_NAMES[name], "measure": None, "group": None, "note": found.note}
+            for name, found in self.labels.intervals.items()
+            if found.note
+        ]
         for measure, corr in self.systems.items():
-            notes += [f"{STATISTIC_NAMES[name]}, {measure}: {note}" for name, note in corr.notes.items()]
+            records += [
+                {"statistic": name, "name": STATISTIC_NAMES[name], "measure": measure, "group": None, "note": note}
+                for name, note in corr.notes.items()
+            ]
         for group, by_measure in self.bias.items():
             for measure, bias in by_measure.items():
-                notes += [f"Relative Δ toward {group} ({side}), {measure}: {note}" for side, note in bias.notes.items()]
-        return notes
+                records += [
+                    {
+                        "statistic": f"relative_delta_{side}",
+                        "name": f"Relative Δ toward {group} ({side})",
+                        "measure": measure,
+                        "group": group,
+                        "note": note,
+                    }
+                    for side, note in bias.notes.items()
+                ]
+        return records
+
+    def interval_notes(self) -> list[str]:
+        """One sentence per interval that should not be read as it stands, naming the statistic and measure."""
+        return [f"{r['name']}{', ' + r['measure'] if r['measure'] else ''}: {r['note']}" for r in self.interval_note_records()]
 
     def interval_description(self) -> str:
-        """What the intervals are, in words: "95% BCa bootstrap over 43 queries, 1000 resamples, seed 0"."""
-        if not self.resamples:
-            return "no intervals (--resamples 0)"
-        return f"{self.level:.0%} {self.interval} bootstrap over {len(self.queries)} queries, {self.resamples} resamples, seed {self.seed}"
+        """What the intervals are, in words: "95% jackknife intervals over 43 queries (each left out once)"."""
+        return describe_intervals(self.interval, self.level, len(self.queries), self.resamples, self.seed)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (`qrelkit agree --json`)."""
@@ -274,7 +295,7 @@ def _labels_with_intervals(
     labels = agreement_of(pairs, rel_level)
     if labels.not_computed is not None:
         return labels
-    found = paired_intervals(kappa_statistic_of(pairs, queries, rel_level), weights, method=method, level=level)
+    found = paired_intervals(kappa_statistic_of(pairs, queries, rel_level), weights, method=method, level=level, bounds=KAPPA_BOUNDS)
     return replace(labels, intervals={name: i for name, i in found.intervals.items() if i is not None})
 
 
@@ -296,7 +317,7 @@ def audit(
     reference_decimals: int | None = None,
 ) -> Audit:
     """Audit ``model`` qrels against ``reference`` qrels over ``runs``; see the module docstring.
-    ``interval``: 'bca' (default) or 'percentile', for every interval of the audit. The qrels may
+    ``interval``: 'jackknife' (default), 'bca', 'percentile' or 'subsampling', for every interval of the audit. The qrels may
     be `Qrels` or ``{qid: {docid: grade}}`` dicts (named "model" and "reference"). ``judge_measures``:
     the model's own measures (`measure_pairs`); ``reference_evaluation``: the reference already
     scored over ``runs`` on all its queries with every reference measure (`compare` scores it once);
@@ -313,7 +334,7 @@ def audit(
     queries = sorted(set(model.grades) & set(reference.grades))  # non-empty: the qrels share pairs
     model_evaluation, reference_evaluation = side_evaluations(model, reference, runs, queries, pairs_of_measures, reference_evaluation)
     # One set of resamples for every statistic, so intervals of κ, τ and Δ describe the same topic draws.
-    weights = resample_weights(len(queries), resamples, seed)
+    weights = draw_weights(len(queries), resamples, seed, method)
     labels = _labels_with_intervals(pairs, queries, rel_level, weights, method, level)
     groups = check_groups(groups or {}, model_evaluation.runs)
     scale = None if labels.not_computed else scale_warning(model.grades, reference.grades, maps)
@@ -391,10 +412,17 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
             "level": result.level,
             "resamples": result.resamples,
             "seed": result.seed,
-            "over": f"{len(result.queries)} queries (paired: the same resamples for every statistic)",
+            "over": f"{len(result.queries)} queries, each left out once (paired: the same queries for every statistic)"
+            if result.interval == "jackknife"
+            else f"{len(result.queries)} queries (paired: the same resamples for every statistic)",
+            "description": result.interval_description(),
         },
         "maps": result.maps.to_dict(),
         "reference_decimals": result.reference_decimals,
         "warnings": list(result.warnings),
+        # every interval note of the sections above in one list, each naming its statistic and measure
+        "interval_notes": [
+            {**record, "sentence": sentence} for record, sentence in zip(result.interval_note_records(), result.interval_notes())
+        ],
         "sources": result.sources,
     }

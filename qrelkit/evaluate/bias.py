@@ -22,7 +22,7 @@ import numpy as np
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import check_aligned
-from qrelkit.evaluate.bootstrap import Interval, IntervalEstimate, paired_intervals, resample_weights
+from qrelkit.evaluate.bootstrap import Interval, IntervalEstimate, draw_weights, paired_intervals
 from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, METHOD_NAMES, check_method
 from qrelkit.evaluate.metrics import Evaluation
 from qrelkit.io.groups import run_groups
@@ -131,7 +131,7 @@ def group_bias(
     method = check_method(interval)
     groups = check_groups(groups, model.runs)
     if weights is None:
-        weights = resample_weights(len(model.queries), resamples, seed)
+        weights = draw_weights(len(model.queries), resamples, seed, method)
     uniform = np.full((1, len(model.queries)), 1.0 / len(model.queries))
     out: dict[str, dict[str, GroupBias]] = {}
     for name, members in groups.items():

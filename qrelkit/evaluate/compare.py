@@ -39,7 +39,7 @@ import numpy as np
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import kendall_tau_b_rows, printed, tau_ap_rows
 from qrelkit.evaluate.audit import Audit, audit, measure_pairs
-from qrelkit.evaluate.bootstrap import IntervalEstimate, paired_intervals, resample_weights, uniform_weights
+from qrelkit.evaluate.bootstrap import IntervalEstimate, draw_weights, paired_intervals, uniform_weights
 from qrelkit.evaluate.choices import (
     DEFAULT_MEASURES,
     DEFAULT_METHOD,
@@ -110,7 +110,7 @@ class Comparison:
     resamples: int
     permutations: int
     seed: int | None
-    interval: str  # as printed: "BCa" or "percentile"
+    interval: str  # as printed: "jackknife", "BCa", "percentile" or "subsampling"
     level: float
     baseline: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -293,7 +293,9 @@ def paired_differences(
             "the plain difference of the two rows above"
         )
     pair = _Pair(first, second, queries, measures, maps, cache)
-    found = paired_intervals(pair.statistic, resample_weights(len(queries), resamples, seed), method=method, level=level)
+    draws = draw_weights(len(queries), resamples, seed, method)
+    bounds = {f"{name}|{measure}": (-2.0, 2.0) for measure in pair.matrices for name in RANKING}  # Δ of two correlations
+    found = paired_intervals(pair.statistic, draws, method=method, level=level, bounds=bounds)
     p_values: dict[str, float | None] = dict.fromkeys(found.estimates)
     if permutations:
         p_values = randomisation_p_values(found.estimates, pair.swapped(swap_masks(len(queries), permutations, seed)))

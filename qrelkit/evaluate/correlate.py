@@ -92,6 +92,22 @@ def rank_correlations(scores: dict[str, dict[str, float]], *, queries: int = 0, 
             for j, column in enumerate(orderings):
                 matrix[i, j] = function(vectors[row], vectors[column])
         matrices[name] = matrix
+    notes = list(notes or []) + tie_notes(orderings, vectors, matrices["tau_ap"])
     return RankCorrelations(
-        orderings, runs, {label: {run: scores[label][run] for run in runs} for label in orderings}, matrices, queries, notes or []
+        orderings, runs, {label: {run: scores[label][run] for run in runs} for label in orderings}, matrices, queries, notes
     )
+
+
+def tie_notes(orderings: list[str], vectors: dict[str, np.ndarray], tau_ap_matrix: np.ndarray) -> list[str]:
+    """A sentence for each ordering in which runs tie: τ_AP (defined without ties) counts a pair tied
+    under the truth as half correct, so it falls short of 1 even against the ordering itself."""
+    notes = []
+    for i, label in enumerate(orderings):
+        values = vectors[label]
+        tied = int(sum(n * (n - 1) // 2 for n in np.unique(values, return_counts=True)[1]))
+        if tied:
+            notes.append(
+                f"{label}: {tied} pair{'s' if tied != 1 else ''} of runs tie; τ_AP counts a pair tied under the truth as half "
+                f"correct, so τ_AP of {label} with itself is {tau_ap_matrix[i, i]:.4f}, not 1 (τ-b and ρ correct for ties: 1)"
+            )
+    return notes

@@ -365,20 +365,6 @@ def agreement_of(pairs: SharedPairs, rel_level: int | None = None) -> LabelAgree
 KAPPAS = {"cohen_kappa": None, "cohen_kappa_linear": "linear", "cohen_kappa_quadratic": "quadratic"}
 
 
-def kappa_statistic(
-    model: Grades | Qrels,
-    reference: Grades | Qrels,
-    queries: list[str],
-    *,
-    maps: GradeMaps = NO_MAPS,
-    rel_level: int | None = None,
-) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
-    """Query weights (rows, len(queries)) -> each κ of :class:`LabelAgreement` per row: κ of the
-    confusion matrix Σ_q w_q C_q, with C_q the confusion of query q's shared pairs. Uniform
-    weights give κ itself; resample weights its bootstrap over queries."""
-    return kappa_statistic_of(mapped_pairs(model, reference, maps), queries, rel_level)
-
-
 def per_query_confusions(pairs: SharedPairs, queries: list[str], labels: list[int]) -> np.ndarray:
     """Each query's confusion counts (reference grade × model grade over ``labels``) as the rows of a
     (Q, L·L) matrix: a resample's weights @ it is the resample's confusion matrix."""
@@ -400,7 +386,10 @@ def per_query_confusions(pairs: SharedPairs, queries: list[str], labels: list[in
 def kappa_statistic_of(
     pairs: SharedPairs, queries: list[str], rel_level: int | None = None
 ) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
-    """`kappa_statistic` on pairs already shared and mapped."""
+    """Query weights (rows, len(queries)) -> each κ of :class:`LabelAgreement` per row, on pairs already
+    shared and mapped (`mapped_pairs`): κ of the confusion matrix Σ_q w_q C_q, with C_q the confusion
+    of query q's shared pairs. Uniform weights give κ itself; resample weights its bootstrap over
+    queries."""
     labels = grade_range(pairs.reference, pairs.model)
     flat = per_query_confusions(pairs, queries, labels)
     relevant = np.array([label >= rel_level for label in labels]) if rel_level is not None else None

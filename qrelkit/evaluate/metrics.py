@@ -12,6 +12,7 @@ an iterator of runs (`qrelkit.io.iter_runs`) holds one run in memory.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ from qrelkit.evaluate.choices import AVERAGES, check_average
 from qrelkit.evaluate.compatibility import Compatibility, compatibility, compatibility_measure
 from qrelkit.evaluate.measures import Measure, compute, vectorised_measure
 from qrelkit.evaluate.ranked import JudgedPairs, rank_run, rank_run_by_docid_ascending
-from qrelkit.evaluate.trec_names import from_trec_eval
+from qrelkit.evaluate.trec_names import from_trec_eval, suggest_measure
 from qrelkit.io import arrays
 from qrelkit.io.results import Result
 from qrelkit.io.trec import Qrels, Run
@@ -36,7 +37,21 @@ def _ir_measures_measure(name: str) -> Any:
     try:
         return ir_measures.parse_measure(name)
     except (ValueError, NameError, SyntaxError, TypeError) as exc:
-        raise QrelkitError(f"unknown measure {name!r} ({exc}); examples: nDCG@10, 'AP(rel=2)', 'RR(rel=2)', P@10, R@100") from None
+        raise QrelkitError(f"unknown measure {name!r} ({exc}); {measure_hint(name)}") from None
+
+
+def measure_hint(name: str) -> str:
+    """What to write instead of the unknown measure ``name``: the spelling of another toolkit's name
+    (ranx's ndcg@10), where FD is scored, or examples."""
+    if re.fullmatch(r"(URR-)?FD@\d+", name.strip(), flags=re.IGNORECASE):
+        return (
+            f"{name} is not scored from qrels but from embeddings, by `qrelkit fd`: write it with `qrelkit fd ... --json > fd.json`, "
+            "then give that file to `qrelkit correlate --scores fd.json` (or to `qrelkit correlate` in Python, scores=)"
+        )
+    suggestion = suggest_measure(name)
+    if suggestion is not None:
+        return f"did you mean {suggestion!r}? (qrelkit spells measures as ir_measures does: nDCG@10, 'AP(rel=2)', RR@10, P@10, R@100)"
+    return "examples: nDCG@10, 'AP(rel=2)', 'RR(rel=2)', P@10, R@100"
 
 
 def parse_measures(names: Iterable[str]) -> list[tuple[str, Any]]:

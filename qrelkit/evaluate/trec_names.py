@@ -50,6 +50,45 @@ def from_trec_eval(name: str) -> str | None:
     return measure
 
 
+# Other toolkits' spellings (ranx's `ndcg@10`, `mrr@10`, `precision@5`, lower-case names) -> the
+# family qrelkit spells: offered as a suggestion in the error, never read silently, since the user
+# should see which measure (and relevance level) they get.
+_OTHER_FAMILIES = {
+    "ndcg": "nDCG",
+    "mrr": "RR",
+    "rr": "RR",
+    "recip_rank": "RR",
+    "map": "AP",
+    "ap": "AP",
+    "precision": "P",
+    "p": "P",
+    "recall": "R",
+    "r": "R",
+    "hit_rate": "Success",
+    "hitrate": "Success",
+    "success": "Success",
+    "r-precision": "Rprec",
+    "r_precision": "Rprec",
+    "rprec": "Rprec",
+    "bpref": "Bpref",
+    "judged": "Judged",
+}
+_OTHER = re.compile(r"^(?P<family>[A-Za-z_\-]+?)(?:@(?P<k>\d+))?$")
+
+
+def suggest_measure(name: str) -> str | None:
+    """The measure qrelkit spells for another toolkit's name (``ndcg@10`` -> nDCG@10, ``mrr@10`` ->
+    RR@10), or None when there is none to offer."""
+    match = _OTHER.match(name.strip())
+    if match is None:
+        return None
+    family = _OTHER_FAMILIES.get(match["family"].lower())
+    if family is None:
+        return None
+    suggestion = family + (f"@{match['k']}" if match["k"] else "")
+    return None if suggestion == name.strip() else suggestion
+
+
 # trec_eval 9.0.8's measure table (measures.c): `-q` prints a query's measures, and the final
 # `all` block, in this order whatever the order of -m; a family's cut-offs ascending.
 TREC_EVAL_ORDER = (

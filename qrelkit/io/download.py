@@ -7,26 +7,42 @@ A mirror is a folder, a `file://` URL or an `http(s)://` base that holds each fi
 never used: a file the mirror lacks is reported missing, not fetched from elsewhere.
 
 Bytes arrive in `<dest>.part`, renamed to `dest` only when whole; a run that stopped part-way
-(killed, a dropped connection) asks for the rest with `Range: bytes=N-` next time.
+(killed, a dropped connection) asks for the rest with `Range: bytes=N-` next time, from the same
+place only (a part from one mirror is never completed from another: `pinned`). A `.part` that is a
+link is refused, never followed.
+
+Redirects: a mirror's only to its own origin (scheme, host and port); a public source's only to
+https:// URLs of public hosts. A download that brings less than `STALL_BYTES` in any
+`STALL_SECONDS` stops (what arrived is kept, to resume from), so a trickling server cannot hold a
+fetch forever.
 """
 
 from __future__ import annotations
 
 import base64
+import errno
 import os
+import stat
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import unquote, urlsplit
 
 from qrelkit.errors import FatalJobError, QrelkitError
+from qrelkit.io.files import open_under_root
+from qrelkit.io.folders import FolderRefused
 from qrelkit.io.limits import limits, size_text
+from qrelkit.io.urls import local_host_reason
 
 ProgressCallback = Callable[[int, int], None]
 CHUNK = 1 << 16
 TIMEOUT = 60.0
+STALL_SECONDS = 60.0  # a download that brings less than STALL_BYTES in this long is stopped
+STALL_BYTES = 64 << 10
 USER_AGENT = "qrelkit-data-fetch"
 
 
@@ -52,6 +68,13 @@ class Mirror:
     @classmethod
     def parse(cls, text: str) -> Mirror:
         if text.startswith(("http://", "https://")):
+            try:
+                parts = urlsplit(text)
+                parts.port  # noqa: B018 (a port that is no number raises here)
+            except ValueError as exc:
+                raise QrelkitError(f"--mirror {text}: not a URL ({exc})") from None
+            if not parts.hostname:
+                raise QrelkitError(f"--mirror {text}: names no host")
             return cls(text)
         folder = Path(unquote(urlsplit(text).path) if text.startswith("file://") else text).expanduser()
         if not folder.is_dir():
@@ -61,6 +84,11 @@ class Mirror:
     @property
     def remote(self) -> bool:
         return self.base.startswith(("http://", "https://"))
+
+    @property
+    def local_root(self) -> Path | None:
+        """The mirror's folder (a file read from it stays inside it), None for an http(s) mirror."""
+        return None if self.remote else Path(self.base)
 
     def candidates(self, url: str) -> list[str]:
         """Where the mirror may hold the public file ``url``: `<host>/<path>`, then `.sources/<host>/<path>`."""
@@ -94,7 +122,8 @@ def shown_url(url: str) -> str:
     return url
 
 
-def _part(dest: Path) -> Path:
+def part_path(dest: Path) -> Path:
+    """Where the bytes of ``dest`` arrive before it is whole."""
     return dest.with_name(dest.name + ".part")
 
 
@@ -106,14 +135,33 @@ def download(
     max_bytes: int | None = None,
     auth: str | None = None,
     progress: ProgressCallback | None = None,
+    pinned: str | None = None,
+    remember: Callable[[str], None] | None = None,
 ) -> str:
     """Fetch ``url`` (or the mirror's copy of it) to ``dest``, resuming `dest.part`; the place it
-    came from. ``auth`` (`user:password`) is sent as HTTP basic auth, never to a mirror, never shown."""
+    came from. ``auth`` (`user:password`) is sent as HTTP basic auth, never to a mirror, never shown.
+    With ``remember`` (called with each place before it is asked), `dest.part` is resumed only from
+    ``pinned``, the place it came from (tried first); a part from anywhere else is dropped, never
+    completed with another place's bytes. Without it, a part is resumed from whichever place has the file."""
     places = mirror.candidates(url) if mirror else [url]
+    if pinned in places:
+        places = [pinned, *(p for p in places if p != pinned)]
     for number, place in enumerate(places, 1):
+        if remember is not None:
+            if place != pinned:
+                part_path(dest).unlink(missing_ok=True)  # unlink removes a link itself, never what it points to
+                pinned = place
+            remember(place)
         try:
             if fetch_place(
-                place, dest, max_bytes=max_bytes, auth=None if mirror else auth, progress=progress, missing_ok=number < len(places)
+                place,
+                dest,
+                max_bytes=max_bytes,
+                auth=None if mirror else auth,
+                progress=progress,
+                missing_ok=number < len(places),
+                root=mirror.local_root if mirror else None,
+                same_origin=mirror is not None,
             ):
                 return place
         except Interrupted:
@@ -133,58 +181,121 @@ def fetch_place(
     auth: str | None = None,
     progress: ProgressCallback | None = None,
     missing_ok: bool = True,
+    root: Path | None = None,
+    same_origin: bool = True,
 ) -> bool:
     """Fetch one place (an http(s) URL, a `file://` URL or a local path) to ``dest``, resuming
-    `dest.part`; False when it is not there (and ``missing_ok``)."""
+    `dest.part`; False when it is not there (and ``missing_ok``). A local file is read only from
+    inside ``root`` when one is given (a mirror's folder); an http(s) place is redirected only to its
+    own origin (``same_origin``, a mirror) or else only to https:// URLs of public hosts."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     cap = max_bytes or limits().max_input_bytes
     try:
         if place.startswith(("http://", "https://")):
-            found = _http(place, dest, cap, auth, progress, missing_ok=missing_ok)
+            found = _http(place, dest, cap, auth, progress, missing_ok=missing_ok, same_origin=same_origin)
         else:
             local = Path(unquote(urlsplit(place).path)) if place.startswith("file://") else Path(place)
-            found = _local(local, dest, cap, progress)
+            found = _local(local, dest, cap, progress, root)
             if not found and not missing_ok:
                 raise DownloadError(f"{local}: not found")
     except DownloadError:
-        _part(dest).unlink(missing_ok=True)  # what arrived is refused, not kept to resume from
+        part_path(dest).unlink(missing_ok=True)  # what arrived is refused, not kept to resume from
         raise
     if found:
-        os.replace(_part(dest), dest)
+        os.replace(part_path(dest), dest)
     return found
 
 
-def _local(source: Path, dest: Path, cap: int, progress: ProgressCallback | None) -> bool:
+def _local(source: Path, dest: Path, cap: int, progress: ProgressCallback | None, root: Path | None) -> bool:
     if not source.is_file():
         return False
-    total = source.stat().st_size
-    if total > cap:
-        raise DownloadError(f"{source}: {size_text(total)}, more than the {size_text(cap)} it may have")
-    part = _part(dest)
-    have = part.stat().st_size if part.exists() else 0
-    if have > total:
-        part.unlink()
-        have = 0
-    with open(source, "rb") as src, open(part, "ab") as out:
-        src.seek(have)
-        _copy(src, out, have, total, cap, str(source), progress)
+    try:
+        src = open_under_root(source, root)
+    except QrelkitError as exc:
+        raise DownloadError(str(exc)) from None
+    with src:
+        total = os.fstat(src.fileno()).st_size
+        if total > cap:
+            raise DownloadError(f"{source}: {size_text(total)}, more than the {size_text(cap)} it may have")
+        part = part_path(dest)
+        have = _part_size(part)
+        if have > total:
+            part.unlink()
+            have = 0
+        with _openpart_path(part, append=True) as out:
+            src.seek(have)
+            _copy(src, out, have, total, cap, str(source), progress)
     return True
 
 
-def _http(url: str, dest: Path, cap: int, auth: str | None, progress: ProgressCallback | None, *, missing_ok: bool) -> bool:
-    part = _part(dest)
-    have = part.stat().st_size if part.exists() else 0
+def _part_size(part: Path) -> int:
+    """Bytes already in ``part`` (0 when none); a link or other non-file there is refused."""
+    try:
+        info = os.lstat(part)
+    except FileNotFoundError:
+        return 0
+    if not stat.S_ISREG(info.st_mode):
+        raise FolderRefused(
+            f"{part} is {'a symbolic link' if stat.S_ISLNK(info.st_mode) else 'not a regular file'}: not followed (remove it)"
+        )
+    return info.st_size
+
+
+def _openpart_path(part: Path, *, append: bool) -> BinaryIO:
+    """``part`` opened to write (appended to, or from the start), never through a link."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        descriptor = os.open(part, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FolderRefused(f"{part} is a symbolic link: not followed (remove it)") from None
+        raise
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise FolderRefused(f"{part} is not a regular file: not written to")
+    return os.fdopen(descriptor, "ab" if append else "wb")
+
+
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """Redirects followed only to the same origin (a mirror), or only to https:// URLs of public hosts."""
+
+    def __init__(self, same_origin: bool):
+        self.same_origin = same_origin
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, ANN201 (urllib's signature)
+        old, new = urlsplit(req.full_url), urlsplit(newurl)
+        if self.same_origin:
+            allowed = new.scheme in ("http", "https") and _origin(old) == _origin(new)
+            why = "not the mirror's own origin"
+        else:
+            reason = local_host_reason(new.hostname or "") if new.scheme == "https" and new.hostname else "no https:// URL"
+            allowed, why = reason is None, f"{reason} (only https:// URLs of public hosts are followed)"
+        if not allowed:
+            raise DownloadError(f"{shown_url(req.full_url)}: redirected (HTTP {code}) to {shown_url(newurl)}: {why}; not followed")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _origin(parts) -> tuple[str, str, int | None]:  # noqa: ANN001 (a SplitResult)
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+
+
+def _http(
+    url: str, dest: Path, cap: int, auth: str | None, progress: ProgressCallback | None, *, missing_ok: bool, same_origin: bool
+) -> bool:
+    part = part_path(dest)
+    have = _part_size(part)
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     if have:
         request.add_header("Range", f"bytes={have}-")
     if auth:
         request.add_unredirected_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
     try:
-        response = urllib.request.urlopen(request, timeout=TIMEOUT)
+        response = urllib.request.build_opener(_Redirects(same_origin)).open(request, timeout=TIMEOUT)
     except urllib.error.HTTPError as exc:
         if exc.code == 416 and have:  # what we hold is not a prefix the server recognises: start over
             part.unlink()
-            return _http(url, dest, cap, auth, progress, missing_ok=missing_ok)
+            return _http(url, dest, cap, auth, progress, missing_ok=missing_ok, same_origin=same_origin)
         if exc.code == 404:
             if missing_ok:
                 return False
@@ -204,7 +315,7 @@ def _http(url: str, dest: Path, cap: int, auth: str | None, progress: ProgressCa
         total = start + int(length) if length and length.isdigit() else 0
         if total > cap:
             raise DownloadError(f"{shown_url(url)}: {size_text(total)}, more than the {size_text(cap)} it may have")
-        with open(part, mode) as out:
+        with _openpart_path(part, append=mode == "ab") as out:
             try:
                 _copy(response, out, start, total, cap, shown_url(url), progress)
             except (TimeoutError, ConnectionError, urllib.error.URLError) as exc:
@@ -219,10 +330,22 @@ def _http(url: str, dest: Path, cap: int, auth: str | None, progress: ProgressCa
 
 
 def _copy(src, out, done: int, total: int, cap: int, what: str, progress: ProgressCallback | None) -> None:  # noqa: ANN001 (file-likes)
-    while chunk := src.read(CHUNK):
+    window_start, window_bytes = time.monotonic(), 0
+    read = getattr(src, "read1", src.read)  # what has arrived, not a wait for a whole chunk (a trickle is seen as it comes)
+    while chunk := read(CHUNK):
         done += len(chunk)
         if done > cap:
             raise DownloadError(f"{what}: more than the {size_text(cap)} it may have")
         out.write(chunk)
         if progress:
             progress(done, total)
+        window_bytes += len(chunk)
+        elapsed = time.monotonic() - window_start
+        if elapsed >= STALL_SECONDS:
+            if window_bytes < STALL_BYTES:
+                out.flush()
+                raise Interrupted(
+                    f"{what} brought {window_bytes:,} bytes in {elapsed:.0f} s, less than {size_text(STALL_BYTES)}: stopped after "
+                    f"{done:,} bytes; run again to resume"
+                )
+            window_start, window_bytes = time.monotonic(), 0

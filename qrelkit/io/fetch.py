@@ -24,7 +24,9 @@ from typing import Any
 from qrelkit.errors import FatalJobError, QrelkitError
 from qrelkit.io.bundles import STATE_FILE, Bundle, BundleFile, Source
 from qrelkit.io.derive import RULES, apply_rule
-from qrelkit.io.download import DownloadError, Mirror, ProgressCallback, cache_path, download, fetch_place, shown_url
+from qrelkit.io.download import DownloadError, Mirror, ProgressCallback, cache_path, download, fetch_place, part_path, shown_url
+from qrelkit.io.files import exclusive_temporary, write_atomically
+from qrelkit.io.folders import FolderRefused, below, inside, make_folders, read_small
 from qrelkit.io.lines import file_sha256
 
 ProgressFactory = Callable[[str], AbstractContextManager[ProgressCallback | None]]
@@ -63,37 +65,56 @@ class FetchReport:
         return {"bundle": self.bundle, "folder": str(self.folder), "files": [asdict(f) for f in self.files], "images": self.images}
 
 
+MAX_STATE_BYTES = 256 << 20  # a record of every pooled image of a large bundle stays far below this
+
+
 class State:
-    """The bundle folder's record: the sha256 of each file and source as first fetched."""
+    """The bundle folder's record: the sha256 of each file and source as first fetched, each image
+    fetched, and where a partly downloaded source is coming from (`partials`: URL -> place)."""
+
+    KINDS = ("files", "sources", "images", "partials")
 
     def __init__(self, folder: Path):
         self.path = folder / STATE_FILE
-        self.data: dict[str, Any] = {"files": {}, "sources": {}, "images": {}}
-        if self.path.is_file():
-            try:
-                loaded = json.loads(self.path.read_text(encoding="utf-8"))
-                self.data.update({k: v for k, v in loaded.items() if isinstance(v, dict)})
-            except ValueError:
-                pass  # a damaged record: everything is checked against the manifest again
+        self.data: dict[str, Any] = {kind: {} for kind in self.KINDS}
+        raw = read_small(self.path, MAX_STATE_BYTES)  # a link is refused, not followed
+        if raw is None:
+            return
+        try:
+            loaded = json.loads(raw)
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than can be read
+            loaded = None
+        if isinstance(loaded, dict):  # anything else is a damaged record: everything is checked against the manifest again
+            self.data.update({k: v for k, v in loaded.items() if k in self.KINDS and isinstance(v, dict)})
 
     def recorded(self, kind: str, key: str) -> str | None:
         entry = self.data[kind].get(key)
-        return entry.get("sha256") if isinstance(entry, dict) else None
+        sha = entry.get("sha256") if isinstance(entry, dict) else None
+        return sha if isinstance(sha, str) else None
 
     def record(self, kind: str, key: str, **values: Any) -> None:
         self.data[kind][key] = {**values, "recorded": datetime.now(UTC).isoformat(timespec="seconds")}
 
+    def forget(self, kind: str, key: str) -> None:
+        self.data[kind].pop(key, None)
+
     def save(self) -> None:
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        temporary.write_text(json.dumps(self.data, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(temporary, self.path)
+        if not any(self.data.values()):  # nothing is had: no record of nothing (a failed first fetch leaves no folder behind)
+            if self.path.is_file() and not self.path.is_symlink():
+                self.path.unlink()
+            return
+        text = json.dumps(self.data, indent=1, sort_keys=True)
+        # the folder is made again where a fetch that had nothing took it back (images may follow)
+        write_atomically(self.path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
 
 
 class Fetcher:
     def __init__(self, bundle: Bundle, root: Path, *, mirror: Mirror | None = None, progress: ProgressFactory | None = None):
         self.bundle, self.root, self.mirror, self.progress = bundle, root, mirror, progress
-        self.folder = root / bundle.name
-        self.folder.mkdir(parents=True, exist_ok=True)
+        # the folders this fetch makes, removed again when it had nothing to put in them
+        self.made = [folder for folder in (root, root / ".sources", root / bundle.name) if not folder.exists()]
+        root.mkdir(parents=True, exist_ok=True)  # the data folder itself is the user's choice; below it, no link is followed
+        self.folder = make_folders(root, bundle.name, f"the folder of {bundle.name}")
         self.state = State(self.folder)
 
     # -- files -------------------------------------------------------------------------------
@@ -105,13 +126,29 @@ class Fetcher:
                 reports.append(self.fetch_file(item, failed={r.path for r in reports if r.status in ("missing", "failed")}))
         finally:
             self.state.save()
+            self.remove_empty_folders()
         return reports
+
+    def remove_empty_folders(self) -> None:
+        """Take back the empty folders a fetch that had nothing left: each source's folders under
+        `.sources/` (a download that never arrived), and the bundle and data folders it made."""
+        sources = self.root / ".sources"
+        for source in self.bundle.sources:
+            try:
+                folder = cache_path(self.root, source.url).parent
+            except DownloadError:
+                continue
+            while folder != sources and sources in folder.parents and _remove_if_empty(folder):
+                folder = folder.parent
+        for folder in (self.folder, sources, self.root):
+            if folder in self.made:
+                _remove_if_empty(folder)
 
     def expected(self, item: BundleFile) -> str | None:
         return item.sha256 or self.state.recorded("files", item.path)
 
     def fetch_file(self, item: BundleFile, failed: set[str]) -> FileReport:
-        target = self.folder / item.path
+        target = inside(self.folder, item.path, f"{self.bundle.name}/{item.path}")
         report = FileReport(item.path, "present", item.verified)
         expected = self.expected(item)
         if target.is_file():
@@ -139,17 +176,27 @@ class Fetcher:
             return report
         return self._build(item, target, inputs, report)
 
+    def _make_parent(self, target: Path, item: BundleFile) -> None:
+        if target.parent != self.folder:
+            make_folders(self.folder, below(self.folder, target.parent), item.path)
+
     def _from_mirror(self, item: BundleFile, target: Path, report: FileReport) -> bool:
         """A mirror that is a copy of a data folder holds the finished file at `<bundle>/<path>`."""
         assert self.mirror is not None
         place = self.mirror.join(f"{self.bundle.name}/{item.path}")
-        if not fetch_place(place, target):
-            return False
-        actual = file_sha256(target)
-        if item.sha256 is not None and actual != item.sha256:
-            report.notes.append(f"refused the mirror's {item.path}: sha256 {actual[:12]}… is not the manifest's {item.sha256[:12]}…")
-            target.unlink()
-            return False
+        self._make_parent(target, item)
+        temporary = exclusive_temporary(target)
+        try:
+            if not fetch_place(place, temporary, root=self.mirror.local_root):
+                return False
+            actual, expected = file_sha256(temporary), self.expected(item)
+            if expected is not None and actual != expected:
+                whose = "the manifest's" if item.verified else "the one recorded on first fetch"
+                report.notes.append(f"refused the mirror's {item.path}: sha256 {actual[:12]}… is not {whose} {expected[:12]}…")
+                return False
+            os.replace(temporary, target)
+        finally:
+            temporary.unlink(missing_ok=True)
         report.status = "fetched"
         self._accept(item, report, actual, f"from the mirror's copy {place}")
         return True
@@ -159,16 +206,17 @@ class Fetcher:
             report.status = "failed"
             report.notes.append(f"qrelkit knows no rule {item.rule!r} (a newer manifest?)")
             return report
-        temporary = target.with_name(target.name + ".tmp")
-        temporary.parent.mkdir(parents=True, exist_ok=True)
+        self._make_parent(target, item)
+        temporary = exclusive_temporary(target)
         try:
             try:
                 apply_rule(item.rule, inputs, item.options, temporary)
             except QrelkitError as exc:
-                if isinstance(exc, FatalJobError):  # the network is gone: stop, as a download would
+                if isinstance(exc, FatalJobError | FolderRefused):  # the network is gone, or a link: stop, as a download would
                     raise
                 report.status = "failed"
                 report.notes.append(str(exc))
+                self._drop_unverified_sources(item, report)
                 return report
             actual, expected = file_sha256(temporary), self.expected(item)
             if expected is not None and actual != expected:
@@ -184,6 +232,18 @@ class Fetcher:
             temporary.unlink(missing_ok=True)
         report.status = "built"
         return self._accept(item, report, actual, f"made by rule {item.rule!r}")
+
+    def _drop_unverified_sources(self, item: BundleFile, report: FileReport) -> None:
+        """A rule refused its inputs (a decompression bomb, another form): the unverified sources among
+        them are not kept, nor their recorded sha256, so a later fetch gets them anew instead of being
+        held to what was refused."""
+        for name in item.inputs:
+            source = self.bundle.source(name)
+            if source is None or source.verified:
+                continue
+            cache_path(self.root, source.url).unlink(missing_ok=True)
+            self.state.forget("sources", source.url)
+            report.notes.append(f"its unverified source {shown_url(source.url)} was not kept: the next fetch downloads it again")
 
     def _accept(self, item: BundleFile, report: FileReport, actual: str, how: str) -> FileReport:
         report.sha256 = actual
@@ -211,11 +271,12 @@ class Fetcher:
     def input_path(self, name: str, report: FileReport) -> Path:
         """An input of a rule: a source (downloaded and checked) or an earlier file of the bundle."""
         source = self.bundle.source(name)
-        return self.source_path(source, report) if source is not None else self.folder / name
+        return self.source_path(source, report) if source is not None else inside(self.folder, name, f"{self.bundle.name}/{name}")
 
     def source_path(self, source: Source, report: FileReport) -> Path:
         """The source in the cache, downloaded (or resumed) and checked; DownloadError when it cannot be had."""
-        dest = cache_path(self.root, source.url)
+        dest = inside(self.root, below(self.root, cache_path(self.root, source.url)), f"the cached copy of {shown_url(source.url)}")
+        make_folders(self.root, below(self.root, dest.parent), f"the cached copy of {shown_url(source.url)}")
         expected = source.sha256 or self.state.recorded("sources", source.url)
         if dest.is_file():
             actual = file_sha256(dest)
@@ -248,9 +309,30 @@ class Fetcher:
                 if shown and shown[0] is not None:
                     shown[0](done, total)
 
+            def remember(place: str) -> None:  # before a byte arrives: a resumed download goes on from the same place only
+                if self.state.data["partials"].get(source.url) != place:
+                    self.state.data["partials"][source.url] = place
+                    self.state.save()
+
+            pinned = self.state.data["partials"].get(source.url)
             try:
-                return download(source.url, dest, mirror=self.mirror, max_bytes=source.size, auth=auth, progress=progress)
-            except DownloadError as exc:
+                origin = download(
+                    source.url,
+                    dest,
+                    mirror=self.mirror,
+                    max_bytes=source.size,
+                    auth=auth,
+                    progress=progress,
+                    pinned=pinned if isinstance(pinned, str) else None,
+                    remember=remember,
+                )
+                self.state.forget("partials", source.url)
+                return origin
+            except BaseException as exc:
+                if not part_path(dest).exists():  # no byte arrived: nothing to resume, and no origin to hold it to
+                    self.state.forget("partials", source.url)
+                if not isinstance(exc, DownloadError):
+                    raise
                 if source.auth_env and "needs a login" in str(exc) and self.mirror is None:
                     why = "was refused" if auth else "is not set"
                     raise DownloadError(f"{exc}: set {source.auth_env}=user:password (it {why}), or fetch with --mirror") from None
@@ -261,6 +343,14 @@ class Fetcher:
             report.notes.append(f"{shown_url(source.url)} {_md5_note(dest, source.listed_md5)}")
         self.state.record("sources", source.url, sha256=actual, verified=source.verified)
         return dest
+
+
+def _remove_if_empty(folder: Path) -> bool:
+    try:
+        folder.rmdir()
+    except OSError:  # not empty, or not there
+        return False
+    return True
 
 
 def _md5_note(path: Path, listed: str) -> str:

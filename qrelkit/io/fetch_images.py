@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,14 @@ from typing import Any
 from qrelkit.errors import InputFormatError
 from qrelkit.io.bundles import Images
 from qrelkit.io.download import DownloadError, Mirror, fetch_place
+from qrelkit.io.files import exclusive_temporary, write_atomically
+from qrelkit.io.folders import FolderRefused, checked_relative, inside, make_folders
 from qrelkit.io.images import MAX_IMAGE_BYTES, ImageError, open_image, read_image_file
 from qrelkit.io.lines import ProblemLog, file_sha256, iter_lines, raise_if_problems
 from qrelkit.io.urls import local_host_reason, url_host
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_RECORDED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")  # a stem and a suffix, as `_fetch_one` names them
 _SUFFIX = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp", "GIF": ".gif", "TIFF": ".tif", "BMP": ".bmp"}
 SHOWN = 3  # problems named in the report; the rest counted
 
@@ -71,7 +75,7 @@ def fetch_images(
     images: Images, folder: Path, state: Any, *, mirror: Mirror | None, urls: dict[str, str] | None, max_images: int | None
 ) -> dict[str, Any]:
     """Fetch the pooled images; a summary `{"wanted", "here", "fetched", "failed", "problems", "note"}`."""
-    ids_file = folder / images.ids
+    ids_file = inside(folder, images.ids, f"{folder.name}/{images.ids}")
     summary: dict[str, Any] = {"wanted": 0, "here": 0, "fetched": 0, "failed": 0, "problems": [], "note": None}
     if not ids_file.is_file():
         summary["note"] = f"no images: {images.ids} is missing"
@@ -84,6 +88,7 @@ def fetch_images(
         summary["note"] = f"images not fetched: {images.note}"
         _write_documents(folder, images, ids, state)
         return summary
+    make_folders(folder, images.folder, f"{folder.name}/{images.folder}")
     for docid in wanted:
         if _present(folder, images, state, docid):
             summary["here"] += 1
@@ -93,7 +98,7 @@ def fetch_images(
         if place and places is None:
             problem = url_problem(place)
         if problem is None:
-            problem = _fetch_one(docid, place or "", folder, images, state)
+            problem = _fetch_one(docid, place or "", folder, images, state, mirror if places is not None else None)
         if problem is None:
             summary["fetched"] += 1
         else:
@@ -107,41 +112,66 @@ def fetch_images(
 
 
 def _mirror_places(mirror: Mirror, folder: Path, images: Images) -> dict[str, str] | None:
-    """docid -> where a mirror that copies a data folder keeps each image; None when it has no images.jsonl."""
-    listing = folder / f".mirror-{images.documents}"
+    """docid -> where a mirror that copies a data folder keeps each image; None when it has no
+    images.jsonl. An image the listing names outside the mirror's bundle folder (`..`, an absolute
+    path) is left out, never read."""
+    listing = exclusive_temporary(folder / images.documents)
     try:
-        if not fetch_place(mirror.join(f"{folder.name}/{images.documents}"), listing):
+        if not fetch_place(mirror.join(f"{folder.name}/{images.documents}"), listing, root=mirror.local_root):
             return None
         records = [json.loads(line) for line in listing.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return {str(r["docid"]): mirror.join(f"{folder.name}/{r['image']}") for r in records}
-    except (DownloadError, ValueError, KeyError, TypeError):
+        places: dict[str, str] = {}
+        for record in records:
+            try:
+                places[str(record["docid"])] = mirror.join(f"{folder.name}/{checked_relative(record['image'], 'the mirror images.jsonl')}")
+            except FolderRefused:
+                continue  # named outside the mirror: this image is not fetched
+        return places
+    except (DownloadError, ValueError, KeyError, TypeError, RecursionError):
         return None
     finally:
         listing.unlink(missing_ok=True)
 
 
-def _present(folder: Path, images: Images, state: Any, docid: str) -> bool:
+def recorded_image(folder: Path, images: Images, state: Any, docid: str) -> Path | None:
+    """Where the folder's record says ``docid``'s image is: a file of the images folder, under a name
+    qrelkit gives (`images/<stem>.<suffix>`); None when the record names anything else (an absolute
+    path, `..`, another folder), which is then forgotten, never read or deleted."""
     entry = state.data["images"].get(docid)
-    if not isinstance(entry, dict) or not (folder / entry.get("image", "")).is_file():
+    if not isinstance(entry, dict):
+        return None
+    relative = entry.get("image")
+    folder_name, _, name = str(relative).rpartition("/")
+    if not isinstance(relative, str) or folder_name != images.folder or not _RECORDED_NAME.match(name):
+        state.data["images"].pop(docid, None)
+        return None
+    return inside(folder, relative, f"the image of {docid}")
+
+
+def _present(folder: Path, images: Images, state: Any, docid: str) -> bool:
+    path = recorded_image(folder, images, state, docid)
+    if path is None or not path.is_file():
         return False
-    if file_sha256(folder / entry["image"]) == entry.get("sha256"):
+    if file_sha256(path) == state.data["images"][docid].get("sha256"):
         return True
-    (folder / entry["image"]).unlink()  # changed since it was fetched: fetched again
+    path.unlink()  # changed since it was fetched: fetched again
     return False
 
 
-def _fetch_one(docid: str, place: str, folder: Path, images: Images, state: Any) -> str | None:
-    temporary = folder / images.folder / f".{image_stem(docid)}.download"
-    temporary.parent.mkdir(parents=True, exist_ok=True)
+def _fetch_one(docid: str, place: str, folder: Path, images: Images, state: Any, mirror: Mirror | None) -> str | None:
+    relative = f"{images.folder}/{image_stem(docid)}"
+    temporary = exclusive_temporary(folder / relative)
     try:
-        fetch_place(place, temporary, max_bytes=MAX_IMAGE_BYTES, missing_ok=False)
+        local_root = mirror.local_root if mirror is not None else None
+        fetch_place(place, temporary, max_bytes=MAX_IMAGE_BYTES, missing_ok=False, root=local_root, same_origin=mirror is not None)
         image = read_image_file(temporary, folder / images.folder)
         kind = open_image(image).format or ""
+        relative += _SUFFIX.get(kind, ".img")
+        os.replace(temporary, inside(folder, relative, f"the image of {docid}"))
     except (DownloadError, ImageError) as exc:
-        temporary.unlink(missing_ok=True)
         return str(exc)
-    relative = f"{images.folder}/{image_stem(docid)}{_SUFFIX.get(kind, '.img')}"
-    temporary.replace(folder / relative)
+    finally:
+        temporary.unlink(missing_ok=True)
     state.record("images", docid, image=relative, sha256=image.sha256, url=place)
     return None
 
@@ -149,7 +179,9 @@ def _fetch_one(docid: str, place: str, folder: Path, images: Images, state: Any)
 def _write_documents(folder: Path, images: Images, ids: list[str], state: Any) -> None:
     lines = []
     for docid in ids:
-        entry = state.data["images"].get(docid)
-        if isinstance(entry, dict) and (folder / entry.get("image", "")).is_file():
-            lines.append(json.dumps({"docid": docid, "image": entry["image"]}))
-    (folder / images.documents).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        path = recorded_image(folder, images, state, docid)
+        if path is not None and path.is_file():
+            lines.append(json.dumps({"docid": docid, "image": state.data["images"][docid]["image"]}))
+    text = "".join(line + "\n" for line in lines)
+    target = inside(folder, images.documents, f"{folder.name}/{images.documents}")
+    write_atomically(target, lambda temporary: temporary.write_text(text, encoding="utf-8"))

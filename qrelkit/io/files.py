@@ -13,10 +13,13 @@ import errno
 import hashlib
 import os
 import stat
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from qrelkit.errors import InputFormatError, LineProblem, QrelkitError
+from qrelkit.errors import FatalJobError, InputFormatError, LineProblem, QrelkitError
+from qrelkit.machine import crash_point
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -141,3 +144,83 @@ def check_writable(path: str | Path, *, overwrite: bool = True) -> Path:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OutputPathError(f"cannot write {path}: the folder {folder} is not writable")
     return path
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    try:
+        return one.exists() and other.exists() and os.path.samefile(one, other)
+    except OSError:
+        return False
+
+
+def check_output(path: str | Path, *, force: bool, inputs: dict[str, object] | None = None) -> Path:
+    """``path`` when a command may write its output there: never over one of its ``inputs`` (option
+    -> the path it names: the database it reads, a qrels file...), even with ``force``; never over
+    an existing file without ``force`` (`--force`, the one flag name of every command that writes a
+    file); and only where a file can be written (`check_writable`). OutputPathError otherwise,
+    before any work is done for it."""
+    path = Path(path)
+    for option, given in (inputs or {}).items():
+        for item in given if isinstance(given, list | tuple) else [given]:
+            if item is not None and isinstance(item, str | Path) and _same_file(path, Path(item)):
+                raise OutputPathError(f"{path} is this command's {option} {item}: an input is never written over; name another output")
+    return check_writable(path, overwrite=force)
+
+
+class OutputWriteFailed(FatalJobError):
+    """Writing an output file failed part-way (a full disk, an I/O error): nothing was left at its path."""
+
+
+def write_atomically(path: str | Path, write: Callable[[Path], object]) -> Path:
+    """Write ``path`` through ``write(temporary)``: the temporary file is created exclusively in the
+    same folder (a hidden name ending in the path's own suffix, so a writer that picks its format by
+    suffix picks the same one), flushed to disk and renamed over ``path`` only once whole. A killed
+    process or a full disk leaves the old file (or none) at ``path``, never part of a new one; a
+    failure to write is OutputWriteFailed (exit 3) naming the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = exclusive_temporary(path)
+    try:
+        os.chmod(temporary, _new_file_mode(path))
+        write(temporary)
+        with open(temporary, "rb") as handle:
+            os.fsync(handle.fileno())
+        crash_point("output-before-rename")
+        os.replace(temporary, path)
+    except QrelkitError:
+        temporary.unlink(missing_ok=True)
+        raise
+    except Exception as exc:
+        temporary.unlink(missing_ok=True)
+        if isinstance(exc, OSError) or _storage_error(exc):
+            reason = getattr(exc, "strerror", None) or (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise OutputWriteFailed(f"cannot write {path}: {reason}; nothing was written there") from None
+        raise
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def exclusive_temporary(path: Path) -> Path:
+    """A new, empty file beside ``path`` under a fresh hidden name (created exclusively: never a file
+    or link that was there), ending in ``path``'s suffix; renamed over ``path`` when whole."""
+    descriptor, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".partial{path.suffix}", dir=path.parent)
+    os.close(descriptor)
+    return Path(name)
+
+
+def _storage_error(exc: BaseException) -> bool:
+    """An error of the library that wrote (DuckDB's COPY, Arrow's writers) saying the disk failed."""
+    text = str(exc).lower()
+    return any(marker in text for marker in ("no space left", "disk full", "input/output error", "could not write", "failed to write"))
+
+
+def _new_file_mode(path: Path) -> int:
+    """The mode the file at ``path`` has, or the one a new file gets under the process's umask."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask

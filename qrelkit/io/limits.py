@@ -15,6 +15,7 @@ or a user can set it per process):
 | `QRELKIT_MAX_TEXT_CHARS` | 100,000 | a document's text given to a tokenizer (its models keep far fewer tokens) |
 | `QRELKIT_MAX_ANSWER_CHARS` | 65,536 | a model answer as stored (head and tail kept, the cut noted) |
 | `QRELKIT_MAX_PROBLEMS` | 1,000,000 | problems counted in one file before reading it stops ("and more") |
+| `QRELKIT_MAX_RESPONSE_BYTES` | 16 MiB | the body of one answer from a model endpoint |
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Limits:
     max_text_chars: int = 100_000
     max_answer_chars: int = 65_536
     max_problems: int = 1_000_000
+    max_response_bytes: int = 16 * MiB
 
     @staticmethod
     def variable(name: str) -> str:

@@ -9,17 +9,34 @@ from pathlib import Path
 from qrelkit.errors import InputFormatError, LineProblem, SkippedFilesWarning
 from qrelkit.io.lines import iter_lines
 
+# Control characters (C0 with tab and newline, DEL, C1), Unicode's line and paragraph separators, and
+# the bidirectional overrides and isolates, which reorder how the text around them is shown.
+_NAME_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def checked_name(name: str, what: str, path: str | Path | None = None) -> str:
+    """``name`` (of a qrels set, a run, a judge run...) when it holds no control character: names are
+    data, shown in terminal tables, Markdown, LaTeX and HTML, where a newline or an escape sequence in
+    one would end a comment or rewrite the screen. An InputFormatError naming ``path`` otherwise."""
+    found = _NAME_CONTROL.search(name)
+    if found is None:
+        return name
+    message = f"{what} {name!r} holds the control character {found.group()!r}: a name holds none; rename it" + (
+        " or give --name" if path is not None else ""
+    )
+    raise InputFormatError.single(path if path is not None else name, 0, message)
+
 
 def run_name_from_path(path: str | Path) -> str:
     """A run's name is its file name without the extension (`runs/bm25.run` -> `bm25`). NIST ships
     every submitted run as `input.<tag>[.gz]`, so those are named by the tag (`input.bm25base_p.gz`
-    -> `bm25base_p`), not all `input`."""
+    -> `bm25base_p`), not all `input`. A file name with a control character is refused (`checked_name`)."""
     name = Path(path).name
     if name.endswith(".gz"):
         name = name[:-3]
     if name.startswith("input.") and len(name) > len("input."):
-        return name[len("input.") :]
-    return Path(name).stem if "." in name else name
+        return checked_name(name[len("input.") :], "the name taken from the file", repr(str(path)))
+    return checked_name(Path(name).stem if "." in name else name, "the name taken from the file", repr(str(path)))
 
 
 # Files a runs folder often holds beside the runs (NIST's and the authors' releases): never runs.

@@ -74,12 +74,30 @@ class BatchActivity:
         self.failed.update((j.qid, j.docid) for j in judgments if j.status != "ok")
 
 
-class BatchDriver:
-    """The batches of one judge run, driven through one judge (`qrelkit.judges.base.BatchJudge`)."""
+class EndpointMismatch(QrelkitError):
+    """A batch was sent to another endpoint, or with another key variable, than this command would use."""
 
-    def __init__(self, store: Store, judge_run_id: str, judge: Any, options: dict[str, Any], folder: Path):
+
+def endpoint_of(options: dict[str, Any]) -> str:
+    """The endpoint a batch's judge options reach, in one spelling (`normalized_endpoint`)."""
+    from qrelkit.judges.http import normalized_endpoint
+    from qrelkit.judges.openai import DEFAULT_BASE_URL
+
+    try:
+        return normalized_endpoint(str(options.get("base_url") or DEFAULT_BASE_URL))
+    except ValueError:
+        return str(options.get("base_url"))  # a stored value that is no URL: compared as it is, never reached
+
+
+class BatchDriver:
+    """The batches of one judge run, driven through one judge (`qrelkit.judges.base.BatchJudge`).
+    ``elsewhere``: what to do about an open batch of the judge run that the database says was sent
+    to another endpoint: `refuse` (a job: stop with the mismatch line, before anything is sent) or
+    `skip` (`qrelkit batches`, which drives each endpoint's batches with a driver of its own)."""
+
+    def __init__(self, store: Store, judge_run_id: str, judge: Any, options: dict[str, Any], folder: Path, *, elsewhere: str = "refuse"):
         self.store, self.judge_run_id, self.judge, self.options = store, judge_run_id, judge, options
-        self.folder = folder
+        self.folder, self.elsewhere = folder, elsewhere
         self.settings = judge.batch_settings()
         self.client = judge.batch_client()
         self.activity = BatchActivity()
@@ -91,10 +109,21 @@ class BatchDriver:
         remove_request_file(self.folder, path)
 
     def _open(self) -> list[recorded.Submission]:
-        """This run's open submissions on this driver's endpoint (one sent elsewhere is checked by
-        `qrelkit batches`, which reaches each endpoint with the options it was sent with)."""
-        endpoint = self.options.get("base_url")
-        return [s for s in recorded.submissions(self.store, self.judge_run_id, open_only=True) if s.options.get("base_url") == endpoint]
+        """This judge run's open submissions on this driver's endpoint, the endpoints compared in one
+        spelling. One the database says went elsewhere stops a job (EndpointMismatch: its pairs would
+        wait forever, or be paid twice), and is left to its own driver in `qrelkit batches`."""
+        endpoint = endpoint_of(self.options)
+        found = recorded.submissions(self.store, self.judge_run_id, open_only=True)
+        other = [s for s in found if endpoint_of(s.options) != endpoint]
+        if other and self.elsewhere == "refuse":
+            sub = other[0]
+            raise EndpointMismatch(
+                f"batch {sub.batch_id or sub.submission_id} of judge run {self.judge_run_id} ({sub.requests} pairs) was sent to "
+                f"{endpoint_of(sub.options)}, the database says; this job reaches {endpoint}, so nothing was checked or sent. "
+                f"Check it with `qrelkit batches --base-url {endpoint_of(sub.options)}` if you trust that endpoint, or set the job's "
+                "base_url to it"
+            )
+        return [s for s in found if endpoint_of(s.options) == endpoint]
 
     # -- reconciling what a crash left -------------------------------------------------------
 

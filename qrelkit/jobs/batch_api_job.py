@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qrelkit.errors import QrelkitError
-from qrelkit.jobs.batch_api import BatchDriver, batch_folder, poll_delays
+from qrelkit.jobs.batch_api import BatchDriver, EndpointMismatch, batch_folder, endpoint_of, poll_delays
 from qrelkit.jobs.plan import JobPlan
 from qrelkit.jobs.report import JobReport
 from qrelkit.jobs.spec import JobError
@@ -148,15 +147,8 @@ class Endpoint:
 DEFAULT_ENDPOINT = Endpoint()
 
 
-class EndpointMismatch(QrelkitError):
-    """A batch was sent to another endpoint, or with another key variable, than this command would use."""
-
-
 def _endpoint_of(options: dict[str, Any]) -> tuple[str, str]:
-    from qrelkit.judges.openai import DEFAULT_BASE_URL
-
-    base_url = options.get("base_url") or DEFAULT_BASE_URL
-    return str(base_url).rstrip("/"), str(options.get("api_key_env") or Endpoint.api_key_env)
+    return endpoint_of(options), str(options.get("api_key_env") or Endpoint.api_key_env)
 
 
 def trusted_options(sub: recorded.Submission, endpoint: Endpoint | None) -> dict[str, Any]:
@@ -188,7 +180,7 @@ def driver_for(store: Store, database: Path, judge_run_id: str, options: dict[st
         )
     template = PromptTemplate.model_validate(info.template) if info.template else None
     judge = JudgeFactory.resolve(info.judge, options, template).create()
-    return BatchDriver(store, judge_run_id, judge, options, batch_folder(database))
+    return BatchDriver(store, judge_run_id, judge, options, batch_folder(database), elsewhere="skip")
 
 
 def check_batches(store: Store, database: Path, endpoint: Endpoint | None) -> list[recorded.Submission]:
@@ -198,7 +190,7 @@ def check_batches(store: Store, database: Path, endpoint: Endpoint | None) -> li
     newest: dict[tuple[str, str | None], tuple[recorded.Submission, dict[str, Any]]] = {}
     for sub in recorded.submissions(store, open_only=True):
         options = trusted_options(sub, endpoint)
-        newest[(sub.judge_run_id, sub.options.get("base_url"))] = (sub, options)  # one driver per judge run and endpoint
+        newest[(sub.judge_run_id, endpoint_of(sub.options))] = (sub, options)  # one driver per judge run and endpoint
     for (judge_run_id, _), (_, options) in newest.items():
         driver = driver_for(store, database, judge_run_id, options)
         try:

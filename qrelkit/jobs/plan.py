@@ -18,7 +18,7 @@ from qrelkit.judges import JudgeConfig, JudgeFactory
 from qrelkit.prompts import PromptTemplate, load_template
 from qrelkit.storage import LoadResult, Store
 from qrelkit.storage.batch_api import open_batch_count
-from qrelkit.storage.judgments import JudgeRunInfo
+from qrelkit.storage.judgments import JudgeRunInfo, judged_pairs, stored_sample
 from qrelkit.storage.pools import PendingPairs, Pool, listed_pool, pool_counts, pool_pairs, pooled_qids
 
 
@@ -211,6 +211,23 @@ def choose_pairs(store: Store, pool: Pool, sample: SampleSpec | None) -> tuple[P
     return listed_pool(store, [chosen]), described
 
 
+def sample_check(store: Store, spec: JobSpec, judge_run_id: str, sample: dict[str, Any] | None) -> None:
+    """A judge run covers one sample: a run with another seed (or of another pool) would judge a second
+    sample into it, and the run would then be neither while its record named one of them. Refused
+    before any pair is judged; a larger sample of the same seed extends the same one."""
+    exists, earlier = stored_sample(store, judge_run_id)
+    if not exists or sample is None or earlier is None or sample["pairs"] >= sample["pool_pairs"]:
+        return
+    if (earlier.get("seed"), earlier.get("pool_pairs")) == (sample["seed"], sample["pool_pairs"]) or not judged_pairs(store, judge_run_id):
+        return
+    raise JobError(
+        f"{spec.source or 'job'}: judge run {judge_run_id} holds a sample of {earlier.get('pairs')} pairs drawn with seed "
+        f"{earlier.get('seed')} from a pool of {earlier.get('pool_pairs')} pairs; --sample {sample['asked']} --seed {sample['seed']} "
+        f"(a pool of {sample['pool_pairs']}) would judge another sample into it, and it would then be neither: keep --seed "
+        f"{earlier.get('seed')} (a larger --sample extends that sample), judge the whole pool, or judge into another database"
+    )
+
+
 def grading_target_check(store: Store, spec: JobSpec, judge_run_id: str) -> str | None:
     """Where the job's grading writes, checked against the store: a loaded set is never graded into,
     and a set graded from another judge run is not replaced (both would stop the job after judging)."""
@@ -255,6 +272,7 @@ def plan_job(
     pool = build_pool(store, spec)
     source = str(spec.source or "job")
     plan.pool, plan.sample = choose_pairs(store, pool, spec.sample)
+    sample_check(store, spec, run_id, plan.sample)
     pooled = pooled_qids(store, plan.pool)
     if not pooled:
         raise JobError(f"{source}: the pool is empty")

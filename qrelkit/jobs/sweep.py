@@ -5,7 +5,7 @@
       judge.options.model: [gpt-4o-mini, gpt-4o]
 
 Any dotted key of the job can be swept (the judge, its options, the template, the grading), except
-`database`: the cells share one database, so the collection is loaded and the pool built once
+`database` and `collection`: the cells share one database, so the collection is loaded and the pool built once
 (the first cell loads; the others find every file unchanged) and each cell is a judge run with its
 own identity, resumed like any job. Each cell grades into a qrels set named by a pattern: the job's
 `grading.name` when it holds `{key}` placeholders (`dl19-{template}-{judge.options.model}`), else
@@ -123,6 +123,12 @@ def read_sweep(path: str | Path) -> Sweep | None:
             raise JobError(f"{path}: sweep: {key!r} is not a dotted job key such as judge.options.model")
         if key.split(".")[0] in ("database", "sweep"):
             raise JobError(f"{where}: a sweep's cells share one database (and a sweep does not nest): sweep other keys")
+        if key.split(".")[0] == "collection":
+            raise JobError(
+                f"{where}: a sweep's cells share one database and so one collection (a second topics or documents file would be "
+                "refused after the first cell was judged): sweep the judge, its options, the template or the grading, and give "
+                "each collection a job and database of its own"
+            )
         if not isinstance(values, list) or not values:
             raise JobError(f"{where}: expected a non-empty list of values, got {values!r}")
         repeated = [v for i, v in enumerate(values) if v in values[:i]]

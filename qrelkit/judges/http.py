@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from qrelkit.errors import PairInputError
 from qrelkit.io.urls import local_host_reason
@@ -46,12 +46,68 @@ class MalformedResponse(ValueError):
         self.body = body
 
 
+class ResponseTooLarge(MalformedResponse):
+    """An answer whose body is larger than `max_response_bytes`: not read further (an endless body
+    would otherwise fill the memory before the deadline), the pair failed, not retried."""
+
+
+def bounded_async_client(timeout: float, max_bytes: int) -> Any:
+    """The HTTP client an API judge sends through: no redirect followed (a 3xx is an error the judge
+    names; a prompt is never replayed to another place) and every answer's body read up to
+    ``max_bytes`` only."""
+    import importlib
+
+    import openai
+
+    # the HTTP library the installed openai client is built on (httpx, or httpx2 in later releases)
+    httpx: Any = importlib.import_module(openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0])
+
+    class CappedBody(httpx.AsyncByteStream):
+        """An answer's body, stopped with ResponseTooLarge once more than ``max_bytes`` arrived."""
+
+        def __init__(self, stream: Any):
+            self.stream = stream
+
+        async def __aiter__(self) -> Any:
+            received = 0
+            async for chunk in self.stream:
+                received += len(chunk)
+                if received > max_bytes:
+                    raise ResponseTooLarge(
+                        f"the answer's body is larger than {max_bytes:,} bytes (QRELKIT_MAX_RESPONSE_BYTES); not read further"
+                    )
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.stream.aclose()
+
+    class Bounded(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await super().handle_async_request(request)
+            response.stream = CappedBody(response.stream)
+            return response
+
+    return httpx.AsyncClient(transport=Bounded(), timeout=timeout, follow_redirects=False)
+
+
 class DeadlineExceeded(TimeoutError):
     """One try did not bring a complete answer within its deadline (the judge's `timeout`)."""
 
     def __init__(self, seconds: float):
         super().__init__(f"no complete answer within {seconds:g} s")
         self.seconds = seconds
+
+
+def normalized_endpoint(url: str) -> str:
+    """An endpoint's base URL in one spelling: scheme and host in lower case, no trailing `/` (the
+    client adds it), so `http://Host:8000/v1/` and `http://host:8000/v1` are the same endpoint, the
+    same judge run and the same batches. ValueError for a URL that does not parse."""
+    parts = urlsplit(url.strip())
+    parts.port  # noqa: B018 (a port that is no number raises here)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http:// or https:// URL")
+    user, at, host = parts.netloc.rpartition("@")
+    return urlunsplit((parts.scheme.lower(), user + at + host.lower(), parts.path.rstrip("/"), parts.query, parts.fragment))
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None, *, now: datetime | None = None) -> float | None:
@@ -105,6 +161,13 @@ def classify_status(status: int, body: Any, headers: Mapping[str, str] | None = 
     line of a Batch API output file alike."""
     code, message = _error_detail(body)
     text = f"HTTP {status}" + (f" {code}" if code else "") + (f": {message}" if message else "")
+    if 300 <= status < 400:
+        where = {k.lower(): v for k, v in (headers or {}).items()}.get("location", "elsewhere")
+        return ErrorVerdict(
+            "fatal",
+            f"the endpoint redirects (HTTP {status}) to {where}: prompts are not sent on; set base_url to the endpoint",
+            status=status,
+        )
     if code in FATAL_CODES:
         return ErrorVerdict("fatal", f"{FATAL_CODES[code]} ({text})", status=status)
     if status in FATAL_STATUS:

@@ -33,11 +33,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import JsonDict
 
 from qrelkit.errors import PairInputError
 from qrelkit.io.files import open_under_root
+from qrelkit.io.limits import limits
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
 from qrelkit.judges.batch_api import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, BatchClient, BatchLine, BatchSettings
 from qrelkit.judges.chat import build_messages
@@ -46,9 +47,11 @@ from qrelkit.judges.http import (
     DeadlineExceeded,
     MalformedResponse,
     RateLimiter,
+    bounded_async_client,
     classify_error,
     classify_status,
     is_retryable,
+    normalized_endpoint,
     redact,
 )
 from qrelkit.judges.scoring import TokenPositions, answer_candidates, first_line, judgment_from_answer
@@ -129,6 +132,11 @@ class OpenAIConfig(JudgeConfig):
         30.0, gt=0, description="First wait in seconds between checks with --wait (doubles).", json_schema_extra=OPERATIONAL
     )
     batch_poll_max: float = Field(600.0, gt=0, description="Longest wait between checks with --wait.", json_schema_extra=OPERATIONAL)
+
+    @field_validator("base_url")
+    @classmethod
+    def _one_spelling(cls, value: str | None) -> str | None:
+        return None if value is None else normalized_endpoint(value)
 
     @model_validator(mode="after")
     def _expected_needs_logprobs(self) -> OpenAIConfig:
@@ -333,7 +341,13 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
 
         self._secrets = [api_key(config)]
         self._base_url = config.base_url or DEFAULT_BASE_URL
-        self._client = AsyncOpenAI(api_key=self._secrets[0], base_url=self._base_url, timeout=config.timeout, max_retries=0)
+        self._client = AsyncOpenAI(
+            api_key=self._secrets[0],
+            base_url=self._base_url,
+            timeout=config.timeout,
+            max_retries=0,
+            http_client=bounded_async_client(config.timeout, limits().max_response_bytes),
+        )
         self._loop = asyncio.new_event_loop()  # the judge's own: the client's connections belong to one loop
         self._slots = asyncio.Semaphore(config.concurrency)
         self._limiter = RateLimiter(config.rpm, config.tpm) if (config.rpm or config.tpm) else None
@@ -443,8 +457,15 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
             verdict = classify_error(exc)
             message = redact(verdict.message, self._secrets)
             if verdict.action == "fatal":
-                hint = "check `model` and `base_url`" if verdict.status == 404 else f"check the key in ${c.api_key_env}"
-                raise FatalJudgeError(f"judge 'openai' at {self._base_url}: {message}; {hint}") from None
+                redirected = verdict.status is not None and 300 <= verdict.status < 400
+                hint = (
+                    ""
+                    if redirected
+                    else "; check `model` and `base_url`"
+                    if verdict.status == 404
+                    else f"; check the key in ${c.api_key_env}"
+                )
+                raise FatalJudgeError(f"judge 'openai' at {self._base_url}: {message}{hint}") from None
             return Judgment.failed(
                 pair,
                 "model_error",

@@ -16,7 +16,8 @@ from rich.text import Text
 
 from qrelkit.evaluate.audit import audit_to_dict
 from qrelkit.report.tables import ci, fmt
-from qrelkit.report.text import plain_table, printable
+from qrelkit.report.text import latex_comment, markdown_text, one_line, plain_table, printable
+from qrelkit.report.verdict import caveats, verdict
 
 if TYPE_CHECKING:
     from qrelkit.evaluate.compare import Comparison, PairedDifference
@@ -71,7 +72,8 @@ def comparison_to_dict(result: CompareResult) -> dict[str, Any]:
         }
         for e in result.entries
     ]
-    out: dict[str, Any] = {"reference": result.reference, "judges": judges, "differences": [], "kappa_between_judges": {}, "notes": []}
+    out: dict[str, Any] = {"verdict": verdict(result), "verdict_notes": caveats(result)}
+    out |= {"reference": result.reference, "judges": judges, "differences": [], "kappa_between_judges": {}, "notes": []}
     if comparison is not None:
         out["differences"] = [difference_to_dict(d, comparison) for d in comparison.differences]
         out["kappa_between_judges"] = comparison.kappa_matrix
@@ -273,7 +275,12 @@ def describe(result: CompareResult) -> list[str]:
     scored = [e.name for e in result.entries if e.source.get("values") == "scores"]
     if scored:
         lines.append(f"scores, not grades (fractional values; only measures that read their order, no κ): {', '.join(scored)}")
-    if comparison.resamples:
+    if comparison.resamples and comparison.interval == "jackknife":
+        lines.append(
+            f"intervals: {comparison.level:.0%} jackknife over queries (each left out once); the same queries left out for every "
+            "judge, so each row is what `qrelkit agree` prints and each difference is paired"
+        )
+    elif comparison.resamples:
         lines.append(
             f"intervals: {comparison.level:.0%} {comparison.interval} bootstrap over queries, {comparison.resamples} resamples, "
             f"seed {comparison.seed}; the same resamples for every judge, so each row is what `qrelkit agree` prints and each "
@@ -329,8 +336,13 @@ def grids(result: CompareResult) -> list[Grid]:
     return [grid.without_empty_columns() for grid in out]
 
 
+def lead(result: CompareResult) -> list[str]:
+    """The verdict, then what it rests on: the first lines of every form (`qrelkit.report.verdict`)."""
+    return verdict(result) + [f"note: {line}" for line in caveats(result)]
+
+
 def terminal(result: CompareResult) -> list[Table | Text]:
-    out: list[Table | Text] = [Text(printable("\n".join(describe(result))))]
+    out: list[Table | Text] = [Text(printable("\n".join(lead(result))), style="bold"), Text(printable("\n".join(describe(result))))]
     out += [grid.rich() for grid in grids(result)]
     lines = notes(result)
     return out + ([Text(printable("\n".join(lines)))] if lines else [])
@@ -338,7 +350,7 @@ def terminal(result: CompareResult) -> list[Table | Text]:
 
 def plain(result: CompareResult) -> str:
     """The terminal's tables as plain text, for a pipe or a file (`qrelkit compare > table.txt`)."""
-    parts = ["\n".join(printable(line) for line in describe(result))]
+    parts = ["\n".join(printable(line) for line in lead(result)), "\n".join(printable(line) for line in describe(result))]
     parts += [grid.plain() for grid in grids(result)]
     extra = notes(result)
     if extra:
@@ -347,19 +359,25 @@ def plain(result: CompareResult) -> str:
 
 
 def _markdown_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return markdown_text(text)
 
 
 def markdown(result: CompareResult) -> str:
-    parts = ["\n".join(f"- {line}" for line in describe(result))]
+    parts = [f"**{markdown_text(line)}**" for line in verdict(result)]
+    parts.append("\n".join(f"- {markdown_text(line)}" for line in [f"note: {c}" for c in caveats(result)] + describe(result)))
     for grid in grids(result):
         align = ["---" if i < grid.text_columns else "---:" for i in range(len(grid.header))]
-        lines = [f"**{grid.title}**", "", "| " + " | ".join(map(_markdown_cell, grid.header)) + " |", "|" + "|".join(align) + "|"]
+        lines = [
+            f"**{markdown_text(grid.title)}**",
+            "",
+            "| " + " | ".join(map(_markdown_cell, grid.header)) + " |",
+            "|" + "|".join(align) + "|",
+        ]
         lines += ["| " + " | ".join(_markdown_cell(c) for c in row) + " |" for row in grid.rows]
         parts.append("\n".join(lines))
     extra = notes(result)
     if extra:
-        parts.append("\n".join(f"- {line}" for line in extra))
+        parts.append("\n".join(f"- {markdown_text(line)}" for line in extra))
     return "\n\n".join(parts) + "\n"
 
 
@@ -370,13 +388,13 @@ _LATEX_GREEK |= {"ρ": r"$\rho$", "α": r"$\alpha$", "±": r"$\pm$", "×": r"$\t
 
 
 def latex_text(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(ch) or _LATEX_GREEK.get(ch) or ch for ch in text)
+    return "".join(_LATEX_SPECIAL.get(ch) or _LATEX_GREEK.get(ch) or ch for ch in one_line(text))
 
 
 def latex(result: CompareResult) -> str:
     """Booktabs tables (\\usepackage{booktabs}), one per grid, the description as a comment and the
     notes in a caption-ready paragraph."""
-    parts = ["% " + line for line in describe(result)]
+    parts = [latex_comment(line) for line in lead(result) + describe(result)]
     for grid in grids(result):
         spec = "l" * grid.text_columns + "r" * (len(grid.header) - grid.text_columns)
         parts += [
@@ -394,7 +412,7 @@ def latex(result: CompareResult) -> str:
         ]
     extra = notes(result)
     if extra:
-        parts += ["% notes:"] + [f"% {line}" for line in extra]
+        parts += ["% notes:"] + [latex_comment(line) for line in extra]
     return "\n".join(parts) + "\n"
 
 

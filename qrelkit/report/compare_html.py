@@ -1,5 +1,5 @@
-"""The comparison as one self-contained HTML page (`qrelkit compare --html FILE`): the table of judges
-first (in the first screen), then τ per judge with its interval as a figure, the paired differences,
+"""The comparison as one self-contained HTML page (`qrelkit compare --html FILE`): the verdict in
+sentences and the table of judges first (in the first screen), then τ per judge with its interval as a figure, the paired differences,
 the κ between judges and the notes. Styles and figure embedding are the audit report's
 (`qrelkit.report.html`), so both pages read alike."""
 
@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from qrelkit.report.compare import Grid, describe, grids, notes
 from qrelkit.report.html import CSS, Figures, _esc
 from qrelkit.report.plots.audit import MARKERS, OKABE_ITO
+from qrelkit.report.verdict import caveats, verdict
 from qrelkit.version import __version__
 
 CompareResult = Any  # qrelkit.commands.compare.CompareResult, read by field (report/ sits below commands/)
@@ -24,6 +25,7 @@ CompareResult = Any  # qrelkit.commands.compare.CompareResult, read by field (re
 STATUS_CSS = (
     "body{max-width:1370px}#judges td,#judges th{font-size:.78rem;padding:.1rem .35rem}#judges td:first-child{white-space:nowrap}"
     "tr.failed td{background:#fff4e5}tr.failed td:nth-child(2){color:#D55E00;font-weight:600}"
+    ".verdict{margin:.2rem 0 .8rem}.verdict p{font-size:1.05rem;font-weight:600;margin:.2rem 0}.verdict ul{margin:.2rem 0}"
 )
 
 
@@ -69,6 +71,13 @@ def _grid_html(grid: Grid, table_id: str, statuses: list[str] | None = None) -> 
     return f"<h2>{_esc(grid.title)}</h2><table id={table_id} class=compact><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _verdict_html(result: CompareResult) -> str:
+    """The answer first: a sentence per two judges, then what it rests on (`qrelkit.report.verdict`)."""
+    sentences = "".join(f"<p>{_esc(line)}</p>" for line in verdict(result))
+    notes = "".join(f"<li>{_esc(line)}</li>" for line in caveats(result))
+    return f"<section id=verdict class=verdict>{sentences}" + (f"<ul class=note>{notes}</ul>" if notes else "") + "</section>"
+
+
 def render_comparison(result: CompareResult, command: str | None = None) -> str:
     comparison = result.comparison
     count = len(result.entries)
@@ -79,6 +88,7 @@ def render_comparison(result: CompareResult, command: str | None = None) -> str:
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><meta name=viewport content='width=device-width'>"
         f"<title>{_esc(title)}</title><style>{CSS}{STATUS_CSS}</style></head><body>",
         f"<h1>{_esc(title)}</h1>",
+        _verdict_html(result),
         "<div class=summary>"
         + _grid_html(tables[0], "judges", [e.status for e in result.entries]).replace("<h2>", "<h3>").replace("</h2>", "</h3>")
         + "<ul class=note>"
@@ -105,7 +115,7 @@ def render_comparison(result: CompareResult, command: str | None = None) -> str:
 
 
 def write_comparison_page(result: CompareResult, path: str | Path, command: str | None = None) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_comparison(result, command), encoding="utf-8")
-    return path
+    from qrelkit.io.files import write_atomically
+
+    page = render_comparison(result, command)
+    return write_atomically(path, lambda temporary: temporary.write_text(page, encoding="utf-8"))

@@ -137,8 +137,12 @@ class Figures:
         )
 
 
-def _stat(key: str, value: str, label: str, interval: str = "") -> str:
+def _stat(key: str, value: str, label: str, interval: str = "", note: str | None = None) -> str:
+    """A headline number with its interval; a * after the interval when it carries a note (the
+    estimate outside it, ...), the reason in its tooltip and in the list of notes below."""
     interval_html = f' <span class=ci data-summary="{key}-ci">{_esc(interval)}</span>' if interval else ""
+    if interval and note:
+        interval_html += f'<span class=ci data-summary="{key}-mark" title="{_esc(note)}">*</span>'
     return (
         f'<div class=stat><div><span class=value data-summary="{key}">{_esc(value)}</span>{interval_html}</div>'
         f"<div class=label>{_esc(label)}</div></div>"
@@ -176,13 +180,22 @@ def summary_box(result: Audit, judge: JudgeSummary | None) -> str:
     """The answer first: κ, τ [CI] per measure, Relative Δ added by the model qrels, coverage, warnings."""
     labels = result.labels
     maps = _maps_note(result)
-    stats = [_stat("kappa", fmt(labels.cohen_kappa), "Cohen's κ on the shared pairs" + (f" ({maps})" if maps else ""))]
+    kappa = labels.intervals.get("cohen_kappa")
+    stats = [
+        _stat(
+            "kappa",
+            fmt(labels.cohen_kappa),
+            "Cohen's κ on the shared pairs" + (f" ({maps})" if maps else ""),
+            ci(kappa.interval, 3) if kappa is not None else "",
+            kappa.note if kappa is not None else None,
+        )
+    ]
     if labels.rel_level is not None:
         stats.append(_stat("kappa-binary", fmt(labels.cohen_kappa_binary), f"Cohen's κ, both sides cut at grade ≥ {labels.rel_level}"))
     for i, (measure, corr) in enumerate(result.systems.items()):
-        stats.append(
-            _stat(f"tau-{i}", fmt(corr.kendall_tau), f"Kendall τ-b, {measure} over {corr.runs} runs", ci(corr.ci95.get("kendall_tau"), 3))
-        )
+        tau = corr.intervals.get("kendall_tau")
+        label = f"Kendall τ-b, {measure} over {corr.runs} runs"
+        stats.append(_stat(f"tau-{i}", fmt(corr.kendall_tau), label, ci(corr.ci95.get("kendall_tau"), 3), tau.note if tau else None))
     bias = _bias_summary(result) if result.bias else ""
     coverage = (
         f'<span data-summary="pairs">{labels.shared_pairs:,}</span> shared pairs (model {labels.model_pairs:,}, '
@@ -194,14 +207,17 @@ def summary_box(result: Audit, judge: JudgeSummary | None) -> str:
         share = f" ({ok / judge.judgments:.1%})" if judge.judgments else ""
         coverage += f" · judge {_esc(judge.judge)}: {ok:,} of {judge.judgments:,} judgments ok{share}"
     described = result.interval_description()
-    intervals = described[:1].upper() + described[1:] + "." + "".join(f" * {note}." for note in result.interval_notes())
+    intervals = described[:1].upper() + described[1:] + "."
     if not result.bias:
         intervals += " Relative Δ: no groups given (--group or --groups)."
+    # each note and each warning an item of its own: a reader scans them, one sentence each
+    notes = "".join(f"<li>* {_esc(note)}</li>" for note in result.interval_notes())
     warnings = "".join(f"<li>{_esc(w)}</li>" for w in result.warnings)
     return (
         "<section class=summary id=summary><div class=stats>"
         + "".join(stats)
         + f"</div>{bias}{_qrels_note(result)}<div class=note>{coverage}. {_esc(intervals)}</div>"
+        + (f'<ul class=warnings data-summary="interval-notes">{notes}</ul>' if notes else "")
         + (f'<ul class=warnings data-summary="warnings">{warnings}</ul>' if warnings else "")
         + "</section>"
     )
@@ -375,9 +391,11 @@ GRADING_SETTINGS = (
 )
 
 
-def grading_section(grading: dict[str, Any], per_row: int = 3) -> str:
+def grading_section(grading: dict[str, Any], per_row: int | None = None) -> str:
     """The grading record: a sentence, its settings as a small table, and per scope (topic, or `*` for
-    all scores) the cut points and the lowest score that received each grade, as a compact grid."""
+    all scores) the cut points and the lowest score that received each grade, as a compact grid of
+    ``per_row`` topics a row (default: 2 with the lowest scores, 3 without, so that a row of DL19's
+    four-decimal scores fits the page's 1100 px and the page is not cut off at 1400 px)."""
     sample = f" The judge run covers a {describe_sample(grading['sample'])}." if grading.get("sample") else ""
     sentence = f"Graded {grading.get('n_scores', '?')} scores by {grading_rule(grading)}.{sample}"
     settings = [[key, _setting(grading[key])] for key in GRADING_SETTINGS if grading.get(key) is not None]
@@ -386,6 +404,7 @@ def grading_section(grading: dict[str, Any], per_row: int = 3) -> str:
         parts.append("<ul class=warnings>" + "".join(f"<li>{_esc(w)}</li>" for w in grading["warnings"]) + "</ul>")
     thresholds = grading.get("thresholds") or {}
     lowest = grading.get("lowest_score_per_grade") or {}
+    per_row = per_row or (2 if lowest else 3)
     scopes = list(dict.fromkeys([*thresholds, *lowest]))
     if scopes:
         cut_label = f"cut points (q {_setting(grading['quantiles'])})" if grading.get("quantiles") else "cut points"
@@ -447,7 +466,7 @@ def render_html(result: Audit, judge: JudgeSummary | None = None, provenance: Pr
 
 def write_report(result: Audit, path: str | Path, judge: JudgeSummary | None = None, provenance: Provenance | None = None) -> Path:
     """Write the page to ``path`` (an .html file; its folder is made) and return it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(result, judge, provenance), encoding="utf-8")
-    return path
+    from qrelkit.io.files import write_atomically
+
+    page = render_html(result, judge, provenance)
+    return write_atomically(path, lambda temporary: temporary.write_text(page, encoding="utf-8"))

@@ -25,8 +25,14 @@ def ci(interval: tuple[float, float] | None, digits: int = 4) -> str:
 
 
 def interval_label(result: Audit) -> str:
-    """The intervals' heading: "95% BCa CI, 1000 resamples" (or that there are none)."""
-    return f"{result.level:.0%} {result.interval} CI, {result.resamples} resamples" if result.resamples else "no intervals: --resamples 0"
+    """The intervals' heading: "95% jackknife CI", "95% BCa CI, 1000 resamples" (or that there are none)."""
+    if not result.resamples:
+        return "no intervals: --resamples 0"
+    if result.interval == "jackknife":
+        return f"{result.level:.0%} jackknife CI"
+    return (
+        f"{result.level:.0%} {result.interval} CI, {result.resamples} {'half-samples' if result.interval == 'subsampling' else 'resamples'}"
+    )
 
 
 def _with_interval(value: float | None, found: Any, digits: int = 3) -> str:

@@ -38,3 +38,27 @@ def plain_table(title: str, header: list[str], rows: list[list[str]], text_colum
 
     rule = "  ".join("-" * width for width in widths)
     return "\n".join([printable(title), line(cells[0]), rule, *(line(row) for row in cells[1:])])
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: control characters escaped, and newlines, carriage returns and tabs as
+    `\\n`, `\\r`, `\\t` (a name holding one would otherwise start a new line of the output)."""
+    return printable(
+        str(text).replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    )
+
+
+def latex_comment(text: str) -> str:
+    """``text`` as one LaTeX comment line, `% ...`: a newline in it would end the comment and make
+    what follows LaTeX that runs (`\\input{...}`), so it stays on the line."""
+    return "% " + one_line(text)
+
+
+_MARKDOWN = {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def markdown_text(text: str) -> str:
+    """Text from data in Markdown, shown as the text it is: on one line, `&`, `<` and `>` as HTML
+    entities (a renderer passes raw HTML through: `<script>` would run), `|` (a table's cell
+    boundary), `[`, `]` (links) and the backslash escaped."""
+    return "".join(_MARKDOWN.get(ch, ch) for ch in one_line(text))

@@ -89,11 +89,26 @@ def _info(row: tuple[Any, ...], matched_by: str = "id") -> JudgeRunInfo:
 
 def merged_sample(earlier: dict[str, Any] | None, now: dict[str, Any] | None) -> dict[str, Any] | None:
     """What a judge run covers after a job ran with ``now`` (None: its whole pool): a smaller sample
-    of the same seed and pool after a larger one leaves the larger one (it holds the smaller)."""
+    of the same seed and pool after a larger one leaves the larger one (it holds the smaller).
+    (A sample of another seed or pool is refused before judging: `qrelkit.jobs.plan.sample_check`.)"""
     if now is None or earlier is None:
         return now
     same_order = all(earlier.get(key) == now.get(key) for key in ("seed", "pool_pairs"))
     return earlier if same_order and earlier.get("pairs", 0) >= now.get("pairs", 0) else now
+
+
+def stored_sample(store: Store, judge_run_id: str) -> tuple[bool, dict[str, Any] | None]:
+    """(whether the judge run is recorded, the sample it covers: None for its whole pool)."""
+    row = store.con.execute("SELECT sample FROM judge_runs WHERE judge_run_id = ?", [judge_run_id]).fetchone()
+    if row is None:
+        return False, None
+    return True, json.loads(row[0]) if row[0] else None
+
+
+def judged_pairs(store: Store, judge_run_id: str) -> int:
+    """How many pairs the judge run holds a judgment of (any status)."""
+    row = store.con.execute("SELECT count(*) FROM judgments WHERE judge_run_id = ?", [judge_run_id]).fetchone()
+    return int(row[0]) if row else 0
 
 
 def ensure_judge_run(store: Store, info: JudgeRunInfo) -> bool:
@@ -102,6 +117,8 @@ def ensure_judge_run(store: Store, info: JudgeRunInfo) -> bool:
     exists = store.con.execute("SELECT sample FROM judge_runs WHERE judge_run_id = ?", [info.judge_run_id]).fetchone()
     if exists:
         earlier = json.loads(exists[0]) if exists[0] else None
+        if earlier is None and judged_pairs(store, info.judge_run_id):
+            return False  # it judged (part of) its whole pool before: a sample now adds to that, it does not describe it
         sample = merged_sample(earlier, info.sample)
         if sample != earlier:
             with store.transaction() as con:
@@ -175,7 +192,9 @@ def import_scores(store: Store, scores: Any, *, name: str, replace: bool = False
     The judge run's identity is the name and the file's hash; the same file again is unchanged, a
     changed file under the same name needs ``replace`` (which drops the earlier import)."""
     from qrelkit.io import sha256_text
+    from qrelkit.io.paths import checked_name
 
+    checked_name(name, "the judge run's name", scores.path)
     config = {"file": scores.path, "sha256": scores.sha256, "format": scores.format}
     run_id = sha256_text(json.dumps({"judge": "imported", "name": name, "sha256": scores.sha256}, sort_keys=True))[:16]
     clash = name_collision(store, name, run_id)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +24,9 @@ from qrelkit.errors import DatabaseInUseError, StorageFailure, StoreError
 from qrelkit.io import Document, OnDuplicate, Qrels, Run, Topic, file_sha256, run_name_from_path, sha256_text
 from qrelkit.io.collection import fields_json, with_fields
 from qrelkit.io.columnar import Block, iter_qrels_blocks
-from qrelkit.io.paths import irds_id
+from qrelkit.io.paths import checked_name, irds_id
 from qrelkit.io.sources import documents_from, qrels_from, source_name, source_sha256, topics_from
+from qrelkit.machine import crash_point
 from qrelkit.storage.catalog import SAFE_CONFIG, check_tables, refuse_code
 from qrelkit.storage.embeddings import EmbeddingCache
 from qrelkit.storage.entries import LOAD_MEMORY_LIMIT, QRELS, RUN_ENTRIES, StoredRuns, bounded_memory, delete_entries, next_id, read_entries
@@ -53,33 +53,48 @@ def lock_wait() -> float:
         raise StoreError(f"QRELKIT_LOCK_WAIT={raw!r}: expected a number of seconds") from None
 
 
-def crash_point(name: str) -> None:
-    """Test hook: die here, uncleanly, when QRELKIT_CRASH_AT names this point."""
-    if os.environ.get("QRELKIT_CRASH_AT") == name:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 # DuckDB during a judging job: the pending pairs, the judgments' key index and the writes past it
 # spill to `<db>.tmp` beyond this much memory, so a job's memory does not grow with its pool; one
 # thread, because DuckDB needs a working share of memory per thread under a cap, and the judge
 # and the writer keep the process's cores busy anyway (benchmarks/bench_judging.py, `--parts scale`:
 # peak RSS 457 MB at 1M pairs, 491 MB at 5M). 64 MB ran out of memory at 1M pairs: what DuckDB
 # cannot spill (the key index being written) outgrew it.
-JOB_MEMORY_LIMIT = os.environ.get("QRELKIT_JOB_MEMORY", "256MB")
-JOB_THREADS = int(os.environ.get("QRELKIT_JOB_THREADS", "1"))
+JOB_MEMORY_LIMIT = "256MB"
+JOB_THREADS = 1
+_MEMORY_SIZE = re.compile(r"^(\d+(\.\d+)?) ?([KMGT]i?B|B)$", re.IGNORECASE)
+
+
+def job_settings(environ: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """(threads, memory limit) of DuckDB during a judging job: `QRELKIT_JOB_THREADS` (a whole number,
+    1 or more; default 1) and `QRELKIT_JOB_MEMORY` (a size such as 256MB or 1GiB; default 256MB),
+    read when a job starts and checked: a bad value is one line naming the variable."""
+    environ = os.environ if environ is None else environ
+    raw_threads = environ.get("QRELKIT_JOB_THREADS", "").strip()
+    raw_memory = environ.get("QRELKIT_JOB_MEMORY", "").strip()
+    threads = JOB_THREADS
+    if raw_threads:
+        if not raw_threads.isascii() or not raw_threads.isdigit() or int(raw_threads) < 1 or int(raw_threads) > 4096:
+            raise StoreError(f"QRELKIT_JOB_THREADS={raw_threads!r}: expected a whole number of threads from 1 to 4096")
+        threads = int(raw_threads)
+    if raw_memory and not _MEMORY_SIZE.match(raw_memory):
+        raise StoreError(
+            f"QRELKIT_JOB_MEMORY={raw_memory!r}: expected a size such as 256MB or 1GiB (a number and B, KB, MB, GB, TB, KiB...)"
+        )
+    return threads, raw_memory or JOB_MEMORY_LIMIT
 
 
 @contextmanager
 def job_memory(store: Store) -> Iterator[None]:
     """DuckDB's memory and threads capped for a judging job (a database held in memory, which has
     nowhere to spill to, is left as it is)."""
+    job_threads, memory_limit = job_settings()
     if store.in_memory:
         yield
         return
     (threads,) = store.con.execute("SELECT current_setting('threads')").fetchall()[0]
-    store.con.execute(f"SET threads = {JOB_THREADS}")
+    store.con.execute(f"SET threads = {job_threads}")
     try:
-        with bounded_memory(store.con, JOB_MEMORY_LIMIT, keep_order=True):
+        with bounded_memory(store.con, memory_limit, keep_order=True):
             yield
     finally:
         store.con.execute(f"SET threads = {int(threads)}")
@@ -299,6 +314,17 @@ class Store(EmbeddingCache):
         exists = self._scalar("SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = 'meta'", [catalog])
         if not exists:
             return 0
+        columns = {
+            r[0]
+            for r in self.con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE database_name = ? AND table_name = 'meta'", [catalog]
+            ).fetchall()
+        }
+        if not {"key", "value"} <= columns:
+            raise StoreError(
+                f"{self.path} is a DuckDB database, but not a qrelkit one (its table 'meta' has columns {', '.join(sorted(columns))}, "
+                "not key and value); name another --db"
+            )
         row = self.con.execute(f"SELECT value FROM \"{catalog}\".meta WHERE key = 'schema_version'").fetchone()
         if row is None:
             return 0
@@ -404,7 +430,7 @@ class Store(EmbeddingCache):
         read whole, and returns the writer), then write (the writer returns the rows it wrote, having
         read a streamed file as it went) and record the load in one transaction."""
         path = Path(path)
-        name = name or source_name(path)
+        name = checked_name(name, f"the {kind} set's name", path) if name else source_name(path)
         file_hash = source_sha256(path)
         status = self._plan_load(kind, name, file_hash, path, replace)
         if status == "unchanged":
@@ -487,7 +513,7 @@ class Store(EmbeddingCache):
         results: list[LoadResult] = []
         for path, name in zip(paths, names):
             path = Path(path)
-            name = name or run_name_from_path(path)
+            name = checked_name(name, "the run's name", path) if name else run_name_from_path(path)
             file_hash = file_sha256(path)
             status = self._plan_load("runs", name, file_hash, path, replace)
             if status != "unchanged":

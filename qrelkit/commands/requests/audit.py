@@ -15,6 +15,7 @@ from qrelkit.commands.requests.parts import (
     QrelsRef,
     RunGroups,
     RunsRef,
+    force_option,
     interval_option,
     json_option,
     judge_measures_option,
@@ -62,7 +63,9 @@ class JudgeAudit(Request):
     )
     model_map: GradeMap | None = option("--map-model", "Map the judge's grades for κ.", None, cli=str | None, parse=GradeMap.of_model)
     rel_level: int | None = option("--rel-level", "Also report κ with both sides cut at grade >= LEVEL (after maps).", None)
-    resamples: int = resamples_option()
+    resamples: int = resamples_option(
+        "Resamples (half-samples for subsampling) of the queries for 95% intervals (0: no intervals; the jackknife draws none)."
+    )
     seed: int | None = seed_option()
     interval: str = interval_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
@@ -88,7 +91,7 @@ class JudgeAudit(Request):
 @dataclass(frozen=True)
 class ModelAudit(JudgeAudit):
     """Model qrels against reference qrels: κ/α on the shared pairs, τ/ρ/r/τ_AP between the system
-    rankings, Relative Δ toward groups, with bootstrap intervals over queries. ``model_qrels``, once
+    rankings, Relative Δ toward groups, with intervals over queries. ``model_qrels``, once
     made, is the whole reference to the model's qrels, ``judge_run`` included."""
 
     model_qrels: QrelsRef = option(
@@ -131,22 +134,24 @@ class ModelAudit(JudgeAudit):
 
 @dataclass(frozen=True)
 class AuditRequest(ModelAudit):
-    """`qrelkit agree`: Cohen's κ and Krippendorff's α on the shared pairs, Kendall τ / Spearman ρ /
-    Pearson r / τ_AP between the system rankings, Relative Δ toward groups, with bootstrap 95%
-    intervals over queries (BCa unless --interval percentile)."""
+    """`qrelkit agree`: audit model qrels against reference qrels: Cohen's κ and Krippendorff's α on the
+    shared pairs, Kendall τ / Spearman ρ / Pearson r / τ_AP between the system rankings, Relative Δ
+    toward groups, with 95% intervals over queries (the jackknife unless --interval bca, percentile or
+    subsampling)."""
 
     as_json: bool = json_option("Print JSON: pairs, labels, systems, bias, warnings.")
 
 
 @dataclass(frozen=True)
 class ReportRequest(ModelAudit):
-    """`qrelkit report`: one HTML page auditing a judge run (or model qrels from a file): the answer
+    """`qrelkit report`: write one HTML page auditing a judge run (or model qrels from a file): the answer
     first (κ, τ, Δ, coverage, warnings), then the figures, the judge's failures, tokens and cost, and
     its grading."""
 
     out: Path = option(
         "--out", "Where to write the page: an .html file, or a folder (report.html inside).", None, cli=Path | None, parse=optional_path
     )
+    force: bool = force_option()
 
     use_case = "qrelkit.commands.report:run"
 
@@ -158,7 +163,7 @@ class ReportRequest(ModelAudit):
 
 @dataclass(frozen=True)
 class CompareRequest(JudgeAudit):
-    """`qrelkit compare`: judges against one reference over the same runs: a row per judge (coverage,
+    """`qrelkit compare`: compare judges against one reference over the same runs: a row per judge (coverage,
     failures, κ, Kendall τ and τ_AP per measure with intervals, cost, time), then the paired
     differences Δτ and Δκ between judges (the same query resamples for both; p from a paired
     randomisation test over queries), the κ between judges, and a note where two judges cannot be
@@ -187,6 +192,7 @@ class CompareRequest(JudgeAudit):
     )
     output_format: str = option("--format", "table (default), markdown or latex (booktabs).", "table", api=False)
     html: Path | None = option("--html", "Also write the comparison as one self-contained HTML page.", None, parse=optional_path)
+    force: bool = force_option()
     as_json: bool = json_option("Print JSON: each judge's audit as agree --json, differences, κ matrix.")
 
     use_case = "qrelkit.commands.compare:run"
@@ -204,10 +210,6 @@ class CompareRequest(JudgeAudit):
             raise QrelkitError("name the judges to compare: --judge NAME (repeatable) and/or --sweep JOB")
         if self.output_format not in OUTPUT_FORMATS:
             raise QrelkitError(f"--format {self.output_format!r}: choose table, markdown or latex")
-        if self.html is not None:
-            from qrelkit.io.files import check_writable
-
-            check_writable(self.html, overwrite=True)
 
 
 OUTPUT_FORMATS = ("table", "markdown", "latex")

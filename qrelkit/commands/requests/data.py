@@ -56,7 +56,7 @@ class LoadDocsRequest(Request):
 
 @dataclass(frozen=True)
 class LoadRunsRequest(Request):
-    """`qrelkit load runs`: TREC runs (`qid Q0 docid rank score tag`), all files in one transaction, so
+    """`qrelkit load runs`: load TREC runs (`qid Q0 docid rank score tag`), all files in one transaction, so
     all land or none."""
 
     paths: tuple[Path, ...] = option(
@@ -81,7 +81,7 @@ class LoadRunsRequest(Request):
 
 @dataclass(frozen=True)
 class LoadQrelsRequest(Request):
-    """`qrelkit load qrels`: human (or any) qrels as a named qrels set. Loaded sets are never
+    """`qrelkit load qrels`: load human (or any) qrels as a named qrels set. Loaded sets are never
     overwritten by grading."""
 
     file: Path = option("FILE", "TREC qrels (`qid iter docid grade`), or irds:<ir_datasets id>.", parse=Path, argument=True)
@@ -94,7 +94,7 @@ class LoadQrelsRequest(Request):
 
 @dataclass(frozen=True)
 class ShowRequest(Request):
-    """`qrelkit show`: what the database holds: topics, documents, runs, each qrels set with its origin,
+    """`qrelkit show`: show what the database holds: topics, documents, runs, each qrels set with its origin,
     judge runs (--json: each with its stored fields)."""
 
     as_json: bool = json_option()
@@ -116,7 +116,7 @@ def to_option() -> Any:
 
 @dataclass(frozen=True)
 class DataListRequest(Request):
-    """`qrelkit data list`: the bundles there are, or one bundle's files."""
+    """`qrelkit data list`: list the bundles there are, or one bundle's files."""
 
     name: str | None = option("NAME", "A bundle: list its files, sources and how each checksum was established.", None, argument=True)
     as_json: bool = json_option()
@@ -127,12 +127,11 @@ class DataListRequest(Request):
 
 @dataclass(frozen=True)
 class DataPathRequest(Request):
-    """`qrelkit data path`: the data folder, or a bundle's folder in it: `D=$(qrelkit data path
-    trec-dl-2019)`. From Python (`qrelkit.data_path`) the bundle must have been fetched."""
+    """`qrelkit data path`: print the data folder, or the folder a bundle was fetched into: `D=$(qrelkit data
+    path trec-dl-2019)` (an error naming the fetch command when it was not fetched)."""
 
     name: str | None = option("NAME", "A bundle (default: the data folder itself).", None, argument=True)
     to: Path | None = to_option()
-    fetched: bool = True  # the folder must exist (the Python function); the command line prints where it would be
 
     use_case = "qrelkit.commands.bundles:run_path"
     positional = ("name",)
@@ -141,7 +140,7 @@ class DataPathRequest(Request):
 
 @dataclass(frozen=True)
 class DataFetchRequest(Request):
-    """`qrelkit data fetch`: download (resuming) a bundle's public files, build its files, check every
+    """`qrelkit data fetch`: fetch a bundle: download (resuming) a bundle's public files, build its files, check every
     sha256. Exit 3 when a file could not be had (a source unreachable, behind a login, refused by its
     checksum)."""
 

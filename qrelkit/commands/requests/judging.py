@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.fields import Request, option, strings
-from qrelkit.commands.requests.parts import json_option
+from qrelkit.commands.requests.parts import force_option, json_option
 from qrelkit.errors import QrelkitError
 
 JOB_HELP = "Job YAML: database, collection, pool, judge, template, grading."
@@ -143,15 +143,18 @@ def _score_map(text: Any) -> dict[str, int] | None:
         try:
             if not colon or not key:
                 raise ValueError
-            mapping[key.strip()] = ascii_int(grade.strip(), "--map")
+            onto = ascii_int(grade.strip(), "--map")
         except ValueError:
             raise QrelkitError(f"--map {text!r}: {item!r} is not SCORE:GRADE or LOW-HIGH:GRADE (e.g. 3:2,2:2,1:1,0:0)") from None
+        if key.strip() in mapping and mapping[key.strip()] != onto:  # as agree's --map: a score mapped twice is a typo, not a choice
+            raise QrelkitError(f"--map {text!r}: {key.strip()} is mapped twice ({mapping[key.strip()]} and {onto})")
+        mapping[key.strip()] = onto
     return mapping
 
 
 @dataclass(frozen=True)
 class GradeRequest(Request):
-    """`qrelkit grade`: a judge run's scores graded into qrels and stored as a qrels set. Quantile
+    """`qrelkit grade`: grade a judge run's scores into qrels, stored as a qrels set. Quantile
     grading (Yang and Lin, LLM4Eval workshop at SIGIR 2024): below the median 0, to the 75th percentile
     1, above 2; per topic unless --global; tied scores share a grade (--ties). From Python
     (`qrelkit.grade`) nothing is stored, and the scores may also be given: (qid, docid, score)
@@ -219,7 +222,7 @@ class GradeRequest(Request):
 
 @dataclass(frozen=True)
 class ImportScoresRequest(Request):
-    """`qrelkit import scores`: scores made by any tool (UMBRELA's output, a colleague's run) stored as a
+    """`qrelkit import scores`: store scores made by any tool (UMBRELA's output, a colleague's run) as a
     judge run of origin `imported`, so `grade`, `agree` and `report` work on it."""
 
     file: Path = option("FILE", "`qid docid score` lines (TSV or spaces), or a TREC qrels file.", cli=Path, parse=Path, argument=True)
@@ -230,13 +233,9 @@ class ImportScoresRequest(Request):
     use_case = "qrelkit.commands.judging:run_import"
 
 
-def force_option() -> Any:
-    return option("--force", "Overwrite the output file when it exists.", False)
-
-
 @dataclass(frozen=True)
 class ExportQrelsRequest(Request):
-    """`qrelkit export qrels`: a qrels set (graded from a judge run, or loaded) as a TREC qrels file."""
+    """`qrelkit export qrels`: write a qrels set (graded from a judge run, or loaded) as a TREC qrels file."""
 
     output: Path = option("OUTPUT", "Where to write TREC qrels.", cli=Path, parse=Path, argument=True)
     judge_run: str | None = option("--judge-run", "Export the qrels set this judge run's job graded (or its only graded set).", None)
@@ -252,7 +251,7 @@ class ExportQrelsRequest(Request):
 
 @dataclass(frozen=True)
 class ExportJudgmentsRequest(Request):
-    """`qrelkit export judgments`: judgments with every stored field (raw output, score, parsed and
+    """`qrelkit export judgments`: write judgments with every stored field (raw output, score, parsed and
     expected grade, status, error, tokens, latency, cost, attempts, model id, fingerprint, time; the
     run's judge and template)."""
 
@@ -281,7 +280,7 @@ class JudgmentsRequest(Request):
 
 @dataclass(frozen=True)
 class PromptsListRequest(Request):
-    """`qrelkit prompts list`: the built-in templates (ids usable as `template:` in a job)."""
+    """`qrelkit prompts list`: list the built-in templates (ids usable as `template:` in a job)."""
 
     as_json: bool = json_option()
 
@@ -291,7 +290,7 @@ class PromptsListRequest(Request):
 
 @dataclass(frozen=True)
 class PromptsShowRequest(Request):
-    """`qrelkit prompts show`: a template rendered for one (topic, document) pair exactly as a model
+    """`qrelkit prompts show`: render a template for one (topic, document) pair exactly as a model
     would see it; without --topic/--doc, the template's parts and identity."""
 
     template: str = option("TEMPLATE", "A template YAML file or built-in id.", argument=True)
@@ -307,7 +306,7 @@ class PromptsShowRequest(Request):
 
 @dataclass(frozen=True)
 class JudgesRequest(Request):
-    """`qrelkit judges`: the registered judges and their options (entry-point group `qrelkit.judges`)."""
+    """`qrelkit judges`: list the registered judges and their options (entry-point group `qrelkit.judges`)."""
 
     name: str | None = option("NAME", "One judge, with its options' allowed values.", None, argument=True)
     as_json: bool = json_option()

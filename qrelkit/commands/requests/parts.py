@@ -19,7 +19,7 @@ from typing import Any
 
 from qrelkit.commands.fields import option, strings
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, check_method, check_resamples
+from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, FD_DEFAULT_METHOD, check_method, check_resamples
 from qrelkit.io.duplicates import OnDuplicate
 
 # -- qrels and runs ------------------------------------------------------------------------------
@@ -341,10 +341,25 @@ def _resamples(value: Any) -> int:
 def interval_option() -> Any:
     return option(
         "--interval",
-        "Bootstrap interval method: bca (bias-corrected and accelerated, as scipy's; default) or percentile.",
+        "Interval method over queries: jackknife (default: coverage nearest 95% in qrelkit's simulation, docs/audit.md), "
+        "bca (bootstrap, bias-corrected and accelerated, as scipy's), percentile (bootstrap) or subsampling (half-samples).",
         DEFAULT_METHOD,
         parse=check_method,
     )
+
+
+def fd_interval_option() -> Any:
+    return option(
+        "--interval",
+        "Interval method over queries: bca (default for FD: bootstrap, bias-corrected and accelerated), percentile, "
+        "jackknife or subsampling.",
+        FD_DEFAULT_METHOD,
+        parse=check_method,
+    )
+
+
+def force_option() -> Any:
+    return option("--force", "Write over an output file that exists (never over the database or an input of the command).", False)
 
 
 def seed_option(help: str = "Seed of the resamples (and of any sampling).", default: int | None = 0) -> Any:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.fields import Request, integers, option, optional_path, strings
-from qrelkit.commands.requests.parts import EmbedderRef, json_option, on_duplicate_option, resamples_option
+from qrelkit.commands.requests.parts import EmbedderRef, force_option, json_option, on_duplicate_option, resamples_option
 from qrelkit.errors import QrelkitError
 from qrelkit.io.duplicates import OnDuplicate
 
@@ -78,6 +78,7 @@ class RestrainRequest(EmbeddedQueries):
     )
     seed: int = _seed()
     test_qrels: Path | None = _test_qrels()
+    force: bool = force_option()
 
     use_case = "qrelkit.commands.resample:run_restrain"
 
@@ -96,6 +97,7 @@ class ResttestRequest(EmbeddedQueries):
     k: int = option("--k", "Buckets (the paper: 5).", 5)
     seed: int = _seed()
     test_qrels: Path | None = _test_qrels()
+    force: bool = force_option()
 
     use_case = "qrelkit.commands.resample:run_resttest"
 

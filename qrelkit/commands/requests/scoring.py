@@ -13,7 +13,8 @@ from qrelkit.commands.requests.parts import (
     PriorSpec,
     QrelsRef,
     RunsRef,
-    interval_option,
+    fd_interval_option,
+    force_option,
     json_option,
     keep_option,
     measures_option,
@@ -34,6 +35,10 @@ def _depth(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _paths(value: Any) -> tuple[Path, ...]:
+    return (Path(value),) if isinstance(value, str | Path) else tuple(Path(item) for item in value or ())
+
+
 def _cut_seed() -> Any:
     return option("--seed", "With --max-rel: seed of the choice of relevant items.", 0)
 
@@ -44,7 +49,7 @@ def _cut_level() -> Any:
 
 @dataclass(frozen=True)
 class EvaluateRequest(Request):
-    """`qrelkit evaluate`: runs scored per query under qrels (ir_measures; default nDCG@10). Means run
+    """`qrelkit evaluate`: score runs under qrels, per query (ir_measures; default nDCG@10). Means run
     over the queries of the qrels; a run that misses one scores 0 on it (--average run: over the
     queries each run covers). Run scores are read as float32 and ties broken by docid descending, as
     trec_eval does."""
@@ -95,8 +100,8 @@ class EvaluateRequest(Request):
 @dataclass(frozen=True)
 class CorrelateRequest(Request):
     """`qrelkit correlate`: Kendall τ-b, Spearman ρ and τ_AP between orderings of the same runs:
-    between measures (seed 000, Table 3), between qrels sets, or between full and cut qrels (--max-rel;
-    seed 001, Table 2)."""
+    between measures (seed 000, Table 3; FD@k through `qrelkit fd --json > fd.json` and --scores
+    fd.json), between qrels sets, or between full and cut qrels (--max-rel; seed 001, Table 2)."""
 
     qrels: tuple[QrelsRef, ...] = option(
         "--qrels", "Qrels files or stored sets; repeatable (orderings under each).", (), cli=list[str] | None, parse=QrelsRef.several
@@ -114,6 +119,13 @@ class CorrelateRequest(Request):
     keep: str = keep_option()
     rel_level: int | None = _cut_level()
     seed: int = _cut_seed()
+    scores: tuple[Path, ...] = option(
+        "--scores",
+        "More orderings: `qrelkit fd --json` output (its FD@k, URR-FD@k) or `run score` lines; repeatable.",
+        (),
+        cli=list[Path] | None,
+        parse=_paths,
+    )
     on_duplicate: OnDuplicate = on_duplicate_option()
     as_json: bool = json_option()
 
@@ -151,6 +163,7 @@ class NRGRequest(Request):
     order: str = option("--order", "Ranking order: trec_eval (score desc, docid desc) or file (as listed).", "trec_eval")
     compare: bool = option("--compare", "Also unique contributions, rareness-based P@K and TaSC.", False)
     plot: Path | None = option("--plot", "Write the NRG vs metric plot (PNG/PDF/SVG) here.", None, parse=optional_path)
+    force: bool = force_option()
     groups: GroupsFile | None = option(
         "--groups", "FILE[:COLUMN] of run groups to mark in the plot.", None, cli=str | None, parse=GroupsFile.parse
     )
@@ -188,9 +201,11 @@ class FDRequest(Request):
     max_rel: int | None = option("--max-rel", "At most M relevant items per query (see --keep).", None)
     keep: str = keep_option()
     rel_level: int | None = option("--rel-level", "Relevant = grade >= LEVEL (default 2 if graded, else 1).", None)
-    resamples: int = resamples_option()
+    resamples: int = resamples_option(
+        "Resamples (half-samples for subsampling) of the queries for 95% intervals (0: no intervals; the jackknife draws none)."
+    )
     seed: int = option("--seed", "Seed of the sparsification and the resamples.", 0)
-    interval: str = interval_option()
+    interval: str = fd_interval_option()
     workers: int | None = option(
         "--workers", "Processes for the bootstrap (default: one per core when it is large; 1: this one).", None, min=1
     )
@@ -202,6 +217,7 @@ class FDRequest(Request):
     plot: Path | None = option("--plot", "Write the bootstrap intervals per run (PNG/PDF/SVG).", None, parse=optional_path)
     plot_metric: Path | None = option("--plot-metric", "Write FD vs --metric per run, with Kendall τ.", None, parse=optional_path)
     metric: str = option("--metric", "ir_measures measure for --plot-metric (full qrels).", "nDCG@10")
+    force: bool = force_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
     as_json: bool = json_option('Print JSON: {"embedder", "d", "runs": {run: {"FD@10": x}}, "n_rel"}.')
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.bootstrap import BootstrapSummary, jackknife_counts, resample_counts, summarize
-from qrelkit.evaluate.choices import DEFAULT_METHOD, METHOD_NAMES, check_method
+from qrelkit.evaluate.bootstrap import BootstrapSummary, draw_counts, jackknife_counts, summarize
+from qrelkit.evaluate.choices import FD_DEFAULT_METHOD, METHOD_NAMES, NEEDS_JACKKNIFE, check_method
 from qrelkit.evaluate.fd.bootstrap import bootstrap_fd
 from qrelkit.evaluate.fd.distance import CovarianceFactor, FrechetResult, factor_from_samples, frechet_from_factors
 from qrelkit.evaluate.fd.items import (
@@ -38,11 +38,11 @@ class FDSettings:
     rel_level: int | None = None
     resamples: int = 0  # bootstrap resamples of the queries (0: no intervals)
     seed: int = 0
-    interval: str = DEFAULT_METHOD  # 'bca' or 'percentile'
+    interval: str = FD_DEFAULT_METHOD  # or 'jackknife', 'percentile', 'subsampling'
     keep: str = "top-grade"  # which relevant items --max-rel keeps (qrelkit.evaluate.sparsify)
 
 
-# BCa's jackknife over at most this many groups of queries: FD costs an eigenvalue problem per
+# The jackknife (BCa's, or the jackknife interval's) over at most this many groups of queries: FD costs an eigenvalue problem per
 # jackknife row, so MS MARCO dev's 6,980 queries would otherwise add 7 times the work of 1000 resamples.
 JACKKNIFE_GROUPS = 200
 
@@ -97,7 +97,7 @@ class FDReport(Result):
 
     @property
     def interval(self) -> str:
-        """The interval method, as printed: "BCa" or "percentile"."""
+        """The interval method, as printed: "BCa", "percentile", "jackknife" or "subsampling"."""
         return METHOD_NAMES[check_method(self.settings.interval)]
 
     def warnings(self) -> list[str]:
@@ -228,9 +228,9 @@ def fd_of_runs(
     d = relevant_sample.vectors.shape[1]
     relevant_factor = factor_from_samples(relevant_sample.vectors)  # shared by every run and cut-off
     skip = judged_items(qrels) if settings.urr else None
-    weights = resample_counts(len(qids), settings.resamples, settings.seed) if settings.resamples else None
-    if weights is not None and method == "bca" and len(qids) >= 2:
-        # BCa's jackknife rows go through the same bootstrap code as the resamples
+    weights = draw_counts(len(qids), settings.resamples, settings.seed, method) if settings.resamples else None
+    if weights is not None and method in NEEDS_JACKKNIFE and len(qids) >= 2:
+        # the jackknife rows go through the same bootstrap code as the resamples
         weights = np.vstack([weights, jackknife_counts(len(qids), JACKKNIFE_GROUPS)])
     labels = tuple(fd_label(k, settings.urr) for k in settings.ks)
     out: dict[str, dict[str, RunFD]] = {run.name: {} for run in runs}
@@ -242,7 +242,11 @@ def fd_of_runs(
             values = resampled[j, : settings.resamples] if resampled is not None else None
             jackknife = resampled[j, settings.resamples :] if resampled is not None else None
             estimate = math.nan if result is None else result.value
-            summary = summarize(values, estimate=estimate, jackknife=jackknife, method=method) if values is not None else None
+            summary = (
+                summarize(values, estimate=estimate, jackknife=jackknife, method=method, n_queries=len(qids))
+                if values is not None
+                else None
+            )
             out[run.name][label] = RunFD(
                 run.name,
                 label,

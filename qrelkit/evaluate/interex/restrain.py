@@ -92,6 +92,13 @@ def restrain(
         raise QrelkitError(f"I (training queries per test query for interpolation) must be >= 1, got {interpolation_per_query}")
     if exclusion_per_query < 0:
         raise QrelkitError(f"E (training queries excluded per test query) must be >= 0, got {exclusion_per_query}")
+    if interpolation_per_query > exclusion_per_query:
+        # a training query ranked between E and I for some test query would be in both training sets
+        raise QrelkitError(
+            f"I = {interpolation_per_query} > E = {exclusion_per_query}: the extrapolation set excludes only each test query's "
+            f"top-{exclusion_per_query}, so queries ranked {exclusion_per_query + 1} to {interpolation_per_query} would be in both "
+            "training sets: use E >= I"
+        )
     n_train = len(train_qids)
     if train_vectors.shape[0] != n_train:
         raise QrelkitError(f"{train_vectors.shape[0]} training embeddings for {n_train} training qids")

@@ -20,6 +20,7 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 
 from qrelkit.evaluate.bias import GroupBias
+from qrelkit.io.files import write_atomically
 
 OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
 OTHERS = "#8C8C8C"
@@ -38,11 +39,12 @@ def figure_svg(figure: Figure) -> str:
 
 def save_figure(figure: Figure, path: str | Path) -> Path:
     """Write the figure to ``path``; the format follows the extension."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with rc_context(STYLE):
-        figure.savefig(path, dpi=150, bbox_inches="tight")
-    return path
+
+    def save(temporary: Path) -> None:
+        with rc_context(STYLE):
+            figure.savefig(temporary, dpi=150, bbox_inches="tight")
+
+    return write_atomically(path, save)
 
 
 def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

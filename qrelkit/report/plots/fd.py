@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from qrelkit.evaluate.fd.runs import FDReport
+from qrelkit.io.files import write_atomically
 
 
 def plot_fd_bootstrap(
@@ -39,9 +40,7 @@ def plot_fd_bootstrap(
         fontsize=9,
     )
     ax.grid(axis="y", alpha=0.3)
-    path = Path(path)
-    fig.savefig(path, dpi=150)
-    return path
+    return write_atomically(path, lambda temporary: fig.savefig(temporary, dpi=150))
 
 
 def plot_fd_vs_metric(
@@ -71,6 +70,4 @@ def plot_fd_vs_metric(
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
-    path = Path(path)
-    fig.savefig(path, dpi=150)
-    return path
+    return write_atomically(path, lambda temporary: fig.savefig(temporary, dpi=150))

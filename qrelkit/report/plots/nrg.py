@@ -7,6 +7,7 @@ from itertools import cycle
 from pathlib import Path
 
 from qrelkit.evaluate.nrg import NRGResult
+from qrelkit.io.files import write_atomically
 
 MARKERS = "osD^vP*Xh<>p"
 
@@ -62,7 +63,4 @@ def plot_nrg(
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     if title:
         ax.set_title(title, fontsize=10)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
-    return path
+    return write_atomically(path, lambda temporary: fig.savefig(temporary, dpi=150))
