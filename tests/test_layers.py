@@ -474,3 +474,33 @@ def test_no_path_of_one_machine_in_the_tests_or_the_benchmarks():
             if re.search(r"""["'](/work/|/home/|/root/|/Users/)""", line):
                 found.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+NETWORK = ("socket", "urllib.request", "http.client", "httpx", "requests", "ssl")
+POOLS = ("concurrent.futures", "multiprocessing", "threading")
+
+
+def test_io_keeps_its_networking_and_its_worker_pools_in_rooms_of_their_own():
+    """In io/, only io/net opens connections and only io/workers starts threads or processes: a reader
+    of files imports neither."""
+    problems = []
+    for path in sorted((PACKAGE / "io").rglob("*.py")):
+        room = path.relative_to(PACKAGE / "io").parts[0]
+        for line, module in imported_modules(path):
+            if module.startswith(NETWORK) and room != "net":
+                problems.append(f"io/{path.relative_to(PACKAGE / 'io')}:{line}: networking ({module}) outside io/net")
+            if module.startswith(POOLS) and room != "workers":
+                problems.append(f"io/{path.relative_to(PACKAGE / 'io')}:{line}: a worker pool ({module}) outside io/workers")
+    assert not problems, "\n".join(problems)
+
+
+def test_one_html_table_writer():
+    """Every table of the HTML pages is written by `qrelkit.report.html.html_table` (which escapes
+    every value): no other code spells a `<table`."""
+    spelled = [
+        f"{path.relative_to(PACKAGE)}:{i}"
+        for path in sorted((PACKAGE / "report").rglob("*.py"))
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "<table" in line
+    ]
+    assert len(spelled) == 1 and spelled[0].startswith("report/html.py"), spelled

@@ -27,8 +27,10 @@ DB_HELP = "The DuckDB database file (env QRELKIT_DB; default qrelkit.duckdb)."
 DB_HELP_OPTIONAL = "The database of the judge runs and qrels sets (env QRELKIT_DB)."
 
 
-def parameters(request_cls: type) -> list[inspect.Parameter]:
-    """The typer parameters of a request class's fields, in the class's order (arguments first)."""
+def parameters(request_cls: type[Request]) -> list[inspect.Parameter]:
+    """The typer parameters of a request class's fields: arguments first, then the fields the Python
+    function takes by position (what the command is about: `--judge`, `--reference-qrels`, `--runs`),
+    then the others in the class's order."""
     hints = typing.get_type_hints(request_cls)
     found = []
     for field, flag in declared(request_cls):
@@ -40,7 +42,13 @@ def parameters(request_cls: type) -> list[inspect.Parameter]:
                 field.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[cli_type(flag, hints[field.name]), kind]
             )
         )
-    return sorted(found, key=lambda p: not isinstance(typing.get_args(p.annotation)[1], typer.models.ArgumentInfo))
+    leading = request_cls.positional
+
+    def place(parameter: inspect.Parameter) -> tuple[bool, int]:
+        argument = isinstance(typing.get_args(parameter.annotation)[1], typer.models.ArgumentInfo)
+        return not argument, leading.index(parameter.name) if parameter.name in leading else len(leading)
+
+    return sorted(found, key=place)
 
 
 def _decls(flag: Flag) -> list[str]:

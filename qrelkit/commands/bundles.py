@@ -9,9 +9,9 @@ from qrelkit.commands.requests import DataFetchRequest, DataListRequest, DataPat
 from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.io.bundles import Bundle, bundle_names, data_root, load_bundle
-from qrelkit.io.download import Mirror
-from qrelkit.io.fetch import Fetcher, FetchReport
-from qrelkit.io.fetch_images import fetch_images, read_url_table
+from qrelkit.io.net.download import Mirror
+from qrelkit.io.net.fetch import Fetcher, FetchReport
+from qrelkit.io.net.fetch_images import fetch_images, read_url_table
 
 
 def run_list(request: DataListRequest, workspace: Workspace) -> Bundle | list[Bundle]:

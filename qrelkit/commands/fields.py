@@ -91,15 +91,6 @@ def declared(cls: type) -> Iterator[tuple[dataclasses.Field, Flag]]:
             yield field, flag
 
 
-def default_of(field: dataclasses.Field) -> Any:
-    """A field's default (MISSING when it has none)."""
-    if field.default is not MISSING:
-        return field.default
-    if field.default_factory is not MISSING:
-        return field.default_factory()
-    return MISSING
-
-
 def cli_type(flag: Flag, hint: Any) -> Any:
     """The type click reads for a field: the declared one, or the field's own when click reads it
     (a tuple field is a repeatable option)."""

@@ -157,6 +157,7 @@ class RowCache:
     def __init__(self) -> None:
         self.rows: dict[tuple[Any, ...], np.ndarray] = {}
         self.shared: dict[tuple[Any, ...], SharedPairs] = {}
+        self.kappas: dict[tuple[Any, ...], Callable[[np.ndarray], dict[str, np.ndarray]]] = {}
 
     def shared_pairs(self, audit_: Audit, queries: list[str], maps: GradeMaps) -> SharedPairs:
         """A judge's pairs shared with the reference on ``queries``, mapped: built from its grades once
@@ -166,6 +167,14 @@ class RowCache:
             model = _restricted(audit_.model_grades, queries)
             self.shared[key] = mapped_pairs(model, _restricted(audit_.reference_grades, queries), maps)
         return self.shared[key]
+
+    def kappa_statistic(self, audit_: Audit, queries: list[str], maps: GradeMaps) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+        """A judge's κ per row of query weights (`kappa_statistic_of`), its confusions per query built
+        once per comparison."""
+        key = (audit_.model_name, tuple(queries))
+        if key not in self.kappas:
+            self.kappas[key] = kappa_statistic_of(self.shared_pairs(audit_, queries, maps), queries)
+        return self.kappas[key]
 
     def get(self, key: tuple[Any, ...], weights: np.ndarray, compute: Callable[[], np.ndarray]) -> np.ndarray:
         full = (*key, weights.shape, hashlib.sha1(np.ascontiguousarray(weights).tobytes()).digest())
@@ -194,7 +203,7 @@ class _Pair:
         self.with_kappa = first.labels.not_computed is None and second.labels.not_computed is None
         if self.with_kappa:
             shared = [self.cache.shared_pairs(audit_, queries, maps) for audit_ in (first, second)]
-            self.kappa_a, self.kappa_b = (kappa_statistic_of(pairs, queries) for pairs in shared)
+            self.kappa_a, self.kappa_b = (self.cache.kappa_statistic(audit_, queries, maps) for audit_ in (first, second))
             self.confusion_a, self.confusion_b, self.labels = _confusions(shared, queries)
 
     def _truth(self, measure: str, reference: np.ndarray, weights: np.ndarray) -> np.ndarray:

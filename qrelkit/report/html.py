@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -110,16 +110,46 @@ def _esc(value: Any) -> str:
     return html.escape(str(value))
 
 
-def _html_table(header: list[str] | None, rows: list[list[Any]], text_columns: int = 1, css: str = "") -> str:
-    klass = f" class={css}" if css else ""
-    if header is None:  # a key-value table: the first column is the header of each row
-        body = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in rows)
-        return f"<table{klass}><tbody>{body}</tbody></table>"
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td{'' if i < text_columns else ' class=n'}>{_esc(v)}</td>" for i, v in enumerate(row)) + "</tr>" for row in rows
-    )
-    return f"<table{klass}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+class Cell(NamedTuple):
+    """A cell whose tag, attributes or content the table writer is told: ``markup`` is HTML already
+    escaped by its maker (spans with data attributes), any other content is escaped here."""
+
+    content: Any
+    attributes: str = ""  # as written after the tag's name: " class=n", ' title="..."'
+    header: bool = False
+    markup: bool = False
+
+
+def html_table(
+    header: list[str] | None,
+    rows: list[list[Any]],
+    *,
+    text_columns: int = 1,
+    css: str = "",
+    table_id: str | None = None,
+    row_classes: list[str | None] | None = None,
+    style: str | None = None,
+) -> str:
+    """The one writer of the HTML pages' tables: every value escaped (a `Cell` says otherwise), the
+    columns from ``text_columns`` on right-aligned numbers; ``header`` None: a key-value table whose
+    first column heads each row."""
+    attributes = (f" id={table_id}" if table_id else "") + (f" class={css}" if css else "") + (f" style='{style}'" if style else "")
+    body = []
+    for r, row in enumerate(rows):
+        cells = [_cell(value, i, header is None, text_columns) for i, value in enumerate(row)]
+        klass = row_classes[r] if row_classes is not None else None
+        body.append(f"<tr{f' class={klass}' if klass else ''}>{''.join(cells)}</tr>")
+    head = "" if header is None else "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in header) + "</tr></thead>"
+    return f"<table{attributes}>{head}<tbody>{''.join(body)}</tbody></table>"
+
+
+def _cell(value: Any, column: int, key_value: bool, text_columns: int) -> str:
+    if isinstance(value, Cell):
+        tag = "th" if value.header else "td"
+        return f"<{tag}{value.attributes}>{value.content if value.markup else _esc(value.content)}</{tag}>"
+    if key_value:
+        return f"<th>{_esc(value)}</th>" if column == 0 else f"<td>{_esc(value)}</td>"
+    return f"<td{'' if column < text_columns else ' class=n'}>{_esc(value)}</td>"
 
 
 class Figures:
@@ -157,22 +187,20 @@ def _maps_note(result: Audit) -> str:
 def _bias_summary(result: Audit) -> str:
     """Relative Δ the model qrels add (model − reference), a row per group and a column per measure."""
     measures = result.model_evaluation.measures
-    head = "".join(f"<th>{_esc(m)}</th>" for m in measures)
-    rows = []
+    rows: list[list[Any]] = []
     for g, (group, by_measure) in enumerate(result.bias.items()):
-        cells = []
+        row: list[Any] = [Cell(group, header=True)]
         for m, measure in enumerate(measures):
             b = by_measure[measure]
             title = _esc(f"model {fmt(b.model, 1)} %, reference {fmt(b.reference, 1)} %")
-            cells.append(
-                f'<td class=n title="{title}"><span data-summary="delta-{g}-{m}">{_esc(fmt(b.difference, 1))}</span> '
-                f'<span data-summary="delta-{g}-{m}-ci">{_esc(ci(b.difference_ci95, 1))}</span></td>'
+            spans = (
+                f'<span data-summary="delta-{g}-{m}">{_esc(fmt(b.difference, 1))}</span> '
+                f'<span data-summary="delta-{g}-{m}-ci">{_esc(ci(b.difference_ci95, 1))}</span>'
             )
-        rows.append(f"<tr><th>{_esc(group)}</th>{''.join(cells)}</tr>")
-    return (
-        "<div class=label>Relative Δ toward each group that the model qrels add (model − reference, %) [95% CI]</div>"
-        "<table class=compact style='margin-top:.2rem'>"
-        f"<thead><tr><th>group</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            row.append(Cell(spans, f' class=n title="{title}"', markup=True))
+        rows.append(row)
+    return "<div class=label>Relative Δ toward each group that the model qrels add (model − reference, %) [95% CI]</div>" + html_table(
+        ["group", *measures], rows, css="compact", style="margin-top:.2rem"
     )
 
 
@@ -251,7 +279,7 @@ def _systems_section(result: Audit, figure: Figures) -> str:
                 "Each run's mean under the reference (x) and model (y) qrels; dashed: equal scores.",
                 min(1040, 440 * len(result.model_evaluation.measures)),
             ),
-            _html_table(SYSTEM_HEADER, [list(r) for r in system_rows(result)], text_columns=1),
+            html_table(SYSTEM_HEADER, [list(r) for r in system_rows(result)], text_columns=1),
             "<p class=note>τ_AP takes the reference ordering as the truth and weighs swaps near the top more.</p>",
             _runs_table(result),
         ]
@@ -260,7 +288,7 @@ def _systems_section(result: Audit, figure: Figures) -> str:
 
 def _labels_section(result: Audit, figure: Figures) -> str:
     if result.labels.not_computed is not None:  # grades κ cannot compare: no confusion matrix either
-        return "\n".join(["<h2>Label agreement</h2>", _html_table(["statistic", "value"], [list(r) for r in label_rows(result)])])
+        return "\n".join(["<h2>Label agreement</h2>", html_table(["statistic", "value"], [list(r) for r in label_rows(result)])])
     confusion = plot_confusion(
         result.labels.confusion, result.labels.labels, reference_name=result.reference_name, model_name=result.model_name
     )
@@ -268,7 +296,7 @@ def _labels_section(result: Audit, figure: Figures) -> str:
     return "\n".join(
         [
             "<h2>Label agreement</h2>",
-            _html_table(["statistic", "value"], [list(r) for r in label_rows(result)]),
+            html_table(["statistic", "value"], [list(r) for r in label_rows(result)]),
             figure(
                 confusion,
                 "confusion matrix heat map",
@@ -314,7 +342,7 @@ def _bias_section(result: Audit, figure: Figures) -> str:
             "<h2>Relative Δ toward groups</h2>",
             "<p class=note>Δ = 2·(M_g − M_o)/(M_g + M_o)·100, M averaged over the runs in and out of the group; "
             "positive favours the group. The last column is the bias the model qrels add over the reference.</p>",
-            _html_table(BIAS_HEADER, bias_rows(result), text_columns=2),
+            html_table(BIAS_HEADER, bias_rows(result), text_columns=2),
             figure(
                 deltas,
                 "Relative Δ per group under each qrels",
@@ -339,18 +367,17 @@ def _judge_section(judge: JudgeSummary) -> str:
         ["mean latency (ms)", fmt(judge.mean_latency_ms, 1)],
         ["graded qrels set", judge.qrels_set or "–"],
     ]
-    parts = ["<h2>Judge</h2>", _html_table(None, facts)]
-    parts += ["<h3>Judgments by status</h3>", _html_table(["status", "judgments", "share"], rows)]
+    parts = ["<h2>Judge</h2>", html_table(None, facts)]
+    parts += ["<h3>Judgments by status</h3>", html_table(["status", "judgments", "share"], rows)]
     if judge.failures:
-        body = "".join(
-            f"<tr><td>{_esc(f.status)}</td><td>{_esc(f.qid)}</td><td>{_esc(f.docid)}</td>"
-            f"<td class=text>{_esc(f.answer) if f.answer else '<i>no answer</i>'}</td><td class=text>{_esc(f.error)}</td></tr>"
+        failures = [
+            [f.status, f.qid, f.docid, Cell(f.answer, " class=text") if f.answer else Cell("<i>no answer</i>", " class=text", markup=True)]
+            + [Cell(f.error, " class=text")]
             for f in judge.failures
-        )
+        ]
         parts += [
             "<h3>Failures (a sample), with the model's answer</h3>",
-            "<table><thead><tr><th>status</th><th>qid</th><th>docid</th><th>model's answer</th><th>why it failed</th></tr></thead>"
-            f"<tbody>{body}</tbody></table>",
+            html_table(["status", "qid", "docid", "model's answer", "why it failed"], failures, text_columns=3),
         ]
     parts += ["<h3>Configuration</h3>", f"<pre>{_esc(json.dumps(judge.config, indent=2, sort_keys=True))}</pre>"]
     if judge.template:
@@ -399,7 +426,7 @@ def grading_section(grading: dict[str, Any], per_row: int | None = None) -> str:
     sample = f" The judge run covers a {describe_sample(grading['sample'])}." if grading.get("sample") else ""
     sentence = f"Graded {grading.get('n_scores', '?')} scores by {grading_rule(grading)}.{sample}"
     settings = [[key, _setting(grading[key])] for key in GRADING_SETTINGS if grading.get(key) is not None]
-    parts = ["<h2>Grading</h2>", f"<p>{_esc(sentence)}</p>", _html_table(None, settings, css="compact")]
+    parts = ["<h2>Grading</h2>", f"<p>{_esc(sentence)}</p>", html_table(None, settings, css="compact")]
     if grading.get("warnings"):
         parts.append("<ul class=warnings>" + "".join(f"<li>{_esc(w)}</li>" for w in grading["warnings"]) + "</ul>")
     thresholds = grading.get("thresholds") or {}
@@ -409,15 +436,16 @@ def grading_section(grading: dict[str, Any], per_row: int | None = None) -> str:
     if scopes:
         cut_label = f"cut points (q {_setting(grading['quantiles'])})" if grading.get("quantiles") else "cut points"
         columns = ["topic", cut_label] + (["lowest score per grade"] if lowest else [])
-        header = "".join("".join(f"<th>{_esc(c)}</th>" for c in columns) for _ in range(min(per_row, len(scopes))))
-        cells = []
+        header = columns * min(per_row, len(scopes))
+        cells: list[Cell] = []
         for scope in scopes:
             shown = "all scores" if scope == "*" else scope  # the global scope's key in the record
-            row = f"<td>{_esc(shown)}</td><td class=n>{_esc(_setting(thresholds.get(scope, [])))}</td>"
-            cells.append(row + (f"<td class=n>{_esc(_setting(lowest.get(scope, {})))}</td>" if lowest else ""))
-        rows = ["<tr>" + "".join(cells[i : i + per_row]) + "</tr>" for i in range(0, len(cells), per_row)]
+            cells += [Cell(shown), Cell(_setting(thresholds.get(scope, [])), " class=n")]
+            cells += [Cell(_setting(lowest.get(scope, {})), " class=n")] if lowest else []
+        width = len(columns) * per_row
+        rows: list[list[Any]] = [list(cells[i : i + width]) for i in range(0, len(cells), width)]
         parts.append(f"<h3>Per topic ({len(scopes)})</h3>" if grading.get("per_topic") else "<h3>Over all scores</h3>")
-        parts.append(f"<table class=compact><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        parts.append(html_table(header, rows, css="compact"))
     return "\n".join(parts)
 
 
@@ -435,7 +463,7 @@ def _runs_table(result: Audit) -> str:
     header = ["run", "group", f"{measure} reference", "rank", f"{measure} model", "rank"]
     return (
         f"<details><summary>Runs by {_esc(measure)} ({len(rows)})</summary>"
-        + _html_table(header, rows, text_columns=2, css="compact")
+        + html_table(header, rows, text_columns=2, css="compact")
         + "</details>"
     )
 
