@@ -182,3 +182,12 @@ def test_a_config_file_takes_the_fields_names_and_the_flags(tmp_path):
     config.write_text("measure: [P@5]\nmap: '3:2,2:2,1:1,0:0'\nresamples: 0\n")
     assert agree_json(*base, "--config", str(config)) == by_fields
     assert list(by_fields["systems"]) == ["P@5"] and by_fields["maps"]["reference"] == {"3": 2, "2": 2, "1": 1, "0": 0}
+
+
+def test_the_python_api_is_a_page_of_declarations():
+    """The Python API is the requests' own signatures over `execute`: no function spelled out by hand
+    (api.py under 100 lines), and every use case's function is made the same way."""
+    source = Path(qrelkit.api.__file__).read_text(encoding="utf-8")
+    assert len(source.splitlines()) < 100
+    for name, function in PYTHON.items():
+        assert function.__module__ == "qrelkit.api" and issubclass(function.request, Request), name

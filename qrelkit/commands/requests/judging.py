@@ -198,10 +198,10 @@ class GradeRequest(Request):
     positional = ("scores",)
 
     def check(self) -> None:
-        if (self.scores is None) == (self.judge_run is None):
-            raise QrelkitError("give the scores to grade, or a judge run (--judge-run, with --db), not both")
         if self.store and self.judge_run is None:
             raise QrelkitError("give the judge run to grade: --judge-run ID_OR_NAME")
+        if (self.scores is None) == (self.judge_run is None):
+            raise QrelkitError("give the scores to grade, or a judge run (--judge-run, with --db), not both")
 
     @property
     def spec(self) -> Any:
