@@ -161,6 +161,12 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=8, help="parsed mode: tokens generated after the answer prefix")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-server", action="store_true", help="leave out the server route")
+    parser.add_argument(
+        "--engine-process",
+        choices=["default", "yes", "no"],
+        default="default",
+        help="the judge's engine_process option",
+    )
     args = parser.parse_args()
 
     from qrelkit.judges import create_judge
@@ -172,6 +178,8 @@ def main() -> None:
     server = None
     for mode in args.modes:
         options = {"model": model, **ENGINE, "score": mode, "max_tokens": args.max_tokens, "logprobs": 20}
+        if args.engine_process != "default":
+            options["engine_process"] = args.engine_process == "yes"
         started = time.perf_counter()
         judge = create_judge("vllm", options, template)  # starts the engine (the job's judge reuses it)
         start_seconds = time.perf_counter() - started
@@ -200,7 +208,8 @@ def report(rows: list[dict], args: argparse.Namespace) -> None:
     load = os.getloadavg()
     machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
     print(f"vLLM {vllm.__version__}, {machine}, load {load[0]:.1f} {load[1]:.1f}")
-    print(f"{args.pairs} image pairs, LLaVA-shaped {MODEL}, {ENGINE['dtype']}; median of {args.repeats}; pairs/s in brackets\n")
+    print(f"{args.pairs} image pairs, LLaVA-shaped {MODEL}, {ENGINE['dtype']}; median of {args.repeats}; pairs/s in brackets")
+    print(f"the judge's engine_process: {args.engine_process}\n")
     columns = ["mode", "engine start", "engine alone (`LLM.generate`)", "`vllm` judge job", "job ÷ engine", "server route job"]
     print("| " + " | ".join([*columns, "server ÷ in-process"]) + " |")
     print("|---|---:|---:|---:|---:|---:|---:|")

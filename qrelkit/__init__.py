@@ -11,6 +11,7 @@ The Python API takes what a notebook holds: qrels as a path, a stored name (with
     graded = qrelkit.grade(db="lab.duckdb", judge_run="minilm", method="quantile")  # scores into 0/1/2 qrels
     table = qrelkit.judgments("lab.duckdb", "minilm").to_pandas()                   # every stored field
     which = qrelkit.compare(judges=["a.qrels", "b.qrels"], reference="qrels.txt", runs=["runs/"])  # .to_pandas()
+    fooled = qrelkit.probe("job.yaml", ["query-term-injection"], sample=200)         # gullibility probes
     report = qrelkit.judge("job.yaml")                                               # judge what is missing
     store = qrelkit.Store("lab.duckdb")  # holds no connection between calls: the command line still runs
 
@@ -38,6 +39,7 @@ _API = {
     "grade": ("qrelkit.api", "grade"),
     "judge": ("qrelkit.api", "judge"),
     "judgments": ("qrelkit.api", "judgments"),
+    "probe": ("qrelkit.api", "probe"),  # gullibility probes of a job's judge (docs/probes.md)
     "data_path": ("qrelkit.api", "data_path"),
     "Store": ("qrelkit.storage.brief", "BriefStore"),
     # reading the field's formats
@@ -68,6 +70,9 @@ _API = {
     "paired_intervals": ("qrelkit.evaluate.bootstrap", "paired_intervals"),
     "CompareRequest": ("qrelkit.commands.requests", "CompareRequest"),
     "compare_judges": ("qrelkit.evaluate.compare", "compare_judges"),
+    "ProbeRequest": ("qrelkit.commands.requests", "ProbeRequest"),
+    "probe_shift": ("qrelkit.evaluate.probes", "probe_shift"),
+    "load_probe": ("qrelkit.probes", "load_probe"),
     # judging
     "load_job": ("qrelkit.jobs", "load_job"),
     "run_job": ("qrelkit.jobs", "run_job"),

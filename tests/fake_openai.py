@@ -110,7 +110,11 @@ def completion(request: dict[str, Any], marker: str | None, reply: Reply) -> dic
 
 
 class FakeOpenAI:
-    def __init__(self) -> None:
+    """``answer``: the completion's text for a request body (unless a reply is scripted for its
+    marker), e.g. a judge that does what a passage tells it."""
+
+    def __init__(self, answer: Callable[[dict[str, Any]], str] | None = None) -> None:
+        self.answer = answer
         self.requests: list[Request] = []
         self.scripts: dict[str, deque[Reply]] = {}
         self.lock = threading.Lock()
@@ -134,7 +138,7 @@ class FakeOpenAI:
         marker = found.group(1) if found else None
         with self.lock:
             queue = self.scripts.get(marker or "")
-            reply = queue.popleft() if queue else Reply()
+            reply = queue.popleft() if queue else Reply() if self.answer is None else Reply(answer=self.answer(body))
             request = Request(time.monotonic(), marker, headers, body)
             self.requests.append(request)
         return request, reply

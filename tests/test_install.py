@@ -52,6 +52,12 @@ def test_the_wheel_carries_the_licence_and_the_minilm_tokenizer(wheel):
         assert f"qrelkit/embed/minilm/{vendored}" in names
 
 
+def test_the_wheel_carries_the_built_in_probes(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = sorted(p.stem for p in (ROOT / "qrelkit" / "probes" / "builtin").glob("*.yaml"))
+    assert len(shipped) == 11 and all(f"qrelkit/probes/builtin/{probe}.yaml" in names for probe in shipped)
+
+
 def test_the_wheel_carries_the_data_bundle_manifests(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     for bundle in ("trec-dl-2019", "trec-dl-2020", "trec-dl-2021", "atomic-2023", "extrapolate-eval"):

@@ -188,5 +188,5 @@ def test_job_file_errors_name_the_file_and_field(tmp_path):
     with pytest.raises(JobError, match=f"{path}: pool: set exactly one of"):
         load_job(path)
     path.write_text(yaml.safe_dump({"database": "x.duckdb", "pool": {"qrels": "h"}, "judge": {"name": "embedding"}, "batchsize": 3}))
-    with pytest.raises(QrelkitError, match=f"{path}: batchsize: Extra inputs are not permitted"):
+    with pytest.raises(QrelkitError, match=f"{path}: batchsize: unknown key; did you mean 'batch_size'"):
         load_job(path)

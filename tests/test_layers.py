@@ -12,13 +12,14 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "qrelkit"
 # What each layer must never import (DESIGN.md's table), as qrelkit subpackages.
 FORBIDDEN = {
-    "io": {"storage", "prompts", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
-    "storage": {"prompts", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
+    "io": {"storage", "prompts", "probes", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
+    "storage": {"prompts", "probes", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
     "prompts": {"storage", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
+    "probes": {"storage", "prompts", "embed", "judges", "jobs", "evaluate", "report", "commands", "cli"},
     "embed": {"storage", "judges", "jobs", "evaluate", "report", "commands", "cli"},
     "judges": {"storage", "jobs", "evaluate", "report", "commands", "cli"},
     "jobs": {"evaluate", "report", "commands", "cli"},
-    "evaluate": {"storage", "jobs", "judges", "embed", "commands", "report", "prompts", "cli"},
+    "evaluate": {"storage", "jobs", "judges", "embed", "commands", "report", "prompts", "probes", "cli"},
     "report": {"storage", "jobs", "judges", "embed", "commands", "cli"},
     "commands": {"cli"},
 }
@@ -216,6 +217,7 @@ RANK = {
     "io": 1,
     "storage": 2,
     "prompts": 2,
+    "probes": 2,
     "evaluate": 2,
     "embed": 3,
     "judges": 3,
@@ -495,12 +497,12 @@ def test_io_keeps_its_networking_and_its_worker_pools_in_rooms_of_their_own():
 
 
 def test_one_html_table_writer():
-    """Every table of the HTML pages is written by `qrelkit.report.html.html_table` (which escapes
-    every value): no other code spells a `<table`."""
+    """Every table of the HTML pages is written by `qrelkit.report.html_table.html_table` (which
+    escapes every value): no other code spells a `<table`."""
     spelled = [
         f"{path.relative_to(PACKAGE)}:{i}"
         for path in sorted((PACKAGE / "report").rglob("*.py"))
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if "<table" in line
     ]
-    assert len(spelled) == 1 and spelled[0].startswith("report/html.py"), spelled
+    assert len(spelled) == 1 and spelled[0].startswith("report/html_table.py"), spelled

@@ -11,7 +11,7 @@ from qrelkit.io import read_run
 from qrelkit.judges.base import Judgment
 from qrelkit.storage import Store
 from qrelkit.storage.judgments import JudgeRunInfo, ensure_judge_run, write_judgments
-from qrelkit.storage.pools import PendingPairs, depth_pool, listed_pool, pool_counts, qrels_pool
+from qrelkit.storage.pools import depth_pool, pool_state, qrels_pool
 
 # docids whose byte order differs from any numeric or case-blind order, so ties are broken visibly
 DOCIDS = ["9", "10", "a", "B", "é", "z", "Z0", "doc-1", "doc-10", "doc-2", *[f"p{i}" for i in range(20)]]
@@ -86,33 +86,9 @@ def test_pool_state_counts_what_is_judged_and_leaves_the_rest_to_do(tmp_path, tr
                 Judgment("q9", "elsewhere", "ok", score=0.0),  # not in the pool: not counted
             ],
         )
-        pool = listed_pool(store, [pairs])
-        counts = pool_counts(store, pool, "jr1")
-        assert (counts.ok, counts.failed) == (1, 1)
-        assert judged_before(store, pool, pairs) == {pairs[0]: ("ok", 1), pairs[1]: ("model_error", 3)}
-        assert pending(store, pool, "jr1") == pairs[2:]
-        assert pending(store, pool, "jr1", retry_failed=True) == pairs[1:]
-        assert pending(store, pool, "nobody") == pairs
-
-
-def pending(store, pool, judge_run_id: str, **options) -> list[tuple[str, str]]:
-    """The pairs the runner would judge now, in pool order (`PendingPairs`, as a job reads them)."""
-    found = PendingPairs(store, pool, judge_run_id, **options)
-    try:
-        return [(b["qid"], b["docid"]) for block in found.blocks() for b in block.select(["qid", "docid"]).to_pylist()]
-    finally:
-        found.close()
-
-
-def judged_before(store, pool, pairs) -> dict[tuple[str, str], tuple[str, int]]:
-    """(status, attempts) of each pool pair judged before: as stored, and as the runner reads a failed
-    pair's earlier judgment when it retries it (`PendingPairs` with retry_failed)."""
-    stored = store.con.execute("SELECT qid, docid, status, attempts FROM judgments WHERE judge_run_id = 'jr1'").fetchall()
-    found = {(q, d): (status, attempts) for q, d, status, attempts in stored if (q, d) in set(pairs)}
-    retried = PendingPairs(store, pool, "jr1", retry_failed=True)
-    try:
-        earlier = {(r["qid"], r["docid"]): (r["earlier_status"], r["earlier_attempts"]) for b in retried.blocks() for r in b.to_pylist()}
-    finally:
-        retried.close()
-    assert all(earlier[pair] == found[pair] for pair in found if found[pair][0] != "ok")
-    return found
+        state = pool_state(store, "jr1", pairs)
+        assert (state.ok, state.failed) == (1, 1)
+        assert state.judged == {pairs[0]: ("ok", 1), pairs[1]: ("model_error", 3)}
+        assert state.todo == pairs[2:]
+        assert pool_state(store, "jr1", pairs, retry_failed=True).todo == pairs[1:]
+        assert pool_state(store, "nobody", pairs).todo == pairs

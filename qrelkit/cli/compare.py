@@ -27,6 +27,15 @@ def show_comparison(result: Any, request: CompareRequest) -> None:
     else:
         for part in views.terminal(result):
             out.print(part)
+    if result.probes and not request.as_json:  # the judges side by side on their gullibility probes (docs/probes.md)
+        from qrelkit.report.probes import side_by_side
+
+        shown = side_by_side(result.probes, request.output_format if request.output_format != "table" or out.is_terminal else "plain")
+        if isinstance(shown, str):
+            print(shown, end="")
+        else:
+            for part in shown:
+                out.print(part)
 
 
 def show_sweep(outcome: Any, request: JudgeRequest) -> None:

@@ -78,6 +78,7 @@ class CompareResult(Result):
     comparison: Comparison | None  # None when no judge could be compared
     entries: list[JudgeEntry]
     reference: dict[str, Any]
+    probes: dict[str, list[Any]] = field(default_factory=dict)  # judge -> the gullibility probes its judge run was put to
 
     def summary(self) -> str:
         """One line (the repr): the judges, the reference, what was compared; `verdict()` says the answer."""
@@ -98,7 +99,12 @@ class CompareResult(Result):
     def to_dict(self) -> dict[str, Any]:
         from qrelkit.report.compare import comparison_to_dict
 
-        return comparison_to_dict(self)
+        out = comparison_to_dict(self)
+        if self.probes:
+            from qrelkit.report.probes import entry_to_dict
+
+            out["probes"] = {judge: [entry_to_dict(entry, judge) for entry in entries] for judge, entries in self.probes.items()}
+        return out
 
     def to_pandas(self):
         """One row per judge (failed ones too): κ, each measure's τ and τ_AP with interval ends, cost."""
@@ -258,6 +264,7 @@ def run(request: CompareRequest, workspace: Workspace) -> CompareResult:
         found += sweep_entries(request, workspace.db)
     reference = workspace.qrels_with_source(request.reference)
     runs = workspace.runs(request.runs)
+    probes = probes_of([entry for entry, _ in found], workspace, request)
     workspace.close()
     compared = [resolved.qrels for entry, resolved in found if entry.status == "compared" and resolved is not None]
     comparison = None
@@ -284,7 +291,7 @@ def run(request: CompareRequest, workspace: Workspace) -> CompareResult:
             why = "; ".join(f"{name} {reason}" for name, reason in comparison.skipped.items())
             raise QrelkitError(f"no judge could be compared: {why}")
         entries = [_not_compared(entry, comparison.skipped.get(entry.name)) for entry in entries]
-    result = CompareResult(comparison, entries, reference.source)
+    result = CompareResult(comparison, entries, reference.source, probes)
     if request.html is not None:
         from qrelkit.report.compare_html import write_comparison_page
 
@@ -296,6 +303,28 @@ def _not_compared(entry: JudgeEntry, why: str | None) -> JudgeEntry:
     if why is None:
         return entry
     return dataclasses.replace(entry, status="not compared", note="; ".join(n for n in (why, entry.note) if n))
+
+
+def probes_of(entries: list[JudgeEntry], workspace: Workspace, request: CompareRequest) -> dict[str, list[Any]]:
+    """Each judge run's gullibility probes (docs/probes.md), by judge, where it was put to any."""
+    if not workspace.has_db:
+        return {}
+    from qrelkit.commands.probe import stored_probe_entries
+
+    found = {}
+    for entry in entries:
+        if entry.cost is not None:
+            probes = stored_probe_entries(
+                workspace.store,
+                entry.cost.judge_run_id,
+                resamples=request.resamples,
+                permutations=request.permutations,
+                seed=request.seed,
+                interval=request.interval,
+            )
+            if probes:
+                found[entry.name] = probes
+    return found
 
 
 def _sweep_database(request: CompareRequest) -> Path | None:

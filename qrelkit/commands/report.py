@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from qrelkit.commands import agree
 from qrelkit.commands.requests import ReportRequest
 from qrelkit.commands.workspace import Workspace
+from qrelkit.evaluate.choices import DEFAULT_METHOD
 from qrelkit.report.html import JudgeSummary, Provenance, write_report
 from qrelkit.version import __version__
 
@@ -16,9 +17,12 @@ if TYPE_CHECKING:
     from qrelkit.storage import Store
 
 
-def summarize_judge_run(store: Store, judge_run: str, qrels_set: str | None = None) -> JudgeSummary:
+def summarize_judge_run(
+    store: Store, judge_run: str, qrels_set: str | None = None, *, seed: int | None = 0, interval: str = DEFAULT_METHOD
+) -> JudgeSummary:
     """What the report shows about the judge run behind the model qrels (``qrels_set``, the set the
-    audit read; by default the one `--judge-run` audits)."""
+    audit read; by default the one `--judge-run` audits), and the probes it was put to (docs/probes.md)."""
+    from qrelkit.commands.probe import stored_probe_entries
     from qrelkit.storage import judgments  # DuckDB only for a report from a database
 
     info = judgments.judge_run(store, judge_run)
@@ -43,6 +47,7 @@ def summarize_judge_run(store: Store, judge_run: str, qrels_set: str | None = No
         mean_latency_ms=totals.mean_latency_ms,
         failures=judgments.failed_sample(store, run_id, limit=10),
         scores=judgments.ok_scores(store, run_id),
+        probes=stored_probe_entries(store, run_id, seed=seed, interval=interval),
     )
 
 
@@ -63,6 +68,8 @@ def run(request: ReportRequest, workspace: Workspace) -> Path:
     # the judge run behind the model qrels, whether named by --judge-run or by a graded set's name
     judge_run_part = model.get("judge_run") or {}
     graded_from = judge_run_part.get("id") if judge_run_part.get("judge") is not None else None  # None: the run was dropped since
-    judge = summarize_judge_run(workspace.store, graded_from, model["name"]) if graded_from is not None and workspace.has_db else None
+    judge = None
+    if graded_from is not None and workspace.has_db:
+        judge = summarize_judge_run(workspace.store, graded_from, model["name"], seed=request.seed, interval=request.interval)
     provenance = Provenance(__version__, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), workspace.command)
     return write_report(result, page, judge, provenance)

@@ -122,6 +122,7 @@ class JobPlan:
     topics: dict[str, Topic] = field(default_factory=dict)
     limit: int | None = None
     retry_failed: bool = False
+    probe: dict[str, Any] | None = None  # a probe's run (docs/probes.md): with a perturbation, it judges the copies stored for it
 
     def info(self) -> JudgeRunInfo:
         template = self.factory.template
@@ -133,14 +134,20 @@ class JobPlan:
             template.content_hash if template else None,
             template.content() if template else None,
             self.model_id,
-            self.sample if self.sample and self.sample["pairs"] < self.sample["pool_pairs"] else None,
+            self.sample if self.sample and self.sample["pairs"] < (self.sample["pool_pairs"] or 0) else None,
+            probe=self.probe,
         )
 
     def pending(self, store: Store, *, limit: int | None = None) -> PendingPairs:
         """The pairs to judge now, taken from the database as it is (see `PendingPairs`), at most
         ``limit`` (the plan's own --limit when None)."""
         return PendingPairs(
-            store, self.pool, self.judge_run_id, retry_failed=self.retry_failed, limit=self.limit if limit is None else limit
+            store,
+            self.pool,
+            self.judge_run_id,
+            retry_failed=self.retry_failed,
+            limit=self.limit if limit is None else limit,
+            perturbed=self.probe is not None and self.probe.get("perturbation") is not None,
         )
 
 
@@ -259,20 +266,30 @@ def plan_job(
     limit: int | None = None,
     retry_failed: bool = False,
     judge: ResolvedJudge | None = None,
+    pairs: list[tuple[str, str]] | None = None,
+    probe: dict[str, Any] | None = None,
+    pairs_sample: dict[str, Any] | None = None,
 ) -> JobPlan:
     """Load the collection, pool the pairs (or sample them), check what can be checked before
     judging, and count what is done and what is left to judge. The caller has checked the job's
-    files (`JobSpec.check_paths`) before opening ``store``, and may give the judge it resolved."""
+    files (`JobSpec.check_paths`) before opening ``store``, and may give the judge it resolved.
+    ``pairs``: judge these instead of the job's pool (a probe's sample, described by
+    ``pairs_sample`` as `choose_pairs` describes a sample); ``probe``: the run is a probe's (its judge
+    run id is the caller's, in ``judge``), judging the perturbed copies stored for it."""
     if limit is not None and limit < 0:
         raise QrelkitError(f"--limit must be 0 or more, got {limit}")
     judge = judge or resolve_judge(spec)
     factory, run_id = judge.factory, judge.judge_run_id
-    plan = JobPlan(spec, factory, judge.judge_class, judge.config, judge.model_id, run_id, limit=limit, retry_failed=retry_failed)
+    plan = JobPlan(
+        spec, factory, judge.judge_class, judge.config, judge.model_id, run_id, limit=limit, retry_failed=retry_failed, probe=probe
+    )
     plan.loads = load_collection(store, spec)
-    pool = build_pool(store, spec)
     source = str(spec.source or "job")
-    plan.pool, plan.sample = choose_pairs(store, pool, spec.sample)
-    sample_check(store, spec, run_id, plan.sample)
+    if pairs is not None:
+        plan.pool, plan.sample = listed_pool(store, [pairs]), pairs_sample
+    else:
+        plan.pool, plan.sample = choose_pairs(store, build_pool(store, spec), spec.sample)
+        sample_check(store, spec, run_id, plan.sample)
     pooled = pooled_qids(store, plan.pool)
     if not pooled:
         raise JobError(f"{source}: the pool is empty")

@@ -178,10 +178,11 @@ def run_job(
     wait: bool = False,
     sleep: Callable[[float], Any] = time.sleep,
     judge: ResolvedJudge | None = None,
+    pairs: list[tuple[str, str]] | None = None,
+    probe: dict[str, Any] | None = None,
+    pairs_sample: dict[str, Any] | None = None,
 ) -> JobReport:
-    """Judge what the job's pool still lacks. ``progress(done, total)`` is called after each batch;
-    ``judge``: the job's judge when the caller resolved it already (a sweep resolves every cell's
-    before the first is judged).
+    """Judge what the job's pool still lacks. ``progress(done, total)`` is called after each batch.
 
     Raises JobStopped (after saving what was judged) when the judge looks broken or most of this
     run's judgments failed, FatalJudgeError when the judge says going on is pointless, and
@@ -189,7 +190,13 @@ def run_job(
 
     In batch mode (a judge option `mode: batch`) the pending pairs are sent through a Batch API
     and judged when their batches finish: on a later run, or in this one with ``wait``.
-    A dry run writes nothing (see `dry_run_report`)."""
+    A dry run writes nothing (see `dry_run_report`).
+
+    ``judge`` (the job's judge resolved by the caller: a sweep resolves every cell's before the first
+    is judged; a probe's run is under a judge run id of its own),
+    ``pairs`` (judged instead of the job's pool, described by ``pairs_sample``; an existing judge
+    run's record of what it covers is left as it is) and ``probe`` (the run judges the perturbed
+    copies stored for it) are how `qrelkit probe` runs its judge runs (`plan_job`)."""
     if dry_run:
         return dry_run_report(spec, limit=limit, retry_failed=retry_failed, judge=judge)
     report_progress = progress if callable(progress) else None
@@ -198,7 +205,9 @@ def run_job(
     spec.check_paths()  # a job refused for its files or its judge leaves no database behind
     judge = judge or resolve_judge(spec)  # once: its template loaded and its config validated here, before the database is opened
     with Store(spec.database) as store, job_memory(store):
-        plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed, judge=judge)
+        plan = plan_job(
+            store, spec, limit=limit, retry_failed=retry_failed, judge=judge, pairs=pairs, probe=probe, pairs_sample=pairs_sample
+        )
         report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
         report.sample, report.checks = plan.sample, plan.checks
         report.in_batches = plan.in_batches
@@ -206,11 +215,14 @@ def run_job(
         if report.mode == "batch":
             from qrelkit.jobs.batch_api_job import run_batch_job
 
+            if probe is not None:
+                raise QrelkitError(f"{spec.source or 'job'}: a probe judges its copies live; run it without `mode: batch`")
+
             with _sigterm_as_interrupt():
                 return run_batch_job(store, plan, report, limit=limit, wait=wait, progress=report_progress, sleep=sleep)
         if not plan.to_judge:
             return report
-        ensure_judge_run(store, plan.info())
+        ensure_judge_run(store, plan.info(), update_sample=pairs is None)
         executor = executor or executor_for(spec.executor)
         pending = plan.pending(store)
         stream = PendingStream(pending, plan.topics, spec.database)

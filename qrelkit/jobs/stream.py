@@ -50,7 +50,7 @@ class PendingStream:
         columns = {name: block.column(name).to_pylist() for name in block.column_names}
         window = Window([])
         topics, in_flight = self.topics, self.in_flight
-        for qid, docid, attempts, has_document, text, image, root, fields, content_hash, image_sha256 in zip(
+        for qid, docid, attempts, has_document, text, image, root, fields, content_hash, image_sha256, missing_error in zip(
             columns["qid"],
             columns["docid"],
             columns["earlier_attempts"],
@@ -61,12 +61,14 @@ class PendingStream:
             columns["fields"],
             columns["content_hash"],
             columns["image_sha256"],
+            columns["missing_error"],  # why a probe's copy of the document could not be made
         ):
             in_flight[(qid, docid)] = (content_hash, attempts or 0)
             topic = topics.get(qid)
             if topic is None or not has_document:
                 what = f"topic {qid!r}" if topic is None else f"document {docid!r}"
-                window.missing.append(Judgment(qid, docid, "input_error", error=f"{what} is not in the collection ({self.database})"))
+                error = missing_error if topic is not None and missing_error else f"{what} is not in the collection ({self.database})"
+                window.missing.append(Judgment(qid, docid, "input_error", error=error))
                 continue
             # Most documents carry no extra fields: "{}" needs no JSON parser.
             extra = {} if fields is None or fields == "{}" else json.loads(fields)

@@ -362,19 +362,23 @@ def _markdown_cell(text: str) -> str:
     return markdown_text(text)
 
 
+def grid_markdown(grid: Grid) -> str:
+    """One grid as a Markdown table under its title in bold."""
+    align = ["---" if i < grid.text_columns else "---:" for i in range(len(grid.header))]
+    lines = [
+        f"**{markdown_text(grid.title)}**",
+        "",
+        "| " + " | ".join(map(_markdown_cell, grid.header)) + " |",
+        "|" + "|".join(align) + "|",
+    ]
+    lines += ["| " + " | ".join(_markdown_cell(c) for c in row) + " |" for row in grid.rows]
+    return "\n".join(lines)
+
+
 def markdown(result: CompareResult) -> str:
     parts = [f"**{markdown_text(line)}**" for line in verdict(result)]
     parts.append("\n".join(f"- {markdown_text(line)}" for line in [f"note: {c}" for c in caveats(result)] + describe(result)))
-    for grid in grids(result):
-        align = ["---" if i < grid.text_columns else "---:" for i in range(len(grid.header))]
-        lines = [
-            f"**{markdown_text(grid.title)}**",
-            "",
-            "| " + " | ".join(map(_markdown_cell, grid.header)) + " |",
-            "|" + "|".join(align) + "|",
-        ]
-        lines += ["| " + " | ".join(_markdown_cell(c) for c in row) + " |" for row in grid.rows]
-        parts.append("\n".join(lines))
+    parts += [grid_markdown(grid) for grid in grids(result)]
     extra = notes(result)
     if extra:
         parts.append("\n".join(f"- {markdown_text(line)}" for line in extra))
@@ -391,25 +395,30 @@ def latex_text(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch) or _LATEX_GREEK.get(ch) or ch for ch in one_line(text))
 
 
+def grid_latex(grid: Grid) -> list[str]:
+    """One grid as a booktabs table (lines)."""
+    spec = "l" * grid.text_columns + "r" * (len(grid.header) - grid.text_columns)
+    return [
+        r"\begin{table}[t]",
+        r"\centering\small",
+        rf"\caption{{{latex_text(grid.title)}}}",
+        rf"\begin{{tabular}}{{{spec}}}",
+        r"\toprule",
+        " & ".join(latex_text(h) for h in grid.header) + r" \\",
+        r"\midrule",
+        *(" & ".join(latex_text(c) for c in row) + r" \\" for row in grid.rows),
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\end{table}",
+    ]
+
+
 def latex(result: CompareResult) -> str:
     """Booktabs tables (\\usepackage{booktabs}), one per grid, the description as a comment and the
     notes in a caption-ready paragraph."""
     parts = [latex_comment(line) for line in lead(result) + describe(result)]
     for grid in grids(result):
-        spec = "l" * grid.text_columns + "r" * (len(grid.header) - grid.text_columns)
-        parts += [
-            r"\begin{table}[t]",
-            r"\centering\small",
-            rf"\caption{{{latex_text(grid.title)}}}",
-            rf"\begin{{tabular}}{{{spec}}}",
-            r"\toprule",
-            " & ".join(latex_text(h) for h in grid.header) + r" \\",
-            r"\midrule",
-            *(" & ".join(latex_text(c) for c in row) + r" \\" for row in grid.rows),
-            r"\bottomrule",
-            r"\end{tabular}",
-            r"\end{table}",
-        ]
+        parts += grid_latex(grid)
     extra = notes(result)
     if extra:
         parts += ["% notes:"] + [latex_comment(line) for line in extra]

@@ -13,8 +13,10 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from qrelkit.report.compare import Grid, describe, grids, notes
-from qrelkit.report.html import CSS, Figures, _esc, html_table
+from qrelkit.report.html import CSS, Figures
+from qrelkit.report.html_table import _esc, html_table
 from qrelkit.report.plots.audit import MARKERS, OKABE_ITO
+from qrelkit.report.probes import side_by_side_html
 from qrelkit.report.verdict import caveats, verdict
 from qrelkit.version import __version__
 
@@ -99,6 +101,8 @@ def render_comparison(result: CompareResult, command: str | None = None) -> str:
         )
     for grid, table_id in zip(tables[1:], ("differences", "kappa-matrix"), strict=False):
         parts.append(_grid_html(grid, table_id))
+    if getattr(result, "probes", None):
+        parts.append(side_by_side_html(result.probes))
     lines = notes(result)
     if lines:
         parts.append("<h2>Notes</h2><ul class=note>" + "".join(f"<li>{_esc(line)}</li>" for line in lines) + "</ul>")

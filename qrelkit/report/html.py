@@ -10,17 +10,18 @@ appearance, so the file can be moved, mailed or attached alone.
 from __future__ import annotations
 
 import base64
-import html
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from qrelkit.evaluate.audit import Audit
+from qrelkit.report.html_table import Cell, _esc, html_table
 from qrelkit.report.plots.audit import figure_svg, plot_confusion, plot_relative_delta, plot_score_cdf, plot_system_scatter
+from qrelkit.report.probes import probes_section_html
 from qrelkit.report.tables import (
     BIAS_HEADER,
     SYSTEM_HEADER,
@@ -70,6 +71,7 @@ class JudgeSummary:
     mean_latency_ms: float | None
     failures: Sequence[FailureRow] = field(default_factory=list)  # a sample, with the model's raw answers
     scores: list[tuple[str, str, float]] = field(default_factory=list)  # (qid, docid, raw score) of ok judgments
+    probes: Sequence[Any] = field(default_factory=list)  # the gullibility probes it was put to (qrelkit.commands.probe_result.ProbeEntry)
 
 
 @dataclass(frozen=True)
@@ -104,52 +106,6 @@ pre{background:#f6f8fa;padding:.6rem;font-size:.85rem;white-space:pre-wrap;overf
 footer{margin:2.5rem 0 1rem;padding-top:.5rem;border-top:1px solid #ccc;font-size:.85rem;color:#444}
 footer code{overflow-wrap:anywhere}
 """
-
-
-def _esc(value: Any) -> str:
-    return html.escape(str(value))
-
-
-class Cell(NamedTuple):
-    """A cell whose tag, attributes or content the table writer is told: ``markup`` is HTML already
-    escaped by its maker (spans with data attributes), any other content is escaped here."""
-
-    content: Any
-    attributes: str = ""  # as written after the tag's name: " class=n", ' title="..."'
-    header: bool = False
-    markup: bool = False
-
-
-def html_table(
-    header: list[str] | None,
-    rows: list[list[Any]],
-    *,
-    text_columns: int = 1,
-    css: str = "",
-    table_id: str | None = None,
-    row_classes: list[str | None] | None = None,
-    style: str | None = None,
-) -> str:
-    """The one writer of the HTML pages' tables: every value escaped (a `Cell` says otherwise), the
-    columns from ``text_columns`` on right-aligned numbers; ``header`` None: a key-value table whose
-    first column heads each row."""
-    attributes = (f" id={table_id}" if table_id else "") + (f" class={css}" if css else "") + (f" style='{style}'" if style else "")
-    body = []
-    for r, row in enumerate(rows):
-        cells = [_cell(value, i, header is None, text_columns) for i, value in enumerate(row)]
-        klass = row_classes[r] if row_classes is not None else None
-        body.append(f"<tr{f' class={klass}' if klass else ''}>{''.join(cells)}</tr>")
-    head = "" if header is None else "<thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in header) + "</tr></thead>"
-    return f"<table{attributes}>{head}<tbody>{''.join(body)}</tbody></table>"
-
-
-def _cell(value: Any, column: int, key_value: bool, text_columns: int) -> str:
-    if isinstance(value, Cell):
-        tag = "th" if value.header else "td"
-        return f"<{tag}{value.attributes}>{value.content if value.markup else _esc(value.content)}</{tag}>"
-    if key_value:
-        return f"<th>{_esc(value)}</th>" if column == 0 else f"<td>{_esc(value)}</td>"
-    return f"<td{'' if column < text_columns else ' class=n'}>{_esc(value)}</td>"
 
 
 class Figures:
@@ -481,6 +437,7 @@ def render_html(result: Audit, judge: JudgeSummary | None = None, provenance: Pr
         _scores_section(result, judge, figure),
         _bias_section(result, figure),
         _judge_section(judge) if judge else "",
+        probes_section_html(list(judge.probes), judge.judge_run_id) if judge and judge.probes else "",
         grading_section(judge.grading) if judge and judge.grading else "",
     ]
     if provenance is not None:

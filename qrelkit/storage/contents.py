@@ -33,7 +33,7 @@ def contents(store: Store) -> dict[str, Any]:
         qrels_set["grading"] = _json(qrels_set["grading"])
     judge_runs = _rows(
         store,
-        "SELECT judge_run_id, name, judge, model_id, template_id, template_hash, config, sample, qrels_set, created_at "
+        "SELECT judge_run_id, name, judge, model_id, template_id, template_hash, config, sample, qrels_set, probe, created_at "
         "FROM judge_runs ORDER BY created_at, judge_run_id",
     )
     statuses: dict[str, dict[str, int]] = {}
@@ -43,6 +43,7 @@ def contents(store: Store) -> dict[str, Any]:
         statuses.setdefault(judge_run_id, {})[status] = int(n)
     for judge_run in judge_runs:
         judge_run["config"], judge_run["sample"] = _json(judge_run["config"]), _json(judge_run["sample"])
+        judge_run["probe"] = _json(judge_run["probe"])  # a probe's run: the probe and the run it perturbs (docs/probes.md)
         judge_run["created_at"] = None if judge_run["created_at"] is None else str(judge_run["created_at"])
         judge_run["statuses"] = statuses.get(judge_run["judge_run_id"], {})
         judge_run["judgments"] = sum(judge_run["statuses"].values())

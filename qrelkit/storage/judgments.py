@@ -65,13 +65,14 @@ class JudgeRunInfo:
     name: str | None = None  # imported runs are named by the user
     qrels_set: str | None = None  # the qrels set its job grades into (the job's grading.name)
     matched_by: str = "id"  # how a reference found it: "id", "id prefix" or "name"
+    probe: dict[str, Any] | None = None  # a probe's run: the probe and the judge run it perturbs (docs/probes.md)
 
 
-_INFO_COLUMNS = "judge_run_id, judge, config, template_id, template_hash, template, model_id, sample, name, qrels_set"
+_INFO_COLUMNS = "judge_run_id, judge, config, template_id, template_hash, template, model_id, sample, name, qrels_set, probe"
 
 
 def _info(row: tuple[Any, ...], matched_by: str = "id") -> JudgeRunInfo:
-    rid, judge, config, template_id, template_hash, template, model_id, sample, name, qrels_set = row
+    rid, judge, config, template_id, template_hash, template, model_id, sample, name, qrels_set, probe = row
     return JudgeRunInfo(
         rid,
         judge,
@@ -84,6 +85,7 @@ def _info(row: tuple[Any, ...], matched_by: str = "id") -> JudgeRunInfo:
         name,
         qrels_set,
         matched_by,
+        json.loads(probe) if probe else None,
     )
 
 
@@ -93,7 +95,7 @@ def merged_sample(earlier: dict[str, Any] | None, now: dict[str, Any] | None) ->
     (A sample of another seed or pool is refused before judging: `qrelkit.jobs.plan.sample_check`.)"""
     if now is None or earlier is None:
         return now
-    same_order = all(earlier.get(key) == now.get(key) for key in ("seed", "pool_pairs"))
+    same_order = all(earlier.get(key) == now.get(key) for key in ("seed", "pool_pairs", "drawn_from"))
     return earlier if same_order and earlier.get("pairs", 0) >= now.get("pairs", 0) else now
 
 
@@ -111,10 +113,13 @@ def judged_pairs(store: Store, judge_run_id: str) -> int:
     return int(row[0]) if row else 0
 
 
-def ensure_judge_run(store: Store, info: JudgeRunInfo) -> bool:
+def ensure_judge_run(store: Store, info: JudgeRunInfo, *, update_sample: bool = True) -> bool:
     """Record the judge run if new, and what the job now running covers of its pool
-    (``info.sample``); True when it was created."""
+    (``info.sample``; without ``update_sample``, as a probe judging its own pairs runs it, an
+    existing run's record is left as it is); True when it was created."""
     exists = store.con.execute("SELECT sample FROM judge_runs WHERE judge_run_id = ?", [info.judge_run_id]).fetchone()
+    if exists and not update_sample:
+        return False
     if exists:
         earlier = json.loads(exists[0]) if exists[0] else None
         if earlier is None and judged_pairs(store, info.judge_run_id):
@@ -129,8 +134,8 @@ def ensure_judge_run(store: Store, info: JudgeRunInfo) -> bool:
         return False
     with store.transaction() as con:
         con.execute(
-            "INSERT INTO judge_runs (judge_run_id, judge, config, template_id, template_hash, template, model_id, sample) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO judge_runs (judge_run_id, judge, config, template_id, template_hash, template, model_id, sample, probe) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 info.judge_run_id,
                 info.judge,
@@ -140,6 +145,7 @@ def ensure_judge_run(store: Store, info: JudgeRunInfo) -> bool:
                 json.dumps(info.template) if info.template else None,
                 info.model_id,
                 json.dumps(info.sample, sort_keys=True) if info.sample else None,
+                json.dumps(info.probe, sort_keys=True) if info.probe else None,
             ],
         )
     return True
@@ -551,21 +557,35 @@ def _cut(text: str) -> str:
     return text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS].rstrip() + " …"
 
 
-def _exported(judge_run_id: str | None, judged_at: str = "j.judged_at") -> tuple[str, list[str]]:
+def _exported(judge_run_id: str | None, judged_at: str = "j.judged_at", *, probes: bool = False) -> tuple[str, list[str]]:
     """The query of every stored field of the judgments of one judge run (a full id), or of all: the
-    judgments table's own columns, whatever the schema version adds, and the run's judge and template id."""
-    where, params = ("WHERE judge_run_id = ?", [judge_run_id]) if judge_run_id is not None else ("", [])
+    judgments table's own columns, whatever the schema version adds, and the run's judge and template
+    id; with ``probes`` (some run exported is a probe's), also the probe and the perturbed copy each
+    judgment judged (its text, or its image file)."""
+    where, params = ("WHERE j.judge_run_id = ?", [judge_run_id]) if judge_run_id is not None else ("", [])
+    copies = ""
+    if probes:
+        copies = (
+            ", r.probe->>'probe' AS probe, p.text AS perturbed_text, "
+            "CASE WHEN p.image_path IS NULL THEN NULL ELSE p.image_root || '/' || p.image_path END AS perturbed_image"
+        )
+        where = "LEFT JOIN perturbations p ON p.judge_run_id = j.judge_run_id AND p.qid = j.qid AND p.docid = j.docid " + where
     query = (
-        f"SELECT j.* REPLACE ({judged_at} AS judged_at), r.judge, r.template_id FROM judgments j JOIN judge_runs r "
-        f"USING (judge_run_id) {where} ORDER BY judge_run_id, qid, docid"
+        f"SELECT j.* REPLACE ({judged_at} AS judged_at), r.judge, r.template_id{copies} FROM judgments j JOIN judge_runs r "
+        f"ON r.judge_run_id = j.judge_run_id {where} ORDER BY j.judge_run_id, j.qid, j.docid"
     )
     return query, params
 
 
+def _has_probe_runs(con: Any, judge_run_id: str | None) -> bool:
+    where, params = ("AND judge_run_id = ?", [judge_run_id]) if judge_run_id is not None else ("", [])
+    return bool(con.execute(f"SELECT count(*) FROM judge_runs WHERE probe IS NOT NULL {where}", params).fetchall()[0][0])
+
+
 def judgments_table(store: Store, judge_run_id: str | None = None) -> pa.Table:
     """Every stored field of the judgments of one judge run (a full id), or of all, as a table."""
-    query, params = _exported(judge_run_id)
     with store.con.cursor() as cursor:  # its own result: the store's connection may hold an unfinished one
+        query, params = _exported(judge_run_id, probes=_has_probe_runs(cursor, judge_run_id))
         return cursor.sql(query, params=params).to_arrow_table()
 
 
@@ -582,7 +602,7 @@ def copy_judgments(store: Store, path: str | Path, fmt: str, judge_run_id: str |
     Returns the rows written and the judge runs they belong to."""
     if fmt not in ("parquet", "json"):
         raise ValueError(f"COPY writes parquet or json here, not {fmt!r}")
-    query, params = _exported(judge_run_id, ISO_TIME if fmt == "json" else "j.judged_at")
+    query, params = _exported(judge_run_id, ISO_TIME if fmt == "json" else "j.judged_at", probes=_has_probe_runs(store.con, judge_run_id))
     where, run_params = ("WHERE judge_run_id = ?", [judge_run_id]) if judge_run_id is not None else ("", [])
     with store.con.cursor() as cursor:
         cursor.execute("BEGIN TRANSACTION")  # the count and the file: one snapshot

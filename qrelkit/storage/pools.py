@@ -160,15 +160,40 @@ class PendingPairs:
     into a temporary table of the store's connection, in order. They are read back ``BLOCK_PAIRS``
     at a time, their documents joined a chunk of ``CHUNK_PAIRS`` at a time (a join and a sort that
     fit the job's memory cap whatever the pool's size; one join of all of them did not). The
-    process holds a block, DuckDB a chunk and its spill."""
+    process holds a block, DuckDB a chunk and its spill.
+
+    ``perturbed``: the judge run is a probe's (docs/probes.md), so each pair's document is its
+    perturbed copy (`perturbations`: text or image, and its hash, the document's fields kept); a
+    pair whose copy could not be made has no document, and ``missing_error`` says why."""
 
     COLUMNS = (
         "position, qid, docid, earlier_status, earlier_attempts, has_document, text, image_path, image_root, fields, content_hash, "
-        "image_sha256"
+        "image_sha256, missing_error"
+    )
+    DOCUMENTS = (
+        "d.docid IS NOT NULL AS has_document, d.text, d.image_path, d.image_root, d.fields, d.content_hash, d.image_sha256, "
+        "NULL::TEXT AS missing_error FROM pending_keys k LEFT JOIN documents d ON d.docid = k.docid"
+    )
+    COPIES = (
+        "c.error IS NULL AND c.docid IS NOT NULL AND d.docid IS NOT NULL AS has_document, c.text, c.image_path, c.image_root, d.fields, "
+        "c.content_hash, c.image_sha256, c.error AS missing_error FROM pending_keys k "
+        "LEFT JOIN perturbations c ON c.judge_run_id = $judge_run AND c.qid = k.qid AND c.docid = k.docid "
+        "LEFT JOIN documents d ON d.docid = k.docid"
     )
 
-    def __init__(self, store: Store, pool: Pool, judge_run_id: str, *, retry_failed: bool = False, limit: int | None = None):
+    def __init__(
+        self,
+        store: Store,
+        pool: Pool,
+        judge_run_id: str,
+        *,
+        retry_failed: bool = False,
+        limit: int | None = None,
+        perturbed: bool = False,
+    ):
         self.store = store
+        self.judge_run_id = judge_run_id
+        self.documents = self.COPIES if perturbed else self.DOCUMENTS
         cut = "" if limit is None else f" LIMIT {int(limit)}"
         store.con.execute(
             "CREATE OR REPLACE TEMP TABLE pending_keys AS "
@@ -187,10 +212,9 @@ class PendingPairs:
         rows = rows or BLOCK_PAIRS
         for chunk in range(0, self.count, CHUNK_PAIRS):
             self.store.con.execute(
-                "CREATE OR REPLACE TEMP TABLE pending_pairs AS SELECT k.*, d.docid IS NOT NULL AS has_document, "
-                "d.text, d.image_path, d.image_root, d.fields, d.content_hash, d.image_sha256 FROM pending_keys k "
-                f"LEFT JOIN documents d ON d.docid = k.docid WHERE k.position > {chunk} AND k.position <= {chunk + CHUNK_PAIRS} "
-                "ORDER BY k.position"
+                f"CREATE OR REPLACE TEMP TABLE pending_pairs AS SELECT k.*, {self.documents} "
+                f"WHERE k.position > {chunk} AND k.position <= {chunk + CHUNK_PAIRS} ORDER BY k.position",
+                {"judge_run": self.judge_run_id} if "$judge_run" in self.documents else None,
             )
             for start in range(chunk, min(chunk + CHUNK_PAIRS, self.count), rows):
                 end = min(start + rows, chunk + CHUNK_PAIRS)
@@ -200,3 +224,32 @@ class PendingPairs:
     def close(self) -> None:
         self.store.con.execute("DROP TABLE IF EXISTS pending_pairs")
         self.store.con.execute("DROP TABLE IF EXISTS pending_keys")
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """Where a judge run stands on a pool given as a list (a probe's sample: `qrelkit probe --dry-run`)."""
+
+    todo: list[tuple[str, str]]  # to judge now, in pool order
+    judged: dict[tuple[str, str], tuple[str, int]]  # pool pairs judged before: (status, attempts)
+    ok: int  # pool pairs with an `ok` judgment
+    failed: int  # pool pairs with a failed one
+
+
+def pool_state(store: Store, judge_run_id: str, pairs: list[tuple[str, str]], *, retry_failed: bool = False) -> PoolState:
+    """`pool_counts` and `PendingPairs` for a pool given as a list, as lists: the same query."""
+    pool = listed_pool(store, [pairs])
+    params = {"judge_run": judge_run_id, "retry_failed": retry_failed}
+    rows = arrow_table(
+        store.con,
+        f"SELECT p.qid, p.docid, j.status, j.attempts, {PENDING} AS todo FROM {_judged(pool)} ORDER BY p.qid, p.docid",
+        params,  # type: ignore[arg-type]
+    )
+    judged = rows.filter(rows.column("status").is_valid())
+    statuses = judged.column("status").to_pylist()
+    return PoolState(
+        todo=_pairs(rows.filter(rows.column("todo"))),
+        judged=dict(zip(_pairs(judged), zip(statuses, judged.column("attempts").to_pylist()))),
+        ok=statuses.count("ok"),
+        failed=len(statuses) - statuses.count("ok"),
+    )

@@ -187,6 +187,23 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # 9: gullibility probes (docs/probes.md). A probe's judge run records its probe (id, perturbation,
+    # parameters, seed) and the judge run whose documents it perturbs (`probe`, NULL for any other
+    # run). `perturbations` holds each pair's perturbed copy as that run judged it: its text, or its
+    # image file (under `image_root`, beside the database) with the file's hash; the hash of the copy
+    # with the document's fields (`content_hash`, what the pair's judgment records); the hash of the
+    # document it was made from (`source_hash`: a document that changes makes both stale); or why no
+    # copy could be made (`error`: the pair is an input error).
+    [
+        "ALTER TABLE judge_runs ADD COLUMN probe JSON",
+        """CREATE TABLE perturbations (
+            judge_run_id TEXT NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL, source_hash TEXT NOT NULL,
+            content_hash TEXT NOT NULL, text TEXT, image_path TEXT, image_root TEXT, image_sha256 TEXT, error TEXT,
+            PRIMARY KEY (judge_run_id, qid, docid))""",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # The tables of the current schema version as `qrelkit.storage.catalog` reads them from a file's
@@ -250,6 +267,7 @@ CURRENT_TABLES: dict[str, tuple[str, ...]] = {
         "name VARCHAR",
         "qrels_set VARCHAR",
         "sample JSON",
+        "probe JSON",
     ),
     "judgment_history": (
         "judge_run_id VARCHAR",
@@ -305,6 +323,18 @@ CURRENT_TABLES: dict[str, tuple[str, ...]] = {
         "loaded_at TIMESTAMP DEFAULT current_timestamp",
     ),
     "meta": ("key VARCHAR", "value VARCHAR"),
+    "perturbations": (
+        "judge_run_id VARCHAR",
+        "qid VARCHAR",
+        "docid VARCHAR",
+        "source_hash VARCHAR",
+        "content_hash VARCHAR",
+        "text VARCHAR",
+        "image_path VARCHAR",
+        "image_root VARCHAR",
+        "image_sha256 VARCHAR",
+        "error VARCHAR",
+    ),
     "qids": ("qid_id INTEGER", "qid VARCHAR"),
     "qrels": ("qrels_set_id INTEGER", "qid_id INTEGER", "docid_id INTEGER", "grade INTEGER", "iteration VARCHAR DEFAULT '0'"),
     "qrels_sets": (

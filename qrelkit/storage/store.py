@@ -673,10 +673,15 @@ class Store(EmbeddingCache):
     def retire_stale_judgments(self) -> int:
         """Move judgments whose topic or document changed since they were judged (their recorded
         input hash is not the one loaded now) into `judgment_history`, kept as the history of the
-        old content and never used for the new; the number moved. Such a pair is judged again."""
+        old content and never used for the new; the number moved. Such a pair is judged again.
+        A probe's judgment judged a perturbed copy: it is stale when the copy is no longer the one
+        it judged, or the document the copy was made from changed."""
+        copy = "p.judge_run_id = j.judge_run_id AND p.qid = j.qid AND p.docid = j.docid"
         stale = (
-            "(j.content_hash IS NOT NULL AND EXISTS "
+            "(j.content_hash IS NOT NULL AND NOT EXISTS (SELECT 1 FROM perturbations p WHERE " + copy + ") AND EXISTS "
             "(SELECT 1 FROM documents d WHERE d.docid = j.docid AND d.content_hash <> j.content_hash)) "
+            "OR (j.content_hash IS NOT NULL AND EXISTS (SELECT 1 FROM perturbations p LEFT JOIN documents d ON d.docid = p.docid "
+            "WHERE " + copy + " AND (p.content_hash <> j.content_hash OR d.content_hash <> p.source_hash))) "
             "OR (j.topic_hash IS NOT NULL AND EXISTS (SELECT 1 FROM topics t WHERE t.qid = j.qid AND t.content_hash <> j.topic_hash))"
         )
         with self.transaction() as con:

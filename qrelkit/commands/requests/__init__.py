@@ -46,6 +46,7 @@ from qrelkit.commands.requests.parts import (
     RunsRef,
     parse_group_patterns,
 )
+from qrelkit.commands.requests.probe import ProbeRequest
 from qrelkit.commands.requests.resample import OverlapRequest, ResampleEvaluateRequest, RestrainRequest, ResttestRequest
 from qrelkit.commands.requests.scoring import CorrelateRequest, EvaluateRequest, FDRequest, NRGRequest
 
@@ -81,6 +82,7 @@ __all__ = [
     "NRGRequest",
     "OverlapRequest",
     "PriorSpec",
+    "ProbeRequest",
     "PromptsListRequest",
     "PromptsShowRequest",
     "QrelsRef",

@@ -1,0 +1,84 @@
+"""`qrelkit probe --dry-run`: what each run of a probe job would judge, and what a judge that
+estimates its cost says it would cost (on the perturbed copies themselves), with nothing written:
+the database is read as `qrelkit judge --dry-run` reads it, and image copies go to a folder that is
+removed afterwards."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from qrelkit.commands.probe_result import ProbeResult, RunPlan
+from qrelkit.commands.probe_sample import CONTROL, Judge, choose_sample, control_run_id, make_copies, reference_qrels, runs_of
+from qrelkit.commands.requests import ProbeRequest
+from qrelkit.commands.workspace import Workspace
+from qrelkit.io import Document, Topic
+from qrelkit.jobs.plan import load_collection
+from qrelkit.jobs.spec import JobSpec
+from qrelkit.judges import Pair
+from qrelkit.probes import Probe
+from qrelkit.storage import Store
+from qrelkit.storage.perturbations import document_inputs
+from qrelkit.storage.pools import pool_state
+
+NO_DOWNLOADS = (
+    "a dry run starts no download, and ir_datasets would fetch this dataset's files; "
+    "load it first (qrelkit load topics|docs|qrels irds:ID), or run without --dry-run"
+)
+
+
+def _pairs_to_judge(
+    probe: Probe | None,
+    todo: list[tuple[str, str]],
+    topics: dict[str, Topic],
+    documents: dict[str, Document],
+    inputs: dict[str, tuple[str, str]],
+    folder: Path,
+) -> list[Pair]:
+    """The pairs a run would put to its judge: as they are, or the probe's copies."""
+    if probe is None:
+        return [Pair(topics[q], documents[d]) for q, d in todo]
+    pairs = []
+    for row in make_copies(probe, todo, topics, documents, inputs, folder):
+        if row.error is None:
+            source = documents[row.docid]
+            copy = Document(row.docid, row.text, row.image_path, row.image_root, source.fields, row.image_sha256)
+            pairs.append(Pair(topics[row.qid], copy))
+    return pairs
+
+
+def _estimate(judge: Judge, pairs: list[Pair]) -> dict[str, Any] | None:
+    factory, cls, config = judge.factory, judge.judge_class, judge.config
+    if not pairs or not hasattr(cls, "estimate"):
+        return None
+    return cls.estimate(config, factory.template, pairs)
+
+
+def dry_run(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Judge, workspace: Workspace) -> ProbeResult:
+    """Each run's counts (the control run first) and cost estimate; nothing is judged or stored."""
+    from qrelkit.io.irds import no_downloads
+    from qrelkit.jobs.runner import planning_store
+
+    by_id = {probe.id: probe for probe in probes}
+    with no_downloads(NO_DOWNLOADS), planning_store(spec) as store, tempfile.TemporaryDirectory(prefix="qrelkit-probe-") as folder:
+        if store.in_memory:  # a copy of the database: the job's files are loaded into it, as a real run would
+            load_collection(store, spec)
+        sample = choose_sample(store, spec, reference_qrels(store, spec, request, workspace), request)
+        result = ProbeResult.for_job(request, spec, judge, sample, None, None, control_run_id(judge.judge_run_id))
+        result.dry_run = True
+        topics, documents, inputs = _collection(store, sample.pairs)
+        for name, run_judge, _ in runs_of(probes, judge):
+            state = pool_state(store, run_judge.judge_run_id, sample.pairs, retry_failed=request.retry_failed)
+            probe = None if name == CONTROL else by_id[name]
+            pairs = _pairs_to_judge(probe, state.todo, topics, documents, inputs, Path(folder) / name)
+            plan = RunPlan(
+                name, run_judge.judge_run_id, len(sample.pairs), state.ok, state.failed, len(state.todo), _estimate(run_judge, pairs)
+            )
+            result.plans.append(plan)
+    return result
+
+
+def _collection(store: Store, pairs: list[tuple[str, str]]) -> tuple[dict[str, Topic], dict[str, Document], dict[str, tuple[str, str]]]:
+    docids = sorted({d for _, d in pairs})
+    return {t.qid: t for t in store.topics()}, store.documents(docids), document_inputs(store, docids)

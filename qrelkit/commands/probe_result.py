@@ -1,0 +1,255 @@
+"""What `qrelkit probe` returns: the sample, where a pair counts as relevant, and per probe its judge
+run and paired shift (or, for a dry run, what each run would judge). Plain data: its JSON, tables
+and pages are `qrelkit.report.probes`'."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from qrelkit.io.results import Result
+
+if TYPE_CHECKING:
+    from qrelkit.commands.requests import ProbeRequest
+    from qrelkit.evaluate.probes import ProbeShift
+    from qrelkit.jobs.runner import JobReport
+    from qrelkit.jobs.spec import JobSpec
+    from qrelkit.storage import Store
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The pairs probed: ``asked`` of the ``candidates`` (pairs of the job's pool whose grade in the
+    ``reference`` qrels is one of ``grades``), spread over the topics by ``seed``."""
+
+    pairs: list[tuple[str, str]]
+    candidates: int
+    reference: str
+    grades: tuple[int, ...]
+    asked: int
+    seed: int
+    pool_pairs: int = 0  # the job's pool the candidates come from
+    pool_topics: int = 0
+
+    @property
+    def topics(self) -> int:
+        return len({qid for qid, _ in self.pairs})
+
+    def record(self) -> dict[str, Any]:
+        """What a judge run the probe creates covers, as a sampled job records it (`judge_runs.sample`)."""
+        grades = ", ".join(map(str, self.grades))
+        return {
+            "pairs": len(self.pairs),
+            "asked": self.asked,
+            "seed": self.seed,
+            "topics": self.topics,
+            "pool_pairs": self.pool_pairs,
+            "pool_topics": self.pool_topics,
+            "drawn_from": f"qrelkit probe: the pool's pairs graded {grades} in {self.reference}",
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pairs": len(self.pairs),
+            "asked": self.asked,
+            "seed": self.seed,
+            "topics": self.topics,
+            "candidates": self.candidates,
+            "reference": self.reference,
+            "reference_grades": list(self.grades),
+        }
+
+
+@dataclass(frozen=True)
+class Relevance:
+    """Where a pair's score counts as relevant: a score given (``score``), the grade level itself for a
+    judge that answers in grades (``grade``), the cut point of that grade in the job's graded qrels
+    per topic or overall (``cut points``), or nowhere (``none``: the shares are not given)."""
+
+    rule: str
+    rel_level: int
+    value: float | None = None
+    cuts: dict[str, float] = field(default_factory=dict)
+    qrels: str | None = None
+    note: str | None = None
+
+    def at(self, qid: str) -> float:
+        if self.value is not None:
+            return self.value
+        return self.cuts.get(qid, self.cuts.get("*", math.nan))
+
+    def describe(self) -> str:
+        if self.rule == "score":
+            return f"score ≥ {self.value:g} (given)"
+        if self.rule == "grade":
+            return f"grade ≥ {self.rel_level}"
+        if self.rule == "cut points":
+            scope = "each topic's" if "*" not in self.cuts else "the"
+            return f"score ≥ {scope} cut point of grade {self.rel_level} in {self.qrels}"
+        return "not given"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "rel_level": self.rel_level,
+            "relevant_at": self.value,
+            "qrels": self.qrels,
+            "described": self.describe(),
+        }
+
+
+def _cut_points(record: dict[str, Any], rel_level: int) -> dict[str, float] | str:
+    """scope -> the lowest score of grade ``rel_level`` or above, or why there is none."""
+    thresholds, labels = record.get("thresholds"), record.get("labels")
+    if not thresholds or not labels:
+        return f"it was graded by {record.get('method')}, which keeps no cut points"
+    reached = next((i for i, label in enumerate(labels) if label >= rel_level), None)
+    if reached is None:
+        return f"none of its grades {labels} reaches {rel_level}"
+    return {scope: -math.inf if reached == 0 else float(cuts[reached - 1]) for scope, cuts in thresholds.items()}
+
+
+def relevance_of(
+    store: Store,
+    judge_class: type,
+    judge_run_id: str,
+    rel_level: int,
+    relevant_at: float | None,
+    grading_name: str | None,
+    score_range: Any = None,
+) -> Relevance:
+    """The rule a probe's shares use (see `Relevance`); ``grading_name``: the set the job grades into;
+    ``score_range``: the grades the judge's template asks for (a level above them is never reached)."""
+    if relevant_at is not None:
+        return Relevance("score", rel_level, float(relevant_at))
+    if getattr(judge_class, "needs_template", True):
+        top = None if score_range is None else float(score_range[1])
+        note = (
+            None
+            if top is None or rel_level <= top
+            else f"the template's grades end at {top:g}: no pair reaches {rel_level}; give --rel-level"
+        )
+        return Relevance("grade", rel_level, float(rel_level), note=note)
+    name = grading_name or f"graded-{judge_run_id}"
+    origin = store.qrels_origin(name)
+    how = "give --relevant-at SCORE, or judge and grade the whole job first (qrelkit judge JOB), whose cut points then say it"
+    if origin is None or origin[0] != "graded" or origin[1] != judge_run_id:
+        return Relevance(
+            "none", rel_level, note=f"this judge's scores are not grades and its judge run has no graded qrels {name!r}: {how}"
+        )
+    record = store.qrels_grading(name) or {}
+    cuts = _cut_points(record, rel_level)
+    if isinstance(cuts, str):
+        return Relevance("none", rel_level, qrels=name, note=f"the graded qrels {name!r} give no cut point: {cuts}; {how}")
+    note = None
+    if record.get("ties") == "midrank":
+        note = (
+            f"{name} was graded by mid-rank; a probed score counts as relevant at or above the cut point (the quantile value), "
+            "which is the same rule wherever scores do not tie"
+        )
+    return Relevance("cut points", rel_level, cuts=cuts, qrels=name, note=note)
+
+
+@dataclass(frozen=True)
+class ProbeEntry:
+    """One probe on the job's judge: its judge run, the pairs looked at and how many of them were not
+    `ok` as they are or perturbed (left out), and the shift over the rest."""
+
+    probe: dict[str, Any]  # `Probe.describe()`
+    judge_run_id: str
+    pairs: int
+    not_ok: dict[str, int]
+    shift: ProbeShift | None = None
+    report: JobReport | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return str(self.probe["probe"])
+
+    def with_note(self, note: str) -> ProbeEntry:
+        return dataclasses.replace(self, notes=(*self.notes, note))
+
+    def with_shift(self, shift: ProbeShift) -> ProbeEntry:
+        return dataclasses.replace(self, shift=shift, notes=(*self.notes, *shift.notes))
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What one run of a probe job would judge (a dry run): its pairs, those done or failed before,
+    those left, and a judge's cost estimate for them."""
+
+    name: str
+    judge_run_id: str
+    pairs: int
+    ok: int
+    failed: int
+    to_judge: int
+    estimate: dict[str, Any] | None = None
+
+
+@dataclass(repr=False)
+class ProbeResult(Result):
+    """`qrelkit probe`'s answer (`qrelkit.probe`): ``to_dict()`` is its JSON, ``to_pandas()`` a row per probe."""
+
+    job: str
+    judge: str
+    model_id: str
+    judge_run_id: str
+    template_id: str | None
+    score_from: str
+    sample: Sample | None = None
+    relevance: Relevance | None = None
+    control: JobReport | None = None
+    probes: list[ProbeEntry] = field(default_factory=list)
+    plans: list[RunPlan] = field(default_factory=list)
+    dry_run: bool = False
+    interrupted: bool = False
+    control_run_id: str | None = None  # the control run: the sample as it is
+
+    @classmethod
+    def for_job(
+        cls,
+        request: ProbeRequest,
+        spec: JobSpec,
+        judge: Any,
+        sample: Sample,
+        relevance: Relevance | None,
+        control: Any,
+        control_run: str | None = None,
+    ) -> ProbeResult:
+        factory = judge.factory
+        template_id = factory.template.id if factory.template is not None else None
+        found = cls(
+            str(request.job),
+            spec.judge.name,
+            judge.model_id,
+            judge.judge_run_id,
+            template_id,
+            request.score_from,
+            sample,
+            relevance,
+            control,
+        )
+        found.control_run_id = control_run
+        return found
+
+    def summary(self) -> str:
+        if self.dry_run:
+            return f"judge={self.judge!r}, dry run: to_judge={sum(p.to_judge for p in self.plans)}"
+        shifts = ", ".join(f"{e.name}: {e.shift.mean_shift:+.3g}" if e.shift else f"{e.name}: -" for e in self.probes)
+        return f"judge={self.judge!r}, pairs={len(self.sample.pairs) if self.sample else 0}, mean shifts {{{shifts}}}"
+
+    def to_dict(self) -> dict[str, Any]:
+        from qrelkit.report.probes import result_to_dict
+
+        return result_to_dict(self)
+
+    def to_pandas(self):
+        """One row per probe: the shift, the shares, their intervals, the p-values."""
+        from qrelkit.io.results import pandas
+        from qrelkit.report.probes import probe_records
+
+        return pandas().DataFrame(probe_records(self))
