@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from qrelkit.commands.agree import agree
+from qrelkit import agree
 from qrelkit.evaluate import evaluate_runs
 from qrelkit.evaluate.agreement import correlate_systems
 from qrelkit.evaluate.bias import group_bias, groups_from_file

@@ -38,7 +38,7 @@ from qrelkit.embed.clip import OpenClip, visual_input_dtype
 from qrelkit.embed.image_batches import ImageBatches
 from qrelkit.io import Document, Topic
 from qrelkit.io.images import decode_image, read_image_file
-from qrelkit.io.processes import ProcessMap
+from qrelkit.io.workers.processes import ProcessMap
 from qrelkit.judges import Pair
 from qrelkit.judges.clipscore import ClipScoreConfig, ClipScoreJudge
 from qrelkit.machine import available_cores

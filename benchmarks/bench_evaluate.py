@@ -48,7 +48,8 @@ CACHE = Path(os.environ.get("QRELKIT_BENCH_CACHE", Path.home() / ".cache" / "qre
 
 MEASURES = ["nDCG@10", "AP(rel=2)", "RR(rel=2)"]
 TREC_EVAL_NAMES = {"ndcg_cut_10": "nDCG@10", "map": "AP(rel=2)", "recip_rank": "RR(rel=2)"}
-MIRROR = Path("/work/.mirror/usnistgov+trec_eval/repo")
+# A local trec_eval repository to build from when --trec-eval-source is not given (no default: a path of one machine)
+MIRROR = Path(os.environ["QRELKIT_TREC_EVAL_SOURCE"]) if os.environ.get("QRELKIT_TREC_EVAL_SOURCE") else None
 
 
 # -- the tools, each as a whole process ---------------------------------------------------------------
@@ -195,7 +196,7 @@ def trec_eval_binary(source: Path | None) -> Path | None:
     binary = folder / "trec_eval"
     if binary.exists():
         return binary
-    source = source or (MIRROR if MIRROR.exists() else None)
+    source = source or (MIRROR if MIRROR is not None and MIRROR.exists() else None)
     if source is None or shutil.which("make") is None:
         return None
     folder.mkdir(parents=True, exist_ok=True)

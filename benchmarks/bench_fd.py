@@ -234,11 +234,14 @@ def table(qrels, runs, vectors, nist, embedder_id: str, figures: Path | None) ->
         )
 
     if figures is not None:
+        from qrelkit.evaluate.fd.runs import fd_metric_tau
         from qrelkit.report.plots.fd import plot_fd_bootstrap, plot_fd_vs_metric
 
         figures.mkdir(parents=True, exist_ok=True)
         panels.sort(key=lambda panel: (panel[0], panel[1] is None, panel[1] or 0))  # by k, then m
-        grid = [(f"FD@{k}, at most {m} relevant per query", values) for k, m, values in panels if m is not None]
+        grid = [
+            (f"FD@{k}, at most {m} relevant per query", values, fd_metric_tau(values, ndcg)) for k, m, values in panels if m is not None
+        ]
         plot_fd_vs_metric(grid, ndcg, "NIST nDCG@10", figures / "fd-vs-ndcg-dl19.png", y_label="FD (MiniLM)")
         boot = fd_of_runs(qrels, runs, vectors, FDSettings(ks=(10,), max_rel=1, resamples=1000), embedder=embedder_id)
         plot_fd_bootstrap(boot, "FD@10", figures / "fd-bootstrap-dl19.png", order=ndcg, x_label="runs by NIST nDCG@10, best first")

@@ -35,7 +35,7 @@ import time
 import numpy as np
 from _data import DL19, HERE
 
-from qrelkit.commands.nrg import nrg_from_spec
+import qrelkit
 from qrelkit.evaluate.nrg import nrg
 from qrelkit.evaluate.nrg.priors import chronological
 from qrelkit.io import Run, RunEntry, read_qrels, read_runs
@@ -171,7 +171,7 @@ def main() -> None:
         label = "DL19: 37 runs × 43 q (depth ≤ 20)"
         t10 = best_time(lambda: nrg(qrels, runs, depth=10), args.repeat)
         tfull = best_time(lambda: nrg(qrels, runs, depth="full", order="file"), args.repeat)
-        tbest = best_time(lambda: nrg_from_spec(qrels, runs, f"best-per-group:{DL19 / 'groups.tsv'}"), args.repeat)
+        tbest = best_time(lambda: qrelkit.nrg(qrels, runs, prior=f"best-per-group:{DL19 / 'groups.tsv'}"), args.repeat)
         tchron = best_time(lambda: nrg(qrels, runs, chronological([r.name for r in runs])), args.repeat)
         ref_s, n_timed, diff = reference_time(qrels.grades, runs, 0)
         rows.append((label, "read 37 run files (qrelkit reader)", read_s, ""))

@@ -20,7 +20,7 @@ Each workload's ratio qrelkit ÷ DuckDB is the median of the per-round ratios; t
 flips every round, so a change in the machine's load hits both alike. Goal: `load runs` ≤ 1.3×.
 
 Then `export judgments` (`--export N`, default 100,000 judgments, a database made once and cached):
-`qrelkit.commands.judging.export_judgments` to JSON Lines against DuckDB's own
+`qrelkit export judgments` (its request, `ExportJudgmentsRequest`, run in-process) to JSON Lines against DuckDB's own
 `COPY (the same query) TO … (FORMAT json)`, each in its own process timed around the step,
 alternating. Goal ≤ 1.5×.
 
@@ -138,10 +138,11 @@ def judgments_database(n: int) -> Path:
 
 
 def step_export(db: Path, out: Path) -> dict:
-    from qrelkit.commands.judging import export_judgments
+    from qrelkit.commands.requests import ExportJudgmentsRequest
+    from qrelkit.commands.workspace import execute
 
     start = time.perf_counter()
-    rows, _ = export_judgments(db, out)
+    rows, _ = execute(ExportJudgmentsRequest(output=out, force=True), db)
     return {"seconds": time.perf_counter() - start, "rows": rows}
 
 

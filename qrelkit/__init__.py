@@ -25,12 +25,13 @@ import sys
 import types
 from typing import Any
 
-__version__ = "0.1.0"
+from qrelkit.version import __version__
 
 # public name -> (module, attribute)
 _API = {
     # the use cases, taking every form of qrels and runs (qrelkit.api)
     "agree": ("qrelkit.api", "agree"),
+    "compare": ("qrelkit.api", "compare"),  # several judges against one reference, paired differences
     "audit": ("qrelkit.api", "audit"),
     "correlate": ("qrelkit.api", "correlate"),
     "nrg": ("qrelkit.api", "nrg"),
@@ -67,9 +68,7 @@ _API = {
     "sparsify_qrels": ("qrelkit.evaluate.sparsify", "sparsify_qrels"),
     "bootstrap_interval": ("qrelkit.evaluate.bootstrap", "bootstrap_interval"),
     "paired_intervals": ("qrelkit.evaluate.bootstrap", "paired_intervals"),
-    "evaluate_files": ("qrelkit.commands.data", "evaluate"),  # `qrelkit evaluate` with its positional arguments
-    "compare": ("qrelkit.commands.compare", "compare"),  # several judges against one reference, paired differences
-    "CompareRequest": ("qrelkit.commands.compare", "CompareRequest"),
+    "CompareRequest": ("qrelkit.commands.requests", "CompareRequest"),
     "compare_judges": ("qrelkit.evaluate.compare", "compare_judges"),
     "ProbeRequest": ("qrelkit.commands.requests", "ProbeRequest"),
     "probe_shift": ("qrelkit.evaluate.probes", "probe_shift"),
@@ -96,6 +95,15 @@ class _CallableEvaluate(types.ModuleType):
         from qrelkit.api import evaluate
 
         return evaluate(*args, **kwargs)
+
+    @property
+    def __signature__(self) -> Any:
+        """The function's parameters (`inspect.signature(qrelkit.evaluate)`)."""
+        import inspect
+
+        from qrelkit.api import evaluate
+
+        return inspect.signature(evaluate)
 
 
 class _Package(types.ModuleType):

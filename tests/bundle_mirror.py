@@ -1,6 +1,7 @@
 """A local mirror of a data bundle's public files, built at test time from what this machine holds:
-the public repositories' snapshots (fetched git directories, $QRELKIT_SNAPSHOTS, by default
-/work/.mirror/<owner>+<name>/repo) and ../shared/data. Nothing of it is committed (research-use
+the public repositories' snapshots (fetched git directories under $QRELKIT_SNAPSHOTS, each at
+<owner>+<name>/repo; a test that needs one skips, saying so, when the variable is unset) and
+../shared/data. Nothing of it is committed (research-use
 terms); a test skips, naming what is absent, when a piece cannot be had."""
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ import pytest
 
 from qrelkit.io.bundles import Bundle
 
-SNAPSHOTS = Path(os.environ.get("QRELKIT_SNAPSHOTS", "/work/.mirror"))
+SNAPSHOTS = Path(os.environ["QRELKIT_SNAPSHOTS"]) if os.environ.get("QRELKIT_SNAPSHOTS") else None
 
 
 def snapshot_blob(owner_repo: str, commit: str, path: str) -> bytes | None:
     """A file of a public repository at a commit, from its fetched snapshot; None when not here."""
+    if SNAPSHOTS is None:
+        pytest.skip("QRELKIT_SNAPSHOTS is not set: it names the folder of fetched public repositories (<owner>+<name>/repo)")
     gitdir = SNAPSHOTS / owner_repo.replace("/", "+") / "repo"
     if not gitdir.is_dir():
         return None

@@ -20,6 +20,7 @@ from tracks import write_close_track, write_track
 
 from qrelkit.evaluate.bootstrap import IntervalEstimate
 from qrelkit.evaluate.compare import PairedDifference
+from qrelkit.evaluate.labels import GradeMaps
 from qrelkit.report.text import markdown_text
 
 # -- the comparison: verdict first --------------------------------------------------------------
@@ -100,7 +101,7 @@ def difference(estimate: float, low: float, high: float, p: float, statistic: st
 def fake_result(differences: list[PairedDifference], sample: dict | None = None, shared: int = 9260) -> SimpleNamespace:
     """A comparison as `report.verdict` reads it (by field), for cases real data gives rarely."""
     labels = SimpleNamespace(reference_pairs=9260, shared_pairs=shared)
-    audit = SimpleNamespace(labels=labels, reference_map=None, model_map=None)
+    audit = SimpleNamespace(labels=labels, maps=GradeMaps())
     comparison = SimpleNamespace(
         differences=differences, level=0.95, reference_name="nist", judges=["a", "b"], audits={"a": audit, "b": audit}
     )

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from qrelkit.cli import app
 from qrelkit.evaluate.audit import MIN_KAPPA_PAIRS, MIN_QUERIES, MIN_RUNS, audit, scale_warning, size_warnings
+from qrelkit.evaluate.labels import GradeMaps
 from qrelkit.io import Qrel, Qrels, Run, RunEntry
 
 runner = CliRunner()
@@ -38,8 +39,8 @@ def test_a_wider_model_scale_is_told_to_map_the_model():
 
 def test_no_scale_warning_when_the_scales_match_or_a_map_makes_them_match():
     assert scale_warning(grades(0, 1, 2, 3), grades(3, 2, 1, 0)) is None
-    assert scale_warning(grades(0, 1, 2), grades(0, 1, 2, 3), reference_map={3: 2, 2: 2, 1: 1, 0: 0}) is None
-    assert scale_warning(grades(0, 1, 2, 3), grades(0, 1, 2), model_map={3: 2, 2: 2, 1: 1, 0: 0}) is None
+    assert scale_warning(grades(0, 1, 2), grades(0, 1, 2, 3), maps=GradeMaps(reference={3: 2, 2: 2, 1: 1, 0: 0})) is None
+    assert scale_warning(grades(0, 1, 2, 3), grades(0, 1, 2), maps=GradeMaps(model={3: 2, 2: 2, 1: 1, 0: 0})) is None
 
 
 @pytest.mark.parametrize(
@@ -102,7 +103,7 @@ def test_audit_collects_the_warnings_and_its_json_carries_them():
         runs,
         measures=["nDCG@10"],
         resamples=0,
-        reference_map={3: 2, 2: 2, 1: 1, 0: 0},
+        maps=GradeMaps(reference={3: 2, 2: 2, 1: 1, 0: 0}),
     )
     assert mapped.warnings == size_warnings(12, 3, 3)  # the map puts both on 0–2: no scale warning
 

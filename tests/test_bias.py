@@ -11,15 +11,16 @@ from tracks import umbrela_vs_nist
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
-from qrelkit.commands.requests import groups_from_patterns
+from qrelkit.commands.agree import resolve_groups
+from qrelkit.commands.requests import parse_group_patterns
 from qrelkit.errors import InputFormatError, QrelkitError
 from qrelkit.evaluate.bias import (
     group_bias,
     groups_from_file,
-    read_groups_file,
     relative_delta,
 )
 from qrelkit.evaluate.metrics import Evaluation
+from qrelkit.io.groups import read_groups_table
 
 runner = CliRunner()
 
@@ -71,6 +72,11 @@ def test_bootstrap_interval_is_seeded_and_brackets_a_stable_bias():
 RUNS = ["bm25", "bm25_rm3", "bert_base", "bert_large", "duet"]
 
 
+def groups_from_patterns(specs: list[str], runs: list[str]) -> dict[str, list[str]]:
+    """`--group NAME=REGEX` items as the audit reads them: parsed by the request, matched by the use case."""
+    return resolve_groups(runs, parse_group_patterns(specs))
+
+
 def test_groups_by_regex_and_their_errors():
     assert groups_from_patterns(["neural=bert|duet"], RUNS) == {"neural": ["bert_base", "bert_large", "duet"]}
     with pytest.raises(QrelkitError, match=r"group 'x' \(regex 'colbert'\) matches none of the 5 runs"):
@@ -90,7 +96,7 @@ def test_groups_file_with_and_without_header(tmp_path):
         + "".join(f"{run}\t{'UNH' if 'bm25' in run else 'MSR'}\t{'traditional' if 'bm25' in run else 'neural'}\n" for run in RUNS)
         + "extra_run\tX\tneural\n"
     )
-    assert read_groups_file(with_header)[0] == ["group", "family"]
+    assert read_groups_table(with_header)[0] == ["group", "family"]
     assert groups_from_file(with_header, "family", RUNS) == {
         "neural": ["bert_base", "bert_large", "duet"],
         "traditional": ["bm25", "bm25_rm3"],
@@ -108,7 +114,7 @@ def test_groups_file_errors_name_file_and_line(tmp_path):
     bad = tmp_path / "bad.tsv"
     bad.write_text("run\tgroup\tfamily\nbm25\tUNH\ttraditional\nduet\tneural\n")
     with pytest.raises(InputFormatError, match=r"bad\.tsv:3: expected 3 columns \(run, group, family\), found 2"):
-        read_groups_file(bad)
+        read_groups_table(bad)
     short = tmp_path / "short.tsv"
     short.write_text("run\tfamily\nbm25\ttraditional\nduet\tneural\n")
     with pytest.raises(QrelkitError, match="no line for run\\(s\\) bm25_rm3, bert_base, bert_large"):

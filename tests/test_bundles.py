@@ -19,9 +19,9 @@ from bundle_mirror import a_bundle, serve
 
 from qrelkit.io import derive
 from qrelkit.io.bundles import Bundle, bundle_names, data_root, load_bundle
-from qrelkit.io.download import Mirror, Unreachable, download
-from qrelkit.io.fetch import Fetcher
-from qrelkit.io.fetch_images import url_problem
+from qrelkit.io.net.download import Mirror, Unreachable, download
+from qrelkit.io.net.fetch import Fetcher
+from qrelkit.io.net.fetch_images import url_problem
 
 QRELS = "q1 0 d1 2\nq1 0 d2 0\nq2 0 d3 1\nq2 0 d1 0\n"
 

@@ -102,5 +102,5 @@ def test_python_api_has_the_same_answers(dl19):
     assert result.orderings == ["nDCG@10", "AP(rel=2)"] and len(result.runs) == 37
     frame = result.to_pandas()
     assert set(frame["statistic"]) == {"kendall_tau", "spearman_rho", "tau_ap"} and len(frame) == 3 * 4
-    evaluation = qrelkit.evaluate_files(str(dl19 / "qrels.txt"), [str(dl19 / "runs" / "bm25base_p.run")], None, None, max_rel=1, seed=3)
+    evaluation = qrelkit.evaluate(str(dl19 / "qrels.txt"), [str(dl19 / "runs" / "bm25base_p.run")], max_rel=1, seed=3)
     assert evaluation.qrels_cut and evaluation.to_dict()["qrels_cut"] == evaluation.qrels_cut

@@ -1,4 +1,4 @@
-"""The CPU path's worker processes (qrelkit.io.processes, qrelkit.embed.decode_pool): results in
+"""The CPU path's worker processes (qrelkit.io.workers.processes, qrelkit.embed.decode_pool): results in
 input order, a bounded number ahead, errors in their place, and the workers stopped on Ctrl-C
 and when one of them dies, with a clear error instead of a hang."""
 
@@ -27,7 +27,7 @@ import qrelkit.embed.image_batches as image_batches  # noqa: E402
 from qrelkit.embed.clip import ClipSource, OpenClip  # noqa: E402
 from qrelkit.errors import FatalJobError  # noqa: E402
 from qrelkit.io import Document, Topic  # noqa: E402
-from qrelkit.io.processes import ProcessMap, WorkerProcessDied  # noqa: E402
+from qrelkit.io.workers.processes import ProcessMap, WorkerProcessDied  # noqa: E402
 from qrelkit.judges import FatalJudgeError, Pair, create_judge  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
@@ -110,7 +110,7 @@ CTRL_C_SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
 from process_helpers import no_children_left, slow_echo
-from qrelkit.io.processes import ProcessMap
+from qrelkit.io.workers.processes import ProcessMap
 
 pool = ProcessMap(2, what="test", option="workers")
 try:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from stored import count_embeddings
 
 from qrelkit.embed import embed_with_cache, load_text_embedder, text_hash
 from qrelkit.errors import QrelkitError
 from qrelkit.storage import Store
-from qrelkit.storage.embeddings import count_embeddings
 
 SENTENCES = [
     "what is the daily life of thai people",

@@ -86,8 +86,7 @@ def test_image_embedder_names():
 
 
 def test_fd_over_an_image_collection(tiny_model, tmp_path):
-    from qrelkit.commands.fd import run_fd
-    from qrelkit.evaluate.fd.runs import FDSettings
+    import qrelkit
 
     name, checkpoint = tiny_model
     rng = np.random.default_rng(1)
@@ -98,21 +97,16 @@ def test_fd_over_an_image_collection(tiny_model, tmp_path):
     (tmp_path / "docs.jsonl").write_text("\n".join(lines) + "\n")
     (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 i{q * 4 + j} {1 + (j < 2)}\n" for q in range(2) for j in range(4)))
     (tmp_path / "a.run").write_text("".join(f"{q} Q0 i{q * 4 + j} {j + 1} {9 - j} a\n" for q in range(2) for j in range(4)))
-    report = run_fd(
-        qrels=str(tmp_path / "qrels.txt"),
-        runs=[str(tmp_path / "a.run")],
+    report = qrelkit.fd(
+        str(tmp_path / "qrels.txt"),
+        [str(tmp_path / "a.run")],
         docs=tmp_path / "docs.jsonl",
         embedder=f"open_clip:{name}:{checkpoint}",
-        settings=FDSettings(ks=(2,), resamples=20),
+        k=2,
+        resamples=20,
     )
     fd = report.runs["a"]["FD@2"]
     assert report.d == 16 and report.embedder.startswith("openclip:") and report.n_rel == 4
     assert fd.n_ret == 4 and fd.value == pytest.approx(0.0, abs=1e-6)  # top-2 = the grade-2 images
     with pytest.raises(QrelkitError, match="image embedder"):
-        run_fd(
-            qrels=str(tmp_path / "qrels.txt"),
-            runs=[str(tmp_path / "a.run")],
-            docs=tmp_path / "docs.jsonl",
-            embedder="minilm",
-            settings=FDSettings(ks=(2,)),
-        )
+        qrelkit.fd(str(tmp_path / "qrels.txt"), [str(tmp_path / "a.run")], docs=tmp_path / "docs.jsonl", embedder="minilm", k=2)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from stored import count_embeddings
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
@@ -14,7 +15,6 @@ from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.fd.runs import FDSettings, fd_of_runs
 from qrelkit.io import Qrel, Qrels, Run, RunEntry, read_qrels
 from qrelkit.storage import Store
-from qrelkit.storage.embeddings import count_embeddings
 
 pytest.importorskip("onnxruntime")
 DEMO = Path(__file__).resolve().parents[1] / "qrelkit" / "data" / "demo"

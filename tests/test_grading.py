@@ -159,7 +159,7 @@ def test_the_job_file_and_the_command_line_get_the_same_errors(tmp_path, options
     from typer.testing import CliRunner
 
     from qrelkit.cli import app
-    from qrelkit.commands.judging import grading_from_flags
+    from qrelkit.commands.requests import GradeRequest
     from qrelkit.jobs import grading_spec
 
     if message is None:
@@ -170,12 +170,13 @@ def test_the_job_file_and_the_command_line_get_the_same_errors(tmp_path, options
     flags = {"method": options.get("method"), "labels": options.get("labels"), "quantiles": options.get("quantiles")}
     flags["thresholds"] = options.get("thresholds")
     with pytest.raises(QrelkitError, match=message):
-        grading_from_flags(
+        _ = GradeRequest(
+            judge_run="x",
             method=flags["method"],
             quantiles=",".join(map(str, flags["quantiles"])) if flags["quantiles"] else None,
             thresholds=",".join(map(str, flags["thresholds"])) if flags["thresholds"] else None,
             labels=",".join(map(str, flags["labels"])) if flags["labels"] else None,
-        )
+        ).spec
     # and through the real command, one clean message and exit code 2
     args = ["grade", "--judge-run", "x", "--db", str(tmp_path / "none.duckdb")]
     for flag in ("method", "quantiles", "thresholds", "labels"):
@@ -225,12 +226,12 @@ def test_the_tie_rule_belongs_to_quantile_grading_only():
 
 
 def test_one_default_per_topic_quantiles_by_midrank_in_the_api_the_job_file_and_the_command_line():
-    from qrelkit.commands.judging import grading_from_flags
+    from qrelkit.commands.requests import GradeRequest
     from qrelkit.jobs import grading_spec
 
-    api, job, command_line = GradingSpec(), grading_spec({}), grading_from_flags()
+    api, job, command_line = GradingSpec(), grading_spec({}), GradeRequest(judge_run="x").spec
     assert (api.per_topic, api.ties) == (job.per_topic, job.ties) == (command_line.per_topic, command_line.ties) == (True, "midrank")
-    assert grading_from_flags(per_topic=False).per_topic is False  # --global
+    assert GradeRequest(judge_run="x", per_topic=False).spec.per_topic is False  # --global
     scores = [("a", f"d{i}", float(i)) for i in range(4)] + [("b", f"e{i}", 10.0 * i) for i in range(4)]
     assert set(grade_scores(scores, name="g").thresholds) == {"a", "b"}  # per topic unless asked otherwise
 

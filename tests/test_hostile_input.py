@@ -18,6 +18,7 @@ from qrelkit.io.scores import read_scores
 from qrelkit.jobs.spec import JobError, load_job
 from qrelkit.prompts import TemplateError, load_template
 from qrelkit.storage import Store
+from qrelkit.storage.judgments import import_scores
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ def db(tmp_path) -> Path:
     with Store(path) as store:
         store.load_topics(tmp_path / "good.tsv")
         store.load_documents(tmp_path / "good.jsonl")
-        store.import_scores(read_scores(tmp_path / "good.scores"), name="s", path=tmp_path / "good.scores")
+        import_scores(store, read_scores(tmp_path / "good.scores"), name="s")
     return path
 
 

@@ -152,7 +152,7 @@ def test_image_urls_are_refused_by_the_address_they_reach(url, refused):
 def test_a_host_name_that_resolves_to_a_loopback_address_is_refused(monkeypatch):
     import socket
 
-    from qrelkit.io import urls
+    from qrelkit.io.net import urls
 
     urls._resolved_reason.cache_clear()
     # a name this machine resolves (its /etc/hosts or DNS) to a loopback address

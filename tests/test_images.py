@@ -1,4 +1,4 @@
-"""The one image reader (qrelkit.io.images) and the ordered thread pool (qrelkit.io.parallel)."""
+"""The one image reader (qrelkit.io.images) and the ordered thread pool (qrelkit.io.workers.parallel)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from PIL import Image
 import qrelkit.io.images as image_io
 from qrelkit.errors import QrelkitError
 from qrelkit.io.images import ImageError, decode_image, read_image_file
-from qrelkit.io.parallel import ordered_map
+from qrelkit.io.workers.parallel import ordered_map
 from qrelkit.judges.chat import image_data_url
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from stored import count_embeddings
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
 from qrelkit.io import read_qrels, read_topics
 from qrelkit.storage import Store
-from qrelkit.storage.embeddings import count_embeddings
 
 pytest.importorskip("onnxruntime")
 runner = CliRunner()

@@ -15,7 +15,6 @@ from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import correlate_systems, kendall_tau_b
 from qrelkit.evaluate.bias import group_bias, relative_delta
 from qrelkit.evaluate.bootstrap import (
-    MAX_RESAMPLES,
     bootstrap_interval,
     jackknife_counts,
     jackknife_weights,
@@ -24,7 +23,8 @@ from qrelkit.evaluate.bootstrap import (
     resample_counts,
     resample_weights,
 )
-from qrelkit.evaluate.labels import cohen_kappa, kappa_statistic
+from qrelkit.evaluate.choices import MAX_RESAMPLES
+from qrelkit.evaluate.labels import GradeMaps, cohen_kappa, kappa_statistic_of, mapped_pairs
 from qrelkit.evaluate.metrics import Evaluation
 
 
@@ -124,7 +124,7 @@ def test_kappa_interval_resamples_queries_with_the_same_draws():
     reference = {q: {f"d{j}": int(rng.integers(0, 4)) for j in range(int(rng.integers(5, 15)))} for q in queries}
     model = {q: {d: int(np.clip(g + rng.integers(-1, 2), 0, 3)) for d, g in docs.items()} for q, docs in reference.items()}
     weights = resample_weights(len(queries), 200, seed=3)
-    statistic = kappa_statistic(model, reference, queries)
+    statistic = kappa_statistic_of(mapped_pairs(model, reference), queries)
 
     def by_hand(topics) -> float:
         pairs = [(reference[queries[t]][d], model[queries[t]][d]) for t in topics for d in reference[queries[t]]]
@@ -247,8 +247,8 @@ def test_every_kappa_of_the_audit_has_its_statistic_binary_and_mapped_included()
     reference = {q: {f"d{j}": int(rng.integers(0, 4)) for j in range(8)} for q in queries}
     model = {q: {d: int(rng.integers(0, 3)) for d in docs} for q, docs in reference.items()}
     mapping = {3: 2, 2: 2, 1: 1, 0: 0}
-    labels = label_agreement(model, reference, reference_map=mapping, rel_level=2)
-    statistic = kappa_statistic(model, reference, queries, reference_map=mapping, rel_level=2)
+    labels = label_agreement(model, reference, maps=GradeMaps(reference=mapping), rel_level=2)
+    statistic = kappa_statistic_of(mapped_pairs(model, reference, GradeMaps(reference=mapping)), queries, rel_level=2)
     at_estimate = statistic(np.full((1, 9), 1 / 9))
     for name in ("cohen_kappa", "cohen_kappa_linear", "cohen_kappa_quadratic", "cohen_kappa_binary"):
         assert at_estimate[name][0] == pytest.approx(getattr(labels, name), abs=1e-12), name

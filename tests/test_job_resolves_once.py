@@ -31,7 +31,6 @@ def test_a_job_validates_its_judge_config_and_loads_its_template_once(tmp_path, 
         return call
 
     real_config = registry.make_config
-    monkeypatch.setattr(plan, "make_config", counting("config", real_config))
     monkeypatch.setattr(registry, "make_config", counting("config", real_config))
     monkeypatch.setattr(plan, "load_template", counting("template", plan.load_template))
     report = run_job(load_job(job), progress=False)

@@ -18,9 +18,10 @@ from tracks import umbrela_vs_nist
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
-from qrelkit.commands.requests import parse_grade_map
+from qrelkit.commands.requests import GradeMap
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.labels import (
+    GradeMaps,
     cohen_kappa,
     confusion_matrix,
     krippendorff_alpha,
@@ -100,14 +101,14 @@ def test_krippendorff_ordinal_alpha_on_two_coders_without_missing_values():
 
 
 def test_parse_grade_map_and_its_errors():
-    assert parse_grade_map("3:2,2:2,1:1,0:0") == {3: 2, 2: 2, 1: 1, 0: 0}
-    assert parse_grade_map(" 1:1 , 0:0") == {1: 1, 0: 0}
+    assert dict(GradeMap.parse("3:2,2:2,1:1,0:0")) == {3: 2, 2: 2, 1: 1, 0: 0}
+    assert dict(GradeMap.parse(" 1:1 , 0:0")) == {1: 1, 0: 0}
     with pytest.raises(QrelkitError, match=r"'3-2' is not `grade:grade`"):
-        parse_grade_map("3-2,1:1")
+        GradeMap.parse("3-2,1:1")
     with pytest.raises(QrelkitError, match=r"'x:1' is not"):
-        parse_grade_map("x:1")
+        GradeMap.parse("x:1")
     with pytest.raises(QrelkitError, match="grade 3 is mapped twice"):
-        parse_grade_map("3:2,3:1")
+        GradeMap.parse("3:2,3:1")
 
 
 def test_an_unmapped_grade_is_an_error_naming_the_pair():
@@ -118,7 +119,7 @@ def test_an_unmapped_grade_is_an_error_naming_the_pair():
 def test_nist_four_grades_mapped_onto_seed_003_three_grades():
     reference = {"q1": {"a": 3, "b": 2, "c": 1, "d": 0, "e": 3}}
     model = {"q1": {"a": 2, "b": 2, "c": 1, "d": 0, "f": 1}}
-    result = label_agreement(model, reference, reference_map={3: 2, 2: 2, 1: 1, 0: 0})
+    result = label_agreement(model, reference, maps=GradeMaps(reference={3: 2, 2: 2, 1: 1, 0: 0}))
     assert (result.reference_pairs, result.model_pairs, result.shared_pairs) == (5, 5, 4)
     assert result.labels == [0, 1, 2]
     assert result.cohen_kappa == pytest.approx(1.0)  # after the map, every shared pair agrees

@@ -204,3 +204,305 @@ def test_no_import_circle_hides_inside_a_function():
         f"{m} imports {t} inside a function, and {t} imports {m}" for m in sorted(local) for t in sorted(local[m]) if m in reaches(t)
     ]
     assert not circles, "\n".join(circles)
+
+
+# -- the import graph, every import counted (at the top, inside a function, for type checking) --------
+
+# The order of the parts, lowest first: a module imports only from its own rank or below (and
+# FORBIDDEN still keeps apart parts of one rank).
+RANK = {
+    "errors": 0,
+    "machine": 0,
+    "version": 0,
+    "io": 1,
+    "storage": 2,
+    "prompts": 2,
+    "probes": 2,
+    "evaluate": 2,
+    "embed": 3,
+    "judges": 3,
+    "jobs": 4,
+    "report": 5,
+    "commands": 6,
+    "cli": 7,
+    "api": 7,
+    "__init__": 8,
+}
+
+
+def _all_imports() -> dict[str, set[str]]:
+    """module -> the qrelkit modules it imports anywhere (type-only imports included). Importing a
+    name from a package counts as importing the submodule of that name when there is one (the
+    package's own `__init__` is not the dependency then), else the package."""
+    known = {_module_name(p) for p in modules()}
+
+    def resolve(name: str) -> str | None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    edges: dict[str, set[str]] = {m: set() for m in known}
+    for path in modules():
+        this = _module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("qrelkit")]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith("qrelkit"):
+                submodules = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in known]
+                targets = submodules if len(submodules) == len(node.names) else [node.module, *submodules]
+            for target in filter(None, map(resolve, targets)):
+                if target != this:
+                    edges[this].add(target)
+    return edges
+
+
+def _rank(module: str) -> int:
+    parts = module.split(".")
+    return RANK["__init__"] if parts == ["qrelkit"] else RANK[parts[1]]
+
+
+def test_no_module_imports_a_higher_layer():
+    """io → storage → jobs(prompts, judges, embed) → evaluate → report → commands → cli and the API:
+    nothing reaches up, not even for a type (the package's face, `qrelkit`, is the top: `__version__`
+    lives in `qrelkit.version`)."""
+    upward = [
+        f"{module} imports {target}"
+        for module, targets in sorted(_all_imports().items())
+        for target in sorted(targets)
+        if _rank(target) > _rank(module)
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_circle_between_modules():
+    """No two modules reach each other through imports of any kind (Tarjan's strongly connected
+    components of the whole graph)."""
+    edges = _all_imports()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(edges[module]):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = []
+            while (top := stack.pop()) != module:
+                component.append(top)
+            if component:
+                circles.append(sorted([module, *component]))
+
+    for module in sorted(edges):
+        if module not in index:
+            visit(module)
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_no_function_local_import_of_a_module_that_imports_back():
+    """A function-local import is for a heavy or optional module, never to hide a circle: the module
+    it imports must not reach the importer by any import (at its top or inside a function)."""
+    top, local = _imports_by_place()
+    every = {m: top[m] | local[m] for m in top}
+
+    def reaches(start: str) -> set[str]:
+        seen: set[str] = set()
+        stack = [start]
+        while stack:
+            for target in every.get(stack.pop(), ()):
+                if target not in seen:
+                    seen.add(target)
+                    stack.append(target)
+        return seen
+
+    circles = [
+        f"{m} imports {t} inside a function, and {t} reaches {m}" for m in sorted(local) for t in sorted(local[m]) if m in reaches(t)
+    ]
+    assert not circles, "\n".join(circles)
+
+
+# -- one declaration per use case, one door per thing -------------------------------------------------
+
+# The two places a use case's values are passed on as a whole: the generic command's callback (typer
+# hands it the parsed options) and the generic Python function (its caller's arguments); both build
+# the request at once. (And a rich `Console` method overridden with rich's own signature.)
+GENERIC = {("cli/command.py", "command"), ("api.py", "call"), ("cli/base.py", "render_str")}  # rich's own method
+
+
+def test_no_keyword_hop_between_a_flag_and_its_use_case():
+    """No `**options` parameter in the command line, the use cases or the Python API but the two
+    generic builders: a flag's value goes into its request's field and from there to the use case,
+    never through a function that passes on keywords it does not name."""
+    hops = []
+    for path in [PACKAGE / "api.py", *sorted((PACKAGE / "cli").glob("*.py")), *sorted((PACKAGE / "commands").rglob("*.py"))]:
+        where = str(path.relative_to(PACKAGE))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and node.args.kwarg is not None
+                and (where, node.name) not in GENERIC
+            ):
+                hops.append(f"{where}:{node.lineno}: {node.name}(**{node.args.kwarg.arg})")
+    assert not hops, "keyword hops:\n" + "\n".join(hops)
+
+
+def _calls(name: str) -> list[str]:
+    """Where a function or class ``name`` is called in the package (file:line)."""
+    found = []
+    for path in modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+                if called == name:
+                    found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    return found
+
+
+def test_one_judge_factory_for_every_route():
+    """Every judge is built by `JudgeFactory` (the job's route, the Batch API, Ray actors, a sweep's
+    cells): a judge config is validated only where a factory is resolved, and no route builds a judge
+    from raw options itself (`create_judge` is the notebook's door, used by no route)."""
+    assert [c.split(":")[0] for c in _calls("make_config")] == ["judges/registry.py"]
+    assert _calls("create_judge") == []
+    assert {c.split(":")[0] for c in _calls("JudgeFactory")} == set(), "a factory is made by JudgeFactory.resolve alone"
+    assert {c.split(":")[0] for c in _calls("resolve")} >= {"jobs/plan.py", "jobs/batch_api_job.py"}
+
+
+def _names_used(path: Path) -> set[str]:
+    """Every name a file refers to: names, attributes, imported names, and the words of its strings
+    (a lazy import's `module:attribute`, an entry point); a function's own name where it is defined
+    is no use of it."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix != ".py":
+        return set(re.findall(r"\w+", text))
+    used: set[str] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Name):
+            used.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            used.add(node.attr)
+        elif isinstance(node, ast.alias):
+            used.add(node.name.rpartition(".")[2])
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            used |= set(re.findall(r"\w+", node.value))
+    return used
+
+
+def test_no_function_in_the_package_serves_only_the_tests():
+    """A module-level function of qrelkit that nothing in the package, the benchmarks, the docs or the
+    project file uses, but a test does, is a second door kept alive for the tests: tests go through
+    the path users take."""
+    root = PACKAGE.parent
+    outside = [
+        *sorted((root / "benchmarks").glob("*.py")),
+        *sorted((root / "docs").glob("*.md")),
+        root / "pyproject.toml",
+        root / "README.md",
+    ]
+    in_tests = set().union(*map(_names_used, sorted((root / "tests").glob("*.py"))))
+    used_outside = set().union(*map(_names_used, outside))
+    by_file = {path: _names_used(path) for path in modules()}
+    users: dict[str, int] = {}
+    for names in by_file.values():
+        for name in names:
+            users[name] = users.get(name, 0) + 1
+    lonely = []
+    for path, names in by_file.items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not isinstance(node, ast.FunctionDef) or node.name not in in_tests or node.name in used_outside:
+                continue
+            elsewhere = users.get(node.name, 0) - (node.name in names)
+            if not elsewhere and not _used_in_own_module(path, node.name):
+                lonely.append(f"{path.relative_to(root)}:{node.lineno}: {node.name}")
+    assert not lonely, "functions only the tests call:\n" + "\n".join(lonely)
+
+
+def _used_in_own_module(path: Path, name: str) -> bool:
+    """Whether the module refers to ``name`` anywhere but its definition (a helper its other
+    functions call, a name in its `__all__`)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Name) and node.id == name:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == name:
+            return True
+    return False
+
+
+def test_reference_map_is_written_on_at_most_four_lines_and_the_resample_default_once():
+    """A flag's value has one name from the request to the evaluate layer (`--map` is the request's
+    `reference_map`, then `GradeMaps.reference`), and the default of 1000 resamples is one constant
+    every resampling reads (a default of 0, no resampling, is no count)."""
+    lines = [
+        f"{p.relative_to(PACKAGE)}:{i}"
+        for p in modules()
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if "reference_map" in line
+    ]
+    assert len(lines) <= 4, lines
+    assigned = []
+    for path in modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "DEFAULT_RESAMPLES" for t in node.targets):
+                assigned.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+            if isinstance(node, ast.arg | ast.AnnAssign | ast.keyword):
+                name = node.arg if isinstance(node, ast.arg | ast.keyword) else getattr(node.target, "id", None)
+                if name == "resamples" and isinstance(getattr(node, "value", None), ast.Constant) and node.value.value:  # type: ignore[union-attr]
+                    assigned.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: resamples = {node.value.value}")  # type: ignore[union-attr]
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                names = [a.arg for a in node.args.args[len(node.args.args) - len(node.args.defaults) :] + node.args.kwonlyargs]
+                defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults)]
+                for name, default in zip(names[-len(defaults) :] if defaults else [], defaults):
+                    if name == "resamples" and isinstance(default, ast.Constant) and default.value:
+                        assigned.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: def {node.name}(resamples={default.value})")
+    assert len(assigned) == 1 and assigned[0].startswith("evaluate/choices.py"), assigned
+
+
+def test_no_path_of_one_machine_in_the_tests_or_the_benchmarks():
+    """A folder of this machine (its workspace, a user's home spelled out) is no default: a test or a
+    benchmark reads such a place from an environment variable and skips, saying which, when unset."""
+    root = PACKAGE.parent
+    found = []
+    for path in [*sorted((root / "tests").glob("*.py")), *sorted((root / "benchmarks").glob("*.py"))]:
+        if path.name == "test_layers.py":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"""["'](/work/|/home/|/root/|/Users/)""", line):
+                found.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    assert not found, "\n".join(found)
+
+
+NETWORK = ("socket", "urllib.request", "http.client", "httpx", "requests", "ssl")
+POOLS = ("concurrent.futures", "multiprocessing", "threading")
+
+
+def test_io_keeps_its_networking_and_its_worker_pools_in_rooms_of_their_own():
+    """In io/, only io/net opens connections and only io/workers starts threads or processes: a reader
+    of files imports neither."""
+    problems = []
+    for path in sorted((PACKAGE / "io").rglob("*.py")):
+        room = path.relative_to(PACKAGE / "io").parts[0]
+        for line, module in imported_modules(path):
+            if module.startswith(NETWORK) and room != "net":
+                problems.append(f"io/{path.relative_to(PACKAGE / 'io')}:{line}: networking ({module}) outside io/net")
+            if module.startswith(POOLS) and room != "workers":
+                problems.append(f"io/{path.relative_to(PACKAGE / 'io')}:{line}: a worker pool ({module}) outside io/workers")
+    assert not problems, "\n".join(problems)
+
+
+def test_one_html_table_writer():
+    """Every table of the HTML pages is written by `qrelkit.report.html_table.html_table` (which
+    escapes every value): no other code spells a `<table`."""
+    spelled = [
+        f"{path.relative_to(PACKAGE)}:{i}"
+        for path in sorted((PACKAGE / "report").rglob("*.py"))
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "<table" in line
+    ]
+    assert len(spelled) == 1 and spelled[0].startswith("report/html_table.py"), spelled

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+import qrelkit
 from qrelkit.cli import app
-from qrelkit.commands.nrg import nrg_from_spec
 from qrelkit.errors import InputFormatError, QrelkitError
 from qrelkit.evaluate import evaluate_runs
 from qrelkit.evaluate.nrg import base_metric, nrg
@@ -21,10 +21,10 @@ from qrelkit.evaluate.nrg.priors import (
     all_others,
     best_per_group,
     chronological,
-    read_run_groups,
     read_run_order,
 )
 from qrelkit.io import Run, RunEntry, read_qrels, read_runs
+from qrelkit.io.groups import run_groups
 from qrelkit.report.plots.nrg import plot_nrg
 
 runner = CliRunner()
@@ -180,7 +180,8 @@ def test_full_depth_linear_all_others_equals_the_reference_code_on_dl19(dl19):
 
 def test_best_per_group_prior_sets_on_dl19(dl19):
     qrels, runs = read_qrels(dl19 / "qrels.txt"), read_runs([dl19 / "runs"])
-    result, groups = nrg_from_spec(qrels, runs, f"best-per-group:{dl19 / 'groups.tsv'}")
+    outcome = qrelkit.nrg(qrels, runs, prior=f"best-per-group:{dl19 / 'groups.tsv'}")
+    result, groups = outcome.result, outcome.groups
     assert groups is not None and len(set(groups.values())) == 12
     for run, prior in result.priors.items():
         assert len(prior) == 11 and groups[run] not in {groups[p] for p in prior}
@@ -241,10 +242,10 @@ def test_groups_file_errors(tmp_path):
     groups = tmp_path / "groups.tsv"
     groups.write_text("run\tteam\nR1\tX\n")
     with pytest.raises(InputFormatError, match="no column 'group'"):
-        read_run_groups(groups, ["R1"])
-    assert read_run_groups(groups, ["R1"], "team") == {"R1": "X"}
+        run_groups(groups, ["R1"], "group")
+    assert run_groups(groups, ["R1"], "team") == {"R1": "X"}
     with pytest.raises(InputFormatError, match="no line for run"):
-        read_run_groups(groups, ["R1", "R2"], "team")
+        run_groups(groups, ["R1", "R2"], "team")
 
 
 @pytest.mark.parametrize(

@@ -34,10 +34,10 @@ from qrelkit.judges import FatalJudgeError
 from qrelkit.judges.batch_api import (
     BatchApiUnsupported,
     custom_id_for,
-    file_chunks,
     parse_custom_id,
     read_output_line,
     request_line,
+    starts_new_file,
 )
 from qrelkit.storage import Store
 
@@ -66,6 +66,20 @@ def test_a_custom_id_names_the_judge_run_and_the_pair_whatever_their_characters(
     value = custom_id_for("abc123", qid, docid)
     assert value.count(":") == 3 and parse_custom_id(value) == ("abc123", qid, docid)
     assert parse_custom_id("request-7") is None
+
+
+def file_chunks(sizes: list[int], max_requests: int, max_bytes: int) -> list[range]:
+    """Consecutive lines grouped into files of at most ``max_requests`` lines and ``max_bytes`` bytes
+    by the route's one rule, `starts_new_file`, as `jobs.batch_api` cuts its input."""
+    chunks, start, total = [], 0, 0
+    for index, size in enumerate(sizes):
+        if starts_new_file(index - start, total, size, max_requests, max_bytes):
+            chunks.append(range(start, index))
+            start, total = index, 0
+        total += size
+    if start < len(sizes):
+        chunks.append(range(start, len(sizes)))
+    return chunks
 
 
 def test_files_are_cut_at_the_request_limit_and_the_byte_limit():

@@ -35,7 +35,6 @@ from PIL import Image
 from pydantic import TypeAdapter
 from rich.console import Console
 
-from qrelkit.commands.judging import finish_job
 from qrelkit.io import Document, Topic
 from qrelkit.io.images import ImageError
 from qrelkit.jobs import load_job, run_job
@@ -46,6 +45,7 @@ from qrelkit.judges.openai import OpenAIJudge, build_request, image_tokens, read
 from qrelkit.judges.openai import Reply as ChatReply
 from qrelkit.judges.scoring import answer_candidates, expected_grade
 from qrelkit.prompts import load_template
+from qrelkit.report.tables import describe_job
 from qrelkit.storage import Store
 
 TEMPLATE = load_template("trec-dl-graded")
@@ -576,9 +576,7 @@ def test_dry_run_estimates_tokens_and_cost_without_a_request(job, server):
         "cost_usd_max": round((tokens_in * 2.5 + 64 * 10.0) / 1e6, 6),
         "batch_cost_usd_max": round((tokens_in * 2.5 + 64 * 10.0) / 2e6, 6),  # the Batch API's half price
     }
-    out = io.StringIO()
-    finish_job(spec, report, dry_run=True, grade=False, console=Console(file=out, width=200))
-    assert f"tokens_in {tokens_in}" in out.getvalue()
+    assert f"tokens_in {tokens_in}" in "\n".join(describe_job(report, dry_run=True))
 
 
 def test_image_jobs_send_each_image_once_and_bad_images_fail_alone(tmp_path, server, images):
@@ -629,7 +627,8 @@ def test_the_api_key_appears_nowhere_it_could_leak(job, server, monkeypatch, cap
     server.script("d04", Reply(400, {"error": {"message": f"bad request from Bearer {key}"}}))  # a proxy echoing the header
     spec = job()
     report = run_job(spec, progress=False)
-    finish_job(spec, report, dry_run=False, grade=False, console=Console(stderr=True))
+    for line in describe_job(report):  # what `qrelkit judge` prints
+        Console(stderr=True).print(line, highlight=False)
     judged = rows(spec)
     assert judged["d04"]["error"].startswith("HTTP 400: bad request from Bearer [redacted]")
     assert judged["d03"]["raw_output"] == "{broken"

@@ -213,14 +213,13 @@ def test_the_report_and_the_comparison_page_show_each_judges_probes(tmp_path, mo
     assert re.search(
         r"<td>instruction-injection</td><td class=n>\+3\.000 \[3\.000, 3\.000\]</td><td class=n>100\.0% \[100\.0, 100\.0\]</td>", section
     )
-    from qrelkit.commands.report import build_report
+    from qrelkit.commands.requests import ReportRequest
+    from qrelkit.commands.workspace import execute
 
-    path = build_report(
-        out=tmp_path / "report.html",
-        db=tmp_path / "lab.duckdb",
-        model_qrels="gullible-graded",
-        reference_qrels="nist",
-        runs=[str(tmp_path / "runs")],
+    runs = [str(tmp_path / "runs")]
+    path = execute(
+        ReportRequest(out=tmp_path / "report.html", model_qrels="gullible-graded", reference_qrels="nist", runs=runs),
+        tmp_path / "lab.duckdb",
     )
     report = path.read_text()
     assert "Gullibility probes of" in report and "<td>padding</td>" in report and "100.0% [100.0, 100.0]" in report

@@ -12,7 +12,7 @@ from fake_openai import FakeOpenAI, Reply, judgment_rows, openai_job, write_text
 from hostile import one_error, qrelkit
 
 from qrelkit.jobs import load_job, run_job
-from qrelkit.jobs.runner import JobStopped
+from qrelkit.jobs.report import JobStopped
 from qrelkit.storage import Store
 
 N_DOCS = 21

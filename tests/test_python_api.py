@@ -111,7 +111,7 @@ def test_every_result_has_to_dict_to_pandas_and_a_short_repr(tmp_path):
     store = qrelkit.Store(db)
     store.load_qrels(QRELS)
     store.load_runs(sorted(RUNS.glob("*.run")))
-    store.import_scores(_scores(tmp_path), name="imported", path=tmp_path / "scores.tsv")
+    store.import_scores(_scores(tmp_path), name="imported")
     results = [
         qrelkit.evaluate("qrels", None, db=db),
         qrelkit.agree(QRELS, QRELS, RUNS, resamples=0),

@@ -23,7 +23,7 @@ import pytest
 import yaml
 from fault_judges import overlap
 
-from qrelkit.commands.judging import executor_sets
+from qrelkit.commands.requests import JudgeRequest
 from qrelkit.errors import QrelkitError
 from qrelkit.jobs import load_job, run_job
 from qrelkit.jobs.spec import JobError
@@ -153,15 +153,15 @@ def test_executor_options_are_validated_with_the_job_file(tmp_path):
     with pytest.raises(JobError, match=r"bad\.yaml: executor.kind: Input should be 'local' or 'ray'"):
         load_job(write_job(tmp_path, "bad", executor={"kind": "slurm"}))
     ray_job = write_job(tmp_path, "rayjob", executor={"kind": "ray", "workers": 4, "num_gpus": 0.5, "address": "auto"})
-    spec = load_job(ray_job, sets=executor_sets(None, 2))
+    spec = load_job(ray_job, sets=JudgeRequest(job="j", workers=2).overrides)
     assert (spec.executor.kind, spec.executor.workers, spec.executor.num_gpus, spec.executor.address) == ("ray", 2, 0.5, "auto")
     assert (
-        load_job(ray_job, sets=executor_sets("local", None)).executor.model_dump()
+        load_job(ray_job, sets=JudgeRequest(job="j", executor="local").overrides).executor.model_dump()
         == load_job(write_job(tmp_path, "p")).executor.model_dump()
     )
-    assert load_job(write_job(tmp_path, "p"), sets=executor_sets("ray", 3)).executor.workers == 3
+    assert load_job(write_job(tmp_path, "p"), sets=JudgeRequest(job="j", executor="ray", workers=3).overrides).executor.workers == 3
     with pytest.raises(QrelkitError, match="--executor 'dask': choose local or ray"):
-        executor_sets("dask", None)
+        JudgeRequest(job="j", executor="dask")
 
 
 def test_without_the_extra_the_error_names_it(tmp_path, monkeypatch):
@@ -231,7 +231,7 @@ def test_the_driver_sigkilled_and_run_again_ends_the_same(local_ray, collection)
     assert driver.wait() == -signal.SIGKILL and done >= 600, "".join(lines[-20:])
     saved = judgments(folder / "ray-driver.duckdb")
     assert 0 < len(saved) < len(pairs)  # killed mid-job, with what it had flushed kept
-    spec = load_job(job, sets=executor_sets("ray", 2))
+    spec = load_job(job, sets=JudgeRequest(job="j", executor="ray", workers=2).overrides)
     report = run_job(spec, progress=False)  # the fixture's Ray again, as a re-run on the cluster would
     assert report.already_ok + report.already_failed == len(saved) and report.judged == len(pairs) - len(saved)
     assert judgments(spec.database) == local

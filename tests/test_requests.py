@@ -43,10 +43,10 @@ def test_a_config_file_gives_what_the_same_flags_give(tmp_path):
 
 def test_a_config_key_no_option_has_is_named_with_the_file(tmp_path):
     config = tmp_path / "evaluate.yaml"
-    config.write_text(f"qrels: {DEMO / 'qrels.txt'}\nmeasures: [P@5]\n")  # the option is --measure
+    config.write_text(f"qrels: {DEMO / 'qrels.txt'}\nmetrics: [P@5]\n")  # the option is --measure (key measure or measures)
     result = subprocess.run([sys.executable, "-m", "qrelkit.cli", "evaluate", "--config", str(config)], capture_output=True, text=True)
     assert result.returncode == 2 and result.stdout == ""
-    assert f"error: {config}:0: 'measures' is no option of this command (its options: average, db," in " ".join(result.stderr.split())
+    assert f"error: {config}:0: 'metrics' is no option of this command (its options: average, db," in " ".join(result.stderr.split())
 
 
 def test_option_strings_are_parsed_once_with_the_command_lines_messages():
@@ -57,11 +57,11 @@ def test_option_strings_are_parsed_once_with_the_command_lines_messages():
     with pytest.raises(QrelkitError, match="--prior 'best':"):
         PriorSpec.parse("best")
     with pytest.raises(QrelkitError, match="--group 'x': expected NAME=REGEX"):
-        AuditRequest.from_options(model_qrels="m", reference_qrels="r", group_patterns=["x"])
+        AuditRequest(model_qrels="m", reference_qrels="r", group_patterns=["x"])
     with pytest.raises(QrelkitError, match="give the model qrels"):
-        AuditRequest.from_options(reference_qrels="r")
-    request = AuditRequest.from_options(model_qrels="set", reference_qrels="r", judge_run="abc", groups="g.tsv:family")
-    assert request.model == QrelsRef(ref="set", judge_run="abc") and (request.groups_file.column, request.groups_file.path) == (
+        AuditRequest(reference_qrels="r")
+    request = AuditRequest(model_qrels="set", reference_qrels="r", judge_run="abc", groups="g.tsv:family")
+    assert request.model_qrels == QrelsRef(ref="set", judge_run="abc") and (request.groups.file.column, request.groups.file.path) == (
         "family",
         Path("g.tsv"),
     )

@@ -18,10 +18,10 @@ from bundle_mirror import a_bundle, serve
 from hostile import one_error, qrelkit
 from PIL import Image
 
-from qrelkit.io import download as download_module
 from qrelkit.io.bundles import load_bundle
-from qrelkit.io.download import DownloadError, Interrupted, Mirror, download
-from qrelkit.io.fetch import Fetcher
+from qrelkit.io.net import download as download_module
+from qrelkit.io.net.download import DownloadError, Interrupted, Mirror, download
+from qrelkit.io.net.fetch import Fetcher
 
 VICTIM = "the victim's own bytes\n"
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from vllm_jobs import ENGINE, IMAGE_TOPICS, IMAGES, MISSING, judgments
 
 from qrelkit.cli import app
-from qrelkit.jobs.runner import JobStopped
+from qrelkit.jobs.report import JobStopped
 
 pytestmark = pytest.mark.vllm
 ON_CPU = {"device": "cpu", "dtype": "float32"}  # the transformers judge, as exact as the engine

@@ -4,7 +4,6 @@ commands share, and how errors end (one message, an exit code, never a traceback
 from __future__ import annotations
 
 import errno
-import inspect
 import json
 import logging
 import os
@@ -18,8 +17,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from qrelkit import __version__
 from qrelkit.errors import FatalJobError, QrelkitError, SkippedFilesWarning
+from qrelkit.version import __version__
 
 app = typer.Typer(
     help="Make relevance judgments with models, and audit them against human qrels.",
@@ -54,72 +53,6 @@ out = SafeConsole(soft_wrap=True)
 err = SafeConsole(stderr=True, soft_wrap=True)
 
 DEFAULT_DB = Path("qrelkit.duckdb")
-DbOption = Annotated[
-    Path, typer.Option("--db", envvar="QRELKIT_DB", help="The DuckDB database file (env QRELKIT_DB; default qrelkit.duckdb).")
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
-ForceOption = Annotated[
-    bool, typer.Option("--force", help="Write over an output file that exists (never over the database or an input of the command).")
-]
-ReplaceOption = Annotated[bool, typer.Option("--replace", help="Replace what an earlier load of the same name put in the database.")]
-DuplicateOption = Annotated[
-    str,
-    typer.Option("--on-duplicate", help="A repeated (qid, docid) in one file: error (default), or keep the first, last or max."),
-]
-RunsOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--runs", help="Run files or folders (every run file inside), or run names in --db; repeatable. Default: all runs in --db."
-    ),
-]
-MoreRuns = Annotated[list[str] | None, typer.Argument(help="More run files or folders (so `--runs a.run b.run` works).")]
-MeasureOption = Annotated[
-    list[str] | None,
-    typer.Option("--measure", help="An ir_measures or trec_eval measure, e.g. nDCG@10, 'AP(rel=2)', ndcg_cut_10; repeatable."),
-]
-JudgeMeasureOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--judge-measure",
-        help="The judge's own measure, e.g. 'Compat(p=0.9)' against the reference's --measure nDCG@10 (as judge-method "
-        "studies do): one for every --measure, or one per --measure; default: the same measure on both sides.",
-    ),
-]
-ReferenceDecimalsOption = Annotated[
-    int | None,
-    typer.Option(
-        "--reference-decimals",
-        help="Rank the systems under the reference by their means as printed to N decimals, as a study that reads "
-        "trec_eval's output does (it prints 4: systems equal to 4 decimals tie); default: full precision.",
-    ),
-]
-JudgeRunOption = Annotated[str | None, typer.Option("--judge-run", help="A judge run in --db: its id, a unique id prefix, or its name.")]
-ResamplesOption = Annotated[int, typer.Option("--resamples", help="Bootstrap resamples of the queries for 95% intervals (0: none).")]
-SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the resamples (and of any sampling).")]
-KeepOption = Annotated[
-    str,
-    typer.Option("--keep", help="Which relevant items --max-rel keeps: top-grade (highest grade first, at random within one) or random."),
-]
-MaxRelLevelOption = Annotated[
-    int | None, typer.Option("--rel-level", help="With --max-rel: relevant = grade >= LEVEL (default 2 if graded).")
-]
-MaxRelSeedOption = Annotated[int, typer.Option("--seed", help="With --max-rel: seed of the choice of relevant items.")]
-IntervalOption = Annotated[
-    str,
-    typer.Option(
-        "--interval",
-        help="Interval method over queries: jackknife (default: coverage nearest 95% in qrelkit's simulation, docs/audit.md), "
-        "bca (bootstrap, bias-corrected and accelerated, as scipy's), percentile (bootstrap) or subsampling (half-samples).",
-    ),
-]
-FDIntervalOption = Annotated[
-    str,
-    typer.Option(
-        "--interval",
-        help="Interval method over queries: bca (default for FD: bootstrap, bias-corrected and accelerated), percentile, "
-        "jackknife or subsampling.",
-    ),
-]
 
 
 def _read_config(ctx: typer.Context, param: Any, value: Path | None) -> Path | None:
@@ -140,20 +73,6 @@ ConfigOption = Annotated[
         help="A YAML file of this command's options (keys: the option names, e.g. model-qrels, runs); flags given win.",
     ),
 ]
-
-
-def with_options(declaration: Any, *, own_first: bool = True) -> Any:
-    """A command that also takes ``declaration``'s options (after its own, or before them), so that
-    options several commands share are declared once: typer reads the signature given here, and
-    the command gets them as keyword arguments."""
-    shared = list(inspect.signature(declaration, eval_str=True).parameters.values())
-
-    def decorate(command: Any) -> Any:
-        own = list(filter(lambda p: p.kind is not p.VAR_KEYWORD, inspect.signature(command, eval_str=True).parameters.values()))
-        command.__signature__ = inspect.Signature([*own, *shared] if own_first else [*shared, *own])
-        return command
-
-    return decorate
 
 
 def command_line(ctx: typer.Context) -> str:

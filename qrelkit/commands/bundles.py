@@ -5,58 +5,50 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from qrelkit.commands.requests import DataFetchRequest, DataListRequest, DataPathRequest
+from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.io.bundles import Bundle, bundle_names, data_root, load_bundle
-from qrelkit.io.download import Mirror
-from qrelkit.io.fetch import Fetcher, FetchReport, ProgressFactory
-from qrelkit.io.fetch_images import fetch_images, read_url_table
+from qrelkit.io.net.download import Mirror
+from qrelkit.io.net.fetch import Fetcher, FetchReport
+from qrelkit.io.net.fetch_images import fetch_images, read_url_table
 
 
-def list_bundles() -> list[Bundle]:
+def run_list(request: DataListRequest, workspace: Workspace) -> Bundle | list[Bundle]:
+    """The bundles there are, or bundle ``name``."""
+    if request.name is not None:
+        return load_bundle(request.name)
     return [load_bundle(name) for name in bundle_names()]
 
 
-def get_bundle(name: str) -> Bundle:
-    return load_bundle(name)
-
-
-def manifests(name: str | None = None) -> Any:
-    """The manifests as plain data: all of them, or bundle ``name``'s."""
-    if name is not None:
-        return load_bundle(name).model_dump()
-    return [bundle.model_dump() for bundle in list_bundles()]
-
-
-def bundle_folder(name: str | None = None, to: Path | None = None) -> Path:
+def run_path(request: DataPathRequest, workspace: Workspace) -> Path:
     """The data folder (``to``, else $QRELKIT_DATA, else the per-user folder), or the folder a bundle
     was fetched into (an error naming the fetch command when it was not: a script's
     `D=$(qrelkit data path NAME)` stops there, not at a later file that is not found)."""
-    root = to if to is not None else data_root()
-    if name is None:
+    root = request.to if request.to is not None else data_root()
+    if request.name is None:
         return root
-    load_bundle(name)  # an unknown name is an error here too
-    folder = root / name
+    load_bundle(request.name)  # an unknown name is an error here too
+    folder = root / request.name
     if not folder.is_dir():
-        where = f" --to {to}" if to is not None else ""
+        where = f" --to {request.to}" if request.to is not None else ""
         raise QrelkitError(
-            f"no data bundle {name!r} in {root} (its folder {folder} does not exist): fetch it with `qrelkit data fetch {name}{where}`"
+            f"no data bundle {request.name!r} in {root} (its folder {folder} does not exist): "
+            f"fetch it with `qrelkit data fetch {request.name}{where}`"
         )
     return folder
 
 
-def fetch(
-    name: str,
-    *,
-    to: Path | None = None,
-    mirror: str | None = None,
-    max_images: int | None = None,
-    image_urls: Path | None = None,
-    progress: ProgressFactory | None = None,
-) -> FetchReport:
-    """Fetch bundle ``name`` into `<data folder>/<name>`: every file checked, made when missing or
-    refused; what could not be had is in the report's `failed`."""
-    bundle = load_bundle(name)
-    root = to if to is not None else data_root()
+def run_fetch(request: DataFetchRequest, workspace: Workspace) -> FetchReport:
+    """Fetch the bundle into `<data folder>/<name>`: every file checked, made when missing or refused;
+    what could not be had is in the report's `failed`."""
+    bundle = load_bundle(request.name)
+    root = request.to if request.to is not None else data_root()
+    mirror, max_images, image_urls = request.mirror, request.max_images, request.image_urls
+
+    def progress(description: str) -> Any:
+        return workspace.progress(description, unit="bytes")
+
     fetcher = Fetcher(bundle, root, mirror=Mirror.parse(mirror) if mirror else None, progress=progress)
     report = FetchReport(bundle.name, fetcher.folder, fetcher.fetch_files())
     if bundle.images is not None:

@@ -1,10 +1,6 @@
-"""`qrelkit compare`: several judges (judge runs, qrels sets, qrels files, or the cells of a sweep
-job) against one reference, over the same runs: each judge's row as `agree` gives it, what its
-judge run cost, and the paired differences (`qrelkit.evaluate.compare`).
-
-The request is one pydantic model and the use case one function, ``run(request) -> result``, so
-that the command line, a `--config` file and the Python API (`qrelkit.compare`) are the same call.
-"""
+"""`qrelkit compare`: several judges (judge runs, qrels sets, qrels files, qrels in memory, or the
+cells of a sweep job) against one reference, over the same runs: each judge's row as `agree` gives
+it, what its judge run cost, and the paired differences (`qrelkit.evaluate.compare`)."""
 
 from __future__ import annotations
 
@@ -14,74 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.agree import resolve_groups
-from qrelkit.commands.requests import GradeMap, GroupsFile, QrelsRef, RunsRef, parse_group_patterns
+from qrelkit.commands.requests import CompareRequest, JudgeRequest, QrelsRef
 from qrelkit.commands.workspace import ResolvedQrels, Workspace, stored_qrels
 from qrelkit.errors import QrelkitError, StoreError
-from qrelkit.evaluate.audit import DEFAULT_MEASURES, check_decimals, measure_pairs
-from qrelkit.evaluate.bootstrap import DEFAULT_METHOD, check_method, check_resamples
 from qrelkit.evaluate.compare import Comparison, compare_judges
-from qrelkit.io import OnDuplicate
 from qrelkit.io.results import Result
-
-
-@dataclass(frozen=True)
-class CompareRequest:
-    """What to compare: judges by reference (a judge run by id, id prefix or name; a qrels set; a
-    qrels file) and/or every cell of a ``sweep`` job, against ``reference`` over ``runs``; the
-    database is the workspace's (``run(request, db)``). A frozen dataclass checked on creation, as
-    the other requests (issue 25's `qrelkit.commands.requests`): no pydantic at start-up."""
-
-    reference: str
-    judges: tuple[str, ...] = ()  # judge runs, qrels sets, judgment files, or folders of judgment files
-    sweep: Path | None = None  # a sweep job: one judge per cell (its graded set), failed cells shown as failed
-    reference_name: str | None = None
-    runs: tuple[str, ...] = ()  # run files, folders or stored names (none: every run in the database)
-    measures: tuple[str, ...] = DEFAULT_MEASURES
-    judge_measures: tuple[str, ...] = ()  # the judges' own measures, paired with ``measures`` (default: the same)
-    reference_decimals: int | None = None  # systems ranked by the reference's means as printed to this many decimals
-    baseline: str | None = None  # compare each judge with this one only (a judge's name as shown)
-    group_patterns: tuple[str, ...] = ()
-    groups: str | None = None
-    reference_map: str | None = None
-    model_map: str | None = None
-    rel_level: int | None = None
-    resamples: int = 1000
-    permutations: int = 1000
-    seed: int | None = 0
-    interval: str = DEFAULT_METHOD
-    on_duplicate: OnDuplicate = OnDuplicate.error
-
-    def __post_init__(self) -> None:
-        if not self.reference:
-            raise QrelkitError("give the reference qrels: --reference-qrels FILE_OR_NAME")
-        check_resamples(self.resamples)  # before anything is read: a bad count is an input error, not a wait
-        check_resamples(self.permutations)
-        object.__setattr__(self, "interval", check_method(self.interval))
-        object.__setattr__(self, "on_duplicate", OnDuplicate(self.on_duplicate))
-        for name in ("judges", "runs", "measures", "judge_measures", "group_patterns"):
-            value = getattr(self, name)
-            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(str(v) for v in value or ()))
-        object.__setattr__(self, "measures", self.measures or DEFAULT_MEASURES)
-        measure_pairs(self.measures, self.judge_measures)  # one judge measure, or one per measure
-        check_decimals(self.reference_decimals)
-        if self.sweep is not None:
-            object.__setattr__(self, "sweep", Path(self.sweep))
-        if not self.judges and self.sweep is None:
-            raise QrelkitError("name the judges to compare: --judge NAME (repeatable) and/or --sweep JOB")
-
-
-OUTPUT_FORMATS = ("table", "markdown", "latex")
-
-
-def check_output(output_format: str, page: str | Path | None = None, *, force: bool = False, inputs: dict[str, Any] | None = None) -> None:
-    """The output asked for, before anything is computed: a known format, a page that can be written
-    (an existing file only with ``force``, never one of the command's ``inputs``: option -> path)."""
-    if output_format not in OUTPUT_FORMATS:
-        raise QrelkitError(f"--format {output_format!r}: choose table, markdown or latex")
-    if page is not None:
-        from qrelkit.io.files import check_output as check_path
-
-        check_path(Path(page), force=force, inputs=inputs)
 
 
 @dataclass(frozen=True)
@@ -222,29 +155,33 @@ def _is_judge_run(workspace: Workspace, ref: Any) -> bool:
     return True
 
 
-def resolve_judge(ref: Any, workspace: Workspace) -> ResolvedQrels:
-    """A judge run (its audited set: the one its job graded), a qrels set, or a judgment file
-    (integer grades, or a judge's scores: `qrelkit.io.judge_files`)."""
-    if _is_judge_run(workspace, ref):
-        return workspace.judge_run_qrels(ref)
-    return workspace.qrels_with_source(QrelsRef.of(ref, judge=True))
+def resolve_judge(ref: QrelsRef, workspace: Workspace) -> ResolvedQrels:
+    """A judge run (its audited set: the one its job graded), a qrels set, a judgment file (integer
+    grades, or a judge's scores: `qrelkit.io.judge_files`), or qrels in memory."""
+    if _is_judge_run(workspace, ref.ref) and ref.value is None:
+        return workspace.judge_run_qrels(str(ref.ref))
+    return workspace.qrels_with_source(ref)
 
 
-def resolve_judges(refs: tuple[str, ...], workspace: Workspace) -> list[ResolvedQrels]:
+def resolve_judges(refs: tuple[QrelsRef, ...], workspace: Workspace) -> list[ResolvedQrels]:
     """Every judge named, a folder standing for each judgment file in it; judges from files that
-    would share a name (`qrels` in two folders) are named by FOLDER/FILE instead."""
+    would share a name (`qrels` in two folders) are named by FOLDER/FILE instead, judges in memory
+    that would share one (two dicts: `qrels`) by their place among the judges."""
     from qrelkit.io.judge_files import judgment_files
 
     found: list[ResolvedQrels] = []
     for ref in refs:
-        if isinstance(ref, str) and Path(ref).is_dir():
-            found += [resolve_judge(str(path), workspace) for path in judgment_files(ref)]
+        if ref.ref is not None and Path(ref.ref).is_dir():
+            found += [resolve_judge(QrelsRef.of(str(path), judge=True), workspace) for path in judgment_files(ref.ref)]
         else:
             found.append(resolve_judge(ref, workspace))
     names = [r.qrels.name for r in found]
     clashing = [r for r in found if names.count(r.qrels.name) > 1 and r.source.get("origin") == "file"]
     for resolved, label in zip(clashing, path_labels([Path(r.source["path"]) for r in clashing])):
         resolved.qrels.name = resolved.source["name"] = label
+    for place, resolved in enumerate(found, 1):
+        if resolved.source.get("origin") == "memory" and names.count(resolved.qrels.name) > 1:
+            resolved.qrels.name = resolved.source["name"] = f"{resolved.qrels.name} #{place}"
     return found
 
 
@@ -279,7 +216,7 @@ def sweep_entries(request: CompareRequest, db: Path | None) -> list[tuple[JudgeE
     sweep = sweep_of(request.sweep)
     if sweep is None:
         raise QrelkitError(f"--sweep {request.sweep}: this job has no sweep:")
-    cells = load_cells(request.sweep, sweep)
+    cells = load_cells(JudgeRequest(job=request.sweep), sweep)
     database = cells[0][1].database
     if db is not None and db.resolve() != database.resolve():
         raise QrelkitError(f"--sweep {request.sweep} writes {database}, but --db is {db}: give one database")
@@ -288,7 +225,8 @@ def sweep_entries(request: CompareRequest, db: Path | None) -> list[tuple[JudgeE
     out: list[tuple[JudgeEntry, ResolvedQrels | None]] = []
     with Store(database, read_only=True) as store:
         known = set(judgments.judge_run_ids(store))
-        for cell, spec, judge_run_id in cells:
+        for cell, spec, judge in cells:
+            judge_run_id = judge.judge_run_id
             values = {"cell": cell.name, "judge_run_id": judge_run_id, **cell.values}
             if judge_run_id not in known:
                 out.append((JudgeEntry(cell.name, "not judged", values, note="no judge run in the database"), None))
@@ -311,23 +249,23 @@ def sweep_entries(request: CompareRequest, db: Path | None) -> list[tuple[JudgeE
     return out
 
 
-def run(request: CompareRequest, db: str | Path | None = None) -> CompareResult:
-    """Resolve the judges, the reference, the runs and the groups in ``db`` (for a sweep, the job's
-    database), then :func:`compare_judges`."""
-    db = Path(db) if db is not None else _sweep_database(request)
-    reference_map = GradeMap.parse(request.reference_map, "--map")
-    model_map = GradeMap.parse(request.model_map, "--map-model")
-    patterns, groups_file = parse_group_patterns(request.group_patterns), GroupsFile.parse(request.groups)
+def run(request: CompareRequest, workspace: Workspace) -> CompareResult:
+    """Resolve the judges, the reference, the runs and the groups in the workspace's database (for a
+    sweep, the job's, when none is given), then :func:`compare_judges`."""
+    if workspace.db is None:
+        workspace.db = _sweep_database(request)
+    if request.html is not None:  # before anything is computed: never over an input, an existing page only with --force
+        files = {"--groups": request.groups.file.path if request.groups and request.groups.file else None, "--sweep": request.sweep}
+        workspace.check_output(request.html, force=request.force, refs=(request.reference, *request.judges, request.runs), files=files)
     found: list[tuple[JudgeEntry, ResolvedQrels | None]] = []
-    with Workspace(db, on_duplicate=request.on_duplicate) as workspace:
-        found += [(_entry(resolved, workspace), resolved) for resolved in resolve_judges(request.judges, workspace)]
-        if request.sweep is not None:
-            workspace.close()  # the sweep's entries read the database on their own
-            found += sweep_entries(request, db)
-        reference = workspace.qrels_with_source(QrelsRef.of(request.reference, name=request.reference_name, file_label=True))
-        runs = workspace.runs(RunsRef.of(list(request.runs)))
-        probes = probes_of([entry for entry, _ in found], workspace, request)
-    run_groups = resolve_groups([r.name for r in runs], patterns, groups_file)
+    found += [(_entry(resolved, workspace), resolved) for resolved in resolve_judges(request.judges, workspace)]
+    if request.sweep is not None:
+        workspace.close()  # the sweep's entries read the database on their own
+        found += sweep_entries(request, workspace.db)
+    reference = workspace.qrels_with_source(request.reference)
+    runs = workspace.runs(request.runs)
+    probes = probes_of([entry for entry, _ in found], workspace, request)
+    workspace.close()
     compared = [resolved.qrels for entry, resolved in found if entry.status == "compared" and resolved is not None]
     comparison = None
     if compared:
@@ -335,12 +273,11 @@ def run(request: CompareRequest, db: str | Path | None = None) -> CompareResult:
             compared,
             reference.qrels,
             runs,
-            measures=list(request.measures),
+            measures=request.measure_list,
             judge_measures=list(request.judge_measures),
             reference_decimals=request.reference_decimals,
-            groups=run_groups,
-            reference_map=reference_map,
-            model_map=model_map,
+            groups=resolve_groups([r.name for r in runs], request.group_patterns, request.groups),
+            maps=request.maps,
             rel_level=request.rel_level,
             baseline=request.baseline,
             resamples=request.resamples,
@@ -354,7 +291,12 @@ def run(request: CompareRequest, db: str | Path | None = None) -> CompareResult:
             why = "; ".join(f"{name} {reason}" for name, reason in comparison.skipped.items())
             raise QrelkitError(f"no judge could be compared: {why}")
         entries = [_not_compared(entry, comparison.skipped.get(entry.name)) for entry in entries]
-    return CompareResult(comparison, entries, reference.source, probes)
+    result = CompareResult(comparison, entries, reference.source, probes)
+    if request.html is not None:
+        from qrelkit.report.compare_html import write_comparison_page
+
+        write_comparison_page(result, request.html, workspace.command)
+    return result
 
 
 def _not_compared(entry: JudgeEntry, why: str | None) -> JudgeEntry:
@@ -392,9 +334,4 @@ def _sweep_database(request: CompareRequest) -> Path | None:
     from qrelkit.commands.sweep import load_cells, sweep_of
 
     sweep = sweep_of(request.sweep)
-    return load_cells(request.sweep, sweep)[0][1].database if sweep is not None else None
-
-
-def compare(*, db: str | Path | None = None, **options: Any) -> CompareResult:
-    """`qrelkit.compare(judges=[...], reference=..., runs=[...], db=...)`: the request's fields as keywords."""
-    return run(CompareRequest(**options), db)
+    return load_cells(JudgeRequest(job=request.sweep), sweep)[0][1].database if sweep is not None else None

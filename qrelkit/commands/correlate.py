@@ -37,13 +37,6 @@ def _score_files(paths: tuple[Path, ...]) -> dict[str, tuple[dict[str, float], P
     return out
 
 
-def correlate(*, db: str | Path | None = None, **options: Any) -> RankCorrelations:
-    """`qrelkit correlate` from option values (those of `CorrelateRequest.from_options`) and ``db``."""
-    request = CorrelateRequest.from_options(**options)
-    with Workspace(db, on_duplicate=request.on_duplicate) as workspace:
-        return run(request, workspace)
-
-
 def run(request: CorrelateRequest, workspace: Workspace) -> RankCorrelations:
     """Rank correlations between every (measure, qrels) ordering of the runs.
 

@@ -11,14 +11,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from qrelkit.commands.judging import export_qrels_file, run_judging
+from qrelkit.commands.judging import run_export_qrels, run_judging
+from qrelkit.commands.requests import DemoRequest, ExportQrelsRequest, JudgeRequest
+from qrelkit.commands.workspace import Workspace
 from qrelkit.embed.onnx import check_onnx_extra
 from qrelkit.evaluate import evaluate_runs
 from qrelkit.evaluate.agreement import kendall_tau_b
 from qrelkit.jobs.grade import GradingResult
-from qrelkit.jobs.runner import JobReport, ProgressCallback
+from qrelkit.jobs.report import JobReport
 from qrelkit.jobs.spec import load_job
-from qrelkit.storage import Store
 
 DEMO_JOB = Path(__file__).resolve().parents[1] / "data" / "demo" / "job.yaml"
 MEASURE = "nDCG@10"
@@ -38,20 +39,23 @@ class DemoResult:
     seconds: float
 
 
-def run_demo(out_dir: Path, progress: ProgressCallback | None = None) -> DemoResult:
+def run(request: DemoRequest, workspace: Workspace) -> DemoResult:
+    """Judge, grade, export the graded qrels and compare the rankings, in ``request.out``."""
     check_onnx_extra("qrelkit demo (MiniLM, int8 ONNX)")  # before anything is written: no half-made out_dir
     started = time.perf_counter()
+    out_dir = request.out
     out_dir.mkdir(parents=True, exist_ok=True)
     spec = load_job(DEMO_JOB, {"database": str((out_dir / "demo.duckdb").resolve())})
-    outcome = run_judging(spec, progress=progress)
+    with workspace.progress("judging the demo collection") as progress:
+        outcome = run_judging(spec, JudgeRequest(job=spec), progress)
     assert outcome.grading is not None  # the demo job grades
-    with Store(spec.database, read_only=True) as store:
-        human = store.qrels("human")
-        runs = store.runs()
     qrels_file = out_dir / "minilm.qrels"
-    # The demo's own file, remade on every run: a second `make demo` resumes the judge run (nothing
-    # left to judge) and writes the same qrels again, so it must not stop at its own earlier output.
-    export_qrels_file(spec.database, qrels_file, judge_run_id=outcome.report.judge_run_id, name=None, force=True)
+    with Workspace(spec.database) as database:
+        human = database.store.qrels("human")
+        runs = database.store.runs()
+        # The demo's own file, remade on every run: a second `make demo` resumes the judge run (nothing
+        # left to judge) and writes the same qrels again, so it must not stop at its own earlier output.
+        run_export_qrels(ExportQrelsRequest(output=qrels_file, judge_run=outcome.report.judge_run_id, force=True), database)
     under_human = {run: v[MEASURE] for run, v in evaluate_runs(human, runs, [MEASURE]).means().items()}
     under_model = {run: v[MEASURE] for run, v in evaluate_runs(outcome.grading.qrels, runs, [MEASURE]).means().items()}
     order = sorted(under_human, key=lambda r: -under_human[r])

@@ -4,132 +4,120 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
+from qrelkit.commands.requests import (
+    ExportJudgmentsRequest,
+    ExportQrelsRequest,
+    GradeRequest,
+    ImportScoresRequest,
+    JudgeRequest,
+    JudgesRequest,
+    PromptsListRequest,
+    PromptsShowRequest,
+)
+from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.io import Qrels, write_qrels
 from qrelkit.io.files import check_output, write_atomically
-from qrelkit.io.numbers import ascii_int, ascii_number
 from qrelkit.io.results import Result
-from qrelkit.jobs.grade import GradingResult, GradingSpec, grade_judge_run, grading_spec
-from qrelkit.jobs.runner import JobReport, JobStopped, ProgressCallback, run_job
+from qrelkit.jobs.grade import GradingResult, grade_judge_run, grade_scores
+from qrelkit.jobs.report import JobReport, JobStopped, ProgressCallback
+from qrelkit.jobs.runner import run_job
 from qrelkit.jobs.spec import JobSpec
-from qrelkit.prompts import PromptTemplate, RenderedPrompt, load_template
-from qrelkit.report.tables import describe_grading, describe_job, judge_run_match_note
+from qrelkit.prompts import RenderedPrompt, load_template
+from qrelkit.report.tables import judge_run_match_note
 from qrelkit.storage import Store
-from qrelkit.storage.judgments import graded_qrels
+from qrelkit.storage.judgments import graded_qrels, import_scores, ok_scores
 from qrelkit.storage.judgments import judge_run as find_judge_run
 
-# `qrelkit grade` flags, for error messages that name the flag a user typed.
-GRADE_FLAGS = {
-    "method": "--method",
-    "quantiles": "--quantiles",
-    "thresholds": "--thresholds",
-    "labels": "--labels",
-    "per_topic": "--per-topic/--global",
-    "ties": "--ties",
-    "map": "--map",
-    "score_from": "--score-from",
-    "name": "--name",
-}
+
+def run_prompts_list(request: PromptsListRequest, workspace: Workspace) -> list[Any]:
+    """`qrelkit prompts list`: the built-in templates."""
+    from qrelkit.prompts import builtin_templates
+
+    return builtin_templates()
 
 
-def builtin_templates() -> list[PromptTemplate]:
-    from qrelkit.prompts import builtin_templates as templates
+def run_prompts_show(request: PromptsShowRequest, workspace: Workspace) -> Any:
+    """`qrelkit prompts show TEMPLATE [--topic QID --doc DOCID]`: the template (without a pair), or the
+    messages a model sees for one pair."""
+    template = load_template(request.template)
+    if request.topic is None or request.doc is None:
+        return template
+    return render_pair(template, workspace, request.topic, request.doc)
 
-    return templates()
 
-
-def templates_payload(templates: list[PromptTemplate]) -> list[dict[str, Any]]:
-    return [t.content() for t in templates]
-
-
-def render_pair(template_ref: str, db: Path, qid: str | None, docid: str | None) -> RenderedPrompt:
-    """`qrelkit prompts show TEMPLATE --topic QID --doc DOCID`: the messages a model sees for one pair."""
-    if qid is None or docid is None:
-        raise QrelkitError("give both --topic QID and --doc DOCID (or neither)")
-    template = load_template(template_ref)
-    with Store(db, read_only=True) as store:
-        topics = {t.qid: t for t in store.topics()}
-        documents = store.documents([docid])
+def render_pair(template: Any, workspace: Workspace, qid: str, docid: str) -> RenderedPrompt:
+    store = workspace.store
+    topics = {t.qid: t for t in store.topics()}
+    documents = store.documents([docid])
     if qid not in topics:
-        raise QrelkitError(f"topic {qid!r} is not in {db}")
+        raise QrelkitError(f"topic {qid!r} is not in {workspace.db}")
     if docid not in documents:
-        raise QrelkitError(f"document {docid!r} is not in {db}")
+        raise QrelkitError(f"document {docid!r} is not in {workspace.db}")
     template.check_topics([topics[qid]])
     return template.render(topics[qid], documents[docid])
 
 
-def _numbers(text: str | None, flag: str, kind: type = float) -> list[Any] | None:
-    """Comma-separated ASCII numbers (`1_0` or non-ASCII digits are refused, as in files; a `nan`
-    goes on to the grading specification, which says why it cannot stand, as for a job file)."""
-    if text is None:
-        return None
-    parse = (lambda v: ascii_int(v, flag)) if kind is int else (lambda v: ascii_number(v, flag))
-    try:
-        return [parse(v.strip()) for v in text.split(",") if v.strip()]
-    except ValueError:
-        what = "integers" if kind is int else "numbers"
-        raise QrelkitError(f"{flag}: expected comma-separated {what}, got {text!r}") from None
+def run_judges(request: JudgesRequest, workspace: Workspace) -> Any:
+    """`qrelkit judges [NAME]`: the registered judges with their options."""
+    from qrelkit.judges import describe_judges
+
+    return describe_judges(request.name)
 
 
-def _mapping(text: str | None) -> dict[str, int] | None:
-    """`3:2,2:2,1:1,0:0` or `1-25:0,26-75:1,76-100:2` -> {"3": 2, ...}; the spec checks the keys."""
-    if text is None:
-        return None
-    mapping: dict[str, int] = {}
-    for item in (part.strip() for part in text.split(",") if part.strip()):
-        key, colon, grade = item.rpartition(":")
+def run_grade(request: GradeRequest, workspace: Workspace) -> GradingResult:
+    """`qrelkit grade`: a judge run's scores graded and stored as a qrels set; from Python
+    (`qrelkit.grade`) the graded qrels alone, of a judge run or of scores given."""
+    spec = request.spec
+    if request.store:
+        with workspace.writing() as store:
+            return grade_judge_run(store, str(request.judge_run), spec, replace=request.replace)
+    default = f"graded-{request.judge_run}" if request.judge_run is not None else "graded"
+    return grade_scores(_scores(request, workspace, spec.score_from), spec, name=spec.name or default)
+
+
+def _scores(request: GradeRequest, workspace: Workspace, score_from: str) -> list[tuple[str, str, float]]:
+    """(qid, docid, score) triples: a judge run's `ok` scores, or the scores given (triples, a `Run`,
+    or any form of qrels, whose grades are then the scores)."""
+    from qrelkit.io import Run
+
+    scores = request.scores
+    if request.judge_run is not None:
+        if not workspace.has_db:
+            raise QrelkitError(f"judge run {request.judge_run}: no database {workspace.db} to read it from")
+        return ok_scores(workspace.store, find_judge_run(workspace.store, request.judge_run).judge_run_id, score_from)
+    if isinstance(scores, Run):
+        return list(zip(*(scores.table.column(c).to_pylist() for c in ("qid", "docid", "score"))))
+    if isinstance(scores, list | tuple) and scores and isinstance(scores[0], list | tuple) and len(scores[0]) == 3:
+        return _triples(scores)
+    qrels = workspace.qrels(scores)
+    return [(q, d, float(g)) for q, d, g in zip(*(qrels.table.column(c).to_pylist() for c in ("qid", "docid", "grade")))]
+
+
+def _triples(scores: Any) -> list[tuple[str, str, float]]:
+    """(qid, docid, score) triples, each pair once and each score a finite number: a repeated pair
+    would give the qrels a pair twice, a NaN a grade of nothing."""
+    import math
+
+    triples: list[tuple[str, str, float]] = []
+    seen: set[tuple[str, str]] = set()
+    for item in scores:
+        if not isinstance(item, list | tuple) or len(item) != 3:
+            raise QrelkitError(f"scores: {item!r} is not a (qid, docid, score) triple")
+        qid, docid, score = str(item[0]), str(item[1]), item[2]
+        if (qid, docid) in seen:
+            raise QrelkitError(f"scores: ({qid}, {docid}) is given twice; give each pair one score")
         try:
-            if not colon or not key:
-                raise ValueError
-            onto = ascii_int(grade.strip(), "--map")
-        except ValueError:
-            raise QrelkitError(f"--map {text!r}: {item!r} is not SCORE:GRADE or LOW-HIGH:GRADE (e.g. 3:2,2:2,1:1,0:0)") from None
-        if key.strip() in mapping and mapping[key.strip()] != onto:  # as agree's --map: a score mapped twice is a typo, not a choice
-            raise QrelkitError(f"--map {text!r}: {key.strip()} is mapped twice ({mapping[key.strip()]} and {onto})")
-        mapping[key.strip()] = onto
-    return mapping
-
-
-def grading_from_flags(
-    *,
-    method: str | None = None,
-    quantiles: str | None = None,
-    thresholds: str | None = None,
-    labels: str | None = None,
-    per_topic: bool | None = None,
-    ties: str | None = None,
-    grade_map: str | None = None,
-    score_from: str | None = None,
-    name: str | None = None,
-) -> GradingSpec:
-    """The command line's grading flags as the same validated specification a job file gives (and
-    so the same defaults: quantiles per topic, ties by mid-rank)."""
-    options: dict[str, Any] = {
-        "method": method,
-        "quantiles": _numbers(quantiles, "--quantiles"),
-        "thresholds": _numbers(thresholds, "--thresholds"),
-        "labels": _numbers(labels, "--labels", int),
-        "per_topic": per_topic,
-        "ties": ties,
-        "map": _mapping(grade_map),
-        "score_from": score_from,
-        "name": name,
-    }
-    if method is None and options["thresholds"] is not None:
-        options["method"] = "thresholds"  # --thresholds alone means fixed cut points, as before
-    if method is None and options["map"] is not None:
-        options["method"] = "map"
-    return grading_spec({k: v for k, v in options.items() if v is not None}, option_names=GRADE_FLAGS)
-
-
-def grade_run(db: Path, judge_run_id: str, spec: GradingSpec, *, replace: bool = False) -> GradingResult:
-    with Store(db) as store:
-        return grade_judge_run(store, judge_run_id, spec, replace=replace)
+            value = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else math.nan
+        except OverflowError:  # an int beyond any float
+            value = math.nan
+        if not math.isfinite(value):
+            raise QrelkitError(f"scores: the score of ({qid}, {docid}), {score!r}, is not a finite number")
+        seen.add((qid, docid))
+        triples.append((qid, docid, value))
+    return triples
 
 
 def grade_job(spec: JobSpec, judge_run_id: str) -> GradingResult | None:
@@ -179,140 +167,84 @@ class JudgingOutcome(Result):
         return out
 
 
-def executor_sets(executor: str | None, workers: int | None) -> list[str]:
-    """`--executor KIND --workers N` as the job overrides they stand for (validated with the job)."""
-    if executor is not None and executor not in ("local", "ray"):
-        raise QrelkitError(f"--executor {executor!r}: choose local or ray")
-    # --executor local runs a Ray job here: the job's Ray options are dropped, not an error
-    sets = {None: [], "local": ["executor={kind: local}"], "ray": ["executor.kind=ray"]}[executor]
-    if workers is not None:
-        if workers < 1:
-            raise QrelkitError(f"--workers must be 1 or more, got {workers}")
-        sets.append(f"executor.workers={workers}")
-    return sets
-
-
-def sample_sets(sample: int | None, seed: int | None) -> list[str]:
-    """`--sample N --seed S` as the job overrides they stand for (`sample:` in a job file)."""
-    if sample is None:
-        if seed is not None:
-            raise QrelkitError("--seed goes with --sample N (the seed of the sample's order)")
-        return []
-    if sample < 1:
-        raise QrelkitError(f"--sample must be 1 or more, got {sample}")
-    return [f"sample.pairs={sample}"] + ([f"sample.seed={seed}"] if seed is not None else [])
-
-
-def load_judging_job(
-    path: Path,
-    *,
-    sets: list[str] | None = None,
-    sample: int | None = None,
-    seed: int | None = None,
-    mode: str | None = None,
-    executor: str | None = None,
-    workers: int | None = None,
-    on_duplicate: str | None = None,
-    allow_import: bool = False,
-    cell: dict[str, Any] | None = None,
-) -> JobSpec:
-    """The job file (or one ``cell`` of a sweep job) with `--set` overrides, `--mode` (the judge's `mode` option: sync or batch),
-    `--executor`/`--workers`, `--on-duplicate` (the collection's on_duplicate),
-    `--sample N --seed S` (the job's `sample`) and `--allow-import` (a `module:Class` judge may be imported)."""
+def load_judging_job(request: JudgeRequest, cell: dict[str, Any] | None = None) -> JobSpec:
+    """The request's job file (or one ``cell`` of a sweep job) with the overrides its flags stand for
+    (`JudgeRequest.overrides`); `--allow-import` lets a `module:Class` judge be imported. A job given
+    as a `JobSpec` (from Python) is taken as it is."""
     from qrelkit.jobs import load_job
 
-    if mode is not None and mode not in ("sync", "batch"):
-        raise QrelkitError(f"--mode {mode!r}: choose sync or batch")
-    extra = [f"judge.options.mode={mode}"] if mode else []
-    extra += [f"collection.on_duplicate={on_duplicate}"] if on_duplicate else []
-    extra += sample_sets(sample, seed)
-    overrides = {"allow_import": True} if allow_import else None
-    return load_job(path, overrides, sets=[*(sets or []), *extra, *executor_sets(executor, workers)], cell=cell)
+    if isinstance(request.job, JobSpec):
+        return request.job
+    return load_job(request.job, {"allow_import": True} if request.allow_import else None, sets=request.overrides, cell=cell)
 
 
-def run_judging(
-    spec: JobSpec,
-    *,
-    limit: int | None = None,
-    dry_run: bool = False,
-    retry_failed: bool = False,
-    grade: bool = True,
-    progress: ProgressCallback | None = None,
-    wait: bool = False,
-) -> JudgingOutcome:
-    """`qrelkit judge`: run the job, then grade it when the job asks, the run was not interrupted and
-    no pair is still in a batch. Without ``grade`` the job's grading is left out altogether (its
+def run_judging(spec: JobSpec, request: JudgeRequest, progress: ProgressCallback | None = None, judge: Any = None) -> JudgingOutcome:
+    """Run the job as the request says, then grade it when the job asks, the run was not interrupted
+    and no pair is still in a batch. Without ``grade`` the job's grading is left out altogether (its
     checks too: nothing is graded)."""
-    if not grade and spec.grading is not None:
+    if not request.grade and spec.grading is not None:
         spec = spec.model_copy(update={"grading": None})
-    report = run_job(spec, limit=limit, dry_run=dry_run, retry_failed=retry_failed, progress=progress, wait=wait)
+    report = run_job(
+        spec,
+        limit=request.limit,
+        dry_run=request.dry_run,
+        retry_failed=request.retry_failed,
+        wait=request.wait,
+        progress=progress,
+        judge=judge,
+    )
     if report.mostly_failed:
         raise JobStopped(report.failure_message(), report)
-    outcome = JudgingOutcome(report, limit=limit)
+    outcome = JudgingOutcome(report, limit=request.limit)
     settled = not report.interrupted and report.in_batches == 0
-    if grade and not dry_run and settled and (report.judged or report.to_judge == 0):
+    if request.grade and not request.dry_run and settled and (report.judged or report.to_judge == 0):
         outcome.grading = grade_job(spec, report.judge_run_id)
     return outcome
 
 
-def finish_job(spec: JobSpec, report: JobReport, *, dry_run: bool, grade: bool, console: Console) -> GradingResult | None:
-    """Say what a run did, and grade it when the job asks (for callers that ran `run_job` themselves)."""
-    for line in describe_job(report, dry_run=dry_run):
-        console.print(line, highlight=False)
-    if dry_run or report.interrupted or not grade:
-        return None
-    result = grade_job(spec, report.judge_run_id)
-    if result is not None:
-        for line in describe_grading(result):
-            console.print(line, highlight=False)
-    return result
-
-
-def export_qrels_file(
-    db: Path, output: Path, *, judge_run_id: str | None, name: str | None, force: bool = False
-) -> tuple[Qrels, str | None]:
+def run_export_qrels(request: ExportQrelsRequest, workspace: Workspace) -> tuple[Qrels, str | None]:
     """`qrelkit export qrels`: a qrels set, named or a judge run's (the set an audit of it reads), as a
-    TREC qrels file (an existing file only with ``force``); the set, and a note when `--judge-run`
+    TREC qrels file (an existing file only with --force); the set, and a note when `--judge-run`
     found its run by name."""
-    if (judge_run_id is None) == (name is None):
-        raise QrelkitError("name what to export: --judge-run ID or --name QRELS_SET")
-    check_output(output, force=force, inputs={"--db": db})
+    check_output(request.output, force=request.force, inputs={"--db": workspace.db})
     note = None
-    with Store(db, read_only=True) as store:
-        if judge_run_id is not None:
-            qrels, info = graded_qrels(store, judge_run_id)
-            note = judge_run_match_note(judge_run_id, info.judge_run_id, info.matched_by)
-        else:
-            qrels = store.qrels(name)  # type: ignore[arg-type]
-    write_atomically(output, partial(write_qrels, qrels))
+    if request.judge_run is not None:
+        qrels, info = graded_qrels(workspace.store, request.judge_run)
+        note = judge_run_match_note(request.judge_run, info.judge_run_id, info.matched_by)
+    else:
+        qrels = workspace.store.qrels(str(request.name))
+    workspace.close()
+    write_atomically(request.output, partial(write_qrels, qrels))
     return qrels, note
 
 
-def export_judgments(db: Path, output: Path, *, judge_run: str | None = None, force: bool = False) -> tuple[int, list[str]]:
+def run_export_judgments(request: ExportJudgmentsRequest, workspace: Workspace) -> tuple[int, list[str]]:
     """`qrelkit export judgments`: every stored field of a judge run's judgments (or of all runs)
-    as Parquet, CSV or JSON Lines (an existing file only with ``force``); returns the row count and
+    as Parquet, CSV or JSON Lines (an existing file only with --force); returns the row count and
     the judge runs written."""
     from qrelkit.io.tables import table_format, write_table
     from qrelkit.storage.judgments import copy_judgments, judgments_table
 
-    check_output(output, force=force, inputs={"--db": db})
+    output = request.output
+    check_output(output, force=request.force, inputs={"--db": workspace.db})
     suffix = table_format(output)
-    with Store(db, read_only=True) as store:
-        judge_run_id = find_judge_run(store, judge_run).judge_run_id if judge_run is not None else None
-        if suffix != ".csv":  # DuckDB writes these itself, a block at a time
-            copied: list[tuple[int, list[str]]] = []
-            fmt = "parquet" if suffix == ".parquet" else "json"
-            write_atomically(output, lambda temporary: copied.append(copy_judgments(store, temporary, fmt, judge_run_id)))
-            return copied[0]
-        table = judgments_table(store, judge_run_id)
+    store = workspace.store
+    judge_run_id = find_judge_run(store, request.judge_run).judge_run_id if request.judge_run is not None else None
+    if suffix != ".csv":  # DuckDB writes these itself, a block at a time
+        copied: list[tuple[int, list[str]]] = []
+        fmt = "parquet" if suffix == ".parquet" else "json"
+        write_atomically(output, lambda temporary: copied.append(copy_judgments(store, temporary, fmt, judge_run_id)))
+        return copied[0]
+    table = judgments_table(store, judge_run_id)
+    workspace.close()
     write_atomically(output, partial(write_table, table))  # CSV: the cells' quoting is ours
     return table.num_rows, sorted(set(table.column("judge_run_id").to_pylist()))
 
 
-def import_scores(db: Path, path: Path, *, name: str, replace: bool = False):
+def run_import(request: ImportScoresRequest, workspace: Workspace) -> Any:
     """`qrelkit import scores`: scores made by any tool, stored as a judge run of origin `imported`."""
     from qrelkit.io.scores import read_scores
 
-    scores = read_scores(path)
-    with Store(db) as store:
-        return store.import_scores(scores, name=name, path=path, replace=replace)
+    scores = read_scores(request.file)
+    with workspace.writing() as store:
+        return import_scores(store, scores, name=request.name, replace=request.replace)

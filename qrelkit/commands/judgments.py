@@ -8,6 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from qrelkit.commands.requests import JudgmentsRequest
 from qrelkit.commands.workspace import Workspace
 from qrelkit.io.results import Result, pandas
 
@@ -37,12 +38,12 @@ class Judgments(Result):
         return {"judge_runs": self.judge_runs, "statuses": self.statuses(), "judgments": self.table.to_pylist()}
 
 
-def run(judge_run: str | None, workspace: Workspace) -> Judgments:
+def run(request: JudgmentsRequest, workspace: Workspace) -> Judgments:
     """The judgments of ``judge_run`` (its id, a unique prefix or its name; all runs when None)."""
     from qrelkit.storage.judgments import judge_run as find_judge_run
     from qrelkit.storage.judgments import judgments_table
 
     store = workspace.store
-    judge_run_id = find_judge_run(store, judge_run).judge_run_id if judge_run is not None else None
+    judge_run_id = find_judge_run(store, request.judge_run).judge_run_id if request.judge_run is not None else None
     table = judgments_table(store, judge_run_id)
     return Judgments(table, sorted(set(table.column("judge_run_id").to_pylist())))

@@ -22,7 +22,6 @@ from qrelkit.commands.probe_sample import (
     choose_sample,
     control_run_id,
     copies_folder,
-    job_database,
     load_probe_job,
     make_copies,
     probe_record,
@@ -33,6 +32,7 @@ from qrelkit.commands.probe_sample import (
 from qrelkit.commands.requests import ProbeRequest
 from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES
 from qrelkit.jobs.plan import load_collection, resolve_judge
 from qrelkit.jobs.runner import JobReport, run_job
 from qrelkit.jobs.spec import JobSpec
@@ -40,7 +40,7 @@ from qrelkit.probes import Probe, load_probes
 from qrelkit.storage import Store
 from qrelkit.storage.perturbations import document_inputs, paired_judgments, save_copies, stored_copies
 
-__all__ = ["CONTROL", "builtin_probes", "job_database", "probe_record", "probe_run_id", "run", "stored_probe_entries"]
+__all__ = ["CONTROL", "builtin_probes", "probe_record", "probe_run_id", "run", "stored_probe_entries"]
 
 
 def builtin_probes() -> list[Probe]:
@@ -60,14 +60,14 @@ def prepare(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Ju
         docids = sorted({d for _, d in sample.pairs})
         documents, inputs = store.documents(docids), document_inputs(store, docids)
         for probe in probes:
-            run_id = probe_run_id(judge[4], probe)
+            run_id = probe_run_id(judge.judge_run_id, probe)
             rows = make_copies(probe, sample.pairs, topics, documents, inputs, copies_folder(spec.database, run_id))
             earlier = stored_copies(store, run_id)
             save_copies(store, run_id, [row for row in rows if earlier.get((row.qid, row.docid)) != row])
-        template = judge[0].template
+        template = judge.factory.template
         grading = spec.grading.name if spec.grading else None
         scale = template.score_range if template is not None else None
-        relevance = relevance_of(store, judge[1], judge[4], request.rel_level, request.relevant_at, grading, scale)
+        relevance = relevance_of(store, judge.judge_class, judge.judge_run_id, request.rel_level, request.relevant_at, grading, scale)
     return sample, relevance
 
 
@@ -130,10 +130,10 @@ class ShiftSettings:
     """How a probe's statistics are computed: which stored score, and the resampling (a request's, or a page's)."""
 
     score_from: str = "score"
-    resamples: int = 1000
-    permutations: int = 1000
+    resamples: int = DEFAULT_RESAMPLES
+    permutations: int = DEFAULT_PERMUTATIONS
     seed: int | None = 0
-    interval: str = "jackknife"  # the project's default (qrelkit.evaluate.bootstrap.DEFAULT_METHOD)
+    interval: str = DEFAULT_METHOD
 
     @classmethod
     def of(cls, request: ProbeRequest) -> ShiftSettings:
@@ -178,39 +178,48 @@ def entry_for(
     return entry.with_shift(shift)
 
 
-def run(request: ProbeRequest, workspace: Workspace, *, progress_for: ProgressFor | None = None) -> ProbeResult:
+def run(request: ProbeRequest, workspace: Workspace) -> list[Probe] | ProbeResult:
+    """`qrelkit probe`: the built-in probes (--list), or the job's judge put to the probes the request
+    names, each run's progress shown as the workspace shows it."""
+    if request.list_probes:
+        return builtin_probes()
+    name = request.job.name if request.job is not None else "job"
+
+    def progress_for(run: str) -> Any:
+        return workspace.progress(f"probing {name} [{run}]")
+
+    return probe_job(request, workspace, progress_for=progress_for)
+
+
+def probe_job(request: ProbeRequest, workspace: Workspace, *, progress_for: ProgressFor | None = None) -> ProbeResult:
     """Probe the job's judge as ``request`` says; ``workspace`` is that of the job's database (read
     once everything is judged: its store is opened only then)."""
     spec = load_probe_job(request)
     if workspace.db is not None and workspace.db.resolve() != spec.database.resolve():
         raise QrelkitError(f"{request.job} writes {spec.database}, but the database given is {workspace.db}: give one database")
+    workspace.db = spec.database  # the probe runs in the job's database
     probes = load_probes(request.probes)
     judge: Judge = resolve_judge(spec)
     if request.dry_run:
         return dry_run(request, spec, probes, judge, workspace)
     sample, relevance = prepare(request, spec, probes, judge, workspace)
     reports = judge_all(request, spec, probes, judge, sample, progress_for)
-    result = ProbeResult.for_job(request, spec, judge, sample, relevance, reports.get(CONTROL), control_run_id(judge[4]))
-    reader = workspace if workspace.db is not None else Workspace(spec.database)
-    try:
-        for probe in probes:
-            if probe.id in reports:
-                run_id, described = probe_run_id(judge[4], probe), probe.describe()
-                result.probes.append(
-                    entry_for(
-                        reader.store,
-                        ShiftSettings.of(request),
-                        control_run_id(judge[4]),
-                        run_id,
-                        described,
-                        sample.pairs,
-                        relevance,
-                        reports[probe.id],
-                    )
+    result = ProbeResult.for_job(request, spec, judge, sample, relevance, reports.get(CONTROL), control_run_id(judge.judge_run_id))
+    for probe in probes:
+        if probe.id in reports:
+            run_id, described = probe_run_id(judge.judge_run_id, probe), probe.describe()
+            result.probes.append(
+                entry_for(
+                    workspace.store,
+                    ShiftSettings.of(request),
+                    control_run_id(judge.judge_run_id),
+                    run_id,
+                    described,
+                    sample.pairs,
+                    relevance,
+                    reports[probe.id],
                 )
-    finally:
-        if reader is not workspace:
-            reader.close()
+            )
     result.interrupted = any(report.interrupted for report in reports.values())
     return result
 
@@ -220,10 +229,10 @@ def stored_probe_entries(
     judge_run_id: str,
     *,
     rel_level: int = 2,
-    resamples: int = 1000,
-    permutations: int = 1000,
+    resamples: int = DEFAULT_RESAMPLES,
+    permutations: int = DEFAULT_PERMUTATIONS,
     seed: int | None = 0,
-    interval: str = "jackknife",
+    interval: str = DEFAULT_METHOD,
 ) -> list[ProbeEntry]:
     """The probes a judge run was put to, from what the database holds (for the audit report and the
     comparison page): each probe's run on every pair it judged, against its control run's judgments."""

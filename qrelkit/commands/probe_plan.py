@@ -49,7 +49,7 @@ def _pairs_to_judge(
 
 
 def _estimate(judge: Judge, pairs: list[Pair]) -> dict[str, Any] | None:
-    factory, cls, config = judge[0], judge[1], judge[2]
+    factory, cls, config = judge.factory, judge.judge_class, judge.config
     if not pairs or not hasattr(cls, "estimate"):
         return None
     return cls.estimate(config, factory.template, pairs)
@@ -65,14 +65,16 @@ def dry_run(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Ju
         if store.in_memory:  # a copy of the database: the job's files are loaded into it, as a real run would
             load_collection(store, spec)
         sample = choose_sample(store, spec, reference_qrels(store, spec, request, workspace), request)
-        result = ProbeResult.for_job(request, spec, judge, sample, None, None, control_run_id(judge[4]))
+        result = ProbeResult.for_job(request, spec, judge, sample, None, None, control_run_id(judge.judge_run_id))
         result.dry_run = True
         topics, documents, inputs = _collection(store, sample.pairs)
         for name, run_judge, _ in runs_of(probes, judge):
-            state = pool_state(store, run_judge[4], sample.pairs, retry_failed=request.retry_failed)
+            state = pool_state(store, run_judge.judge_run_id, sample.pairs, retry_failed=request.retry_failed)
             probe = None if name == CONTROL else by_id[name]
             pairs = _pairs_to_judge(probe, state.todo, topics, documents, inputs, Path(folder) / name)
-            plan = RunPlan(name, run_judge[4], len(sample.pairs), state.ok, state.failed, len(state.todo), _estimate(run_judge, pairs))
+            plan = RunPlan(
+                name, run_judge.judge_run_id, len(sample.pairs), state.ok, state.failed, len(state.todo), _estimate(run_judge, pairs)
+            )
             result.plans.append(plan)
     return result
 

@@ -214,15 +214,25 @@ class ProbeResult(Result):
         cls,
         request: ProbeRequest,
         spec: JobSpec,
-        judge: tuple[Any, ...],
+        judge: Any,
         sample: Sample,
         relevance: Relevance | None,
         control: Any,
         control_run: str | None = None,
     ) -> ProbeResult:
-        factory = judge[0]
+        factory = judge.factory
         template_id = factory.template.id if factory.template is not None else None
-        found = cls(str(request.job), spec.judge.name, judge[3], judge[4], template_id, request.score_from, sample, relevance, control)
+        found = cls(
+            str(request.job),
+            spec.judge.name,
+            judge.model_id,
+            judge.judge_run_id,
+            template_id,
+            request.score_from,
+            sample,
+            relevance,
+            control,
+        )
         found.control_run_id = control_run
         return found
 

@@ -3,6 +3,7 @@ reference qrels and the sample they give, and each probe's copies of the sampled
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -16,7 +17,7 @@ from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.io import Document, Qrels, Topic, sha256_text
 from qrelkit.io.collection import with_fields
-from qrelkit.jobs.plan import JudgeFactory, build_pool
+from qrelkit.jobs.plan import ResolvedJudge, build_pool
 from qrelkit.jobs.pool import sample_pool
 from qrelkit.jobs.runner import ProgressCallback
 from qrelkit.jobs.spec import JobSpec
@@ -25,7 +26,7 @@ from qrelkit.storage import Store
 from qrelkit.storage.perturbations import CopyRow, document_inputs
 from qrelkit.storage.pools import pool_pairs
 
-Judge = tuple[JudgeFactory, type, Any, str, str]  # `qrelkit.jobs.plan.resolve_judge`'s
+Judge = ResolvedJudge  # the job's judge, resolved once (`qrelkit.jobs.plan.resolve_judge`)
 ProgressFor = Callable[[str], AbstractContextManager[ProgressCallback | None]]
 CONTROL = "unperturbed"  # the control run: the job's judge on the sample as it is
 
@@ -61,18 +62,14 @@ def control_record(judge_run_id: str) -> dict[str, Any]:
 def load_probe_job(request: ProbeRequest) -> JobSpec:
     """The job with the request's `--set` overrides; its grading and its own sample play no part in a probe."""
     from qrelkit.commands.judging import load_judging_job
+    from qrelkit.commands.requests import JudgeRequest
 
-    spec = load_judging_job(request.job, sets=list(request.sets), allow_import=request.allow_import)
+    spec = load_judging_job(JudgeRequest(job=request.job, sets=request.sets, allow_import=request.allow_import))
     if spec.judge.options.get("mode") == "batch":
         raise QrelkitError(
             f"{request.job}: judge.options.mode: a probe judges its copies live; set mode: sync (--set judge.options.mode=sync)"
         )
     return spec
-
-
-def job_database(request: ProbeRequest) -> Path:
-    """The database the request's job writes (the workspace its probe runs in)."""
-    return load_probe_job(request).database
 
 
 # -- the sample ------------------------------------------------------------------------------------
@@ -160,6 +157,7 @@ def make_copies(
 
 def runs_of(probes: list[Probe], judge: Judge) -> Iterator[tuple[str, Judge, dict[str, Any]]]:
     """(name, judge, probe record) of the control run, then of each probe's run."""
-    yield CONTROL, (*judge[:4], control_run_id(judge[4])), control_record(judge[4])
+    yield CONTROL, dataclasses.replace(judge, judge_run_id=control_run_id(judge.judge_run_id)), control_record(judge.judge_run_id)
     for probe in probes:
-        yield probe.id, (*judge[:4], probe_run_id(judge[4], probe)), probe_record(judge[4], probe)
+        run_id = probe_run_id(judge.judge_run_id, probe)
+        yield probe.id, dataclasses.replace(judge, judge_run_id=run_id), probe_record(judge.judge_run_id, probe)

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from qrelkit import __version__
 from qrelkit.commands import agree
-from qrelkit.commands.requests import AuditRequest
+from qrelkit.commands.requests import ReportRequest
 from qrelkit.commands.workspace import Workspace
+from qrelkit.evaluate.choices import DEFAULT_METHOD
 from qrelkit.report.html import JudgeSummary, Provenance, write_report
+from qrelkit.version import __version__
 
 if TYPE_CHECKING:
     from qrelkit.storage import Store
 
 
 def summarize_judge_run(
-    store: Store, judge_run: str, qrels_set: str | None = None, *, seed: int | None = 0, interval: str = "jackknife"
+    store: Store, judge_run: str, qrels_set: str | None = None, *, seed: int | None = 0, interval: str = DEFAULT_METHOD
 ) -> JudgeSummary:
     """What the report shows about the judge run behind the model qrels (``qrels_set``, the set the
     audit read; by default the one `--judge-run` audits), and the probes it was put to (docs/probes.md)."""
@@ -56,10 +57,12 @@ def report_path(out: str | Path) -> Path:
     return out if out.suffix.lower() in (".html", ".htm") else out / "report.html"
 
 
-def run(request: AuditRequest, workspace: Workspace, *, out: str | Path, command: str = "qrelkit report", force: bool = False) -> Path:
-    """`qrelkit report`: audit (as :func:`qrelkit.commands.agree.run`) and write the page; ``command``
-    is the command line shown at its bottom. Everything is computed before the file is written."""
-    workspace.check_output(report_path(out), force=force, refs=(request.model, request.reference, request.runs))
+def run(request: ReportRequest, workspace: Workspace) -> Path:
+    """`qrelkit report`: audit (as :func:`qrelkit.commands.agree.run`) and write the page; the
+    workspace's command is the command line shown at its bottom. Everything is computed before the
+    file is written."""
+    page = report_path(request.out)
+    workspace.check_output(page, force=request.force, refs=(request.model_qrels, request.reference_qrels, request.runs))
     result = agree.run(request, workspace)
     model = result.sources.get("model", {})
     # the judge run behind the model qrels, whether named by --judge-run or by a graded set's name
@@ -68,14 +71,5 @@ def run(request: AuditRequest, workspace: Workspace, *, out: str | Path, command
     judge = None
     if graded_from is not None and workspace.has_db:
         judge = summarize_judge_run(workspace.store, graded_from, model["name"], seed=request.seed, interval=request.interval)
-    provenance = Provenance(__version__, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), command)
-    return write_report(result, report_path(out), judge, provenance)
-
-
-def build_report(
-    *, out: str | Path, db: str | Path | None = None, command: str = "qrelkit report", force: bool = False, **options: Any
-) -> Path:
-    """`qrelkit report` from option values (those of `AuditRequest.from_options`) and ``db``."""
-    request = AuditRequest.from_options(**options)
-    with Workspace(db, on_duplicate=request.on_duplicate) as workspace:
-        return run(request, workspace, out=out, command=command, force=force)
+    provenance = Provenance(__version__, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), workspace.command)
+    return write_report(result, page, judge, provenance)

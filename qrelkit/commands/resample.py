@@ -18,6 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from qrelkit.commands.requests import OverlapRequest, ResampleEvaluateRequest, RestrainRequest, ResttestRequest
+from qrelkit.commands.requests.resample import EmbeddedQueries
+from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import InputFormatError, QrelkitError
 from qrelkit.evaluate.interex import (
     BucketQueries,
@@ -34,21 +37,12 @@ from qrelkit.evaluate.interex import (
     restrain,
     resttest,
 )
-from qrelkit.io import OnDuplicate, Qrels, file_sha256, read_qrels, read_runs, read_topics, write_qrels
+from qrelkit.io import Qrels, file_sha256, read_qrels, read_runs, read_topics, write_qrels
 from qrelkit.io.files import check_output, write_atomically
 from qrelkit.io.qids import read_qid_list, write_qid_list
 
 PAPER = "Zhan et al., Evaluating Interpolation and Extrapolation Performance of Neural Retrieval Models, CIKM 2022"
 EMBED_CHUNK = 16384  # texts per encode call: bounded token lists, a steady progress bar
-
-
-@dataclass(frozen=True)
-class EmbedderChoice:
-    name: str = "minilm"
-    backend: str = "onnx"
-    batch_size: int = 64
-    cache: Path | None = None  # a qrelkit database that keeps the vectors between runs
-    progress: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,12 +96,6 @@ def _test_texts(test_topics: Path, test_qrels: Path | None) -> dict[str, str]:
     return kept
 
 
-def load_embedder(choice: EmbedderChoice):
-    from qrelkit.embed import load_text_embedder
-
-    return load_text_embedder(choice.name, choice.backend, batch_size=choice.batch_size, progress=choice.progress)
-
-
 def embed_texts(embedder, texts: dict[str, str], cache: Path | None = None) -> Queries:
     """One float32 row per query, in ``texts`` order; through the store's cache when ``cache`` is given."""
     qids = list(texts)
@@ -141,7 +129,7 @@ def _subset(qrels: Qrels, qids: Sequence[str], name: str) -> Qrels:
     return Qrels(name, tuple(q for q in qrels.entries if q.qid in keep), qrels.source)
 
 
-def _inputs(**paths: Path | None) -> dict[str, Any]:
+def _inputs(paths: dict[str, Path | None]) -> dict[str, Any]:
     return {key: {"path": str(path), "sha256": file_sha256(path)} for key, path in paths.items() if path is not None}
 
 
@@ -152,26 +140,26 @@ RESTRAIN_FILES = (
     "extrapolate.train.qids",
     "restrain.json",
 )
+INPUTS = {"--train-topics": "train_topics", "--test-topics": "test_topics", "--train-qrels": "train_qrels", "--test-qrels": "test_qrels"}
 
 
-def check_outputs(out_dir: Path, names: Sequence[str], *, force: bool, inputs: Mapping[str, Path | None]) -> None:
-    """Each file a resampling writes into ``out_dir``: none over an input, none over an existing file
-    without ``force`` (`qrelkit.io.files.check_output`)."""
+def check_outputs(request: RestrainRequest | ResttestRequest, names: Sequence[str]) -> None:
+    """Each file a resampling writes into its folder: none over an input, none over an existing file
+    without --force (`qrelkit.io.files.check_output`)."""
+    inputs = {flag: getattr(request, field) for flag, field in INPUTS.items()}
     for name in names:
-        check_output(out_dir / name, force=force, inputs=dict(inputs))
+        check_output(request.out_dir / name, force=request.force, inputs=inputs)
 
 
 def _write_outputs(
-    out_dir: Path,
+    request: RestrainRequest | ResttestRequest,
     qrels_files: Mapping[str, Qrels],
     qid_files: Mapping[str, Sequence[str]],
     parameters: dict,
     json_name: str,
-    *,
-    force: bool,
-    inputs: Mapping[str, Path | None],
 ) -> list[str]:
-    check_outputs(out_dir, [*qrels_files, *qid_files, json_name], force=force, inputs=inputs)
+    out_dir = request.out_dir
+    check_outputs(request, [*qrels_files, *qid_files, json_name])
     for name, qrels in qrels_files.items():
         write_atomically(out_dir / name, partial(write_qrels, qrels))
     for name, qids in qid_files.items():
@@ -186,60 +174,51 @@ def _write_text(text: str, path: Path) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _embedder_record(embedder, choice: EmbedderChoice) -> dict[str, Any]:
-    return {"name": choice.name, "backend": choice.backend, "id": embedder.embedder_id, "dim": int(embedder.dim)}
+def _embedder_record(embedder, request: EmbeddedQueries) -> dict[str, Any]:
+    return {"name": request.embedder, "backend": request.backend, "id": embedder.embedder_id, "dim": int(embedder.dim)}
 
 
 # --- the use cases ------------------------------------------------------------------------
 
 
-def _prepare(train_topics: Path, test_topics: Path, train_qrels: Path, test_qrels: Path | None, choice: EmbedderChoice, on_duplicate):
-    train_judgments = read_qrels(train_qrels, on_duplicate=on_duplicate)
-    train_texts = _training_texts(train_topics, train_judgments)
-    test_texts = _test_texts(test_topics, test_qrels)
-    embedder = load_embedder(choice)
-    return train_judgments, embed_texts(embedder, train_texts, choice.cache), embed_texts(embedder, test_texts, choice.cache), embedder
+def _prepare(request: RestrainRequest | ResttestRequest, workspace: Workspace):
+    train_judgments = read_qrels(request.train_qrels, on_duplicate=request.on_duplicate)
+    train_texts = _training_texts(request.train_topics, train_judgments)
+    test_texts = _test_texts(request.test_topics, request.test_qrels)
+    embedder = request.embedder_ref.load(progress=workspace.shows_progress)
+    train, test = (embed_texts(embedder, texts, request.cache) for texts in (train_texts, test_texts))
+    return train_judgments, train, test, embedder
 
 
-def run_restrain(
-    *,
-    train_topics: Path,
-    test_topics: Path,
-    train_qrels: Path,
-    out_dir: Path,
-    interpolation_per_query: int,
-    exclusion_per_query: int,
-    extrapolation_size: int | str | None = None,
-    seed: int = 0,
-    test_qrels: Path | None = None,
-    embedder: EmbedderChoice = EmbedderChoice(),
-    on_duplicate: OnDuplicate | str = OnDuplicate.error,
-    force: bool = False,
-) -> ResampleOutput:
+def _parameters(protocol: str, request: RestrainRequest | ResttestRequest, model: Any) -> dict[str, Any]:
+    inputs = _inputs(
+        {
+            "train_topics": request.train_topics,
+            "test_topics": request.test_topics,
+            "train_qrels": request.train_qrels,
+            "test_qrels": request.test_qrels,
+        }
+    )
+    return {"protocol": protocol, "reference": PAPER, "embedder": _embedder_record(model, request), "inputs": inputs}
+
+
+def run_restrain(request: RestrainRequest, workspace: Workspace) -> ResampleOutput:
     """ReSTrain: `interpolate.train-qrel.txt` and `extrapolate.train-qrel.txt` (the authors' file
-    names), their query lists, and `restrain.json` (files already there only with ``force``)."""
-    inputs = {"--train-topics": train_topics, "--test-topics": test_topics, "--train-qrels": train_qrels, "--test-qrels": test_qrels}
-    check_outputs(out_dir, RESTRAIN_FILES, force=force, inputs=inputs)
-    judgments, train, test, model = _prepare(train_topics, test_topics, train_qrels, test_qrels, embedder, on_duplicate)
+    names), their query lists, and `restrain.json` (files already there only with --force)."""
+    check_outputs(request, RESTRAIN_FILES)
+    judgments, train, test, model = _prepare(request, workspace)
     split = restrain(
         test.vectors,
         train.vectors,
         train.qids,
-        interpolation_per_query=interpolation_per_query,
-        exclusion_per_query=exclusion_per_query,
-        extrapolation_size=extrapolation_size,
-        seed=seed,
+        interpolation_per_query=request.interpolate_top,
+        exclusion_per_query=request.exclude_top,
+        extrapolation_size=request.extrapolation_size,
+        seed=request.seed,
     )
-    parameters = {
-        "protocol": "ReSTrain",
-        "reference": PAPER,
-        "embedder": _embedder_record(model, embedder),
-        "similarity": "cosine",
-        "inputs": _inputs(train_topics=train_topics, test_topics=test_topics, train_qrels=train_qrels, test_qrels=test_qrels),
-        **split.to_dict(),
-    }
+    parameters = {**_parameters("ReSTrain", request, model), "similarity": "cosine", **split.to_dict()}
     files = _write_outputs(
-        out_dir,
+        request,
         {
             "interpolate.train-qrel.txt": _subset(judgments, split.interpolation, "interpolate.train-qrel"),
             "extrapolate.train-qrel.txt": _subset(judgments, split.extrapolation, "extrapolate.train-qrel"),
@@ -247,32 +226,17 @@ def run_restrain(
         {"interpolate.train.qids": split.interpolation, "extrapolate.train.qids": split.extrapolation},
         parameters,
         "restrain.json",
-        force=force,
-        inputs=inputs,
     )
-    return ResampleOutput(split, out_dir, files, parameters)
+    return ResampleOutput(split, request.out_dir, files, parameters)
 
 
-def run_resttest(
-    *,
-    train_topics: Path,
-    test_topics: Path,
-    train_qrels: Path,
-    out_dir: Path,
-    k: int = 5,
-    seed: int = 0,
-    test_qrels: Path | None = None,
-    embedder: EmbedderChoice = EmbedderChoice(),
-    on_duplicate: OnDuplicate | str = OnDuplicate.error,
-    force: bool = False,
-) -> ResampleOutput:
+def run_resttest(request: ResttestRequest, workspace: Workspace) -> ResampleOutput:
     """ReSTTest: per bucket `bucket-K.train-qrel.txt` (the other buckets' training queries),
     `bucket-K.train.qids`, `bucket-K.interpolate.qids`, `bucket-K.extrapolate.qids` (the layout
-    `resample evaluate --buckets` reads), and `resttest.json` (files already there only with ``force``)."""
-    inputs = {"--train-topics": train_topics, "--test-topics": test_topics, "--train-qrels": train_qrels, "--test-qrels": test_qrels}
-    check_outputs(out_dir, ["resttest.json"], force=force, inputs=inputs)
-    judgments, train, test, model = _prepare(train_topics, test_topics, train_qrels, test_qrels, embedder, on_duplicate)
-    split = resttest(test.vectors, test.qids, train.vectors, train.qids, k=k, seed=seed)
+    `resample evaluate --buckets` reads), and `resttest.json` (files already there only with --force)."""
+    check_outputs(request, ["resttest.json"])
+    judgments, train, test, model = _prepare(request, workspace)
+    split = resttest(test.vectors, test.qids, train.vectors, train.qids, k=request.k, seed=request.seed)
     qrels_files: dict[str, Qrels] = {}
     qid_files: dict[str, tuple[str, ...]] = {}
     for bucket in split.buckets:
@@ -281,16 +245,10 @@ def run_resttest(
         qid_files[f"{bucket.name}.train.qids"] = training
         qid_files[f"{bucket.name}.interpolate.qids"] = split.interpolation_qids(bucket.name)
         qid_files[f"{bucket.name}.extrapolate.qids"] = split.extrapolation_qids(bucket.name)
-    parameters = {
-        "protocol": "ReSTTest",
-        "reference": PAPER,
-        "embedder": _embedder_record(model, embedder),
-        "clustering": "scikit-learn KMeans (k-means++, n_init=1) on unit-length embeddings",
-        "inputs": _inputs(train_topics=train_topics, test_topics=test_topics, train_qrels=train_qrels, test_qrels=test_qrels),
-        **split.to_dict(),
-    }
-    files = _write_outputs(out_dir, qrels_files, qid_files, parameters, "resttest.json", force=force, inputs=inputs)
-    return ResampleOutput(split, out_dir, files, parameters)
+    clustering = "scikit-learn KMeans (k-means++, n_init=1) on unit-length embeddings"
+    parameters = {**_parameters("ReSTTest", request, model), "clustering": clustering, **split.to_dict()}
+    files = _write_outputs(request, qrels_files, qid_files, parameters, "resttest.json")
+    return ResampleOutput(split, request.out_dir, files, parameters)
 
 
 def _natural(name: str) -> list:
@@ -327,26 +285,14 @@ def read_buckets(folder: Path, qrels: Qrels) -> list[BucketQueries]:
     return buckets
 
 
-def run_evaluate(
-    *,
-    qrels: Path,
-    measures: Sequence[str] = ("nDCG@10",),
-    buckets: Path | None = None,
-    runs: Sequence[str] = (),
-    bucket_runs: Path | None = None,
-    interpolation_runs: Sequence[str] = (),
-    extrapolation_runs: Sequence[str] = (),
-    resamples: int = 1000,
-    seed: int = 0,
-    on_duplicate: OnDuplicate | str = OnDuplicate.error,
-) -> ReSTTestEvaluation | ReSTrainEvaluation:
+def run_evaluate(request: ResampleEvaluateRequest, workspace: Workspace) -> ReSTTestEvaluation | ReSTrainEvaluation:
     """ReSTTest with ``buckets`` (and ``runs`` for every bucket, or ``bucket_runs``/NAME/ per bucket);
     ReSTrain with ``interpolation_runs`` and ``extrapolation_runs`` (one run per model each, same names)."""
-    judgments = read_qrels(qrels, on_duplicate=on_duplicate)
-    if buckets is not None:
-        if interpolation_runs or extrapolation_runs:
-            raise QrelkitError("--buckets (ReSTTest) takes --runs or --bucket-runs, not --interpolation-runs/--extrapolation-runs")
-        bucket_list = read_buckets(buckets, judgments)
+    on_duplicate, measures, resamples, seed = request.on_duplicate, list(request.measures), request.resamples, request.seed
+    runs, bucket_runs = request.runs, request.bucket_runs
+    judgments = read_qrels(request.qrels, on_duplicate=on_duplicate)
+    if request.buckets is not None:
+        bucket_list = read_buckets(request.buckets, judgments)
         if (not runs) == (bucket_runs is None):
             raise QrelkitError("give either --runs (one run set, scored on every bucket) or --bucket-runs DIR (DIR/<bucket>/ per bucket)")
         if bucket_runs is not None:
@@ -358,13 +304,8 @@ def run_evaluate(
         return evaluate_resttest(
             judgments, bucket_list, read_runs(list(runs), on_duplicate=on_duplicate), measures, resamples=resamples, seed=seed
         )
-    if not interpolation_runs or not extrapolation_runs:
-        raise QrelkitError(
-            "give --buckets (ReSTTest), or --interpolation-runs and --extrapolation-runs "
-            "(ReSTrain: each model trained on each training set)"
-        )
-    inter = read_runs(list(interpolation_runs), on_duplicate=on_duplicate)
-    extra = read_runs(list(extrapolation_runs), on_duplicate=on_duplicate)
+    inter = read_runs(list(request.interpolation_runs), on_duplicate=on_duplicate)
+    extra = read_runs(list(request.extrapolation_runs), on_duplicate=on_duplicate)
     return evaluate_restrain(judgments, inter, extra, measures, resamples=resamples, seed=seed)
 
 
@@ -387,55 +328,39 @@ class OverlapReport:
         return out
 
 
-def run_overlap(
-    *,
-    qrels: Path | None = None,
-    train_qrels: Sequence[Path] = (),
-    levels: Sequence[int] = (1, 2, 3),
-    train_rel_level: int = 1,
-    topics: Path | None = None,
-    train_topics: Path | None = None,
-    threshold: float = 0.85,
-    embedder: EmbedderChoice = EmbedderChoice(),
-    on_duplicate: OnDuplicate | str = OnDuplicate.error,
-) -> OverlapReport:
+def run_overlap(request: OverlapRequest, workspace: Workspace) -> OverlapReport:
     """Label overlap of the test ``qrels`` with each of ``train_qrels``; with ``topics`` and
     ``train_topics``, each test query's most similar training query at or above ``threshold``."""
-    if (topics is None) != (train_topics is None):
-        raise QrelkitError("the duplicate listing needs both --topics (test queries) and --train-topics (training queries)")
-    if train_qrels and qrels is None:
-        raise QrelkitError("label overlap needs the test --qrels")
-    if not train_qrels and topics is None:
-        raise QrelkitError("give --train-qrels (label overlap) and/or --topics with --train-topics (duplicate queries)")
+    qrels, train_qrels, topics, train_topics = request.qrels, request.train_qrels, request.topics, request.train_topics
+    on_duplicate, levels = request.on_duplicate, list(request.levels)
     test = read_qrels(qrels, on_duplicate=on_duplicate) if qrels is not None else None
     train_sets = [read_qrels(path, on_duplicate=on_duplicate) for path in train_qrels]
-    overlaps = [label_overlap(test, train, levels, train_rel_level=train_rel_level) for train in train_sets] if test else []
-    inputs = _inputs(qrels=qrels, topics=topics, train_topics=train_topics)
-    inputs["train_qrels"] = [_inputs(train_qrels=path)["train_qrels"] for path in train_qrels]
+    overlaps = [label_overlap(test, train, levels, train_rel_level=request.train_rel_level) for train in train_sets] if test else []
+    inputs = _inputs({"qrels": qrels, "topics": topics, "train_topics": train_topics})
+    inputs["train_qrels"] = [_inputs({"train_qrels": path})["train_qrels"] for path in train_qrels]
     if topics is None or train_topics is None:
         return OverlapReport(len(test.grades) if test else 0, overlaps, inputs=inputs)
     test_texts = _texts(topics)
     if test is not None:
         test_texts = {qid: text for qid, text in test_texts.items() if qid in test.grades}
     train_texts = _texts(train_topics)
-    model = load_embedder(embedder)
-    test_queries = embed_texts(model, test_texts, embedder.cache)
-    train_queries = embed_texts(model, train_texts, embedder.cache)
+    model = request.embedder_ref.load(progress=workspace.shows_progress)
+    test_queries = embed_texts(model, test_texts, request.cache)
+    train_queries = embed_texts(model, train_texts, request.cache)
     pairs = duplicate_queries(
         test_queries.qids,
         test_queries.vectors,
         train_queries.qids,
         train_queries.vectors,
-        threshold=threshold,
+        threshold=request.threshold,
         test_texts=test_texts,
         train_texts=train_texts,
     )
     count = len(test.grades) if test else len(test_texts)
-    return OverlapReport(count, overlaps, pairs, threshold, _embedder_record(model, embedder), inputs)
+    return OverlapReport(count, overlaps, pairs, request.threshold, _embedder_record(model, request), inputs)
 
 
 __all__ = [
-    "EmbedderChoice",
     "OverlapReport",
     "ResampleOutput",
     "read_buckets",

@@ -8,15 +8,16 @@ database) or Ctrl-C stops the sweep.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.judging import JudgingOutcome, load_judging_job, run_judging
+from qrelkit.commands.requests import JudgeRequest
+from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import JobFailed
-from qrelkit.jobs.plan import resolve_judge
-from qrelkit.jobs.runner import JobReport, JobStopped, ProgressCallback
+from qrelkit.jobs.plan import ResolvedJudge, resolve_judge
+from qrelkit.jobs.report import JobReport, JobStopped
 from qrelkit.jobs.spec import JobError, JobSpec
 from qrelkit.jobs.sweep import Sweep, SweepCell, check_sets_leave_axes_alone, read_sweep
 from qrelkit.judges import FatalJudgeError
@@ -86,45 +87,34 @@ def sweep_of(job: Path) -> Sweep | None:
     return read_sweep(job)
 
 
-def load_cells(job: Path, sweep: Sweep, *, sets: list[str] | None = None, **options: Any) -> list[tuple[SweepCell, JobSpec, str]]:
-    """(cell, its job, its judge run id) for every cell, each loaded and its judge resolved (no model
-    loaded) before any is judged; options as `load_judging_job`'s."""
-    check_sets_leave_axes_alone(sweep, sets or [])
+def load_cells(request: JudgeRequest, sweep: Sweep) -> list[tuple[SweepCell, JobSpec, ResolvedJudge]]:
+    """(cell, its job, its judge) for every cell of the request's sweep job, each loaded with the
+    request's overrides and its judge resolved (no model loaded) before any is judged."""
+    check_sets_leave_axes_alone(sweep, list(request.sets))
     out = []
     for cell in sweep.cells():
-        spec = load_judging_job(job, sets=sets, cell=cell.settings(sweep.graded), **options)
+        spec = load_judging_job(request, cell=cell.settings(sweep.graded))
         try:
-            judge_run_id = resolve_judge(spec)[4]
+            judge = resolve_judge(spec)
         except JobError as exc:
             raise JobError(f"sweep cell {cell.name}: {exc}") from None
-        out.append((cell, spec, judge_run_id))
+        out.append((cell, spec, judge))
     return out
 
 
-def run_sweep(
-    job: Path,
-    *,
-    sets: list[str] | None = None,
-    limit: int | None = None,
-    dry_run: bool = False,
-    retry_failed: bool = False,
-    grade: bool = True,
-    wait: bool = False,
-    progress_for: Callable[[SweepCell], Any] | None = None,
-    **options: Any,
-) -> SweepOutcome:
-    """Judge every cell in turn. ``progress_for(cell)`` gives a context manager yielding that cell's
-    progress callback (or None); options as `load_judging_job`'s (sample, seed, mode, executor, ...)."""
+def run_sweep(request: JudgeRequest, workspace: Workspace) -> SweepOutcome:
+    """Judge every cell in turn, each with its own progress report."""
+    job = request.job
     sweep = read_sweep(job)
     if sweep is None:
         raise JobError(f"{job}: no sweep: in this job")
-    result = SweepOutcome(job, sweep.keys, dry_run=dry_run)
-    cells = load_cells(job, sweep, sets=sets, **options)
-    result.cells = [CellOutcome(cell, judge_run_id) for cell, _, judge_run_id in cells]
-    for (cell, spec, _), outcome in zip(cells, result.cells, strict=True):
+    result = SweepOutcome(job, sweep.keys, dry_run=request.dry_run)
+    cells = load_cells(request, sweep)
+    result.cells = [CellOutcome(cell, judge.judge_run_id) for cell, _, judge in cells]
+    for (cell, spec, judge), outcome in zip(cells, result.cells, strict=True):
         try:
-            judging = dict(limit=limit, dry_run=dry_run, retry_failed=retry_failed, grade=grade, wait=wait)
-            outcome.outcome = _judge_cell(spec, cell, progress_for, **judging)
+            with workspace.progress(f"judging {job.name} [{cell.name}]") as progress:
+                outcome.outcome = run_judging(spec, request, progress, judge)
         except JobStopped as stopped:
             outcome.status, outcome.report, outcome.error = "failed", stopped.report, str(stopped)
             continue
@@ -132,15 +122,7 @@ def run_sweep(
             outcome.status, outcome.error = "failed", str(exc)
             continue
         outcome.report = outcome.outcome.report
-        outcome.status = "interrupted" if outcome.report.interrupted else "planned" if dry_run else "ok"
+        outcome.status = "interrupted" if outcome.report.interrupted else "planned" if request.dry_run else "ok"
         if outcome.report.interrupted:
             break  # Ctrl-C stops the sweep, not just the cell; later cells stay "not run"
     return result
-
-
-def _judge_cell(spec: JobSpec, cell: SweepCell, progress_for: Callable[[SweepCell], Any] | None, **options: Any) -> JudgingOutcome:
-    if progress_for is None:
-        return run_judging(spec, **options)
-    with progress_for(cell) as progress:
-        callback: ProgressCallback | None = progress
-        return run_judging(spec, progress=callback, **options)

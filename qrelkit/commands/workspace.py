@@ -9,10 +9,13 @@ Nothing holds the database between calls, so a notebook's `qrelkit.Store` never 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import contextlib
+import importlib
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from qrelkit.commands.fields import Request
 from qrelkit.commands.requests import QrelsRef, RunsRef
 from qrelkit.errors import QrelkitError
 from qrelkit.io import OnDuplicate, Qrels, Run
@@ -46,13 +49,33 @@ def _is_file_ref(ref: str) -> bool:
     return Path(ref).is_file() or irds_id(ref) is not None
 
 
+# A factory of progress reports: (what is done, its unit) -> a context manager giving the callback
+# ``progress(done, total)`` (or None: nothing is shown). The command line's draws a bar or lines.
+ProgressFactory = Callable[..., contextlib.AbstractContextManager[Any]]
+
+
+def no_progress(description: str, unit: str = "pairs") -> contextlib.AbstractContextManager[Any]:
+    return contextlib.nullcontext(None)
+
+
 class Workspace:
-    """``db`` (a path, or None for files and memory alone) and how repeated pairs in files are read.
+    """What a use case runs in besides its request: ``db`` (a path, or None for files and memory
+    alone), how repeated pairs in files are read, how progress is shown (``progress``: a
+    `ProgressFactory`, none from Python) and the command as given (``command``, shown in a report).
     Use as a context manager: the store, once opened, stays open until the workspace closes."""
 
-    def __init__(self, db: str | Path | None = None, *, on_duplicate: OnDuplicate | str = OnDuplicate.error):
+    def __init__(
+        self,
+        db: str | Path | None = None,
+        *,
+        on_duplicate: OnDuplicate | str = OnDuplicate.error,
+        progress: ProgressFactory = no_progress,
+        command: str = "qrelkit",
+    ):
         self.db = None if db is None else Path(db)
         self.on_duplicate = OnDuplicate(on_duplicate)
+        self.progress = progress
+        self.command = command
         self._store: Store | None = None
 
     def __enter__(self) -> Workspace:
@@ -67,19 +90,13 @@ class Workspace:
             self._store = None
 
     @property
+    def shows_progress(self) -> bool:
+        """Whether progress is shown (a library's own bars follow it)."""
+        return bool(getattr(self.progress, "enabled", False))
+
+    @property
     def has_db(self) -> bool:
         return self.db is not None and self.db.exists()
-
-    def check_output(self, path: str | Path, *, force: bool, refs: tuple[Any, ...] = (), files: dict[str, Any] | None = None) -> Path:
-        """``path`` when an output may be written there (`qrelkit.io.files.check_output`): never over
-        this workspace's database, a file a reference in ``refs`` (`QrelsRef`, `RunsRef`) names or
-        one of ``files`` (option -> path), and over another existing file only with ``force``."""
-        from qrelkit.io.files import check_output
-
-        named: list[str] = []
-        for ref in refs:
-            named += [ref.ref] if isinstance(ref, QrelsRef) and ref.ref is not None else list(getattr(ref, "refs", ()))
-        return check_output(path, force=force, inputs={"--db": self.db, "input": named, **(files or {})})
 
     @property
     def store(self) -> Store:
@@ -92,6 +109,17 @@ class Workspace:
             self._store = Store(self.db, read_only=True)
         return self._store
 
+    def check_output(self, path: str | Path, *, force: bool, refs: tuple[Any, ...] = (), files: dict[str, Any] | None = None) -> Path:
+        """``path`` when an output may be written there (`qrelkit.io.files.check_output`): never over
+        this workspace's database, a file a reference in ``refs`` (`QrelsRef`, `RunsRef`) names or
+        one of ``files`` (option -> path), and over another existing file only with ``force``."""
+        from qrelkit.io.files import check_output
+
+        named: list[str] = []
+        for ref in refs:
+            named += [ref.ref] if isinstance(ref, QrelsRef) and ref.ref is not None else list(getattr(ref, "refs", ()))
+        return check_output(path, force=force, inputs={"--db": self.db, "input": named, **(files or {})})
+
     def _no_database(self, ref: str | None) -> str:
         """Why a name was not looked up as a stored set: the end of a "no such file" message."""
         if self.db is None:
@@ -99,6 +127,16 @@ class Workspace:
         if Path(str(ref)).suffix or "/" in str(ref):
             return ""  # a path, not a set's name
         return f", and there is no database {self.db} to look up a stored set of that name: give the database that holds it with --db FILE"
+
+    def writing(self) -> Store:
+        """The database opened for writing (created when missing); no reading connection of this
+        workspace holds the file meanwhile. The caller closes it (``with workspace.writing() as store``)."""
+        from qrelkit.storage import Store
+
+        if self.db is None:
+            raise QrelkitError("no database given (--db)")
+        self.close()
+        return Store(self.db)
 
     # -- qrels ------------------------------------------------------------------------------------
 
@@ -293,3 +331,18 @@ def _what_set(store: Store, name: str) -> str:
         return "no qrels set of the database"
     kind, graded_from, path = origin
     return f"graded from judge run {graded_from}" if kind == "graded" else f"loaded from {path}"
+
+
+def use_case(request: Request) -> Callable[[Any, Workspace], Any]:
+    """The function that answers ``request`` (its class's ``use_case``), imported when it is needed."""
+    module, _, name = type(request).use_case.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def execute(request: Request, db: str | Path | None = None, *, progress: ProgressFactory = no_progress, command: str = "qrelkit") -> Any:
+    """Answer ``request`` in a workspace on ``db`` open for this call alone: the one path from a
+    request, made by the command line or by the Python API, to its use case's result."""
+    on_duplicate = getattr(request, "on_duplicate", None)
+    duplicates = on_duplicate if isinstance(on_duplicate, OnDuplicate) else OnDuplicate.error
+    with Workspace(db, on_duplicate=duplicates, progress=progress, command=command) as workspace:
+        return use_case(request)(request, workspace)

@@ -58,6 +58,17 @@ def load_text_embedder(
     return SentenceTransformerEmbedder(name, embedder_id=f"st:{name}", batch_size=batch_size, device=device, progress=progress)
 
 
+def load_embedder(name: str = "minilm", backend: str = "onnx", *, batch_size: int = 64, device: str = "cpu", progress: bool = False):
+    """The one loader of an embedder by name: `open_clip:MODEL[:PRETRAINED]` an image embedder, any
+    other name a text embedder (`load_text_embedder`)."""
+    from qrelkit.embed.image import parse_image_embedder_name
+
+    image = parse_image_embedder_name(name)
+    if image is not None:
+        return load_image_embedder(image[0], image[1], device=device)
+    return load_text_embedder(name, backend, batch_size=batch_size, device=device, progress=progress)
+
+
 __all__ = [
     "PAPER_TEXT_MODELS",
     "ImageEmbedder",
@@ -66,6 +77,7 @@ __all__ = [
     "available_cores",
     "embed_with_cache",
     "l2_normalise",
+    "load_embedder",
     "load_image_embedder",
     "load_text_embedder",
     "text_hash",

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from qrelkit.io.images import ImageError, ImageFile, ImageHeader, decode_image, image_header, read_image_file
-from qrelkit.io.parallel import ordered_map
+from qrelkit.io.workers.parallel import ordered_map
 
 JPEG_END = b"\xff\xd9"
 JPEG_MODES = ("RGB", "L")  # nvJPEG's RGB output of these is the RGB PIL makes of them

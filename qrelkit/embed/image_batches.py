@@ -27,8 +27,8 @@ from qrelkit.embed.device_images import StreamHandoff, decode_on_device, device_
 from qrelkit.embed.transform import ImageTransform
 from qrelkit.errors import QrelkitError
 from qrelkit.io.images import ImageError, ImageFile, decode_image, read_image_file
-from qrelkit.io.parallel import ordered_map
-from qrelkit.io.processes import ProcessMap, can_start_processes
+from qrelkit.io.workers.parallel import ordered_map
+from qrelkit.io.workers.processes import ProcessMap, can_start_processes
 
 ImageSource = ImageFile | str | Path
 ImageDecode = Literal["auto", "device", "cpu"]

@@ -16,15 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.bootstrap import (
-    DEFAULT_METHOD,
-    METHOD_NAMES,
-    Interval,
-    IntervalEstimate,
-    check_method,
-    draw_weights,
-    paired_intervals,
-)
+from qrelkit.evaluate.bootstrap import Interval, IntervalEstimate, draw_weights, paired_intervals
+from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, METHOD_NAMES, check_method
 from qrelkit.evaluate.metrics import Evaluation
 
 STATISTICS = ("kendall_tau", "spearman_rho", "pearson_r", "tau_ap")
@@ -206,7 +199,7 @@ def correlate_systems(
     model: Evaluation,
     reference: Evaluation,
     *,
-    resamples: int = 1000,
+    resamples: int = DEFAULT_RESAMPLES,
     seed: int | None = 0,
     weights: np.ndarray | None = None,
     interval: str = DEFAULT_METHOD,

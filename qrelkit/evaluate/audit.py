@@ -38,30 +38,32 @@ from typing import Any
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import STATISTICS, SystemCorrelation, correlate_systems
 from qrelkit.evaluate.bias import GroupBias, check_groups, group_bias
-from qrelkit.evaluate.bootstrap import (
+from qrelkit.evaluate.bootstrap import describe_intervals, draw_weights, paired_intervals
+from qrelkit.evaluate.choices import (
+    DEFAULT_MEASURES,
     DEFAULT_METHOD,
+    DEFAULT_RESAMPLES,
     METHOD_NAMES,
+    check_decimals,
     check_method,
     check_resamples,
-    describe_intervals,
-    draw_weights,
-    paired_intervals,
 )
 from qrelkit.evaluate.labels import (
     KAPPA_NAMES,
     MAX_KAPPA_LEVELS,
+    NO_MAPS,
+    GradeMaps,
     LabelAgreement,
     agreement_of,
     finite_or_none,
     interval_or_none,
     kappa_statistic_of,
+    map_grades,
     mapped_pairs,
 )
 from qrelkit.evaluate.metrics import Evaluation, evaluate_runs
 from qrelkit.io import Qrels, Run
 from qrelkit.io.results import Result
-
-DEFAULT_MEASURES = ("nDCG@10", "AP(rel=2)")
 
 
 @dataclass(frozen=True)
@@ -75,12 +77,6 @@ class MeasurePair:
     def key(self) -> str:
         """How the audit names the pair: the measure alone when both sides share it."""
         return self.reference if self.reference == self.judge else f"{self.reference} vs {self.judge}"
-
-
-def check_decimals(decimals: int | None) -> int | None:
-    if decimals is not None and not 0 <= decimals <= 15:
-        raise QrelkitError(f"--reference-decimals {decimals}: give 0 to 15 decimals (trec_eval prints 4)")
-    return decimals
 
 
 def measure_pairs(measures: list[str] | tuple[str, ...], judge_measures: list[str] | tuple[str, ...] = ()) -> list[MeasurePair]:
@@ -118,8 +114,7 @@ class Audit(Result):
     reference_evaluation: Evaluation
     resamples: int
     seed: int | None
-    reference_map: dict[int, int] | None = None
-    model_map: dict[int, int] | None = None
+    maps: GradeMaps = NO_MAPS  # applied to the grades before κ and α
     groups: dict[str, list[str]] = field(default_factory=dict)
     model_grades: dict[str, dict[str, int]] = field(default_factory=dict)  # as given, before any map
     reference_grades: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -132,6 +127,11 @@ class Audit(Result):
     # key of `systems` -> (reference measure, judge measure); the key is the measure where both share it
     measure_pairs: dict[str, tuple[str, str]] = field(default_factory=dict)
     reference_decimals: int | None = None  # systems ranked by the reference's means as printed to this many decimals
+
+    def mapped_grades(self) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+        """(model, reference) grades after the maps: what κ and α compared."""
+        model = map_grades(self.model_grades, self.maps.model, "model")
+        return model, map_grades(self.reference_grades, self.maps.reference, "reference")
 
     def summary(self) -> str:
         first = next(iter(self.systems.values()), None)
@@ -211,12 +211,10 @@ def _onto(scale: tuple[int, int], target: tuple[int, int]) -> str | None:
 def scale_warning(
     model_grades: dict[str, dict[str, int]],
     reference_grades: dict[str, dict[str, int]],
-    *,
-    reference_map: Mapping[int, int] | None = None,
-    model_map: Mapping[int, int] | None = None,
+    maps: GradeMaps = NO_MAPS,
 ) -> str | None:
     """A sentence when the model's grades and the reference's span different ranges (after the maps)."""
-    model, reference = _grade_scale(model_grades, model_map), _grade_scale(reference_grades, reference_map)
+    model, reference = _grade_scale(model_grades, maps.model), _grade_scale(reference_grades, maps.reference)
     if model is None or reference is None or model == reference:
         return None
     if reference[1] - reference[0] > model[1] - model[0]:
@@ -309,10 +307,9 @@ def audit(
     measures: list[str] | tuple[str, ...] = DEFAULT_MEASURES,
     judge_measures: list[str] | tuple[str, ...] = (),
     groups: dict[str, list[str]] | None = None,
-    reference_map: Mapping[int, int] | None = None,
-    model_map: Mapping[int, int] | None = None,
+    maps: GradeMaps = NO_MAPS,
     rel_level: int | None = None,
-    resamples: int = 1000,
+    resamples: int = DEFAULT_RESAMPLES,
     seed: int | None = 0,
     interval: str = DEFAULT_METHOD,
     level: float = 0.95,
@@ -331,7 +328,7 @@ def audit(
     method = check_method(interval)
     check_resamples(resamples)
     pairs_of_measures = measure_pairs(measures, judge_measures)
-    pairs = mapped_pairs(model, reference, reference_map=reference_map, model_map=model_map)  # once, for κ, α and their bootstrap
+    pairs = mapped_pairs(model, reference, maps)  # once, for κ, α and their bootstrap
     if not len(pairs.qids):
         agreement_of(pairs)  # raises: no shared pair
     queries = sorted(set(model.grades) & set(reference.grades))  # non-empty: the qrels share pairs
@@ -340,7 +337,7 @@ def audit(
     weights = draw_weights(len(queries), resamples, seed, method)
     labels = _labels_with_intervals(pairs, queries, rel_level, weights, method, level)
     groups = check_groups(groups or {}, model_evaluation.runs)
-    scale = None if labels.not_computed else scale_warning(model.grades, reference.grades, reference_map=reference_map, model_map=model_map)
+    scale = None if labels.not_computed else scale_warning(model.grades, reference.grades, maps)
     warnings = [w for w in (scale, labels.not_computed) if w] + size_warnings(labels.shared_pairs, len(queries), len(model_evaluation.runs))
     return Audit(
         model_name=model.name,
@@ -355,8 +352,7 @@ def audit(
         reference_evaluation=reference_evaluation,
         resamples=resamples,
         seed=seed,
-        reference_map=None if reference_map is None else dict(reference_map),
-        model_map=None if model_map is None else dict(model_map),
+        maps=maps,
         groups=groups,
         model_grades=model.grades,
         reference_grades=reference.grades,
@@ -421,7 +417,7 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
             else f"{len(result.queries)} queries (paired: the same resamples for every statistic)",
             "description": result.interval_description(),
         },
-        "maps": {"reference": result.reference_map, "model": result.model_map},
+        "maps": result.maps.to_dict(),
         "reference_decimals": result.reference_decimals,
         "warnings": list(result.warnings),
         # every interval note of the sections above in one list, each naming its statistic and measure

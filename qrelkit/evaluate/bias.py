@@ -22,17 +22,10 @@ import numpy as np
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import check_aligned
-from qrelkit.evaluate.bootstrap import (
-    DEFAULT_METHOD,
-    METHOD_NAMES,
-    Interval,
-    IntervalEstimate,
-    check_method,
-    draw_weights,
-    paired_intervals,
-)
+from qrelkit.evaluate.bootstrap import Interval, IntervalEstimate, draw_weights, paired_intervals
+from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, METHOD_NAMES, check_method
 from qrelkit.evaluate.metrics import Evaluation
-from qrelkit.io.groups import read_groups_table, run_groups
+from qrelkit.io.groups import run_groups
 
 
 def check_groups(groups: dict[str, list[str]], runs: list[str], how: dict[str, str] | None = None) -> dict[str, list[str]]:
@@ -57,11 +50,6 @@ def groups_matching(patterns: Sequence[tuple[str, re.Pattern[str]]], runs: list[
     """(name, regex) pairs: each group holds the runs whose name its regex matches anywhere (re.search)."""
     groups = {name: [run for run in runs if pattern.search(run)] for name, pattern in patterns}
     return check_groups(groups, runs, {name: f"regex {pattern.pattern!r}" for name, pattern in patterns})
-
-
-def read_groups_file(path: str | Path) -> tuple[list[str], dict[str, dict[str, str]]]:
-    """Columns (after `run`) and run -> column -> value of a groups file (see `qrelkit.io.groups`)."""
-    return read_groups_table(path)
 
 
 def groups_from_file(path: str | Path, column: str | None, runs: list[str]) -> dict[str, list[str]]:
@@ -131,7 +119,7 @@ def group_bias(
     reference: Evaluation,
     groups: dict[str, list[str]],
     *,
-    resamples: int = 1000,
+    resamples: int = DEFAULT_RESAMPLES,
     seed: int | None = 0,
     weights: np.ndarray | None = None,
     interval: str = DEFAULT_METHOD,

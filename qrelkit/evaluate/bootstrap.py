@@ -46,42 +46,17 @@ from typing import NamedTuple
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-
-METHODS = ("jackknife", "bca", "percentile", "subsampling")
-# The default: of the four, the one whose coverage came nearest 95% on DL-shaped simulated tracks
-# (benchmarks/bench_interval_coverage.py; docs/audit.md has the table): the jackknife's intervals of τ-b
-# and τ_AP covered 98.5-100%, the bootstrap's 30-97% (BCa's 70-84%), and every method's κ 93-94%.
-DEFAULT_METHOD = "jackknife"
-METHOD_NAMES = {"jackknife": "jackknife", "bca": "BCa", "percentile": "percentile", "subsampling": "subsampling"}
-NEEDS_JACKKNIFE = ("bca", "jackknife")
-# 100,000 resamples put a 99.9% interval's tails on 50 values each (scipy's default is 9,999);
-# beyond that the weight matrix (resamples × queries) only costs memory.
-MAX_RESAMPLES = 100_000
-MAX_WEIGHT_ENTRIES = 200_000_000  # resamples × queries: 1.6 GB of float64 weights
-
-
-def check_resamples(resamples: int, n_queries: int | None = None) -> None:
-    """A resample count qrelkit will draw: 0 ≤ N ≤ MAX_RESAMPLES (and the weights fit in memory)."""
-    if resamples < 0:
-        raise QrelkitError(f"bootstrap resamples must be >= 0, got {resamples}")
-    if resamples > MAX_RESAMPLES:
-        raise QrelkitError(
-            f"--resamples {resamples}: at most {MAX_RESAMPLES:,} bootstrap resamples "
-            "(enough for a 99.9% interval; scipy's default is 9,999)"
-        )
-    if n_queries is not None and resamples * n_queries > MAX_WEIGHT_ENTRIES:
-        raise QrelkitError(
-            f"--resamples {resamples} over {n_queries:,} queries needs {resamples * n_queries * 8 / 1e9:.1f} GB of resample weights; "
-            f"use at most {MAX_WEIGHT_ENTRIES // n_queries:,} resamples"
-        )
-
-
-def check_method(method: str) -> str:
-    """``jackknife``, ``bca``, ``percentile`` or ``subsampling`` (any case); anything else is a clear error."""
-    chosen = str(method).lower()
-    if chosen not in METHODS:
-        raise QrelkitError(f"--interval {method!r}: choose jackknife (the default), bca, percentile or subsampling")
-    return chosen
+from qrelkit.evaluate.choices import (  # noqa: F401  (the bootstrap's choices, checked where a request is made)
+    DEFAULT_METHOD,
+    DEFAULT_RESAMPLES,
+    MAX_RESAMPLES,
+    MAX_WEIGHT_ENTRIES,
+    METHOD_NAMES,
+    METHODS,
+    NEEDS_JACKKNIFE,
+    check_method,
+    check_resamples,
+)
 
 
 def resample_counts(n_queries: int, resamples: int, seed: int | None = 0) -> np.ndarray:

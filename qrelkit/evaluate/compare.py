@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,27 +38,29 @@ import numpy as np
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import kendall_tau_b_rows, printed, tau_ap_rows
-from qrelkit.evaluate.audit import DEFAULT_MEASURES, Audit, audit, measure_pairs
-from qrelkit.evaluate.bootstrap import (
+from qrelkit.evaluate.audit import Audit, audit, measure_pairs
+from qrelkit.evaluate.bootstrap import IntervalEstimate, draw_weights, paired_intervals, uniform_weights
+from qrelkit.evaluate.choices import (
+    DEFAULT_MEASURES,
     DEFAULT_METHOD,
+    DEFAULT_PERMUTATIONS,
+    DEFAULT_RESAMPLES,
     METHOD_NAMES,
-    IntervalEstimate,
     check_method,
     check_resamples,
-    draw_weights,
-    paired_intervals,
-    uniform_weights,
 )
 from qrelkit.evaluate.labels import (
+    NO_MAPS,
+    GradeMaps,
     NoSharedPairs,
+    SharedPairs,
     fits_one_scale,
     grade_range,
     kappa_rows,
-    kappa_statistic,
+    kappa_statistic_of,
     label_agreement,
-    map_grades,
+    mapped_pairs,
     per_query_confusions,
-    shared_pairs,
 )
 from qrelkit.evaluate.metrics import evaluate_runs
 from qrelkit.io import Qrels, Run
@@ -154,6 +156,25 @@ class RowCache:
 
     def __init__(self) -> None:
         self.rows: dict[tuple[Any, ...], np.ndarray] = {}
+        self.shared: dict[tuple[Any, ...], SharedPairs] = {}
+        self.kappas: dict[tuple[Any, ...], Callable[[np.ndarray], dict[str, np.ndarray]]] = {}
+
+    def shared_pairs(self, audit_: Audit, queries: list[str], maps: GradeMaps) -> SharedPairs:
+        """A judge's pairs shared with the reference on ``queries``, mapped: built from its grades once
+        per comparison (κ's bootstrap and the randomisation test of each of its pairs read them)."""
+        key = (audit_.model_name, tuple(queries))
+        if key not in self.shared:
+            model = _restricted(audit_.model_grades, queries)
+            self.shared[key] = mapped_pairs(model, _restricted(audit_.reference_grades, queries), maps)
+        return self.shared[key]
+
+    def kappa_statistic(self, audit_: Audit, queries: list[str], maps: GradeMaps) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
+        """A judge's κ per row of query weights (`kappa_statistic_of`), its confusions per query built
+        once per comparison."""
+        key = (audit_.model_name, tuple(queries))
+        if key not in self.kappas:
+            self.kappas[key] = kappa_statistic_of(self.shared_pairs(audit_, queries, maps), queries)
+        return self.kappas[key]
 
     def get(self, key: tuple[Any, ...], weights: np.ndarray, compute: Callable[[], np.ndarray]) -> np.ndarray:
         full = (*key, weights.shape, hashlib.sha1(np.ascontiguousarray(weights).tobytes()).digest())
@@ -167,7 +188,7 @@ class _Pair:
     measure and the per-query confusion matrices of κ."""
 
     def __init__(
-        self, first: Audit, second: Audit, queries: list[str], measures: list[str], maps: dict[str, Any], cache: RowCache | None = None
+        self, first: Audit, second: Audit, queries: list[str], measures: list[str], maps: GradeMaps, cache: RowCache | None = None
     ):
         self.queries = queries
         self.names = (first.model_name, second.model_name)
@@ -181,10 +202,9 @@ class _Pair:
         # Δκ only where both judges' κ is computed (grades on one scale: `labels.kappa_scale_problem`)
         self.with_kappa = first.labels.not_computed is None and second.labels.not_computed is None
         if self.with_kappa:
-            reference_grades = _restricted(first.reference_grades, queries)
-            self.kappa_a = kappa_statistic(_restricted(first.model_grades, queries), reference_grades, queries, **maps)
-            self.kappa_b = kappa_statistic(_restricted(second.model_grades, queries), reference_grades, queries, **maps)
-            self.confusion_a, self.confusion_b, self.labels = _confusions(first, second, queries, maps)
+            shared = [self.cache.shared_pairs(audit_, queries, maps) for audit_ in (first, second)]
+            self.kappa_a, self.kappa_b = (self.cache.kappa_statistic(audit_, queries, maps) for audit_ in (first, second))
+            self.confusion_a, self.confusion_b, self.labels = _confusions(shared, queries)
 
     def _truth(self, measure: str, reference: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return self.cache.get(("reference", self.queries_key, measure), weights, lambda: printed(weights @ reference.T, self.decimals))
@@ -226,14 +246,9 @@ class _Pair:
         return out
 
 
-def _confusions(first: Audit, second: Audit, queries: list[str], maps: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+def _confusions(pairs: list[SharedPairs], queries: list[str]) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Per-query confusion matrices (Q, L·L) of both judges against the reference on one label set
     (the union of both: unweighted κ does not change with a label neither side uses)."""
-    reference = map_grades(_restricted(first.reference_grades, queries), maps.get("reference_map"), "reference")
-    pairs = [
-        shared_pairs(map_grades(_restricted(audit_.model_grades, queries), maps.get("model_map"), "model"), reference)
-        for audit_ in (first, second)
-    ]
     labels = grade_range(*[p.reference for p in pairs], *[p.model for p in pairs])
     first_counts, second_counts = (per_query_confusions(found, queries, labels) for found in pairs)
     return first_counts, second_counts, labels
@@ -266,7 +281,7 @@ def paired_differences(
     second: Audit,
     *,
     measures: list[str],
-    maps: dict[str, Any],
+    maps: GradeMaps,
     resamples: int,
     permutations: int,
     seed: int | None,
@@ -375,12 +390,11 @@ def compare_judges(
     measures: list[str] | tuple[str, ...] = DEFAULT_MEASURES,
     judge_measures: list[str] | tuple[str, ...] = (),
     groups: dict[str, list[str]] | None = None,
-    reference_map: Mapping[int, int] | None = None,
-    model_map: Mapping[int, int] | None = None,
+    maps: GradeMaps = NO_MAPS,
     rel_level: int | None = None,
     baseline: str | None = None,
-    resamples: int = 1000,
-    permutations: int = 1000,
+    resamples: int = DEFAULT_RESAMPLES,
+    permutations: int = DEFAULT_PERMUTATIONS,
     seed: int | None = 0,
     interval: str = DEFAULT_METHOD,
     level: float = 0.95,
@@ -400,10 +414,9 @@ def compare_judges(
         raise QrelkitError(f"two judges are both called {', '.join(map(repr, repeated))}: name each judge once")
     measures = list(dict.fromkeys(measures))
     keys = [p.key for p in measure_pairs(measures, judge_measures)]
-    maps = {"reference_map": reference_map, "model_map": model_map, "rel_level": rel_level}
-    options = dict(measures=measures, judge_measures=judge_measures, groups=groups, resamples=resamples, seed=seed, interval=method)
-    options["reference_decimals"] = reference_decimals
-    audits, skipped = audit_each(judges, reference, runs, level=level, **options, **maps)
+    options: dict[str, Any] = dict(measures=measures, judge_measures=judge_measures, groups=groups, resamples=resamples, seed=seed)
+    options |= dict(interval=method, reference_decimals=reference_decimals, maps=maps, rel_level=rel_level)
+    audits, skipped = audit_each(judges, reference, runs, level=level, **options)
     names = [name for name in names if name in audits]
     differences: list[PairedDifference] = []
     notes: list[str] = []

@@ -42,6 +42,22 @@ class NoSharedPairs(QrelkitError):
     """Two qrels that share no (qid, docid) pair: nothing to agree on."""
 
 
+@dataclass(frozen=True)
+class GradeMaps:
+    """The grade maps label agreement applies first: ``reference`` to the reference's grades, ``model``
+    to the model's (None: the grades as given)."""
+
+    reference: Mapping[int, int] | None = None
+    model: Mapping[int, int] | None = None
+
+    def to_dict(self) -> dict[str, dict[int, int] | None]:
+        sides = (("reference", self.reference), ("model", self.model))
+        return {side: None if mapping is None else dict(mapping) for side, mapping in sides}
+
+
+NO_MAPS = GradeMaps()
+
+
 def map_grades(grades: Grades | Qrels, mapping: Mapping[int, int] | None, side: str) -> Grades:
     """Apply a grade mapping; a grade the mapping does not cover is an error, never a guess.
     ``grades``: a `Qrels` or its ``{qid: {docid: grade}}`` view."""
@@ -282,29 +298,21 @@ def label_agreement(
     model: Grades | Qrels,
     reference: Grades | Qrels,
     *,
-    reference_map: Mapping[int, int] | None = None,
-    model_map: Mapping[int, int] | None = None,
+    maps: GradeMaps = NO_MAPS,
     rel_level: int | None = None,
 ) -> LabelAgreement:
     """Agreement of the model's grades with the reference's on the pairs both judge.
 
-    The maps apply first (``reference_map`` to the reference, ``model_map`` to the model);
-    ``rel_level`` then adds κ on both sides cut at grade >= level.
+    The maps apply first (`GradeMaps`); ``rel_level`` then adds κ on both sides cut at grade >= level.
     """
-    return agreement_of(mapped_pairs(model, reference, reference_map=reference_map, model_map=model_map), rel_level)
+    return agreement_of(mapped_pairs(model, reference, maps), rel_level)
 
 
-def mapped_pairs(
-    model: Grades | Qrels,
-    reference: Grades | Qrels,
-    *,
-    reference_map: Mapping[int, int] | None = None,
-    model_map: Mapping[int, int] | None = None,
-) -> SharedPairs:
+def mapped_pairs(model: Grades | Qrels, reference: Grades | Qrels, maps: GradeMaps = NO_MAPS) -> SharedPairs:
     """The pairs both sides judge, each side's grade after its map: what every label statistic reads
     (an audit builds them once for κ, α and κ's bootstrap)."""
     scored = any(isinstance(side, Qrels) and side.scored for side in (model, reference))
-    return shared_pairs(map_grades(model, model_map, "model"), map_grades(reference, reference_map, "reference"), scored=scored)
+    return shared_pairs(map_grades(model, maps.model, "model"), map_grades(reference, maps.reference, "reference"), scored=scored)
 
 
 def _not_computed(pairs: SharedPairs, rel_level: int | None, reason: str) -> LabelAgreement:
@@ -357,21 +365,6 @@ def agreement_of(pairs: SharedPairs, rel_level: int | None = None) -> LabelAgree
 KAPPAS = {"cohen_kappa": None, "cohen_kappa_linear": "linear", "cohen_kappa_quadratic": "quadratic"}
 
 
-def kappa_statistic(
-    model: Grades | Qrels,
-    reference: Grades | Qrels,
-    queries: list[str],
-    *,
-    reference_map: Mapping[int, int] | None = None,
-    model_map: Mapping[int, int] | None = None,
-    rel_level: int | None = None,
-) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
-    """Query weights (rows, len(queries)) -> each κ of :class:`LabelAgreement` per row: κ of the
-    confusion matrix Σ_q w_q C_q, with C_q the confusion of query q's shared pairs. Uniform
-    weights give κ itself; resample weights its bootstrap over queries."""
-    return kappa_statistic_of(mapped_pairs(model, reference, reference_map=reference_map, model_map=model_map), queries, rel_level)
-
-
 def per_query_confusions(pairs: SharedPairs, queries: list[str], labels: list[int]) -> np.ndarray:
     """Each query's confusion counts (reference grade × model grade over ``labels``) as the rows of a
     (Q, L·L) matrix: a resample's weights @ it is the resample's confusion matrix."""
@@ -393,7 +386,10 @@ def per_query_confusions(pairs: SharedPairs, queries: list[str], labels: list[in
 def kappa_statistic_of(
     pairs: SharedPairs, queries: list[str], rel_level: int | None = None
 ) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
-    """`kappa_statistic` on pairs already shared and mapped."""
+    """Query weights (rows, len(queries)) -> each κ of :class:`LabelAgreement` per row, on pairs already
+    shared and mapped (`mapped_pairs`): κ of the confusion matrix Σ_q w_q C_q, with C_q the confusion
+    of query q's shared pairs. Uniform weights give κ itself; resample weights its bootstrap over
+    queries."""
     labels = grade_range(pairs.reference, pairs.model)
     flat = per_query_confusions(pairs, queries, labels)
     relevant = np.array([label >= rel_level for label in labels]) if rel_level is not None else None

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.choices import AVERAGES, check_average
 from qrelkit.evaluate.compatibility import Compatibility, compatibility, compatibility_measure
 from qrelkit.evaluate.measures import Measure, compute, vectorised_measure
 from qrelkit.evaluate.ranked import JudgedPairs, rank_run, rank_run_by_docid_ascending
@@ -62,18 +63,6 @@ def parse_measures(names: Iterable[str]) -> list[tuple[str, Any]]:
         spelled = from_trec_eval(name) or name  # trec_eval's names (ndcg_cut_10, map, recip_rank) too
         parsed.append((name, vectorised_measure(spelled) or compatibility_measure(spelled) or _ir_measures_measure(spelled)))
     return parsed
-
-
-AVERAGES = {
-    "qrels": "over the {n} queries of the qrels; a query a run misses scores 0 (trec_eval -c)",
-    "run": "over the queries each run covers (num_q per run; trec_eval without -c)",
-}
-
-
-def check_average(average: str) -> str:
-    if average not in AVERAGES:
-        raise QrelkitError(f"--average {average!r}: choose qrels (every query of the qrels, a missed one scoring 0) or run")
-    return average
 
 
 @dataclass(frozen=True, repr=False)

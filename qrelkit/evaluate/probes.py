@@ -34,6 +34,7 @@ from qrelkit.evaluate.bootstrap import (
     draw_weights,
     paired_intervals,
 )
+from qrelkit.evaluate.choices import DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES
 from qrelkit.evaluate.compare import TEST_NAME, randomisation_p_values, swap_masks
 
 STATISTICS = ("mean_before", "mean_after", "mean_shift", "relevant_before", "pushed_to_relevant", "share_change")
@@ -135,8 +136,8 @@ def probe_shift(
     after: Sequence[float],
     relevant_at: Sequence[float] | float,
     *,
-    resamples: int = 1000,
-    permutations: int = 1000,
+    resamples: int = DEFAULT_RESAMPLES,
+    permutations: int = DEFAULT_PERMUTATIONS,
     seed: int | None = 0,
     interval: str = DEFAULT_METHOD,
     level: float = 0.95,

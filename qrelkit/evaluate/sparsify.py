@@ -20,21 +20,14 @@ from __future__ import annotations
 import numpy as np
 
 from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.choices import KEEP, check_keep  # noqa: F401  (checked where a request is made)
 from qrelkit.io import Qrel, Qrels, arrays
-
-KEEP = ("top-grade", "random")
 
 
 def default_relevance_level(qrels: Qrels) -> int:
     """2 for graded qrels (some grade above 1, as TREC DL), 1 for binary ones."""
     grades = arrays.numbers(qrels.table.column("grade"))
     return 2 if len(grades) and grades.max() >= 2 else 1
-
-
-def check_keep(keep: str) -> str:
-    if keep not in KEEP:
-        raise QrelkitError(f"--keep {keep!r}: choose top-grade (highest grade first, at random within a grade) or random")
-    return keep
 
 
 def relevant_items(

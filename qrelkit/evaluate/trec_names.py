@@ -9,6 +9,7 @@ Pure string work: no import of ir_measures, so that common names stay on the vec
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from qrelkit.errors import QrelkitError
 
@@ -142,3 +143,16 @@ def trec_eval_names(measures: list[str]) -> dict[str, str]:
         printed[measure] = name
         taken[name] = measure
     return printed
+
+
+def trec_eval_all(evaluation: Any, run: str, measure: str) -> float:
+    """The value of trec_eval's `all` line of ``measure`` for ``run``: trec_eval adds the queries up
+    one by one in qid order, then divides by num_q (a count is a plain sum); with -c (a mean over the
+    qrels' queries) a query the run misses is added too (it adds only to num_rel)."""
+    import numpy as np
+
+    covered = evaluation.covers(run)
+    summed = covered if evaluation.average == "run" else np.ones_like(covered)
+    total = float(np.cumsum(evaluation.values[run][measure][summed])[-1]) if summed.any() else 0.0
+    divisor = 1 if trec_eval_names([measure])[measure] in TREC_EVAL_COUNTS else evaluation.num_q(run)
+    return total / divisor if divisor else 0.0

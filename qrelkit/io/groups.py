@@ -61,15 +61,6 @@ def read_groups_table(path: str | Path) -> tuple[list[str], dict[str, dict[str, 
     return columns, rows
 
 
-def split_groups_spec(spec: str | Path) -> tuple[Path, str | None]:
-    """`FILE` or `FILE:COLUMN` -> (file, column or None). A file whose own name has a colon wins."""
-    text = str(spec)
-    if Path(text).is_file() or ":" not in text:
-        return Path(text), None
-    file, column = text.rsplit(":", 1)
-    return Path(file), column or None
-
-
 def choose_column(
     path: str | Path, columns: list[str], column: str | None, *, default: str | None = None, hint: str = "FILE:COLUMN"
 ) -> str:

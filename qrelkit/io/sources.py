@@ -24,11 +24,6 @@ def source_name(ref: str | Path) -> str:
     return dataset if dataset is not None else run_name_from_path(ref)
 
 
-def source_exists(ref: str | Path) -> bool:
-    """An ir_datasets id is checked when read (it may download); a file must be there."""
-    return irds_id(ref) is not None or Path(ref).is_file()
-
-
 def topics_from(ref: str | Path) -> list[Topic]:
     dataset = irds_id(ref)
     return read_irds_topics(dataset) if dataset is not None else read_topics(ref)

@@ -14,8 +14,8 @@ works on the columns never pays for a Python object per line.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +28,7 @@ from qrelkit.io.columnar import read_qrels_table, read_run_table
 from qrelkit.io.duplicates import OnDuplicate
 from qrelkit.io.lines import iter_lines, raise_if_problems
 from qrelkit.io.paths import list_run_files, run_files, run_name_from_path
+from qrelkit.io.workers.parallel import ordered_map
 
 __all__ = ["OnDuplicate", "Qrel", "Qrels", "Run", "RunEntry", "list_run_files", "run_name_from_path", "run_tag"]
 
@@ -322,13 +323,7 @@ def iter_runs(paths: list[str | Path], *, on_duplicate: OnDuplicate | str = OnDu
     if len(files) < 2:
         yield from (read_run(path, on_duplicate=on_duplicate) for path in files)
         return
-    with ThreadPoolExecutor(max_workers=1) as reader:
-        pending = reader.submit(read_run, files[0], on_duplicate=on_duplicate)
-        for path in files[1:]:
-            run = pending.result()
-            pending = reader.submit(read_run, path, on_duplicate=on_duplicate)
-            yield run
-        yield pending.result()
+    yield from ordered_map(partial(read_run, on_duplicate=on_duplicate), files, workers=1, window=1)
 
 
 def read_runs(paths: list[str | Path], *, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> list[Run]:

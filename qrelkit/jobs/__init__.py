@@ -2,7 +2,8 @@
 
 from qrelkit.jobs.grade import GradingResult, GradingSpec, grade_judge_run, grade_scores, grading_spec, label_for, quantile_cuts
 from qrelkit.jobs.plan import JobPlan, judge_run_id_for, plan_job
-from qrelkit.jobs.runner import JobReport, JobStopped, run_job
+from qrelkit.jobs.report import JobReport, JobStopped
+from qrelkit.jobs.runner import run_job
 from qrelkit.jobs.spec import JobError, JobSpec, load_job
 
 __all__ = [

@@ -13,20 +13,18 @@ import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from qrelkit.jobs.batch_api import BatchDriver, EndpointMismatch, batch_folder, endpoint_of, poll_delays
 from qrelkit.jobs.plan import JobPlan
+from qrelkit.jobs.report import JobReport
 from qrelkit.jobs.spec import JobError
 from qrelkit.jobs.stream import PendingStream
-from qrelkit.judges import BatchJudge, JudgeContext, Pair, create_judge, judge_class
+from qrelkit.judges import BatchJudge, JudgeContext, JudgeFactory, Pair, judge_class
 from qrelkit.prompts import PromptTemplate
 from qrelkit.storage import Store
 from qrelkit.storage import batch_api as recorded
 from qrelkit.storage.judgments import ensure_judge_run, judge_run
-
-if TYPE_CHECKING:
-    from qrelkit.jobs.runner import JobReport
 
 
 def run_batch_job(
@@ -181,7 +179,7 @@ def driver_for(store: Store, database: Path, judge_run_id: str, options: dict[st
             f"judge run {judge_run_id} in {database} names judge {info.judge!r}, which has no batch mode: its batches are not qrelkit's"
         )
     template = PromptTemplate.model_validate(info.template) if info.template else None
-    judge = create_judge(info.judge, options, template)
+    judge = JudgeFactory.resolve(info.judge, options, template).create()
     return BatchDriver(store, judge_run_id, judge, options, batch_folder(database), elsewhere="skip")
 
 

@@ -14,7 +14,7 @@ from qrelkit.io import Topic, list_run_files, sha256_text
 from qrelkit.jobs.grade import template_grade_check
 from qrelkit.jobs.pool import depth_pool_query, pairs_file_blocks, qrels_pool_query, sample_pool
 from qrelkit.jobs.spec import JobError, JobSpec, SampleSpec
-from qrelkit.judges import JudgeConfig, JudgeContext, JudgeError, judge_class, make_config
+from qrelkit.judges import JudgeConfig, JudgeFactory
 from qrelkit.prompts import PromptTemplate, load_template
 from qrelkit.storage import LoadResult, Store
 from qrelkit.storage.batch_api import open_batch_count
@@ -99,23 +99,6 @@ def build_pool(store: Store, spec: JobSpec) -> Pool:
     return qrels_pool_query(store, pool.qrels or "")
 
 
-@dataclass(frozen=True)
-class JudgeFactory:
-    """The job's judge resolved once (its class, its validated config, its template), buildable in
-    any process (a Ray worker builds its own): building it validates nothing again."""
-
-    name: str
-    judge_class: type
-    config: JudgeConfig
-    template: PromptTemplate | None
-    source: str = ""
-
-    def create(self, context: JudgeContext | None = None) -> Any:
-        if getattr(self.judge_class, "needs_template", True) and self.template is None:
-            raise JudgeError(f"judge {self.name!r} needs a prompt template (set `template:` in the job)")
-        return self.judge_class(self.config, self.template, context)
-
-
 @dataclass
 class JobPlan:
     """What a job will judge. The pool stays in the database: the plan holds its counts, and
@@ -168,18 +151,38 @@ class JobPlan:
         )
 
 
-def resolve_judge(spec: JobSpec) -> tuple[JudgeFactory, type, JudgeConfig, str, str]:
-    """(factory, judge class, validated config, model id, judge run id): all known without loading a
-    model. A grading that cannot grade the template's grades is refused here, before any judging."""
+@dataclass(frozen=True)
+class ResolvedJudge:
+    """A job's judge resolved once, with no model loaded: its factory (class, validated config,
+    template), its model id, its judge run id, and what the check of the grading against the
+    template's grades found (a note for a dry run; a grading that cannot grade them is refused
+    when the judge is resolved, before any judging)."""
+
+    factory: JudgeFactory
+    model_id: str
+    judge_run_id: str
+    template_note: str | None = None
+
+    @property
+    def judge_class(self) -> type:
+        return self.factory.judge_class
+
+    @property
+    def config(self) -> JudgeConfig:
+        return self.factory.config
+
+
+def resolve_judge(spec: JobSpec) -> ResolvedJudge:
+    """The job's judge, resolved once for the whole job (every route and executor builds from it)."""
     source = str(spec.source or "job")
     template = load_template(spec.template) if spec.template else None
-    cls = judge_class(spec.judge.name, allow_import=spec.allow_import)
-    config = make_config(spec.judge.name, spec.judge.options, source=source, allow_import=spec.allow_import)
-    template_check(spec, template, cls, config)
+    factory = JudgeFactory.resolve(spec.judge.name, spec.judge.options, template, source=source, allow_import=spec.allow_import)
+    cls: Any = factory.judge_class
+    config = factory.config
+    note = template_check(spec, template, cls, config)
     model_id = cls.model_id_for(config)
     identity = identity_options(cls.Config, config.model_dump(mode="json"))
-    run_id = judge_run_id_for(spec.judge.name, identity, template, model_id)
-    return JudgeFactory(spec.judge.name, cls, config, template, source), cls, config, model_id, run_id
+    return ResolvedJudge(factory, model_id, judge_run_id_for(spec.judge.name, identity, template, model_id), note)
 
 
 def template_check(spec: JobSpec, template: PromptTemplate | None, cls: type, config: JudgeConfig) -> str | None:
@@ -262,21 +265,24 @@ def plan_job(
     *,
     limit: int | None = None,
     retry_failed: bool = False,
-    judge: tuple[JudgeFactory, type, JudgeConfig, str, str] | None = None,
+    judge: ResolvedJudge | None = None,
     pairs: list[tuple[str, str]] | None = None,
     probe: dict[str, Any] | None = None,
     pairs_sample: dict[str, Any] | None = None,
 ) -> JobPlan:
     """Load the collection, pool the pairs (or sample them), check what can be checked before
-    judging, and count what is done and what is left to judge. ``pairs``: judge these instead of
-    the job's pool (a probe's sample, described by ``pairs_sample`` as `choose_pairs` describes a
-    sample); ``probe``: the run is a probe's (its judge run id is the caller's, in ``judge``),
-    judging the perturbed copies stored for it."""
+    judging, and count what is done and what is left to judge. The caller has checked the job's
+    files (`JobSpec.check_paths`) before opening ``store``, and may give the judge it resolved.
+    ``pairs``: judge these instead of the job's pool (a probe's sample, described by
+    ``pairs_sample`` as `choose_pairs` describes a sample); ``probe``: the run is a probe's (its judge
+    run id is the caller's, in ``judge``), judging the perturbed copies stored for it."""
     if limit is not None and limit < 0:
         raise QrelkitError(f"--limit must be 0 or more, got {limit}")
-    spec.check_paths()
-    factory, cls, config, model_id, run_id = judge or resolve_judge(spec)  # the caller's, when it resolved it
-    plan = JobPlan(spec, factory, cls, config, model_id, run_id, limit=limit, retry_failed=retry_failed, probe=probe)
+    judge = judge or resolve_judge(spec)
+    factory, run_id = judge.factory, judge.judge_run_id
+    plan = JobPlan(
+        spec, factory, judge.judge_class, judge.config, judge.model_id, run_id, limit=limit, retry_failed=retry_failed, probe=probe
+    )
     plan.loads = load_collection(store, spec)
     source = str(spec.source or "job")
     if pairs is not None:
@@ -288,7 +294,7 @@ def plan_job(
     if not pooled:
         raise JobError(f"{source}: the pool is empty")
     plan.checks = [f"database {spec.database.resolve()}: can be written"]
-    plan.checks += [c for c in (grading_target_check(store, spec, run_id), template_check(spec, factory.template, cls, config)) if c]
+    plan.checks += [c for c in (grading_target_check(store, spec, run_id), judge.template_note) if c]
     plan.topics = {t.qid: t for t in store.topics()}
     if factory.template is not None:
         factory.template.check_topics([plan.topics[q] for q in pooled if q in plan.topics], source=source)

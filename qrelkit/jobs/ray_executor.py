@@ -24,10 +24,9 @@ from typing import IO, Any
 from qrelkit.embed.cache import CollectingVectorStore, ComputedEmbeddings
 from qrelkit.errors import FatalJobError, QrelkitError
 from qrelkit.jobs.calls import StoreEmbeddingCache, judge_batch_safely
-from qrelkit.jobs.plan import JudgeFactory
 from qrelkit.jobs.ray_reaper import reap_on_exit
 from qrelkit.jobs.spec import ExecutorSpec, JobError
-from qrelkit.judges import JudgeContext, Judgment, Pair
+from qrelkit.judges import JudgeContext, JudgeFactory, Judgment, Pair
 
 IN_FLIGHT = 2  # shards queued on a worker: one being judged, one waiting, so no worker idles on a round trip
 SHARD_TRIES = 3  # a shard whose worker died this often is recorded as failed (a pair that kills its worker)

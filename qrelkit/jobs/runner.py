@@ -16,85 +16,21 @@ import signal
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from qrelkit.errors import JobFailed, QrelkitError, StorageFailure
+from qrelkit.errors import QrelkitError, StorageFailure
 from qrelkit.io.irds import no_downloads
 from qrelkit.jobs.calls import PASS_THROUGH, StoreEmbeddingCache, failure_judgment, judge_batch_safely, salvaged  # noqa: F401 (re-exported)
-from qrelkit.jobs.plan import JudgeFactory, collection_unchanged, plan_job, resolve_judge
+from qrelkit.jobs.plan import ResolvedJudge, collection_unchanged, plan_job, resolve_judge
+from qrelkit.jobs.report import JobReport, JobStopped, ProgressCallback, saved_note
 from qrelkit.jobs.spec import ExecutorSpec, JobSpec
 from qrelkit.jobs.stream import PendingStream
 from qrelkit.jobs.writer import JudgmentWriter
-from qrelkit.judges import FatalJudgeError, JudgeContext, Judgment, Pair
-from qrelkit.storage import LoadResult, Store
+from qrelkit.judges import FatalJudgeError, JudgeContext, JudgeFactory, Judgment, Pair
+from qrelkit.storage import Store
 from qrelkit.storage.judgments import JudgmentWriteError, ensure_judge_run
 from qrelkit.storage.schema import SCHEMA_VERSION
 from qrelkit.storage.store import job_memory
-
-ProgressCallback = Callable[[int, int], None]  # (pairs done, pairs to judge)
-
-
-@dataclass
-class JobReport:
-    judge_run_id: str
-    pairs: int
-    already_ok: int
-    already_failed: int
-    to_judge: int
-    judged: int = 0
-    statuses: dict[str, int] = field(default_factory=dict)
-    interrupted: bool = False
-    seconds: float = 0.0
-    estimate: dict[str, Any] | None = None  # a judge's cost estimate for the pending pairs (dry run)
-    loads: list[LoadResult] = field(default_factory=list)  # what the job loaded into its database
-    mode: str = "sync"  # or "batch": the judge's requests go through a Batch API
-    in_batches: int = 0  # pairs in batches not yet collected (after this run)
-    batches: list[dict[str, Any]] = field(default_factory=list)  # the judge run's batch submissions (batch mode)
-    submitted: int = 0  # requests this run sent in new batches
-    sample: dict[str, Any] | None = None  # the job judges a sample of its pool (`JobPlan.sample`); `pairs` is then the sample's size
-    checks: list[str] = field(default_factory=list)  # what was checked before judging (`JobPlan.checks`)
-
-    @property
-    def failed(self) -> int:
-        return sum(n for status, n in self.statuses.items() if status != "ok")
-
-    @property
-    def mostly_failed(self) -> bool:
-        """More than half of this run's judgments are not ok (any failure status counts)."""
-        return not self.interrupted and self.judged > 0 and self.failed * 2 > self.judged
-
-    def failure_message(self) -> str:
-        return f"most judgments failed: {self.failed} of the {self.judged} made by this run are not ok" + saved_note(self)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "judge_run_id": self.judge_run_id,
-            "pairs": self.pairs,
-            "already_ok": self.already_ok,
-            "already_failed": self.already_failed,
-            "to_judge": self.to_judge,
-            "judged": self.judged,
-            "statuses": dict(self.statuses),
-            "interrupted": self.interrupted,
-            "seconds": round(self.seconds, 3),
-            "estimate": self.estimate,
-            "mode": self.mode,
-            "in_batches": self.in_batches,
-            "submitted": self.submitted,
-            "batches": self.batches,
-            "sample": self.sample,
-            "checks": self.checks,
-        }
-
-
-class JobStopped(JobFailed):
-    """The job stopped early or ended with most judgments failed; what was judged is saved."""
-
-    def __init__(self, message: str, report: JobReport):
-        super().__init__(message)
-        self.report = report
-
 
 # -- noticing a broken judge -----------------------------------------------------------------------
 
@@ -241,7 +177,7 @@ def run_job(
     executor: Executor | None = None,
     wait: bool = False,
     sleep: Callable[[float], Any] = time.sleep,
-    judge: tuple[JudgeFactory, type, Any, str, str] | None = None,
+    judge: ResolvedJudge | None = None,
     pairs: list[tuple[str, str]] | None = None,
     probe: dict[str, Any] | None = None,
     pairs_sample: dict[str, Any] | None = None,
@@ -256,12 +192,13 @@ def run_job(
     and judged when their batches finish: on a later run, or in this one with ``wait``.
     A dry run writes nothing (see `dry_run_report`).
 
-    ``judge`` (the job's judge resolved by the caller, perhaps under a judge run id of its own),
+    ``judge`` (the job's judge resolved by the caller: a sweep resolves every cell's before the first
+    is judged; a probe's run is under a judge run id of its own),
     ``pairs`` (judged instead of the job's pool, described by ``pairs_sample``; an existing judge
     run's record of what it covers is left as it is) and ``probe`` (the run judges the perturbed
     copies stored for it) are how `qrelkit probe` runs its judge runs (`plan_job`)."""
     if dry_run:
-        return dry_run_report(spec, limit=limit, retry_failed=retry_failed)
+        return dry_run_report(spec, limit=limit, retry_failed=retry_failed, judge=judge)
     report_progress = progress if callable(progress) else None
     if limit is not None and limit < 0:  # before the database is opened: a refused command creates nothing
         raise QrelkitError(f"--limit must be 0 or more, got {limit}")
@@ -357,7 +294,7 @@ def planning_store(spec: JobSpec) -> Store:
     return Store.in_memory_copy(spec.database)
 
 
-def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False) -> JobReport:
+def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False, judge: ResolvedJudge | None = None) -> JobReport:
     """What a run would do (what it would load, the pool, what is done, failed and left to judge, and
     an API judge's cost estimate), with no file written: not the database, not its folder."""
     why = (
@@ -365,7 +302,7 @@ def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: boo
         "load it first (qrelkit load topics|docs|qrels irds:ID), or run without --dry-run"
     )
     with no_downloads(why), planning_store(spec) as store:
-        plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed)
+        plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed, judge=judge)
         report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
         report.sample, report.checks = plan.sample, plan.checks
         report.in_batches = plan.in_batches
@@ -395,8 +332,3 @@ def _flush_or_stop(writer: JudgmentWriter, report: JobReport) -> None:
         writer.flush(wait=True)
     except JudgmentWriteError as exc:
         raise JobStopped(f"stopped: {exc}" + saved_note(report), report) from None
-
-
-def saved_note(report: JobReport) -> str:
-    statuses = ", ".join(f"{status} {n}" for status, n in sorted(report.statuses.items()))
-    return f" ({report.judged} judgments saved by this run: {statuses or 'none'}; fix the judge and run the job again to resume)"

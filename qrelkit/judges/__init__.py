@@ -2,6 +2,7 @@
 
 from qrelkit.judges.base import BaseJudge, BatchJudge, FatalJudgeError, Judge, JudgeConfig, JudgeContext, JudgeError, Judgment, Pair
 from qrelkit.judges.registry import (
+    JudgeFactory,
     create_judge,
     describe_judges,
     judge_class,
@@ -17,6 +18,7 @@ __all__ = [
     "JudgeContext",
     "FatalJudgeError",
     "JudgeError",
+    "JudgeFactory",
     "Judgment",
     "Pair",
     "create_judge",

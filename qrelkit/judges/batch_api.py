@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -62,20 +62,6 @@ def starts_new_file(lines: int, size: int, line: int, max_requests: int, max_byt
     """Whether a line of ``line`` bytes goes to a new file when the current one holds ``lines``
     lines of ``size`` bytes: the one rule of how a Batch API input is cut into files."""
     return lines > 0 and (lines >= max_requests or size + line > max_bytes)
-
-
-def file_chunks(sizes: Sequence[int], max_requests: int, max_bytes: int) -> list[range]:
-    """Consecutive lines grouped into files of at most ``max_requests`` lines and ``max_bytes`` bytes
-    (`starts_new_file`). Every size must be at most ``max_bytes`` (the caller refuses larger lines)."""
-    chunks, start, total = [], 0, 0
-    for index, size in enumerate(sizes):
-        if starts_new_file(index - start, total, size, max_requests, max_bytes):
-            chunks.append(range(start, index))
-            start, total = index, 0
-        total += size
-    if start < len(sizes):
-        chunks.append(range(start, len(sizes)))
-    return chunks
 
 
 @dataclass(frozen=True)

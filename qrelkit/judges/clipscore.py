@@ -23,7 +23,7 @@ from qrelkit.embed.cache import embed_with_cache
 from qrelkit.embed.clip import ClipImageEmbedder, ClipSource, ClipTextEmbedder, OpenClip
 from qrelkit.errors import FatalJobError
 from qrelkit.io.images import ImageError, ImageFile, read_image_file
-from qrelkit.io.parallel import ordered_map
+from qrelkit.io.workers.parallel import ordered_map
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, Judgment, Pair
 
 CLIPSCORE_WEIGHT = 2.5

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from qrelkit.errors import PairInputError
-from qrelkit.io.urls import local_host_reason
+from qrelkit.io.net.urls import local_host_reason
 
 RETRYABLE_STATUS = {408, 409, 429}  # plus every 5xx
 FATAL_STATUS = {401: "the API key was rejected", 403: "the API key lacks permission", 404: "no such model or endpoint"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
@@ -67,6 +68,33 @@ def make_config(name: str, options: dict[str, Any] | None, *, source: str = "", 
         raise JudgeError("\n".join(problems) + f"\nvalid options of {name!r}: {valid}") from None
 
 
+@dataclass(frozen=True)
+class JudgeFactory:
+    """A judge resolved once (its class, its validated config, its template), buildable in any
+    process (a Ray worker builds its own): the one door through which every route (a job judging
+    pair by pair, the Batch API, Ray actors, each cell of a sweep) gets its judge. Building it
+    validates nothing again."""
+
+    name: str
+    judge_class: type
+    config: JudgeConfig
+    template: PromptTemplate | None
+    source: str = ""
+
+    @classmethod
+    def resolve(
+        cls, name: str, options: dict[str, Any] | None, template: PromptTemplate | None, *, source: str = "", allow_import: bool = False
+    ) -> JudgeFactory:
+        """The judge ``name`` with ``options`` validated into its config (no model loaded)."""
+        judge = judge_class(name, allow_import=allow_import)
+        return cls(name, judge, make_config(name, options, source=source, allow_import=allow_import), template, source)
+
+    def create(self, context: JudgeContext | None = None) -> Any:
+        if getattr(self.judge_class, "needs_template", True) and self.template is None:
+            raise JudgeError(f"judge {self.name!r} needs a prompt template (set `template:` in the job)")
+        return self.judge_class(self.config, self.template, context)
+
+
 def create_judge(
     name: str,
     options: dict[str, Any] | None = None,
@@ -76,11 +104,8 @@ def create_judge(
     source: str = "",
     allow_import: bool = False,
 ):
-    cls = judge_class(name, allow_import=allow_import)
-    config = make_config(name, options, source=source, allow_import=allow_import)
-    if getattr(cls, "needs_template", True) and template is None:
-        raise JudgeError(f"judge {name!r} needs a prompt template (set `template:` in the job)")
-    return cls(config, template, context)
+    """A judge by name and options, built now (`JudgeFactory`): for a notebook or a test of one judge."""
+    return JudgeFactory.resolve(name, options, template, source=source, allow_import=allow_import).create(context)
 
 
 def type_name(annotation: Any) -> str:

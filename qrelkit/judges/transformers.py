@@ -41,7 +41,7 @@ from qrelkit.embed.device_images import (
     read_and_decode_on_device,
 )
 from qrelkit.io.images import ImageError, decode_image, read_image_file
-from qrelkit.io.parallel import ordered_map
+from qrelkit.io.workers.parallel import ordered_map
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
 from qrelkit.judges.chat import hf_messages
 from qrelkit.judges.scoring import (

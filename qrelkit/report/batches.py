@@ -70,3 +70,8 @@ def batches_table(batches: list[Any]) -> Table:
             count(b.get("resubmitted")),
         )
     return table
+
+
+def batches_payload(found: list[Any]) -> list[dict[str, Any]]:
+    """`qrelkit batches --json`: every field of each submission."""
+    return [submission.to_dict() for submission in found]

@@ -61,3 +61,8 @@ def fetch_lines(report: Any) -> list[str]:
         f"({verified} verified against the manifest, {unverified} unverified, their sha256 recorded)"
     )
     return lines
+
+
+def manifests_payload(found: Any) -> Any:
+    """`qrelkit data list --json`: a bundle's manifest as plain data, or every bundle's."""
+    return [bundle.model_dump() for bundle in found] if isinstance(found, list) else found.model_dump()

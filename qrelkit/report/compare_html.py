@@ -12,12 +12,13 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from qrelkit import __version__
 from qrelkit.report.compare import Grid, describe, grids, notes
-from qrelkit.report.html import CSS, Figures, _esc
+from qrelkit.report.html import CSS, Figures
+from qrelkit.report.html_table import _esc, html_table
 from qrelkit.report.plots.audit import MARKERS, OKABE_ITO
 from qrelkit.report.probes import side_by_side_html
 from qrelkit.report.verdict import caveats, verdict
+from qrelkit.version import __version__
 
 CompareResult = Any  # qrelkit.commands.compare.CompareResult, read by field (report/ sits below commands/)
 
@@ -62,14 +63,10 @@ def plot_tau_per_judge(result: CompareResult) -> Figure | None:
 
 
 def _grid_html(grid: Grid, table_id: str, statuses: list[str] | None = None) -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in grid.header)
-    rows = []
-    for r, row in enumerate(grid.rows):
-        failed = statuses is not None and statuses[r] != "compared"
-        cells = "".join(f"<td{'' if i < grid.text_columns else ' class=n'}>{_esc(v)}</td>" for i, v in enumerate(row))
-        rows.append(f"<tr{' class=failed' if failed else ''}>{cells}</tr>")
-    body = "".join(rows)
-    return f"<h2>{_esc(grid.title)}</h2><table id={table_id} class=compact><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    failed = None if statuses is None else ["failed" if status != "compared" else None for status in statuses]
+    rows = [list(row) for row in grid.rows]
+    table = html_table(list(grid.header), rows, text_columns=grid.text_columns, css="compact", table_id=table_id, row_classes=failed)
+    return f"<h2>{_esc(grid.title)}</h2>{table}"
 
 
 def _verdict_html(result: CompareResult) -> str:

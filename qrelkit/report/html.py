@@ -10,7 +10,6 @@ appearance, so the file can be moved, mailed or attached alone.
 from __future__ import annotations
 
 import base64
-import html
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from qrelkit.evaluate.audit import Audit
-from qrelkit.evaluate.labels import map_grades
+from qrelkit.report.html_table import Cell, _esc, html_table
 from qrelkit.report.plots.audit import figure_svg, plot_confusion, plot_relative_delta, plot_score_cdf, plot_system_scatter
 from qrelkit.report.probes import probes_section_html
 from qrelkit.report.tables import (
@@ -109,22 +108,6 @@ footer code{overflow-wrap:anywhere}
 """
 
 
-def _esc(value: Any) -> str:
-    return html.escape(str(value))
-
-
-def _html_table(header: list[str] | None, rows: list[list[Any]], text_columns: int = 1, css: str = "") -> str:
-    klass = f" class={css}" if css else ""
-    if header is None:  # a key-value table: the first column is the header of each row
-        body = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in rows)
-        return f"<table{klass}><tbody>{body}</tbody></table>"
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td{'' if i < text_columns else ' class=n'}>{_esc(v)}</td>" for i, v in enumerate(row)) + "</tr>" for row in rows
-    )
-    return f"<table{klass}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 class Figures:
     """Numbers figures in the order the page shows them and embeds each as an SVG data URI."""
 
@@ -153,29 +136,27 @@ def _stat(key: str, value: str, label: str, interval: str = "", note: str | None
 
 
 def _maps_note(result: Audit) -> str:
-    sides = (("reference", result.reference_map), ("model", result.model_map))
+    sides = (("reference", result.maps.reference), ("model", result.maps.model))
     return "; ".join(f"{side} grades mapped {','.join(f'{k}:{v}' for k, v in m.items())}" for side, m in sides if m)
 
 
 def _bias_summary(result: Audit) -> str:
     """Relative Δ the model qrels add (model − reference), a row per group and a column per measure."""
     measures = result.model_evaluation.measures
-    head = "".join(f"<th>{_esc(m)}</th>" for m in measures)
-    rows = []
+    rows: list[list[Any]] = []
     for g, (group, by_measure) in enumerate(result.bias.items()):
-        cells = []
+        row: list[Any] = [Cell(group, header=True)]
         for m, measure in enumerate(measures):
             b = by_measure[measure]
             title = _esc(f"model {fmt(b.model, 1)} %, reference {fmt(b.reference, 1)} %")
-            cells.append(
-                f'<td class=n title="{title}"><span data-summary="delta-{g}-{m}">{_esc(fmt(b.difference, 1))}</span> '
-                f'<span data-summary="delta-{g}-{m}-ci">{_esc(ci(b.difference_ci95, 1))}</span></td>'
+            spans = (
+                f'<span data-summary="delta-{g}-{m}">{_esc(fmt(b.difference, 1))}</span> '
+                f'<span data-summary="delta-{g}-{m}-ci">{_esc(ci(b.difference_ci95, 1))}</span>'
             )
-        rows.append(f"<tr><th>{_esc(group)}</th>{''.join(cells)}</tr>")
-    return (
-        "<div class=label>Relative Δ toward each group that the model qrels add (model − reference, %) [95% CI]</div>"
-        "<table class=compact style='margin-top:.2rem'>"
-        f"<thead><tr><th>group</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            row.append(Cell(spans, f' class=n title="{title}"', markup=True))
+        rows.append(row)
+    return "<div class=label>Relative Δ toward each group that the model qrels add (model − reference, %) [95% CI]</div>" + html_table(
+        ["group", *measures], rows, css="compact", style="margin-top:.2rem"
     )
 
 
@@ -254,7 +235,7 @@ def _systems_section(result: Audit, figure: Figures) -> str:
                 "Each run's mean under the reference (x) and model (y) qrels; dashed: equal scores.",
                 min(1040, 440 * len(result.model_evaluation.measures)),
             ),
-            _html_table(SYSTEM_HEADER, [list(r) for r in system_rows(result)], text_columns=1),
+            html_table(SYSTEM_HEADER, [list(r) for r in system_rows(result)], text_columns=1),
             "<p class=note>τ_AP takes the reference ordering as the truth and weighs swaps near the top more.</p>",
             _runs_table(result),
         ]
@@ -263,7 +244,7 @@ def _systems_section(result: Audit, figure: Figures) -> str:
 
 def _labels_section(result: Audit, figure: Figures) -> str:
     if result.labels.not_computed is not None:  # grades κ cannot compare: no confusion matrix either
-        return "\n".join(["<h2>Label agreement</h2>", _html_table(["statistic", "value"], [list(r) for r in label_rows(result)])])
+        return "\n".join(["<h2>Label agreement</h2>", html_table(["statistic", "value"], [list(r) for r in label_rows(result)])])
     confusion = plot_confusion(
         result.labels.confusion, result.labels.labels, reference_name=result.reference_name, model_name=result.model_name
     )
@@ -271,7 +252,7 @@ def _labels_section(result: Audit, figure: Figures) -> str:
     return "\n".join(
         [
             "<h2>Label agreement</h2>",
-            _html_table(["statistic", "value"], [list(r) for r in label_rows(result)]),
+            html_table(["statistic", "value"], [list(r) for r in label_rows(result)]),
             figure(
                 confusion,
                 "confusion matrix heat map",
@@ -285,14 +266,13 @@ def _labels_section(result: Audit, figure: Figures) -> str:
 
 def _scores_section(result: Audit, judge: JudgeSummary | None, figure: Figures) -> str:
     """The judge's raw scores per reference grade; without them (qrels from a file), the model's grades."""
-    reference = map_grades(result.reference_grades, result.reference_map, "reference")
+    mapped_model, reference = result.mapped_grades()
     scores = judge.scores if judge else None
     if scores:
         values, xlabel = list(scores), "judge score (raw, before grading)"
         caption = "Cumulative distribution of the judge's raw scores for each reference grade, and overall."
     else:
-        model = map_grades(result.model_grades, result.model_map, "model")
-        values = [(q, d, float(g)) for q, docs in model.items() for d, g in docs.items()]
+        values = [(q, d, float(g)) for q, docs in mapped_model.items() for d, g in docs.items()]
         xlabel = "model grade (no raw scores: qrels from a file)"
         caption = "Cumulative distribution of the model's grades for each reference grade (no raw scores: qrels from a file)."
     by_grade: dict[int, list[float]] = {}
@@ -318,7 +298,7 @@ def _bias_section(result: Audit, figure: Figures) -> str:
             "<h2>Relative Δ toward groups</h2>",
             "<p class=note>Δ = 2·(M_g − M_o)/(M_g + M_o)·100, M averaged over the runs in and out of the group; "
             "positive favours the group. The last column is the bias the model qrels add over the reference.</p>",
-            _html_table(BIAS_HEADER, bias_rows(result), text_columns=2),
+            html_table(BIAS_HEADER, bias_rows(result), text_columns=2),
             figure(
                 deltas,
                 "Relative Δ per group under each qrels",
@@ -343,18 +323,17 @@ def _judge_section(judge: JudgeSummary) -> str:
         ["mean latency (ms)", fmt(judge.mean_latency_ms, 1)],
         ["graded qrels set", judge.qrels_set or "–"],
     ]
-    parts = ["<h2>Judge</h2>", _html_table(None, facts)]
-    parts += ["<h3>Judgments by status</h3>", _html_table(["status", "judgments", "share"], rows)]
+    parts = ["<h2>Judge</h2>", html_table(None, facts)]
+    parts += ["<h3>Judgments by status</h3>", html_table(["status", "judgments", "share"], rows)]
     if judge.failures:
-        body = "".join(
-            f"<tr><td>{_esc(f.status)}</td><td>{_esc(f.qid)}</td><td>{_esc(f.docid)}</td>"
-            f"<td class=text>{_esc(f.answer) if f.answer else '<i>no answer</i>'}</td><td class=text>{_esc(f.error)}</td></tr>"
+        failures = [
+            [f.status, f.qid, f.docid, Cell(f.answer, " class=text") if f.answer else Cell("<i>no answer</i>", " class=text", markup=True)]
+            + [Cell(f.error, " class=text")]
             for f in judge.failures
-        )
+        ]
         parts += [
             "<h3>Failures (a sample), with the model's answer</h3>",
-            "<table><thead><tr><th>status</th><th>qid</th><th>docid</th><th>model's answer</th><th>why it failed</th></tr></thead>"
-            f"<tbody>{body}</tbody></table>",
+            html_table(["status", "qid", "docid", "model's answer", "why it failed"], failures, text_columns=3),
         ]
     parts += ["<h3>Configuration</h3>", f"<pre>{_esc(json.dumps(judge.config, indent=2, sort_keys=True))}</pre>"]
     if judge.template:
@@ -403,7 +382,7 @@ def grading_section(grading: dict[str, Any], per_row: int | None = None) -> str:
     sample = f" The judge run covers a {describe_sample(grading['sample'])}." if grading.get("sample") else ""
     sentence = f"Graded {grading.get('n_scores', '?')} scores by {grading_rule(grading)}.{sample}"
     settings = [[key, _setting(grading[key])] for key in GRADING_SETTINGS if grading.get(key) is not None]
-    parts = ["<h2>Grading</h2>", f"<p>{_esc(sentence)}</p>", _html_table(None, settings, css="compact")]
+    parts = ["<h2>Grading</h2>", f"<p>{_esc(sentence)}</p>", html_table(None, settings, css="compact")]
     if grading.get("warnings"):
         parts.append("<ul class=warnings>" + "".join(f"<li>{_esc(w)}</li>" for w in grading["warnings"]) + "</ul>")
     thresholds = grading.get("thresholds") or {}
@@ -413,15 +392,16 @@ def grading_section(grading: dict[str, Any], per_row: int | None = None) -> str:
     if scopes:
         cut_label = f"cut points (q {_setting(grading['quantiles'])})" if grading.get("quantiles") else "cut points"
         columns = ["topic", cut_label] + (["lowest score per grade"] if lowest else [])
-        header = "".join("".join(f"<th>{_esc(c)}</th>" for c in columns) for _ in range(min(per_row, len(scopes))))
-        cells = []
+        header = columns * min(per_row, len(scopes))
+        cells: list[Cell] = []
         for scope in scopes:
             shown = "all scores" if scope == "*" else scope  # the global scope's key in the record
-            row = f"<td>{_esc(shown)}</td><td class=n>{_esc(_setting(thresholds.get(scope, [])))}</td>"
-            cells.append(row + (f"<td class=n>{_esc(_setting(lowest.get(scope, {})))}</td>" if lowest else ""))
-        rows = ["<tr>" + "".join(cells[i : i + per_row]) + "</tr>" for i in range(0, len(cells), per_row)]
+            cells += [Cell(shown), Cell(_setting(thresholds.get(scope, [])), " class=n")]
+            cells += [Cell(_setting(lowest.get(scope, {})), " class=n")] if lowest else []
+        width = len(columns) * per_row
+        rows: list[list[Any]] = [list(cells[i : i + width]) for i in range(0, len(cells), width)]
         parts.append(f"<h3>Per topic ({len(scopes)})</h3>" if grading.get("per_topic") else "<h3>Over all scores</h3>")
-        parts.append(f"<table class=compact><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        parts.append(html_table(header, rows, css="compact"))
     return "\n".join(parts)
 
 
@@ -439,7 +419,7 @@ def _runs_table(result: Audit) -> str:
     header = ["run", "group", f"{measure} reference", "rank", f"{measure} model", "rank"]
     return (
         f"<details><summary>Runs by {_esc(measure)} ({len(rows)})</summary>"
-        + _html_table(header, rows, text_columns=2, css="compact")
+        + html_table(header, rows, text_columns=2, css="compact")
         + "</details>"
     )
 

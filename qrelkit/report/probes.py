@@ -14,6 +14,7 @@ from rich.text import Text
 
 from qrelkit.evaluate.bootstrap import describe_intervals
 from qrelkit.report.compare import Grid, grid_latex, grid_markdown
+from qrelkit.report.html_table import html_table
 from qrelkit.report.tables import fmt
 from qrelkit.report.text import latex_comment, markdown_text, printable
 
@@ -262,14 +263,7 @@ def probes_table(probes: list[Any]) -> Table:
 
 
 def _html_grid(grid: Grid) -> str:
-    from html import escape
-
-    head = "".join(f"<th>{escape(h)}</th>" for h in grid.header)
-    body = "".join(
-        "<tr>" + "".join(f"<td{'' if i < grid.text_columns else ' class=n'}>{escape(c)}</td>" for i, c in enumerate(row)) + "</tr>"
-        for row in grid.rows
-    )
-    return f"<table class=compact><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return html_table(list(grid.header), [list(row) for row in grid.rows], text_columns=grid.text_columns, css="compact")
 
 
 PROBES_INTRO = (

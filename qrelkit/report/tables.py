@@ -421,9 +421,7 @@ def trec_eval_lines(evaluation: Any) -> list[str]:
     -m ...`; with average "run" it is the same without -c. `runid` is the run's tag column (as
     trec_eval prints it; the run's name where it has none). A measure prints under trec_eval's
     name (nDCG@10 as ndcg_cut_10); one trec_eval lacks keeps its own, after the others."""
-    import numpy as np
-
-    from qrelkit.evaluate.trec_names import TREC_EVAL_COUNTS, trec_eval_names, trec_eval_sort_key
+    from qrelkit.evaluate.trec_names import TREC_EVAL_COUNTS, trec_eval_all, trec_eval_names, trec_eval_sort_key
 
     printed = trec_eval_names(evaluation.measures)
     order = sorted(evaluation.measures, key=lambda m: trec_eval_sort_key(printed[m]))
@@ -439,13 +437,7 @@ def trec_eval_lines(evaluation: Any) -> list[str]:
                 lines += [f"{printed[m]:<22}\t{qid}\t{value(printed[m], evaluation.values[run][m][i])}" for m in order]
         lines.append(f"{'runid':<22}\tall\t{(evaluation.tags or {}).get(run) or run}")  # trec_eval's runid: the tag column
         lines.append(f"{'num_q':<22}\tall\t{evaluation.num_q(run)}")
-        for m in order:
-            # trec_eval adds the queries up one by one in qid order, then divides (a count is a plain
-            # sum); with -c a query the run misses is added too (it adds only to num_rel)
-            summed = covered if evaluation.average == "run" else np.ones_like(covered)
-            total = float(np.cumsum(evaluation.values[run][m][summed])[-1]) if summed.any() else 0.0
-            divisor = 1 if printed[m] in TREC_EVAL_COUNTS else evaluation.num_q(run)
-            lines.append(f"{printed[m]:<22}\tall\t{value(printed[m], total / divisor if divisor else 0.0)}")
+        lines += [f"{printed[m]:<22}\tall\t{value(printed[m], trec_eval_all(evaluation, run, m))}" for m in order]
     return lines
 
 
@@ -464,3 +456,8 @@ def correlation_tables(result: Any) -> list[Table | Text]:
         out.append(table)
     out.append(Text("\n".join(result.notes)))
     return out
+
+
+def templates_payload(templates: list[Any]) -> list[dict[str, Any]]:
+    """`qrelkit prompts list --json`: every template's content."""
+    return [template.content() for template in templates]

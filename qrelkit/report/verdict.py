@@ -13,6 +13,7 @@ the numbers are `qrelkit.evaluate.compare`'s.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from qrelkit.report.tables import describe_sample
@@ -198,10 +199,10 @@ def grades_line(comparison: Any) -> str:
     """The grades κ compares: as given, or after `--map` / `--map-model` (τ always uses them as given)."""
     first = next(iter(comparison.audits.values()))
 
-    def spec(mapping: dict[int, int] | None) -> str | None:
+    def spec(mapping: Mapping[int, int] | None) -> str | None:
         return None if mapping is None else ",".join(f"{k}:{v}" for k, v in mapping.items())
 
-    reference, model = spec(first.reference_map), spec(first.model_map)
+    reference, model = spec(first.maps.reference), spec(first.maps.model)
     if reference is None and model is None:
         return "κ compares the grades as given on both sides (no --map)"
     parts = [f"the reference's through --map {reference}" if reference else "the reference's as given"]

@@ -45,7 +45,6 @@ WRITES = frozenset(
         "load_run",
         "load_qrels",
         "save_qrels",
-        "import_scores",
         "write_embeddings",
         "retire_stale_judgments",
     }
@@ -101,6 +100,13 @@ class BriefStore:
         with self._open(True) as store:
             judge_run_id = find_judge_run(store, judge_run).judge_run_id if judge_run is not None else None
             return judgments_table(store, judge_run_id)
+
+    def import_scores(self, scores: Any, *, name: str, replace: bool = False) -> Any:
+        """Scores made elsewhere stored as a judge run of origin `imported` (`qrelkit import scores`)."""
+        from qrelkit.storage.judgments import import_scores
+
+        with self._open(False) as store:
+            return import_scores(store, scores, name=name, replace=replace)
 
     def contents(self) -> dict:
         """What the database holds, as `qrelkit show --json` prints it."""

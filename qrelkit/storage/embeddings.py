@@ -1,19 +1,29 @@
 """Cached embeddings: rows keyed by (embedder_id, item_kind, item_id, content_hash).
 
 Vectors travel as Arrow list<float32> both ways, so a few thousand 384-d rows are one
-bulk read or one insert, not a statement per row.
+bulk read or one insert, not a statement per row. The store has them as its methods
+(`EmbeddingCache`, the interface `qrelkit.embed.cache.VectorStore` reads): this module knows the
+store only as a connection with transactions, so it imports nothing back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
-if TYPE_CHECKING:  # the store calls these functions: a runtime import would be a circle
-    from qrelkit.storage.store import Store
+Key = tuple[str, str]  # (item_id, content_hash)
+
+
+class Connected(Protocol):
+    """What the cache needs of the store: its connection and its transactions."""
+
+    con: Any
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
 
 
 def _vectors_from_list_column(column: pa.ChunkedArray | pa.Array) -> list[np.ndarray]:
@@ -24,7 +34,23 @@ def _vectors_from_list_column(column: pa.ChunkedArray | pa.Array) -> list[np.nda
     return [values[offsets[i] : offsets[i + 1]].copy() for i in range(len(column))]
 
 
-def read_embeddings(store: Store, embedder_id: str, item_kind: str, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+class EmbeddingCache:
+    """The store's embedding cache (a mixin of `qrelkit.storage.Store`)."""
+
+    def read_embeddings(
+        self: Connected, embedder_id: str, item_kind: str, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], np.ndarray]:
+        """The cached vectors among ``keys`` = [(item_id, content_hash)], keyed the same way."""
+        return read_embeddings(self, embedder_id, item_kind, keys)
+
+    def write_embeddings(self: Connected, embedder_id: str, item_kind: str, keys: Sequence[tuple[str, str]], vectors: np.ndarray) -> int:
+        """Insert vectors for [(item_id, content_hash)] in one transaction; rows already there are kept."""
+        return write_embeddings(self, embedder_id, item_kind, keys, vectors)
+
+
+def read_embeddings(
+    store: Connected, embedder_id: str, item_kind: str, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], np.ndarray]:
     """The cached vectors among ``keys`` = [(item_id, content_hash)], keyed the same way."""
     if not keys:
         return {}
@@ -49,7 +75,7 @@ def read_embeddings(store: Store, embedder_id: str, item_kind: str, keys: Sequen
 
 
 def write_embeddings(
-    store: Store,
+    store: Connected,
     embedder_id: str,
     item_kind: str,
     keys: Sequence[tuple[str, str]],
@@ -85,12 +111,6 @@ def write_embeddings(
     return n
 
 
-def _read_only(store: Store) -> bool:
+def _read_only(store: Connected) -> bool:
     setting = store.con.execute("SELECT current_setting('access_mode')").fetchall()[0][0]
     return str(setting).lower() == "read_only"
-
-
-def count_embeddings(store: Store, embedder_id: str | None = None) -> int:
-    if embedder_id is None:
-        return store.con.execute("SELECT count(*) FROM embeddings").fetchall()[0][0]
-    return store.con.execute("SELECT count(*) FROM embeddings WHERE embedder_id = ?", [embedder_id]).fetchall()[0][0]

@@ -228,7 +228,7 @@ class PendingPairs:
 
 @dataclass(frozen=True)
 class PoolState:
-    """Where a judge run stands on a pool given as a list (small pools, tests)."""
+    """Where a judge run stands on a pool given as a list (a probe's sample: `qrelkit probe --dry-run`)."""
 
     todo: list[tuple[str, str]]  # to judge now, in pool order
     judged: dict[tuple[str, str], tuple[str, int]]  # pool pairs judged before: (status, attempts)

@@ -27,8 +27,8 @@ from qrelkit.io.columnar import Block, iter_qrels_blocks
 from qrelkit.io.paths import checked_name, irds_id
 from qrelkit.io.sources import documents_from, qrels_from, source_name, source_sha256, topics_from
 from qrelkit.machine import crash_point
-from qrelkit.storage import embeddings, judgments
 from qrelkit.storage.catalog import SAFE_CONFIG, check_tables, refuse_code
+from qrelkit.storage.embeddings import EmbeddingCache
 from qrelkit.storage.entries import LOAD_MEMORY_LIMIT, QRELS, RUN_ENTRIES, StoredRuns, bounded_memory, delete_entries, next_id, read_entries
 from qrelkit.storage.loads import write_qrels_blocks, write_run_files
 from qrelkit.storage.schema import MIGRATIONS, SCHEMA_VERSION
@@ -150,7 +150,7 @@ class LoadResult:
     reason: str = ""  # why a file was skipped
 
 
-class Store:
+class Store(EmbeddingCache):
     """A qrelkit database. Use as a context manager; one writer process at a time."""
 
     def __init__(self, path: str | Path, *, read_only: bool = False):
@@ -746,17 +746,6 @@ class Store:
     def qrels(self, name: str) -> Qrels:
         qrels_set_id, path = self._qrels_set(name)
         return Qrels.from_table(name, read_entries(self.con, QRELS, [qrels_set_id])[qrels_set_id], source=path)
-
-    def import_scores(self, scores, *, name: str, path: Path, replace: bool = False):
-        return judgments.import_scores(self, scores, name=name, replace=replace)
-
-    # -- the embedding cache (qrelkit.embed.cache.VectorStore) ---------------------------------
-
-    def read_embeddings(self, embedder_id: str, item_kind: str, keys):
-        return embeddings.read_embeddings(self, embedder_id, item_kind, keys)
-
-    def write_embeddings(self, embedder_id: str, item_kind: str, keys, vectors) -> int:
-        return embeddings.write_embeddings(self, embedder_id, item_kind, keys, vectors)
 
     def qrels_grading(self, name: str) -> dict | None:
         """The grading record of a qrels set graded from a judge run (None for a loaded set)."""

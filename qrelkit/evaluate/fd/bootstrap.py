@@ -42,7 +42,7 @@ from threadpoolctl import threadpool_limits
 from qrelkit.errors import FatalJobError
 from qrelkit.evaluate.fd.distance import factor_from_covariance, sum_sqrt_eigenvalues
 from qrelkit.evaluate.fd.items import ItemSample
-from qrelkit.io.processes import can_start_processes, children_skip_main, ignore_interrupts, stop_workers
+from qrelkit.io.workers.processes import can_start_processes, children_skip_main, ignore_interrupts, stop_workers
 from qrelkit.machine import available_cores
 
 Progress = Callable[[int, int], None]

@@ -13,15 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.bootstrap import (
-    METHOD_NAMES,
-    NEEDS_JACKKNIFE,
-    BootstrapSummary,
-    check_method,
-    draw_counts,
-    jackknife_counts,
-    summarize,
-)
+from qrelkit.evaluate.bootstrap import BootstrapSummary, draw_counts, jackknife_counts, summarize
+from qrelkit.evaluate.choices import FD_DEFAULT_METHOD, METHOD_NAMES, NEEDS_JACKKNIFE, check_method
 from qrelkit.evaluate.fd.bootstrap import bootstrap_fd
 from qrelkit.evaluate.fd.distance import CovarianceFactor, FrechetResult, factor_from_samples, frechet_from_factors
 from qrelkit.evaluate.fd.items import (
@@ -35,11 +28,6 @@ from qrelkit.evaluate.fd.items import (
 )
 from qrelkit.io import Qrels, Run
 from qrelkit.io.results import Result
-
-# FD's intervals stay BCa by default: the coverage study behind the audits' default (the jackknife;
-# benchmarks/bench_interval_coverage.py) measured τ and κ, not FD, whose bootstrap is biased upward
-# in a way of its own (resampling duplicates items).
-FD_DEFAULT_METHOD = "bca"
 
 
 @dataclass(frozen=True)
@@ -269,3 +257,12 @@ def fd_of_runs(
                 null_reason(len(sample), k, settings.urr),
             )
     return FDReport(settings, embedder, d, qids, len(relevant_sample), relevant_factor.rank, level, labels, out)
+
+
+def fd_metric_tau(fd: Mapping[str, float | None], metric: Mapping[str, float]) -> float:
+    """Kendall τ-b between FD and a metric over the runs that have both (negative = agreement: lower
+    FD, higher metric), as the FD-vs-metric figure states it."""
+    from qrelkit.evaluate.agreement import kendall_tau_b
+
+    runs = [r for r in fd if fd[r] is not None and r in metric]
+    return kendall_tau_b([fd[r] for r in runs], [metric[r] for r in runs])

@@ -29,6 +29,7 @@ import numpy as np
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.bootstrap import Interval, resample_weights, summarize
+from qrelkit.evaluate.choices import DEFAULT_RESAMPLES
 from qrelkit.evaluate.metrics import Evaluation, evaluate_runs
 from qrelkit.io import Qrels, Run
 
@@ -275,7 +276,7 @@ def evaluate_resttest(
     runs: Sequence[Run] | Mapping[str, Sequence[Run]],
     measures: Sequence[str] = ("nDCG@10",),
     *,
-    resamples: int = 1000,
+    resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     level: float = 0.95,
 ) -> ReSTTestEvaluation:
@@ -319,7 +320,7 @@ def evaluate_restrain(
     extrapolation_runs: Sequence[Run],
     measures: Sequence[str] = ("nDCG@10",),
     *,
-    resamples: int = 1000,
+    resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     level: float = 0.95,
 ) -> ReSTrainEvaluation:

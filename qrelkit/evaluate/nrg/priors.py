@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from qrelkit.evaluate.nrg.options import NRGError
-from qrelkit.io.groups import read_run_order, run_groups
+from qrelkit.io.groups import read_run_order
 
 
 def all_others(names: Sequence[str]) -> dict[str, list[str]]:
@@ -37,11 +37,6 @@ def best_per_group(groups: Mapping[str, str], scores: Mapping[str, float]) -> di
     return {run: [best[g] for g in sorted(best) if g != own] for run, own in groups.items()}
 
 
-def read_run_groups(path: str | Path, names: Sequence[str] | None = None, column: str = "group") -> dict[str, str]:
-    """run -> group from a groups file's ``column`` (see `qrelkit.io.groups`)."""
-    return run_groups(path, names, column)
-
-
 def prior_sets(
     kind: str,
     names: Sequence[str],
@@ -50,9 +45,13 @@ def prior_sets(
     order_file: str | Path | None = None,
     listed_runs: Sequence[str] = (),
     groups: Mapping[str, str] | None = None,
+    explicit: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, list[str]]:
-    """The prior sets of ``kind``: all-others, order (``order_file``), runs (``listed_runs``) or
-    best-per-group (``groups``: run -> group; ``scores``, called only here, ranks each group's runs)."""
+    """The prior sets of ``kind``: all-others, order (``order_file``), runs (``listed_runs``),
+    best-per-group (``groups``: run -> group; ``scores``, called only here, ranks each group's runs)
+    or explicit (``explicit``: run -> its prior runs, as given)."""
+    if kind == "explicit":
+        return {run: list(before) for run, before in (explicit or {}).items()}
     if kind == "all-others":
         return all_others(names)
     if kind == "order":
@@ -74,6 +73,7 @@ def nrg_with_priors(
     order_file: str | Path | None = None,
     listed_runs: Sequence[str] = (),
     groups: Mapping[str, str] | None = None,
+    explicit: Mapping[str, Sequence[str]] | None = None,
     model="ndcg",
     depth=10,
     gain="linear",
@@ -93,5 +93,5 @@ def nrg_with_priors(
     prepared = prepare(qrels, runs, NRGConfig.parse(model, depth, gain, order))
     base = base_scores(prepared)
     scores = (lambda: dict(best_by)) if best_by is not None else (lambda: dict(zip(prepared.runs, base.mean(axis=1).tolist())))
-    priors = prior_sets(kind, prepared.runs, scores, order_file=order_file, listed_runs=listed_runs, groups=groups)
+    priors = prior_sets(kind, prepared.runs, scores, order_file=order_file, listed_runs=listed_runs, groups=groups, explicit=explicit)
     return build_result(prepared, prior_index(prepared.runs, priors), base)

@@ -5,16 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from scipy import stats
-
 from qrelkit.evaluate.fd.runs import FDReport
 from qrelkit.io.files import write_atomically
-
-
-def kendall_tau(fd: Mapping[str, float | None], metric: Mapping[str, float]) -> float:
-    """Kendall τ-b between FD and a metric over the runs that have both (negative = agreement)."""
-    runs = [r for r in fd if fd[r] is not None and r in metric]
-    return float(stats.kendalltau([fd[r] for r in runs], [metric[r] for r in runs]).statistic)
 
 
 def plot_fd_bootstrap(
@@ -52,7 +44,7 @@ def plot_fd_bootstrap(
 
 
 def plot_fd_vs_metric(
-    panels: Sequence[tuple[str, Mapping[str, float | None]]],
+    panels: Sequence[tuple[str, Mapping[str, float | None], float]],
     metric: Mapping[str, float],
     metric_name: str,
     path: str | Path,
@@ -60,18 +52,19 @@ def plot_fd_vs_metric(
     columns: int = 3,
     y_label: str = "FD",
 ) -> Path:
-    """One scatter per panel (title, run -> FD) against the metric, Kendall τ under each."""
+    """One scatter per panel (title, run -> FD, Kendall τ of FD with the metric:
+    `qrelkit.evaluate.fd.runs.fd_metric_tau`) against the metric, its τ under it."""
     from matplotlib.figure import Figure
 
     columns = min(columns, len(panels))
     rows = -(-len(panels) // columns)
     fig = Figure(figsize=(3.6 * columns, 3.2 * rows), layout="constrained")
     axes = fig.subplots(rows, columns, squeeze=False)
-    for ax, (title, fd) in zip(axes.flat, panels):
+    for ax, (title, fd, tau) in zip(axes.flat, panels):
         runs = [r for r in fd if fd[r] is not None and r in metric]
         ax.scatter([metric[r] for r in runs], [fd[r] for r in runs], s=14, color="C0")
         ax.set_title(title, fontsize=9)
-        ax.set_xlabel(f"{metric_name}\nKendall τ = {kendall_tau(fd, metric):.3f}", fontsize=8)
+        ax.set_xlabel(f"{metric_name}\nKendall τ = {tau:.3f}", fontsize=8)
         ax.set_ylabel(y_label, fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)

@@ -36,7 +36,7 @@ from qrelkit.errors import FatalJobError, QrelkitError
 from qrelkit.io.files import open_under_root
 from qrelkit.io.folders import FolderRefused
 from qrelkit.io.limits import limits, size_text
-from qrelkit.io.urls import local_host_reason
+from qrelkit.io.net.urls import local_host_reason
 
 ProgressCallback = Callable[[int, int], None]
 CHUNK = 1 << 16

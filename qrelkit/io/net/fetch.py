@@ -24,10 +24,10 @@ from typing import Any
 from qrelkit.errors import FatalJobError, QrelkitError
 from qrelkit.io.bundles import STATE_FILE, Bundle, BundleFile, Source
 from qrelkit.io.derive import RULES, apply_rule
-from qrelkit.io.download import DownloadError, Mirror, ProgressCallback, cache_path, download, fetch_place, part_path, shown_url
 from qrelkit.io.files import exclusive_temporary, write_atomically
 from qrelkit.io.folders import FolderRefused, below, inside, make_folders, read_small
 from qrelkit.io.lines import file_sha256
+from qrelkit.io.net.download import DownloadError, Mirror, ProgressCallback, cache_path, download, fetch_place, part_path, shown_url
 
 ProgressFactory = Callable[[str], AbstractContextManager[ProgressCallback | None]]
 PROGRESS_FROM_BYTES = 1 << 20  # a progress line only for downloads larger than this

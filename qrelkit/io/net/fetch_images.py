@@ -1,5 +1,5 @@
 """The images of a bundle (AToMiC's pooled images), fetched one by one by URL under the
-hostile-input rules: an `https://` URL to a public host only (`qrelkit.io.urls`), at most
+hostile-input rules: an `https://` URL to a public host only (`qrelkit.io.net.urls`), at most
 `MAX_IMAGE_BYTES`, and kept only when it decodes as an image (`qrelkit.io.images`). A mirror that
 is a copy of a data folder gives them from its `<bundle>/images.jsonl` instead.
 
@@ -19,12 +19,12 @@ from typing import Any
 
 from qrelkit.errors import InputFormatError
 from qrelkit.io.bundles import Images
-from qrelkit.io.download import DownloadError, Mirror, fetch_place
 from qrelkit.io.files import exclusive_temporary, write_atomically
 from qrelkit.io.folders import FolderRefused, checked_relative, inside, make_folders
 from qrelkit.io.images import MAX_IMAGE_BYTES, ImageError, open_image, read_image_file
 from qrelkit.io.lines import ProblemLog, file_sha256, iter_lines, raise_if_problems
-from qrelkit.io.urls import local_host_reason, url_host
+from qrelkit.io.net.download import DownloadError, Mirror, fetch_place
+from qrelkit.io.net.urls import local_host_reason, url_host
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _RECORDED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")  # a stem and a suffix, as `_fetch_one` names them

@@ -1,0 +1,244 @@
+"""Scoring runs: `qrelkit evaluate`, `qrelkit correlate`, `qrelkit nrg`, `qrelkit fd`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from qrelkit.commands.fields import Request, integers, option, optional_path, unique_strings
+from qrelkit.commands.requests.parts import (
+    EmbedderRef,
+    GroupsFile,
+    PriorSpec,
+    QrelsRef,
+    RunsRef,
+    fd_interval_option,
+    force_option,
+    json_option,
+    keep_option,
+    measures_option,
+    more_runs_option,
+    on_duplicate_option,
+    resamples_option,
+    runs_option,
+)
+from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.choices import check_average, check_keep
+from qrelkit.io.duplicates import OnDuplicate
+
+OUTPUT_FORMATS = ("table", "json", "trec")
+QRELS_HELP = "Qrels: a TREC qrels file, irds:<ir_datasets id>, or the name of a qrels set in --db."
+
+
+def _depth(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _paths(value: Any) -> tuple[Path, ...]:
+    return (Path(value),) if isinstance(value, str | Path) else tuple(Path(item) for item in value or ())
+
+
+def _cut_seed() -> Any:
+    return option("--seed", "With --max-rel: seed of the choice of relevant items.", 0)
+
+
+def _cut_level() -> Any:
+    return option("--rel-level", "With --max-rel: relevant = grade >= LEVEL (default 2 if graded).", None)
+
+
+@dataclass(frozen=True)
+class EvaluateRequest(Request):
+    """`qrelkit evaluate`: score runs under qrels, per query (ir_measures; default nDCG@10). Means run
+    over the queries of the qrels; a run that misses one scores 0 on it (--average run: over the
+    queries each run covers). Run scores are read as float32 and ties broken by docid descending, as
+    trec_eval does."""
+
+    qrels: QrelsRef = option("--qrels", QRELS_HELP, None, cli=str | None, parse=QrelsRef.optional)
+    runs: RunsRef = runs_option()
+    measures: tuple[str, ...] = measures_option(("nDCG@10",))
+    average: str = option(
+        "--average",
+        "What a mean runs over: qrels (every query of the qrels, a missed one scoring 0; default) or run.",
+        "qrels",
+        parse=check_average,
+    )
+    max_rel: int | None = option("--max-rel", "Score under qrels cut to at most M relevant items per query (seed 001, Table 2).", None)
+    keep: str = keep_option()
+    rel_level: int | None = _cut_level()
+    seed: int = _cut_seed()
+    on_duplicate: OnDuplicate = on_duplicate_option()
+    output_format: str = option(
+        "--format", "table, json, or trec (trec_eval -q's output, byte for byte: -c unless --average run).", "table", api=False
+    )
+    per_query: bool = option("--per-query", "Also print each query's value.", False, api=False)
+    as_json: bool = json_option("Print JSON: measures, queries, averaging, runs → measure → mean (= --format json).")
+
+    use_case = "qrelkit.commands.evaluate:run"
+    positional = ("qrels", "runs", "measures")
+
+    @property
+    def trec_layout(self) -> bool:
+        """The output is trec_eval's, so measure names that collide there are refused up front."""
+        return self.output_format == "trec" and not self.as_json
+
+    def check(self) -> None:
+        from qrelkit.evaluate.trec_names import trec_eval_names
+
+        if not self.qrels.given:
+            raise QrelkitError("give the qrels: --qrels FILE_OR_NAME")
+        object.__setattr__(self, "measures", self.measures or ("nDCG@10",))
+        if self.output_format not in OUTPUT_FORMATS:
+            raise QrelkitError(f"--format {self.output_format!r}: choose table, json or trec")
+        if self.trec_layout:
+            trec_eval_names(list(self.measures))
+        if self.max_rel is None and (self.keep != "top-grade" or self.rel_level is not None):
+            raise QrelkitError("--keep and --rel-level choose how --max-rel cuts the qrels; give --max-rel M too")
+        check_keep(self.keep)
+
+
+@dataclass(frozen=True)
+class CorrelateRequest(Request):
+    """`qrelkit correlate`: Kendall τ-b, Spearman ρ and τ_AP between orderings of the same runs:
+    between measures (seed 000, Table 3; FD@k through `qrelkit fd --json > fd.json` and --scores
+    fd.json), between qrels sets, or between full and cut qrels (--max-rel; seed 001, Table 2)."""
+
+    qrels: tuple[QrelsRef, ...] = option(
+        "--qrels", "Qrels files or stored sets; repeatable (orderings under each).", (), cli=list[str] | None, parse=QrelsRef.several
+    )
+    runs: RunsRef = runs_option()
+    measures: tuple[str, ...] = option(
+        "--measure",
+        "An ir_measures or trec_eval measure, e.g. nDCG@10, 'AP(rel=2)', ndcg_cut_10; repeatable.",
+        ("nDCG@10",),
+        parse=unique_strings,
+    )
+    max_rel: tuple[int, ...] = option(
+        "--max-rel", "Also the first qrels cut to at most M relevant per query; repeatable.", (), cli=list[int] | None, parse=integers
+    )
+    keep: str = keep_option()
+    rel_level: int | None = _cut_level()
+    seed: int = _cut_seed()
+    scores: tuple[Path, ...] = option(
+        "--scores",
+        "More orderings: `qrelkit fd --json` output (its FD@k, URR-FD@k) or `run score` lines; repeatable.",
+        (),
+        cli=list[Path] | None,
+        parse=_paths,
+    )
+    on_duplicate: OnDuplicate = on_duplicate_option()
+    as_json: bool = json_option()
+
+    use_case = "qrelkit.commands.correlate:run"
+    positional = ("qrels", "runs", "measures")
+
+    def check(self) -> None:
+        if not self.qrels:
+            raise QrelkitError("give the qrels: --qrels FILE_OR_NAME (repeatable)")
+        object.__setattr__(self, "measures", self.measures or ("nDCG@10",))
+        check_keep(self.keep)
+
+
+@dataclass(frozen=True)
+class NRGRequest(Request):
+    """`qrelkit nrg`: Normalized Residual Gain (Bigdeli, Arabzadeh, Bagheri and Clarke, SIGIR-AP 2024):
+    what each run adds over its prior runs. Means run over the queries of the qrels; a run that misses
+    one scores 0 on it."""
+
+    qrels: QrelsRef = option("--qrels", QRELS_HELP, None, cli=str | None, parse=QrelsRef.optional)
+    runs: RunsRef = runs_option()
+    more_runs: tuple[str, ...] = more_runs_option()
+    browsing_model: str = option("--browsing-model", "ndcg, rr (seen = 1/i), precision (seen = 1 to K), rbp:P.", "ndcg")
+    depth: str | None = option(
+        "--depth", "Cut-off K for the run and its priors, or 'full' (the reference code's choice).", "10", cli=str, parse=_depth
+    )
+    gain: str = option("--gain", "linear (the grade), exp (2^g - 1), or binary:REL_LEVEL.", "linear")
+    prior: PriorSpec = option(
+        "--prior",
+        "all-others | order:FILE | best-per-group:FILE[:COLUMN] | runs:A,B; from Python also {run: [prior runs]}.",
+        "all-others",
+        cli=str,
+        parse=PriorSpec.parse,
+    )
+    order: str = option("--order", "Ranking order: trec_eval (score desc, docid desc) or file (as listed).", "trec_eval")
+    compare: bool = option("--compare", "Also unique contributions, rareness-based P@K and TaSC.", False)
+    plot: Path | None = option("--plot", "Write the NRG vs metric plot (PNG/PDF/SVG) here.", None, parse=optional_path)
+    force: bool = force_option()
+    groups: GroupsFile | None = option(
+        "--groups", "FILE[:COLUMN] of run groups to mark in the plot.", None, cli=str | None, parse=GroupsFile.parse
+    )
+    on_duplicate: OnDuplicate = on_duplicate_option()
+    best_by: Any = None  # best-per-group: rank each group's runs by these scores ({run: score}; default: this NRG's base metric)
+    per_query: bool = option("--per-query", "Also print each query's values.", False, api=False)
+    as_json: bool = json_option('Print JSON: {"runs": {run: {"nrg": x, "base": x}}, ...}.')
+
+    use_case = "qrelkit.commands.nrg:run"
+    positional = ("qrels", "runs")
+
+    def check(self) -> None:
+        if not self.qrels.given:
+            raise QrelkitError("give the qrels: --qrels FILE_OR_NAME")
+        object.__setattr__(self, "runs", self.runs.plus(self.more_runs))
+
+
+@dataclass(frozen=True)
+class FDRequest(Request):
+    """`qrelkit fd`: Fréchet distance between the embeddings of the relevant judged items and each
+    run's top-k (Arabzadeh and Clarke, EACL 2024): lower is better. Reports n and d; FD with fewer
+    items than dimensions is exact but its covariance is rank-deficient. Documents from --docs or the
+    database; vectors cached in --cache, by default the database."""
+
+    qrels: QrelsRef = option("--qrels", "Qrels: a TREC file, or a qrels set in --db.", None, cli=str | None, parse=QrelsRef.optional)
+    runs: RunsRef = runs_option()
+    more_runs: tuple[str, ...] = more_runs_option()
+    docs: Path | None = option("--docs", "Documents JSONL (text or image); default: the documents in --db.", None, parse=optional_path)
+    embedder: str = option("--embedder", "minilm | a sentence-transformers path or hub id | open_clip:MODEL:WEIGHTS (images).", "minilm")
+    backend: str = option("--backend", "For minilm: onnx (int8, no torch) or torch.", "onnx")
+    k: tuple[int, ...] = option(
+        "--k", "Cut-off; repeatable (paper: --k 1 --k 10). Default 10.", (10,), cli=list[int] | None, parse=lambda v: integers(v) or (10,)
+    )
+    urr: bool = option("--urr", "Unlabeled Retrieved Results: the first k unjudged items per query.", False)
+    max_rel: int | None = option("--max-rel", "At most M relevant items per query (see --keep).", None)
+    keep: str = keep_option()
+    rel_level: int | None = option("--rel-level", "Relevant = grade >= LEVEL (default 2 if graded, else 1).", None)
+    resamples: int = resamples_option(
+        "Resamples (half-samples for subsampling) of the queries for 95% intervals (0: no intervals; the jackknife draws none)."
+    )
+    seed: int = option("--seed", "Seed of the sparsification and the resamples.", 0)
+    interval: str = fd_interval_option()
+    workers: int | None = option(
+        "--workers", "Processes for the bootstrap (default: one per core when it is large; 1: this one).", None, min=1
+    )
+    judge_run: str | None = option("--judge-run", "A judge run in --db: its id, a unique id prefix, or its name.", None)
+    cache: Path | None = option(
+        "--cache", "Database file that caches embeddings (default: --db when it exists).", None, parse=optional_path
+    )
+    image_root: Path | None = option("--image-root", "Folder image paths are relative to.", None, parse=optional_path)
+    plot: Path | None = option("--plot", "Write the bootstrap intervals per run (PNG/PDF/SVG).", None, parse=optional_path)
+    plot_metric: Path | None = option("--plot-metric", "Write FD vs --metric per run, with Kendall τ.", None, parse=optional_path)
+    metric: str = option("--metric", "ir_measures measure for --plot-metric (full qrels).", "nDCG@10")
+    force: bool = force_option()
+    on_duplicate: OnDuplicate = on_duplicate_option()
+    as_json: bool = json_option('Print JSON: {"embedder", "d", "runs": {run: {"FD@10": x}}, "n_rel"}.')
+
+    use_case = "qrelkit.commands.fd:run"
+    positional = ("qrels", "runs")
+
+    def check(self) -> None:
+        if self.qrels.given == (self.judge_run is not None):
+            raise QrelkitError("give either --qrels (a file or a qrels set in --db) or --judge-run (its graded qrels)")
+        if self.judge_run is not None:
+            object.__setattr__(self, "qrels", QrelsRef(judge_run=self.judge_run))
+        object.__setattr__(self, "runs", self.runs.plus(self.more_runs))
+        check_keep(self.keep)
+
+    @property
+    def embedder_ref(self) -> EmbedderRef:
+        return EmbedderRef(self.embedder, self.backend)
+
+    @property
+    def settings(self) -> Any:
+        """The FD settings (`qrelkit.evaluate.fd.FDSettings`)."""
+        from qrelkit.evaluate.fd.runs import FDSettings
+
+        return FDSettings(self.k, self.urr, self.max_rel, self.rel_level, self.resamples, self.seed, self.interval, self.keep)

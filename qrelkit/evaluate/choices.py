@@ -1,0 +1,77 @@
+"""The choices a user makes of the evaluate layer (resamples, interval method, averaging, which
+relevant items a cut keeps, decimals), each with its default and its check, written once.
+
+Light on purpose: the requests (`qrelkit.commands.requests`) declare their defaults from here and
+check a value when a request is made, before anything is read, and `qrelkit evaluate --help` must
+not load numpy to show a default.
+"""
+
+from __future__ import annotations
+
+from qrelkit.errors import QrelkitError
+
+DEFAULT_RESAMPLES = 1000  # bootstrap resamples of the queries, for every interval qrelkit gives
+DEFAULT_PERMUTATIONS = 1000  # random swaps of a paired randomisation test
+METHODS = ("jackknife", "bca", "percentile", "subsampling")
+# The default: of the four, the one whose coverage came nearest 95% on DL-shaped simulated tracks
+# (benchmarks/bench_interval_coverage.py; docs/audit.md has the table): the jackknife's intervals of τ-b
+# and τ_AP covered 98.5-100%, the bootstrap's 30-97% (BCa's 70-84%), and every method's κ 93-94%.
+DEFAULT_METHOD = "jackknife"
+METHOD_NAMES = {"jackknife": "jackknife", "bca": "BCa", "percentile": "percentile", "subsampling": "subsampling"}
+NEEDS_JACKKNIFE = ("bca", "jackknife")
+# FD's intervals stay BCa by default: the coverage study behind the audits' default (the jackknife;
+# benchmarks/bench_interval_coverage.py) measured τ and κ, not FD, whose bootstrap is biased upward
+# in a way of its own (resampling duplicates items).
+FD_DEFAULT_METHOD = "bca"
+# 100,000 resamples put a 99.9% interval's tails on 50 values each (scipy's default is 9,999);
+# beyond that the weight matrix (resamples × queries) only costs memory.
+MAX_RESAMPLES = 100_000
+MAX_WEIGHT_ENTRIES = 200_000_000  # resamples × queries: 1.6 GB of float64 weights
+DEFAULT_MEASURES = ("nDCG@10", "AP(rel=2)")  # an audit's, when none is named
+KEEP = ("top-grade", "random")
+AVERAGES = {
+    "qrels": "over the {n} queries of the qrels; a query a run misses scores 0 (trec_eval -c)",
+    "run": "over the queries each run covers (num_q per run; trec_eval without -c)",
+}
+
+
+def check_resamples(resamples: int, n_queries: int | None = None) -> None:
+    """A resample count qrelkit will draw: 0 ≤ N ≤ MAX_RESAMPLES (and the weights fit in memory)."""
+    if resamples < 0:
+        raise QrelkitError(f"bootstrap resamples must be >= 0, got {resamples}")
+    if resamples > MAX_RESAMPLES:
+        raise QrelkitError(
+            f"--resamples {resamples}: at most {MAX_RESAMPLES:,} bootstrap resamples "
+            "(enough for a 99.9% interval; scipy's default is 9,999)"
+        )
+    if n_queries is not None and resamples * n_queries > MAX_WEIGHT_ENTRIES:
+        raise QrelkitError(
+            f"--resamples {resamples} over {n_queries:,} queries needs {resamples * n_queries * 8 / 1e9:.1f} GB of resample weights; "
+            f"use at most {MAX_WEIGHT_ENTRIES // n_queries:,} resamples"
+        )
+
+
+def check_method(method: str) -> str:
+    """``jackknife``, ``bca``, ``percentile`` or ``subsampling`` (any case); anything else is a clear error."""
+    chosen = str(method).lower()
+    if chosen not in METHODS:
+        raise QrelkitError(f"--interval {method!r}: choose jackknife (the default), bca, percentile or subsampling")
+    return chosen
+
+
+def check_keep(keep: str) -> str:
+    if keep not in KEEP:
+        raise QrelkitError(f"--keep {keep!r}: choose top-grade (highest grade first, at random within a grade) or random")
+    return keep
+
+
+def check_average(average: str) -> str:
+    if average not in AVERAGES:
+        raise QrelkitError(f"--average {average!r}: choose qrels (every query of the qrels, a missed one scoring 0) or run")
+    return average
+
+
+def check_decimals(decimals: int | None) -> int | None:
+    if decimals is not None and not 0 <= decimals <= 15:
+        raise QrelkitError(f"--reference-decimals {decimals}: give 0 to 15 decimals (trec_eval prints 4)")
+    return decimals
