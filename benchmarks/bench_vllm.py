@@ -114,7 +114,10 @@ def engine_alone(judge, pairs: list[Pair], repeats: int) -> float:
     from qrelkit.judges.vllm import generation_request
 
     requests = [generation_request(p, judge.template, judge.apply_chat_template, judge.config.answer_prefix, judge.typed) for p in pairs]
-    judge.llm.generate(requests[:8], judge.sampling, use_tqdm=False)  # warm-up: the first call's shapes
+    # warm-up: one untimed run of the whole batch. A fresh engine's first batches of new shapes pay a
+    # one-time setup (the CPU backend's kernels for each shape); eight prompts did not cover it, and the
+    # first mode's engine-alone time came out ~1.5x the job's that followed it on the warmed engine.
+    judge.llm.generate(requests, judge.sampling, use_tqdm=False)
     seconds = []
     for _ in range(repeats):
         empty_caches(judge.llm)
