@@ -67,8 +67,10 @@ $(VENV)/.bench: $(VENV)/.test
 	$(PIP) install --quiet -e ".[bench]"
 	touch $@
 
-bench: $(VENV)/.bench
-	for script in benchmarks/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+bench: $(VENV)/.bench $(if $(VLLM_CPU),$(VLLM_VENV)/.ready)
+	for script in benchmarks/bench_*.py; do \
+	  case $$script in benchmarks/bench_vllm.py) continue;; esac; echo "== $$script"; $(PY) $$script || exit 1; done
+	@if [ -n "$(VLLM_CPU)" ]; then echo "== benchmarks/bench_vllm.py"; $(VLLM_VENV)/bin/python benchmarks/bench_vllm.py; else echo "bench_vllm.py not run: vllm-cpu needs an x86-64 CPU with AVX-512"; fi
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache demo-out
