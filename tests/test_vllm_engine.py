@@ -187,3 +187,24 @@ def test_on_ray_each_worker_starts_its_own_engine_and_grades_equal_the_in_proces
         assert row["status"] == in_process[pair]["status"]
         if row["status"] == "ok":
             assert row["score"] == pytest.approx(in_process[pair]["score"], abs=1e-6)
+
+
+def test_mode_batch_runs_vllms_run_batch_on_the_jobs_request_files_and_equals_the_engine_in_process(vllm_collection, image_expected):
+    """`mode: batch`: the job writes the server route's request lines, vLLM's own offline runner
+    (`run_batch`, started by the job in a process of its own) answers them, and `--wait` collects:
+    the same expected grades as the engine in process, within rounding."""
+    c = vllm_collection
+    options = vllm_options(c, c.llava, score="expected", mode="batch", batch_poll=2, batch_poll_max=5)
+    report = judge(c.job("img-vllm-batch", "vllm", options), "--wait")
+    assert report["statuses"] == {"ok": 24, "input_error": 4}
+    on_batch, in_process = judgments(c.folder / "img-vllm-batch.duckdb"), image_expected[1]
+    assert on_batch.keys() == in_process.keys()
+    for pair, row in in_process.items():
+        assert on_batch[pair]["status"] == row["status"], pair
+        if row["status"] == "ok":
+            assert on_batch[pair]["score"] == pytest.approx(row["score"], abs=AGREE), pair
+            assert on_batch[pair]["raw_output"].strip() == row["raw_output"].strip(), pair
+    folder = c.folder / "img-vllm-batch.duckdb.batches" / "vllm"
+    (state,) = [json.loads(p.read_text()) for p in (folder / "batches").glob("*.json")]
+    assert state["status"] == "completed" and state["total"] == state["completed"] == 24
+    assert not list((folder / "files").iterdir())  # the runner's copy of the requests, removed once answered

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 from PIL import Image
+from vllm_jobs import IMAGE_TEMPLATE
 
 from qrelkit.io import Document, Topic
 from qrelkit.io.images import ImageError
@@ -15,7 +16,7 @@ from qrelkit.judges import JudgeError, Pair, create_judge
 from qrelkit.judges.chat import build_messages
 from qrelkit.judges.scoring import expected_grade
 from qrelkit.judges.vllm import VLLMConfig, generation_request, read_output, sampling_options
-from qrelkit.prompts import load_template
+from qrelkit.prompts import PromptTemplate, load_template
 
 ATOMIC = load_template("atomic-image-suggestion")
 GRADED = load_template("trec-dl-graded")
@@ -137,3 +138,27 @@ def test_an_expected_output_is_read_at_the_forced_answer_position():
     assert (no_grade.status, no_grade.score, no_grade.raw_output) == ("parse_error", None, "Relevance: The")
     without_logprobs = read_output(pair, vllm_output("2", [12]), GRADED, config, "llava", 3.0)
     assert without_logprobs.status == "model_error"
+
+
+def test_mode_batch_gives_run_batch_the_engine_settings_of_the_device_and_starts_no_engine_here(tmp_path):
+    """`mode: batch` builds without vLLM (checking and collecting need none); its run_batch command
+    carries the in-process engine's settings, the KV cache as bytes on CPU and as a share on a GPU."""
+    from qrelkit.judges.vllm import SERVED_NAME, run_batch_command
+
+    template = PromptTemplate.model_validate(IMAGE_TEMPLATE)
+    judge = create_judge("vllm", {"model": "/m", "mode": "batch", "score": "expected", "logprobs": 50}, template)
+    assert not hasattr(judge, "llm")
+    config = VLLMConfig(model="/m", mode="batch", dtype="float32", max_model_len=2048, logprobs=50)
+    cpu = run_batch_command(config, "cpu", tmp_path / "in.jsonl", tmp_path / "out.jsonl")
+    flags = dict(zip(cpu[::1], cpu[1:]))
+    assert cpu[1:3] == ["-m", "vllm.entrypoints.openai.run_batch"] and flags["-i"] == str(tmp_path / "in.jsonl")
+    assert flags["--model"] == "/m" and flags["--served-model-name"] == SERVED_NAME and flags["--dtype"] == "float32"
+    assert flags["--max-logprobs"] == "50" and flags["--kv-cache-memory-bytes"] == str(2**30) and "--gpu-memory-utilization" not in cpu
+    gpu = run_batch_command(config, "cuda", tmp_path / "in.jsonl", tmp_path / "out.jsonl")
+    assert dict(zip(gpu, gpu[1:]))["--gpu-memory-utilization"] == "0.9" and "--kv-cache-memory-bytes" not in gpu
+    image = tmp_path / "a.png"
+    Image.new("RGB", (8, 8), "red").save(image)
+    body = judge.batch_request(Pair(Topic("q1", "red"), Document("a", image="a.png", image_root=str(tmp_path))))
+    assert body["model"] == SERVED_NAME and body["max_tokens"] == 1 and body["top_logprobs"] == 50
+    assert body["messages"][-1] == {"role": "assistant", "content": "Relevance: "} and body["continue_final_message"] is True
+    judge.close()

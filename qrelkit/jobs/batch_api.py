@@ -79,9 +79,14 @@ class EndpointMismatch(QrelkitError):
 
 
 def endpoint_of(options: dict[str, Any]) -> str:
-    """The endpoint a batch's judge options reach, in one spelling (`normalized_endpoint`)."""
+    """The endpoint a batch's judge options reach, in one spelling (`normalized_endpoint`); the `vllm`
+    judge's batches (options without a `base_url`) run on this machine (`qrelkit.judges.vllm_batch`)."""
     from qrelkit.judges.http import normalized_endpoint
     from qrelkit.judges.openai import DEFAULT_BASE_URL
+    from qrelkit.judges.vllm_batch import ENDPOINT as LOCAL
+
+    if "base_url" not in options:
+        return LOCAL
 
     try:
         return normalized_endpoint(str(options.get("base_url") or DEFAULT_BASE_URL))
@@ -99,7 +104,7 @@ class BatchDriver:
         self.store, self.judge_run_id, self.judge, self.options = store, judge_run_id, judge, options
         self.folder, self.elsewhere = folder, elsewhere
         self.settings = judge.batch_settings()
-        self.client = judge.batch_client()
+        self.client = judge.batch_client(folder)
         self.activity = BatchActivity()
 
     def close(self) -> None:

@@ -21,6 +21,7 @@ from qrelkit.jobs.report import JobReport
 from qrelkit.jobs.spec import JobError
 from qrelkit.jobs.stream import PendingStream
 from qrelkit.judges import BatchJudge, JudgeContext, JudgeFactory, Pair, judge_class
+from qrelkit.judges.vllm_batch import ENDPOINT as LOCAL
 from qrelkit.prompts import PromptTemplate
 from qrelkit.storage import Store
 from qrelkit.storage import batch_api as recorded
@@ -155,8 +156,8 @@ def trusted_options(sub: recorded.Submission, endpoint: Endpoint | None) -> dict
     """The judge options to reach a submission's batch with: those stored with it, with the endpoint
     and key variable of ``endpoint`` after checking that they are the stored ones (EndpointMismatch
     names both otherwise); ``endpoint`` None: the stored ones, taken as they are (`--use-stored-endpoint`)."""
-    if endpoint is None:
-        return dict(sub.options)
+    if endpoint is None or endpoint_of(sub.options) == LOCAL:
+        return dict(sub.options)  # a local runner's batch: read from its folder, nothing is sent or started
     stored = _endpoint_of(sub.options)
     given = _endpoint_of({"base_url": endpoint.base_url, "api_key_env": endpoint.api_key_env})
     if stored != given:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -115,7 +116,7 @@ class BatchJudge(Protocol):
 
     def batch_request(self, pair: Pair) -> dict[str, Any] | Judgment: ...  # the body, or the pair's input_error
 
-    def batch_client(self) -> Any: ...  # qrelkit.judges.batch_api.BatchClient
+    def batch_client(self, folder: Path) -> Any: ...  # a BatchClient; ``folder``: the job's batch folder (a local runner's home)
 
     def batch_judgment(self, qid: str, docid: str, line: Any) -> Judgment | None: ...  # None: send the pair again
 

@@ -31,6 +31,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -575,7 +576,8 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
         prepared = self._prepare(pair)
         return prepared if isinstance(prepared, Judgment) else prepared[0]
 
-    def batch_client(self) -> BatchClient:
+    def batch_client(self, folder: Path | None = None) -> BatchClient:
+        """The endpoint's `/files` and `/batches` (``folder``, where a local runner keeps its batches, is not needed)."""
         c = self.config
         return BatchClient(
             api_key=self._secrets[0],

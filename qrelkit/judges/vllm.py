@@ -30,6 +30,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
@@ -83,6 +84,14 @@ class VLLMConfig(JudgeConfig):
     )
     score: Literal["parsed", "expected"] = Field("parsed", description="expected: one forward pass (max_tokens 1); parsed: generation.")
     answer_prefix: str = Field("Relevance: ", description="Forced start of the answer; the grade is read right after it.")
+    mode: Literal["sync", "batch"] = Field(
+        "sync",
+        description="sync: the engine in this job; batch: vLLM's offline runner (`run_batch`) on this machine, started by the job "
+        "and left running, collected by the next run or `qrelkit batches` (docs/vllm.md).",
+        json_schema_extra=NOT_IDENTITY,
+    )
+    batch_poll: float = Field(10.0, gt=0, description="mode batch: first wait between checks with --wait.", json_schema_extra=NOT_IDENTITY)
+    batch_poll_max: float = Field(60.0, gt=0, description="mode batch: longest wait between checks.", json_schema_extra=NOT_IDENTITY)
 
 
 # -- the engine ----------------------------------------------------------------------------------
@@ -194,6 +203,49 @@ def shared_engine(config: VLLMConfig) -> Any:
     return _ENGINES[key]
 
 
+# -- mode: batch: vLLM's run_batch on the server route's requests ---------------------------------
+
+SERVED_NAME = "qrelkit-vllm"  # the model's name in the batch files (the runner serves it under this name)
+
+
+def chat_requests(config: VLLMConfig, template: PromptTemplate) -> Any:
+    """The `openai` judge that writes (and reads) the batch lines: the server route's requests for
+    this judge's scoring (the answer prefix continued, logprobs over ``logprobs`` alternatives)."""
+    from qrelkit.judges.openai import OpenAIConfig, OpenAIJudge
+
+    expected = config.score == "expected"
+    options = {
+        "model": SERVED_NAME,
+        "base_url": "http://127.0.0.1/v1",  # never reached: the lines go to vLLM's runner as files
+        "api_key_env": "QRELKIT_VLLM_BATCH_NO_KEY",
+        "answer_prefix": config.answer_prefix,
+        "score": config.score,
+        "max_tokens": 1 if expected else config.max_tokens,
+        "temperature": config.temperature,
+        "seed": config.seed,
+        "logprobs": config.logprobs is not None,
+        "top_logprobs": config.logprobs or 20,
+    }
+    return OpenAIJudge(OpenAIConfig(**options), template)
+
+
+def run_batch_command(config: VLLMConfig, device: str, source: Path, output: Path) -> list[str]:
+    """vLLM's run_batch command line for the engine settings of `engine_options` on ``device``."""
+    import sys
+
+    options = engine_options(config, device)
+    command = [sys.executable, "-m", "vllm.entrypoints.openai.run_batch", "-i", str(source), "-o", str(output)]
+    command += ["--model", options["model"], "--served-model-name", SERVED_NAME, "--max-model-len", str(options["max_model_len"])]
+    command += ["--dtype", options["dtype"], "--seed", str(options["seed"]), "--tensor-parallel-size", str(options["tensor_parallel_size"])]
+    command += ["--max-logprobs", str(options["max_logprobs"]), "--limit-mm-per-prompt", json.dumps(options["limit_mm_per_prompt"])]
+    command += ["--enable-prefix-caching", *(["--enforce-eager"] if options["enforce_eager"] else [])]
+    if "kv_cache_memory_bytes" in options:
+        command += ["--kv-cache-memory-bytes", str(options["kv_cache_memory_bytes"])]
+    else:
+        command += ["--gpu-memory-utilization", str(options["gpu_memory_utilization"])]
+    return command
+
+
 # -- requests and outputs ------------------------------------------------------------------------
 
 
@@ -294,6 +346,10 @@ class VLLMJudge(BaseJudge[VLLMConfig]):
 
     def __init__(self, config, template, context=None):
         super().__init__(config, template, context)
+        self._device: str | None = None
+        if config.mode == "batch":  # no engine here: vLLM's runner answers the batch files (`batch_client`)
+            self._requests = chat_requests(config, template)
+            return
         self.llm = shared_engine(config)
         import vllm
         from transformers import AutoProcessor
@@ -305,6 +361,41 @@ class VLLMJudge(BaseJudge[VLLMConfig]):
         self.eos_token_id = getattr(self.llm.get_tokenizer(), "eos_token_id", None)
         self.sampling = vllm.SamplingParams(**sampling_options(config))
         self.refused = request_errors()
+
+    # -- mode: batch (qrelkit.judges.base.BatchJudge; qrelkit.judges.vllm_batch runs vLLM's run_batch) --
+
+    def preflight(self) -> None:
+        if self.config.mode == "batch":
+            import_vllm()
+            self._device = device_kind()  # where vLLM runs here: the runner's engine settings depend on it
+
+    def batch_settings(self) -> Any:
+        from qrelkit.judges.batch_api import BatchSettings
+
+        return BatchSettings(poll_initial=self.config.batch_poll, poll_max=self.config.batch_poll_max)
+
+    def batch_request(self, pair: Pair) -> dict[str, Any] | Judgment:
+        """The Chat Completions body of the server route (images as data URLs, the answer prefix continued)."""
+        return self._requests.batch_request(pair)
+
+    def batch_client(self, folder: Path) -> Any:
+        from qrelkit.judges.vllm_batch import LocalBatchClient
+
+        return LocalBatchClient(Path(folder) / "vllm", self._run_batch_command)
+
+    def _run_batch_command(self, source: Path, output: Path) -> list[str]:
+        return run_batch_command(self.config, self._device or device_kind(), source, output)
+
+    def batch_judgment(self, qid: str, docid: str, line: Any) -> Judgment | None:
+        judgment = self._requests.batch_judgment(qid, docid, line)
+        if judgment is not None:
+            judgment.model_id = self.model_id
+        return judgment
+
+    def close(self) -> None:
+        requests = getattr(self, "_requests", None)
+        if requests is not None:
+            requests.close()
 
     def _read(self, pair: Pair, output: Any, latency: float) -> Judgment:
         return read_output(pair, output, self.template, self.config, self.model_id, latency, self.eos_token_id)
