@@ -332,6 +332,33 @@ def test_an_image_job_sends_its_images_in_the_lines(tmp_path, api):
     assert line["body"]["messages"][0]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
 
 
+def test_a_first_batch_run_with_a_few_input_errors_has_not_mostly_failed(tmp_path, api):
+    """Missing images are judged at once (input_error) while the rest go out in a batch: the pairs
+    in the batch are undecided, not failed, so the run ends normally (once they failed, it would not)."""
+    root = tmp_path / "images"
+    root.mkdir()
+    for name in ("a", "b", "c"):
+        Image.new("RGB", (16, 16), (200, 10, 10)).save(root / f"{name}.png")
+    (tmp_path / "topics.jsonl").write_text(
+        json.dumps({"qid": "q1", "text": "Egg", "page_title": "Egg", "section_title": "Cooking", "section_context": "Boiled."}) + "\n"
+    )
+    documents = [{"docid": d, "image": f"{d}.png"} for d in ("a", "b", "c", "gone", "lost")]
+    (tmp_path / "images.jsonl").write_text("".join(json.dumps(d) + "\n" for d in documents))
+    (tmp_path / "pairs.txt").write_text("".join(f"q1 {d['docid']}\n" for d in documents))
+    spec = {
+        "database": "batch.duckdb",
+        "collection": {"topics": "topics.jsonl", "documents": "images.jsonl", "image_root": "images"},
+        "pool": {"pairs": "pairs.txt"},
+        "template": "atomic-image-suggestion",
+        "judge": {"name": "openai", "options": {"model": "gpt-4o", "base_url": api.base_url, "api_key_env": "QRELKIT_FAKE_KEY"}},
+    }
+    (tmp_path / "job.yaml").write_text(
+        yaml.safe_dump({**spec, "judge": {**spec["judge"], "options": {**spec["judge"]["options"], "mode": "batch"}}})
+    )
+    report = run_job(load_job(tmp_path / "job.yaml"), progress=False)
+    assert report.statuses == {"input_error": 2} and report.in_batches == 3 and not report.mostly_failed
+
+
 # -- `qrelkit batches` ---------------------------------------------------------------------------------
 
 

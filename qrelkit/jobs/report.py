@@ -40,8 +40,11 @@ class JobReport:
 
     @property
     def mostly_failed(self) -> bool:
-        """More than half of this run's judgments are not ok (any failure status counts)."""
-        return not self.interrupted and self.judged > 0 and self.failed * 2 > self.judged
+        """More than half of this run's judgments are not ok (any failure status counts). In batch
+        mode the pairs still out in batches count as undecided: a first run that sends 24 requests and
+        finds 4 missing images has not mostly failed."""
+        undecided = self.in_batches if self.mode == "batch" else 0
+        return not self.interrupted and self.judged > 0 and self.failed * 2 > self.judged + undecided
 
     def failure_message(self) -> str:
         return f"most judgments failed: {self.failed} of the {self.judged} made by this run are not ok" + saved_note(self)
