@@ -100,6 +100,23 @@ def print_json(payload: Any) -> None:
     print(json.dumps(payload, indent=1, ensure_ascii=False, default=str))
 
 
+def print_result(result: Any, views: Any, *, as_json: bool, output_format: str | None) -> None:
+    """A result in the form asked for: JSON, Markdown, LaTeX, plain text on a pipe or a file (no cell
+    cut to a width), or the terminal's tables. ``views``: the result's report module (`markdown`,
+    `latex`, `plain`, `terminal`)."""
+    if as_json:
+        print_json(result.to_dict())
+    elif output_format == "markdown":
+        print(views.markdown(result), end="")
+    elif output_format == "latex":
+        print(views.latex(result), end="")
+    elif not out.is_terminal:
+        print(views.plain(result), end="")
+    else:
+        for part in views.terminal(result):
+            out.print(part)
+
+
 def version_callback(value: bool) -> None:
     if value:
         print(f"qrelkit {__version__}")

@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from qrelkit.cli.base import app, err, out, print_json
+from qrelkit.cli.base import app, err, out, print_json, print_result
 from qrelkit.cli.command import build
 from qrelkit.commands.requests import CompareRequest, JudgeRequest
 
@@ -16,17 +16,7 @@ def show_comparison(result: Any, request: CompareRequest) -> None:
 
     if request.html is not None:
         err.print(f"wrote {request.html}", highlight=False)
-    if request.as_json:
-        print_json(result.to_dict())
-    elif request.output_format == "markdown":
-        print(views.markdown(result), end="")
-    elif request.output_format == "latex":
-        print(views.latex(result), end="")
-    elif not out.is_terminal:  # a pipe or a file: plain text, no cell cut to a width
-        print(views.plain(result), end="")
-    else:
-        for part in views.terminal(result):
-            out.print(part)
+    print_result(result, views, as_json=request.as_json, output_format=request.output_format)
     if result.probes and not request.as_json:  # the judges side by side on their gullibility probes (docs/probes.md)
         from qrelkit.report.probes import side_by_side
 

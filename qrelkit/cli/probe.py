@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from qrelkit.cli.base import app, out, print_json
+from qrelkit.cli.base import app, out, print_result
 from qrelkit.cli.command import build
 from qrelkit.commands.requests import ProbeRequest
 
@@ -18,17 +18,7 @@ def show_probes(result: Any, request: ProbeRequest) -> None:
     if request.list_probes:
         out.print(views.probes_table(result))
         return
-    if request.as_json:
-        print_json(result.to_dict())
-    elif request.output_format == "markdown":
-        print(views.markdown(result), end="")
-    elif request.output_format == "latex":
-        print(views.latex(result), end="")
-    elif not out.is_terminal:  # a pipe or a file: plain text, no cell cut to a width
-        print(views.plain(result), end="")
-    else:
-        for part in views.terminal(result):
-            out.print(part)
+    print_result(result, views, as_json=request.as_json, output_format=request.output_format)
     if result.interrupted:
         raise typer.Exit(130)
 
