@@ -6,7 +6,6 @@ run, grading and sample (`Audit.sources`)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from qrelkit.commands.requests import GroupPattern, ModelAudit, RunGroups
 from qrelkit.commands.workspace import Workspace
@@ -31,22 +30,6 @@ def resolve_groups(run_names: list[str], patterns: tuple[GroupPattern, ...] = ()
     return found
 
 
-def audit_settings(request: Any, runs: list[Any]) -> dict[str, Any]:
-    """What an audit and a comparison of judges take from their request alike: the measures on each
-    side, the grading, the system groups, and the interval's resamples, seed and method."""
-    return {
-        "measures": request.measure_list,
-        "judge_measures": list(request.judge_measures),
-        "reference_decimals": request.reference_decimals,
-        "groups": resolve_groups([r.name for r in runs], request.group_patterns, request.groups),
-        "maps": request.maps,
-        "rel_level": request.rel_level,
-        "resamples": request.resamples,
-        "seed": request.seed,
-        "interval": request.interval,
-    }
-
-
 def run(request: ModelAudit, workspace: Workspace) -> Audit:
     """The audit a request asks for, on what the workspace resolves it to: model qrels from a file, a
     qrels set, a judge run's (the set its job grades into, its only graded set, or the set the
@@ -55,7 +38,20 @@ def run(request: ModelAudit, workspace: Workspace) -> Audit:
     model = workspace.qrels_with_source(request.model_qrels)
     reference = workspace.qrels_with_source(request.reference_qrels)
     runs = workspace.runs(request.runs)
-    result = audit(model.qrels, reference.qrels, runs, **audit_settings(request, runs))
+    result = audit(
+        model.qrels,
+        reference.qrels,
+        runs,
+        measures=request.measure_list,
+        judge_measures=list(request.judge_measures),
+        reference_decimals=request.reference_decimals,
+        groups=resolve_groups([r.name for r in runs], request.group_patterns, request.groups),
+        maps=request.maps,
+        rel_level=request.rel_level,
+        resamples=request.resamples,
+        seed=request.seed,
+        interval=request.interval,
+    )
     sources = {"model": model.source, "reference": reference.source}
     notes = [note for source in sources.values() for note in source.get("notes") or []]  # repeats merged, said
     return dataclasses.replace(result, sources=sources, warnings=notes + result.warnings)

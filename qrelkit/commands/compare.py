@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qrelkit.commands.agree import audit_settings
+from qrelkit.commands.agree import resolve_groups
 from qrelkit.commands.requests import CompareRequest, JudgeRequest, QrelsRef
 from qrelkit.commands.workspace import ResolvedQrels, Workspace, stored_qrels
 from qrelkit.errors import QrelkitError, StoreError
@@ -269,9 +269,21 @@ def run(request: CompareRequest, workspace: Workspace) -> CompareResult:
     compared = [resolved.qrels for entry, resolved in found if entry.status == "compared" and resolved is not None]
     comparison = None
     if compared:
-        settings = audit_settings(request, runs)
         comparison = compare_judges(
-            compared, reference.qrels, runs, **settings, baseline=request.baseline, permutations=request.permutations
+            compared,
+            reference.qrels,
+            runs,
+            measures=request.measure_list,
+            judge_measures=list(request.judge_measures),
+            reference_decimals=request.reference_decimals,
+            groups=resolve_groups([r.name for r in runs], request.group_patterns, request.groups),
+            maps=request.maps,
+            rel_level=request.rel_level,
+            baseline=request.baseline,
+            resamples=request.resamples,
+            permutations=request.permutations,
+            seed=request.seed,
+            interval=request.interval,
         )
     entries = [entry for entry, _ in found]
     if comparison is not None and comparison.skipped:
