@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -231,8 +232,6 @@ def chat_requests(config: VLLMConfig, template: PromptTemplate) -> Any:
 
 def run_batch_command(config: VLLMConfig, device: str, source: Path, output: Path) -> list[str]:
     """vLLM's run_batch command line for the engine settings of `engine_options` on ``device``."""
-    import sys
-
     options = engine_options(config, device)
     command = [sys.executable, "-m", "vllm.entrypoints.openai.run_batch", "-i", str(source), "-o", str(output)]
     command += ["--model", options["model"], "--served-model-name", SERVED_NAME, "--max-model-len", str(options["max_model_len"])]

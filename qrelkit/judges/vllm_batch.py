@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from qrelkit.io.files import write_atomically
 from qrelkit.judges.batch_api import BatchApiError, BatchInfo
 from qrelkit.judges.http import ErrorVerdict
 
@@ -58,12 +59,7 @@ def _name(value: str, what: str) -> str:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(data, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    write_atomically(path, lambda temporary: temporary.write_text(json.dumps(data), encoding="utf-8"))
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -168,7 +164,7 @@ class LocalBatchClient:
         folder = self.folder / "batches"
         if not wanted or not folder.is_dir():
             return found
-        for path in sorted(folder.glob("*.json")):
+        for path in sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")):  # not a write under way
             state = _read_json(path)
             submission = ((state or {}).get("metadata") or {}).get("qrelkit_submission_id")
             if state and submission in wanted and SAFE_NAME.fullmatch(str(state.get("id"))):
