@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed (pip install
 transformers = pytest.importorskip("transformers", reason="transformers is not installed (pip install 'qrelkit[transformers]')")
 from PIL import Image  # noqa: E402
 from tiny_hf import tiny_llama, tiny_llava  # noqa: E402
+from vllm_jobs import IMAGE_TEMPLATE  # noqa: E402  (one image template for the engines' tests)
 
 from qrelkit.io import Document, Topic, read_documents, read_topics  # noqa: E402
 from qrelkit.jobs import load_job, run_job  # noqa: E402
@@ -28,15 +29,6 @@ from qrelkit.storage import Store  # noqa: E402
 
 DEMO = Path(__file__).resolve().parents[1] / "qrelkit" / "data" / "demo"
 GRADES = ["0", "1", "2", "3"]
-IMAGE_TEMPLATE = {
-    "id": "image-graded",
-    "modality": "image",
-    "system": "You rate images for search queries.",
-    "relevance_instruction": "Grade how well the image illustrates the query, 0 (not at all) to 3 (perfectly).",
-    "context": "Query: {query}",
-    "output_instruction": 'Reply in the form "Relevance: <grade>" with a grade from {min_score} to {max_score}.',
-    "score_range": [0, 3],
-}
 TOPICS = [Topic("q1", "goldfish"), Topic("q2", "the eiffel tower at night, seen from the river seine in paris")]
 # float32 everywhere: the comparisons with a hand computation are exact to rounding (bf16 is tested on CUDA below)
 OPTIONS = {"device": "auto", "dtype": "float32"}
