@@ -106,8 +106,6 @@ class JobPlan:
 
     spec: JobSpec
     factory: JudgeFactory
-    judge_class: type
-    config: JudgeConfig
     model_id: str
     judge_run_id: str
     loads: list[LoadResult] = field(default_factory=list)
@@ -123,6 +121,14 @@ class JobPlan:
     limit: int | None = None
     retry_failed: bool = False
     probe: dict[str, Any] | None = None  # a probe's run (docs/probes.md): with a perturbation, it judges the copies stored for it
+
+    @property
+    def judge_class(self) -> type:
+        return self.factory.judge_class
+
+    @property
+    def config(self) -> JudgeConfig:
+        return self.factory.config
 
     def info(self) -> JudgeRunInfo:
         template = self.factory.template
@@ -280,9 +286,7 @@ def plan_job(
         raise QrelkitError(f"--limit must be 0 or more, got {limit}")
     judge = judge or resolve_judge(spec)
     factory, run_id = judge.factory, judge.judge_run_id
-    plan = JobPlan(
-        spec, factory, judge.judge_class, judge.config, judge.model_id, run_id, limit=limit, retry_failed=retry_failed, probe=probe
-    )
+    plan = JobPlan(spec, factory, judge.model_id, run_id, limit=limit, retry_failed=retry_failed, probe=probe)
     plan.loads = load_collection(store, spec)
     source = str(spec.source or "job")
     if pairs is not None:
