@@ -101,13 +101,23 @@ def _tails(p: float) -> tuple[np.ndarray, np.ndarray, float]:
     return tail, ideal, float(weights.sum())
 
 
+def _judged_keys(pairs: JudgedPairs) -> tuple[np.ndarray, np.ndarray]:
+    """The relevant grades (ascending), and each relevant judged document's (query, grade) key
+    sorted: the qrels' part of `_ideal_positions`, computed once per qrels, not once per run."""
+    if "compat-keys" not in pairs._cache:
+        judged_relevant = pairs.grades > 0
+        levels = np.unique(pairs.grades[judged_relevant])
+        width = len(levels) + 1
+        keys = np.sort(pairs.query_of_key[judged_relevant] * width + np.searchsorted(levels, pairs.grades[judged_relevant]))
+        pairs._cache["compat-keys"] = (levels, keys)
+    return pairs._cache["compat-keys"]
+
+
 def _ideal_positions(ranked: RankedRun, pairs: JudgedPairs, relevant: np.ndarray) -> np.ndarray:
     """The 0-based place in the ideal ranking of each retrieved relevant entry: the query's relevant
     documents of a higher grade, then those of its grade that the run retrieved earlier."""
-    judged_relevant = pairs.grades > 0
-    levels = np.unique(pairs.grades[judged_relevant])  # the relevant grades, ascending
+    levels, judged_keys = _judged_keys(pairs)
     width = len(levels) + 1
-    judged_keys = np.sort(pairs.query_of_key[judged_relevant] * width + np.searchsorted(levels, pairs.grades[judged_relevant]))
     query, grade = ranked.query[relevant], ranked.grade[relevant]
     key = query * width + np.searchsorted(levels, grade)
     query_end = np.searchsorted(judged_keys, query * width + (width - 1), side="right")
@@ -129,7 +139,7 @@ def compatibility(ranked: RankedRun, pairs: JudgedPairs, measure: Compatibility)
     run_position = ranked.rank[relevant] - 1
     both_from = np.minimum(np.maximum(run_position, _ideal_positions(ranked, pairs, relevant)), DEPTH)
     overlap = np.bincount(ranked.query[relevant], weights=tail[both_from], minlength=len(pairs.queries))
-    relevant_counts = np.bincount(pairs.query_of_key[pairs.grades > 0], minlength=len(pairs.queries))
+    relevant_counts = pairs.relevant_counts(1).astype(np.int64)  # grades are integers: > 0 is ≥ 1
     best = ideal[np.minimum(relevant_counts, DEPTH)]
     if not measure.normalize:
         return np.where(relevant_counts > 0, overlap / weight_sum, 0.0)
