@@ -283,6 +283,16 @@ def read_run_table(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplica
         return read_run_lines(path, policy)
 
 
+def fast_qrels_table(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> pa.Table | None:
+    """`read_qrels_table` by the fast reader alone: None where it would fall back to the line reader
+    (a value that is no integer, a repeat under `error`, a line to name), for a caller with a line
+    reader of its own (`io.judge_files`)."""
+    try:
+        return _fast_qrels(Path(path), OnDuplicate(on_duplicate))
+    except _Fallback:
+        return None
+
+
 def read_qrels_table(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> pa.Table:
     """A qrels file as columns `qid, iteration, docid, grade (int64)` in file order.
 

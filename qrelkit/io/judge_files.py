@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from qrelkit.errors import InputFormatError, LineProblem, SkippedFilesWarning
 from qrelkit.io import arrays
-from qrelkit.io.columnar import read_qrels_table
+from qrelkit.io.columnar import fast_qrels_table
 from qrelkit.io.duplicates import OnDuplicate
 from qrelkit.io.lines import ProblemLog, iter_lines, raise_if_problems
 from qrelkit.io.paths import run_name_from_path
@@ -163,10 +163,10 @@ def read_judge_file(path: str | Path, *, name: str | None = None, on_duplicate: 
     path, policy = Path(path), OnDuplicate(on_duplicate)
     name = name or run_name_from_path(path)
     if policy is OnDuplicate.error:
-        try:  # a file of integer grades: the fast reader, exactly as any qrels file
-            table = read_qrels_table(path, policy)
+        # a file of integer grades: the fast reader, exactly as any qrels file; anything else (fractional
+        # values, or a real problem) goes straight to the line reader below, which names it
+        table = fast_qrels_table(path, policy)
+        if table is not None:
             return JudgeFile(Qrels.from_table(name, table, source=str(path)), table.num_rows, 0, policy)
-        except InputFormatError:
-            pass  # fractional values, or a real problem: the line reader below names it
     rows, lines = _read_lines(path, policy)
     return JudgeFile(Qrels.from_table(name, _table(rows), source=str(path)), lines, lines - len(rows), policy)
