@@ -117,11 +117,10 @@ def ensure_judge_run(store: Store, info: JudgeRunInfo, *, update_sample: bool = 
     """Record the judge run if new, and what the job now running covers of its pool
     (``info.sample``; without ``update_sample``, as a probe judging its own pairs runs it, an
     existing run's record is left as it is); True when it was created."""
-    exists = store.con.execute("SELECT sample FROM judge_runs WHERE judge_run_id = ?", [info.judge_run_id]).fetchone()
+    exists, earlier = stored_sample(store, info.judge_run_id)
     if exists and not update_sample:
         return False
     if exists:
-        earlier = json.loads(exists[0]) if exists[0] else None
         if earlier is None and judged_pairs(store, info.judge_run_id):
             return False  # it judged (part of) its whole pool before: a sample now adds to that, it does not describe it
         sample = merged_sample(earlier, info.sample)
