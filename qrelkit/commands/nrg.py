@@ -80,12 +80,11 @@ def run(request: NRGRequest, workspace: Workspace) -> NRGOutcome:
     if unknown:
         raise NRGError(f"--prior runs: unknown run(s) {', '.join(unknown)}; loaded runs: {', '.join(names)}")
     groups = run_groups_of(spec.groups_file, names)
-    kind = "explicit" if spec.kind == "listed" else spec.kind
     options: dict[str, Any] = dict(model=request.browsing_model, depth=request.depth, gain=request.gain, order=request.order)
     result = nrg_with_priors(
         qrels,
         runs,
-        kind,
+        spec.kind,
         order_file=spec.order_file,
         listed_runs=spec.runs,
         groups=groups,

@@ -236,7 +236,7 @@ PRIOR_SPECS = "all-others | order:FILE | best-per-group:FILE[:COLUMN] | runs:A,B
 @dataclass(frozen=True)
 class PriorSpec:
     """NRG's prior sets as `--prior` names them, parsed once: all-others, order:FILE (oldest first),
-    best-per-group:FILE[:COLUMN], runs:A,B, or (from Python) ``{run: [prior runs]}`` (kind `listed`).
+    best-per-group:FILE[:COLUMN], runs:A,B, or (from Python) ``{run: [prior runs]}`` (kind `explicit`, NRG's name for it).
     ``text``: as given, for the output."""
 
     kind: str = "all-others"
@@ -253,7 +253,7 @@ class PriorSpec:
         if isinstance(spec, PriorSpec):
             return spec
         if isinstance(spec, Mapping):
-            return cls("listed", lists=tuple((str(run), strings(before)) for run, before in spec.items()), text="listed")
+            return cls("explicit", lists=tuple((str(run), strings(before)) for run, before in spec.items()), text="listed")
         kind, _, arg = spec.partition(":")
         if kind == "all-others" and not arg:
             return cls()
