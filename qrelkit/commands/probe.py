@@ -9,7 +9,6 @@ pairs without an `ok` judgment are judged."""
 from __future__ import annotations
 
 from collections import Counter
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,7 +102,7 @@ def merged(reports: list[JobReport]) -> JobReport:
 
 
 def judge_all(
-    request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Judge, sample: Sample, progress_for: ProgressFor | None
+    request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Judge, sample: Sample, progress_for: ProgressFor
 ) -> dict[str, JobReport]:
     """Judge the sample as it is, then as each probe perturbs it (in `rounds`); stop after a run that
     was interrupted."""
@@ -114,7 +113,7 @@ def judge_all(
         parts = [sample.pairs] if name == CONTROL else rounds(sample.pairs)
         for number, pairs in enumerate(parts, 1):
             shown = name if len(parts) == 1 else f"{name}, round {number} of {len(parts)}"
-            with progress_for(shown) if progress_for is not None else nullcontext() as progress:
+            with progress_for(shown) as progress:
                 options: dict[str, Any] = dict(probe=record, retry_failed=request.retry_failed, progress=progress)
                 done.append(run_job(spec, judge=run_judge, pairs=pairs, pairs_sample=sample.record(), **options))
             if done[-1].interrupted:
@@ -183,15 +182,10 @@ def run(request: ProbeRequest, workspace: Workspace) -> list[Probe] | ProbeResul
     names, each run's progress shown as the workspace shows it."""
     if request.list_probes:
         return builtin_probes()
-    name = request.job.name if request.job is not None else "job"
-
-    def progress_for(run: str) -> Any:
-        return workspace.progress(f"probing {name} [{run}]")
-
-    return probe_job(request, workspace, progress_for=progress_for)
+    return probe_job(request, workspace)
 
 
-def probe_job(request: ProbeRequest, workspace: Workspace, *, progress_for: ProgressFor | None = None) -> ProbeResult:
+def probe_job(request: ProbeRequest, workspace: Workspace) -> ProbeResult:
     """Probe the job's judge as ``request`` says; ``workspace`` is that of the job's database (read
     once everything is judged: its store is opened only then)."""
     spec = load_probe_job(request)
@@ -203,7 +197,8 @@ def probe_job(request: ProbeRequest, workspace: Workspace, *, progress_for: Prog
     if request.dry_run:
         return dry_run(request, spec, probes, judge, workspace)
     sample, relevance = prepare(request, spec, probes, judge, workspace)
-    reports = judge_all(request, spec, probes, judge, sample, progress_for)
+    name = request.job.name if request.job is not None else "job"
+    reports = judge_all(request, spec, probes, judge, sample, lambda run: workspace.progress(f"probing {name} [{run}]"))
     result = ProbeResult.for_job(request, spec, judge, sample, relevance, reports.get(CONTROL), control_run_id(judge.judge_run_id))
     for probe in probes:
         if probe.id in reports:
