@@ -108,10 +108,6 @@ def _with(value: float | None, found: Any, digits: int = 3, share: bool = False)
     return text
 
 
-def _p(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
-
-
 def entry_cells(entry: ProbeEntry) -> list[str]:
     """mean before → after, shift [CI], relevant before, pushed to relevant [CI], p, pairs (queries)."""
     shift = entry.shift
@@ -123,7 +119,7 @@ def entry_cells(entry: ProbeEntry) -> list[str]:
         _with(estimates["mean_shift"], intervals.get("mean_shift")),
         _with(estimates["relevant_before"], None, share=True),
         _with(estimates["pushed_to_relevant"], intervals.get("pushed_to_relevant"), share=True),
-        _p(shift.p_value),
+        fmt(shift.p_value, 3),
         f"{shift.pairs} ({shift.queries})",
     ]
 
