@@ -46,13 +46,9 @@ from typing import NamedTuple
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.choices import (  # noqa: F401  (the bootstrap's choices, checked where a request is made)
+from qrelkit.evaluate.choices import (
     DEFAULT_METHOD,
-    DEFAULT_RESAMPLES,
-    MAX_RESAMPLES,
-    MAX_WEIGHT_ENTRIES,
     METHOD_NAMES,
-    METHODS,
     NEEDS_JACKKNIFE,
     check_method,
     check_resamples,

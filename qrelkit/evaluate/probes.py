@@ -25,16 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.bootstrap import (
-    DEFAULT_METHOD,
-    METHOD_NAMES,
-    IntervalEstimate,
-    check_method,
-    check_resamples,
-    draw_weights,
-    paired_intervals,
-)
-from qrelkit.evaluate.choices import DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES
+from qrelkit.evaluate.bootstrap import IntervalEstimate, draw_weights, paired_intervals
+from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES, METHOD_NAMES, check_method, check_resamples
 from qrelkit.evaluate.compare import TEST_NAME, randomisation_p_values, swap_masks
 
 STATISTICS = ("mean_before", "mean_after", "mean_shift", "relevant_before", "pushed_to_relevant", "share_change")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.choices import KEEP, check_keep  # noqa: F401  (checked where a request is made)
+from qrelkit.evaluate.choices import check_keep
 from qrelkit.io import Qrel, Qrels, arrays
 
 
