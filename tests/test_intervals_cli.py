@@ -110,9 +110,10 @@ def test_dl19_terminal_and_report_name_the_method_and_resamples(dl19_args, dl19,
 def test_a_note_is_never_dropped_from_tables_json_or_the_report(dl19_args, tmp_path):
     """An interval that carries a note (here put in by hand) shows a '*' and the note in the table,
     the note in the JSON and in the report's summary."""
+    from qrelkit.report.html import summary_box
+
     from qrelkit import agree
     from qrelkit.report import tables
-    from qrelkit.report.html import summary_box
 
     result = agree(dl19_args[2], dl19_args[4], [dl19_args[6]], resamples=50)
     corr = result.systems["nDCG@10"]

@@ -33,6 +33,7 @@ from fake_openai import (
 )
 from PIL import Image
 from pydantic import TypeAdapter
+from qrelkit.report.tables import describe_job
 from rich.console import Console
 
 from qrelkit.io import Document, Topic
@@ -45,7 +46,6 @@ from qrelkit.judges.openai import OpenAIJudge, build_request, image_tokens, read
 from qrelkit.judges.openai import Reply as ChatReply
 from qrelkit.judges.scoring import answer_candidates, expected_grade
 from qrelkit.prompts import load_template
-from qrelkit.report.tables import describe_job
 from qrelkit.storage import Store
 
 TEMPLATE = load_template("trec-dl-graded")

@@ -4,7 +4,6 @@ commands share, and how errors end (one message, an exit code, never a traceback
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import os
 import shlex
@@ -94,27 +93,6 @@ def print_lines(lines: Any) -> None:
 
     for line in lines:
         print(printable(line))
-
-
-def print_json(payload: Any) -> None:
-    print(json.dumps(payload, indent=1, ensure_ascii=False, default=str))
-
-
-def print_result(result: Any, views: Any, *, as_json: bool, output_format: str | None) -> None:
-    """A result in the form asked for: JSON, Markdown, LaTeX, plain text on a pipe or a file (no cell
-    cut to a width), or the terminal's tables. ``views``: the result's report module (`markdown`,
-    `latex`, `plain`, `terminal`)."""
-    if as_json:
-        print_json(result.to_dict())
-    elif output_format == "markdown":
-        print(views.markdown(result), end="")
-    elif output_format == "latex":
-        print(views.latex(result), end="")
-    elif not out.is_terminal:
-        print(views.plain(result), end="")
-    else:
-        for part in views.terminal(result):
-            out.print(part)
 
 
 def show(document: Any, output_format: str = "table", *, verbose: bool = False) -> None:

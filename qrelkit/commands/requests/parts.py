@@ -374,7 +374,3 @@ def keep_option() -> Any:
     return option(
         "--keep", "Which relevant items --max-rel keeps: top-grade (highest grade first, at random within one) or random.", "top-grade"
     )
-
-
-def json_option(help: str = "Print JSON instead of tables.") -> Any:
-    return option("--json", help, False, api=False)

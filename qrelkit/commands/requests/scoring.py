@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qrelkit.commands.fields import Request, integers, option, optional_path, unique_strings
+from qrelkit.commands.fields import FORMATS, Request, integers, option, optional_path, unique_strings
 from qrelkit.commands.requests.parts import (
     EmbedderRef,
     GroupsFile,
@@ -15,7 +15,6 @@ from qrelkit.commands.requests.parts import (
     RunsRef,
     fd_interval_option,
     force_option,
-    json_option,
     keep_option,
     measures_option,
     more_runs_option,
@@ -27,7 +26,6 @@ from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import check_average, check_keep
 from qrelkit.io.duplicates import OnDuplicate
 
-OUTPUT_FORMATS = ("table", "json", "trec")
 QRELS_HELP = "Qrels: a TREC qrels file, irds:<ir_datasets id>, or the name of a qrels set in --db."
 
 
@@ -68,19 +66,17 @@ class EvaluateRequest(Request):
     rel_level: int | None = _cut_level()
     seed: int = _cut_seed()
     on_duplicate: OnDuplicate = on_duplicate_option()
-    output_format: str = option(
-        "--format", "table, json, or trec (trec_eval -q's output, byte for byte: -c unless --average run).", "table", api=False
-    )
     per_query: bool = option("--per-query", "Also print each query's value.", False, api=False)
-    as_json: bool = json_option("Print JSON: measures, queries, averaging, runs → measure → mean (= --format json).")
 
     use_case = "qrelkit.commands.evaluate:run"
+    document = "qrelkit.commands.documents.data:evaluation"
     positional = ("qrels", "runs", "measures")
+    formats = (*FORMATS, "trec")  # trec_eval -q's output, byte for byte (-c unless --average run)
 
     @property
     def trec_layout(self) -> bool:
         """The output is trec_eval's, so measure names that collide there are refused up front."""
-        return self.output_format == "trec" and not self.as_json
+        return self.output_format == "trec"
 
     def check(self) -> None:
         from qrelkit.evaluate.trec_names import trec_eval_names
@@ -88,8 +84,6 @@ class EvaluateRequest(Request):
         if not self.qrels.given:
             raise QrelkitError("give the qrels: --qrels FILE_OR_NAME")
         object.__setattr__(self, "measures", self.measures or ("nDCG@10",))
-        if self.output_format not in OUTPUT_FORMATS:
-            raise QrelkitError(f"--format {self.output_format!r}: choose table, json or trec")
         if self.trec_layout:
             trec_eval_names(list(self.measures))
         if self.max_rel is None and (self.keep != "top-grade" or self.rel_level is not None):
@@ -127,9 +121,9 @@ class CorrelateRequest(Request):
         parse=_paths,
     )
     on_duplicate: OnDuplicate = on_duplicate_option()
-    as_json: bool = json_option()
 
     use_case = "qrelkit.commands.correlate:run"
+    document = "qrelkit.commands.documents.data:correlations"
     positional = ("qrels", "runs", "measures")
 
     def check(self) -> None:
@@ -170,9 +164,9 @@ class NRGRequest(Request):
     on_duplicate: OnDuplicate = on_duplicate_option()
     best_by: Any = None  # best-per-group: rank each group's runs by these scores ({run: score}; default: this NRG's base metric)
     per_query: bool = option("--per-query", "Also print each query's values.", False, api=False)
-    as_json: bool = json_option('Print JSON: {"runs": {run: {"nrg": x, "base": x}}, ...}.')
 
     use_case = "qrelkit.commands.nrg:run"
+    document = "qrelkit.commands.documents.scoring:nrg"
     positional = ("qrels", "runs")
 
     def check(self) -> None:
@@ -219,9 +213,9 @@ class FDRequest(Request):
     metric: str = option("--metric", "ir_measures measure for --plot-metric (full qrels).", "nDCG@10")
     force: bool = force_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
-    as_json: bool = json_option('Print JSON: {"embedder", "d", "runs": {run: {"FD@10": x}}, "n_rel"}.')
 
     use_case = "qrelkit.commands.fd:run"
+    document = "qrelkit.commands.documents.scoring:fd"
     positional = ("qrels", "runs")
 
     def check(self) -> None:
