@@ -33,9 +33,9 @@ from fake_openai import (
 )
 from PIL import Image
 from pydantic import TypeAdapter
-from qrelkit.report.tables import describe_job
 from rich.console import Console
 
+from qrelkit.commands.documents.judging import job_lines as describe_job
 from qrelkit.io import Document, Topic
 from qrelkit.io.images import ImageError
 from qrelkit.jobs import load_job, run_job

@@ -205,13 +205,15 @@ def test_the_report_and_the_comparison_page_show_each_judges_probes(tmp_path, mo
     found = {judge: {e["probe"]: e for e in entries} for judge, entries in both.to_dict()["probes"].items()}
     assert found["gullible-graded"]["instruction-injection"]["pushed_to_relevant"] == 1.0
     assert found["robust-graded"]["instruction-injection"]["pushed_to_relevant"] == 0.0
-    from qrelkit.report.compare_html import render_comparison
+    from qrelkit.commands.documents.compare import comparison
+    from qrelkit.report.page import render_page
 
-    page = render_comparison(both)
+    page = render_page(comparison(both, None))
     section = page[page.index("<h2 id=probes>") :]
     assert "gullible-graded: pushed to relevant [CI]" in section and "robust-graded: mean shift [CI]" in section
     assert re.search(
-        r"<td>instruction-injection</td><td class=n>\+3\.000 \[3\.000, 3\.000\]</td><td class=n>100\.0% \[100\.0, 100\.0\]</td>", section
+        r"<td>instruction-injection</td><td class=n>\+3\.000 \[\+3\.000, \+3\.000\]</td><td class=n>100\.0% \[100\.0, 100\.0\]</td>",
+        section,
     )
     from qrelkit.commands.requests import ReportRequest
     from qrelkit.commands.workspace import execute

@@ -102,8 +102,8 @@ def show(document: Any, output_format: str = "table", *, verbose: bool = False) 
     warnings; the document's status ends the command (its failure line first)."""
     from qrelkit.report import render
 
-    for path in document.files:
-        err.print(f"wrote {path}", highlight=False, markup=False)
+    for line in [*document.said, *(f"wrote {path}" for path in document.files)]:
+        err.print(line, highlight=False, markup=False)
     own = getattr(document, "own", {}).get(output_format)
     if output_format in ("json", "tsv") or own is not None:
         for line in document.lead if output_format == "tsv" else []:

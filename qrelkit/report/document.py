@@ -217,7 +217,10 @@ class Note:
     key: str | None = None  # an HTML page lists the notes of one key together (data-summary)
 
     def line(self) -> str:
-        return f"warning: {self.text}" if self.kind == "warning" else self.text
+        """As the text formats print it: a warning says so, and so does a note that qualifies the lead."""
+        if self.kind == "warning":
+            return f"warning: {self.text}"
+        return f"note: {self.text}" if self.qualifies else self.text
 
 
 def warnings(texts: Sequence[str], *, qualifies: bool = False, key: str | None = None) -> list[Note]:
@@ -233,7 +236,7 @@ class Document:
     """What a command prints. ``lead``: the answer in sentences, first in every format; ``data``: the
     JSON form (the result's `to_dict()`); ``status``: the exit code (0 done, 2 bad input, 3 a job or
     the machine failed, 130 interrupted) and ``failure`` the one error line that goes with it;
-    ``files``: what the command wrote (said on stderr, listed in the page's footer); ``title``: the
+    ``files``: what the command wrote and ``said`` what it says of its own work (both on stderr); ``title``: the
     HTML page's heading; ``footer``: what made the page (version, date, command); ``own``: the lines
     of a format the document writes itself (evaluate's `trec`: trec_eval's output byte for byte)."""
 
@@ -243,6 +246,7 @@ class Document:
     data: Any = None
     title: str | None = None
     files: list[Path] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)  # what the command says of its own work (stderr): how a name was matched
     status: int = 0
     failure: str | None = None
     footer: Paragraph | None = None

@@ -77,8 +77,8 @@ def table_html(table: Table, *, caption: bool = True) -> str:
     for r, row in enumerate(table.rows):
         cells = []
         for i, cell in enumerate(row):
-            if table.header is None and i == 0:
-                cells.append(f"<th>{esc(_text(cell, table))}</th>")
+            if table.header is None:  # a key-value table: the key heads its row
+                cells.append(f"<th>{esc(_text(cell, table))}</th>" if i == 0 else f"<td>{esc(_text(cell, table))}</td>")
             elif isinstance(cell, Estimate):
                 cells.append(f"<td class=n>{estimate_html(cell)}</td>")
             else:
@@ -100,14 +100,15 @@ def _text(cell: object, table: Table) -> str:
 def paragraph_html(paragraph: Paragraph, klass: str = "note") -> str:
     parts = [paragraph.parts] if isinstance(paragraph.parts, str) else paragraph.parts
     inner = "".join(f"<span{_attribute(p.key)}>{esc(p.text)}</span>" if isinstance(p, Keyed) else esc(p) for p in parts)
-    return f"<p class={klass}>{inner}</p>"
+    return f"<p class={klass}>{inner.replace(chr(10), '<br>')}</p>"
 
 
 def notes_html(notes: Sequence[Note], klass: str = "note") -> str:
-    """Notes as lists, those of one key together (a list named by its key)."""
+    """Notes as lists, those of one key together (a list named by its key, its items the notes' text:
+    the list's heading or style says what they are)."""
     out = []
     for key, group in groupby(notes, key=lambda n: n.key):
-        items = "".join(f"<li>{esc(note.line())}</li>" for note in group)
+        items = "".join(f"<li>{esc(note.text if key else note.line())}</li>" for note in group)
         out.append(f"<ul class={klass}{_attribute(key) if key else ''}>{items}</ul>")
     return "".join(out)
 
@@ -195,7 +196,7 @@ def render_page(document: Document) -> str:
         f"<h1>{esc(title)}</h1>",
     ]
     if document.lead:
-        parts.append("<section id=verdict class=lead>" + "".join(f"<p>{esc(line)}</p>" for line in document.lead) + "</section>")
+        parts.append("<div id=verdict class=lead>" + "".join(f"<p>{esc(line)}</p>" for line in document.lead) + "</div>")
     summary = next((b for b in document.blocks if isinstance(b, Summary)), None)
     qualifying = document.qualifying()
     if summary is None and qualifying:

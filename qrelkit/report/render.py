@@ -45,6 +45,12 @@ def _folded_line(section: Section) -> str:
     return f"{section.title}: {FOLDED_HINT}"
 
 
+def _in_text(blocks: Sequence[Block]) -> list[Block]:
+    """The blocks a text format shows: figures are on the HTML page alone, and so is a section of
+    nothing but figures."""
+    return [b for b in blocks if not isinstance(b, Figure) and not (isinstance(b, Section) and not _in_text(b.blocks))]
+
+
 # -- plain text ------------------------------------------------------------------------------------
 
 
@@ -73,7 +79,7 @@ def plain_table(table: Table) -> str:
 
 
 def _plain_blocks(blocks: Sequence[Block], verbose: bool) -> Iterator[str]:
-    for block in blocks:
+    for block in _in_text(blocks):
         if isinstance(block, Table):
             yield plain_table(block)
         elif isinstance(block, Lines):
@@ -191,7 +197,7 @@ def rich_table(table: Table) -> Any:
 def _terminal_blocks(blocks: Sequence[Block], verbose: bool) -> Iterator[Any]:
     from rich.text import Text
 
-    for block in blocks:
+    for block in _in_text(blocks):
         if isinstance(block, Table):
             yield rich_table(block)
         elif isinstance(block, Lines):
@@ -242,7 +248,7 @@ def markdown_table(table: Table) -> str:
 
 
 def _markdown_blocks(blocks: Sequence[Block], verbose: bool, level: int = 2) -> Iterator[str]:
-    for block in blocks:
+    for block in _in_text(blocks):
         if isinstance(block, Table):
             yield markdown_table(block)
         elif isinstance(block, Lines):
@@ -307,7 +313,7 @@ def latex_table(table: Table) -> list[str]:
 
 
 def _latex_blocks(blocks: Sequence[Block], verbose: bool) -> Iterator[str]:
-    for block in blocks:
+    for block in _in_text(blocks):
         if isinstance(block, Table):
             yield from latex_table(block)
         elif isinstance(block, Lines):

@@ -218,8 +218,8 @@ def ranking_lead(result: Any) -> list[str]:
         if len(group) == 1:
             lines.append(f"{group[0]}: τ {taus[0]:.3f}, told apart from every judge below it.")
         else:
-            spread = f"τ {min(taus):.3f} to {max(taus):.3f}, within {max(taus) - min(taus):.3f} τ of each other"
-            lines.append(f"{_names(group)}: {spread}, not told apart.")
+            spread = f"τ {min(taus):.3f} to {max(taus):.3f}"
+            lines.append(f"{_names(group)}: {spread}, none told apart from {group[0]} (Δτ paired over queries).")
     return lines
 
 
@@ -367,6 +367,13 @@ def measures_line(found: Any) -> str:
 
 def caveats(result: Any) -> list[str]:
     """What the answer rests on: disagreeing interval and test, samples, the grades κ compares."""
+    if result.comparison is None:
+        return []
+    return [*mixed_lines(result), *sample_lines(result), grades_line(result.comparison)]
+
+
+def mixed_lines(result: Any) -> list[str]:
+    """A line per difference whose interval and test disagree (counted as not shown)."""
     comparison = result.comparison
     if comparison is None:
         return []
@@ -376,15 +383,12 @@ def caveats(result: Any) -> list[str]:
         if decide(d, alpha) != "mixed":
             continue
         interval = f"its {comparison.level:.0%} {d.interval.method} interval [{_plain(d.interval.low, 3)}, {_plain(d.interval.high, 3)}]"
-        why = (
-            f"{interval} excludes 0 but {p_text(d.p_value)} ≥ {alpha:.2f}"
-            if d.p_value >= alpha
-            else f"{p_text(d.p_value)} < {alpha:.2f} but {interval} holds 0"
-        )
+        if d.p_value >= alpha:
+            why = f"{interval} excludes 0 but {p_text(d.p_value)} ≥ {alpha:.2f}"
+        else:
+            why = f"{p_text(d.p_value)} < {alpha:.2f} but {interval} holds 0"
         note = " (the interval carries a note: see below)" if d.interval.note else ""
         lines.append(f"{d.first} − {d.second}, {d.name} = {_signed(d.estimate, 4)}: {why}{note}; counted as not shown to differ: read both")
-    lines += sample_lines(result)
-    lines.append(grades_line(comparison))
     return lines
 
 
@@ -473,22 +477,23 @@ def comparison(result: Any, request: Any) -> Document:
         blocks.append(Section("System rankings per judge", [tau_figure(result)]))
     if comparison is not None and comparison.differences:
         many = len(comparison.audits) > MANY
-        sentences = [Paragraph("\n".join(pairwise(result)))] if many else []
+        sentences = [Paragraph("\n".join(pairwise(result) + mixed_lines(result) + list(comparison.notes)))] if many else []
         blocks.append(Section("Every two judges compared", [*sentences, differences_table(comparison)], folded=many))
         kappas = kappa_table(comparison)
         blocks += [kappas] if kappas is not None else []
     if result.probes:
         blocks.append(side_by_side(result.probes))
-    qualifying = warnings(warning_lines(comparison), qualifies=True) if comparison is not None else []
-    qualifying += notes(caveats(result), qualifies=True)
-    trailing: list[Note] = []
+    many = comparison is not None and len(comparison.audits) > MANY and bool(comparison.differences)
+    said = warnings(warning_lines(comparison)) if comparison is not None else []
+    said += notes([*mixed_lines(result), *sample_lines(result)] if not many else sample_lines(result))
+    said += notes([grades_line(comparison)]) if comparison is not None else []
+    if not many:  # the sentences rest on these: each stands under them
+        said = [Note(n.text, n.kind, True, n.key) for n in said]
     if comparison is not None:
-        trailing = notes([f"* {judge}: {note}" for judge, found in comparison.audits.items() for note in found.interval_notes()])
-        trailing += notes(
-            [f"* {d.first} − {d.second}, {d.name}: {d.interval.note}" for d in comparison.differences if d.interval and d.interval.note]
-        )
-        trailing += notes(list(comparison.notes))
+        said += notes([f"* {judge}: {note}" for judge, found in comparison.audits.items() for note in found.interval_notes()])
+        marks = [f"* {d.first} − {d.second}, {d.name}: {d.interval.note}" for d in comparison.differences if d.interval and d.interval.note]
+        said += notes(marks + ([] if many else list(comparison.notes)))
     count = len(result.entries)
     title = f"Which judge? {count} judge{'s' if count != 1 else ''} against {result.reference.get('name')}"
     files = [request.html] if getattr(request, "html", None) is not None else []
-    return Document(lead=lead(result), blocks=blocks, notes=qualifying + trailing, data=result.to_dict(), title=title, files=files)
+    return Document(lead=lead(result), blocks=blocks, notes=said, data=result.to_dict(), title=title, files=files)

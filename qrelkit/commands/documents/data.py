@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from qrelkit.report.document import Document, Lines, Note, Table, notes
+from qrelkit.report.document import Document, Lines, Table, notes
 
 
 def loads(results: list[Any], request: Any) -> Document:
@@ -95,7 +95,7 @@ def exported_qrels(exported: Any, request: Any) -> Document:
     qrels, note = exported
     lead = [f"wrote {len(qrels)} judgments of {qrels.name!r} to {request.output}"]
     data = {"qrels": qrels.name, "judgments": len(qrels), "output": str(request.output), "note": note}
-    return Document(lead=lead, notes=[Note(note)] if note else [], data=data, files=[])
+    return Document(lead=lead, data=data, said=[note] if note else [])
 
 
 def exported_judgments(exported: Any, request: Any) -> Document:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from qrelkit.report.document import Document, Lines, Note, Table, warnings
+from qrelkit.report.document import Document, Lines, Table, warnings
 from qrelkit.report.phrases import describe_sample, grading_rule, judge_run_match_note
 
 
@@ -86,7 +86,7 @@ def grading(result: Any, request: Any) -> Document:
     """`qrelkit grade`."""
     note = judge_run_match_note(str(request.judge_run), result.description["judge_run_id"], result.matched_by)
     data = {"qrels": result.qrels.name, "grades": result.grade_counts(), **result.description}
-    return Document(lead=grading_lines(result), notes=[*([Note(note)] if note else []), *warnings(result.warnings)], data=data)
+    return Document(lead=grading_lines(result), notes=warnings(result.warnings), data=data, said=[note] if note else [])
 
 
 def sweep(outcome: Any, request: Any) -> Document:

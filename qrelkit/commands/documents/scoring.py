@@ -36,6 +36,8 @@ def fd(report: Any, request: Any) -> Document:
         rows.append(cells)
     reasons = sorted({f.reason for by_label in report.runs.values() for f in by_label.values() if f.reason})
     said = ["lower is better; '–': " + ("; ".join(reasons) if reasons else "fewer than 2 retrieved items")]
+    if any(f.bootstrap and f.bootstrap.note for by_label in report.runs.values() for f in by_label.values()):
+        said.append("*: an interval with a note (printed as a warning)")
     if deficient or report.rel_rank < report.d:
         said.append(
             f"some covariances are rank-deficient (rank < d={report.d}: fewer items than dimensions, or embeddings "
