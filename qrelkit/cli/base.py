@@ -106,7 +106,7 @@ def show(document: Any, output_format: str = "table", *, verbose: bool = False) 
         err.print(line, highlight=False, markup=False)
     own = getattr(document, "own", {}).get(output_format)
     if output_format in ("json", "tsv") or own is not None:
-        for line in document.lead if output_format == "tsv" else []:
+        for line in document.lead if output_format == "tsv" or own is not None else []:
             err.print(line, highlight=False, markup=False)
         for note in document.notes:
             if note.kind == "warning" or output_format == "tsv":

@@ -49,9 +49,10 @@ def evaluation(result: Any, request: Any) -> Document:
     )
     over = result.describe_average() + (f"; qrels cut to {result.qrels_cut}" if result.qrels_cut else "")
     qrels = request.qrels.ref if request.qrels.ref is not None else "the qrels given"
-    lead = [f"{len(result.runs)} run{'s' if len(result.runs) != 1 else ''} scored under {qrels}: means {over}."]
-    if ranked and not math.isnan(means[ranked[0]][first]):
-        lead[0] = f"{ranked[0]} leads {len(result.runs)} runs by {first} ({means[ranked[0]][first]:.4f}) under {qrels}: means {over}."
+    runs = f"{len(result.runs)} run{'s' if len(result.runs) != 1 else ''}"
+    lead = [f"{runs} scored under {qrels}: means {over}."]
+    if len(ranked) > 1 and not math.isnan(means[ranked[0]][first]):
+        lead = [f"{ranked[0]} leads {runs} by {first} ({means[ranked[0]][first]:.4f}) under {qrels}: means {over}."]
     header = ["run", *measures] + (["num_q"] if result.average == "run" else [])
     rows = [[run, *(means[run][m] for m in measures), *([result.num_q(run)] if result.average == "run" else [])] for run in ranked]
     blocks: list[Any] = [Table(f"mean {over}", header, rows, name="runs")]

@@ -116,7 +116,7 @@ def sweep(outcome: Any, request: Any) -> Document:
     table = Table(title, header, rows, text_columns=frozenset({0, 1, 2, 8}) if not dry else 3, name="cells")
     ran = len(outcome.cells) - len(outcome.failed)
     lead = [f"{ran} of {len(outcome.cells)} sweep cells {'would run' if dry else 'ran'}."]
-    return Document(lead=lead, blocks=[table], notes=warnings(failed), data=outcome.to_dict(), status=status, failure=failure)
+    return Document(lead=lead, blocks=[table], data=outcome.to_dict(), status=status, failure=failure, said=failed)
 
 
 def demo(result: Any, request: Any) -> Document:
