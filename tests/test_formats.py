@@ -25,7 +25,6 @@ from qrelkit.io import (
     ("line", "expected"),
     [
         ("q1 Q0 d3 3 0.5", "expected 6 columns `qid Q0 docid rank score tag`, found 5"),
-        ("q1 Q0 d3 3 0.5 tag extra", "expected 6 columns `qid Q0 docid rank score tag`, found 7"),
         ("q1 Q0 d3 third 0.5 tag", "rank (column 4) must be an integer, found 'third'"),
         ("q1 Q0 d3 3 high tag", "score (column 5) must be a number, found 'high'"),
         ("q1 Q0 d3 3 nan tag", "score (column 5) is not finite"),

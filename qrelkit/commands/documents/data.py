@@ -17,8 +17,11 @@ def loads(results: list[Any], request: Any) -> Document:
             lines.append(f"skipped {r.name}: {r.reason}")
         else:
             lines.append(f"{verbs[r.status]} {r.kind} {r.name!r}" + (f" ({r.rows} rows)" if r.rows else ""))
-    data = [{"kind": r.kind, "name": r.name, "rows": r.rows, "status": r.status, "reason": r.reason or None} for r in results]
-    return Document(lead=lines, data=data)
+    data = [
+        {"kind": r.kind, "name": r.name, "rows": r.rows, "status": r.status, "reason": r.reason or None, "notes": list(r.notes)}
+        for r in results
+    ]
+    return Document(lead=lines, data=data, notes=notes([note for r in results for note in r.notes]))
 
 
 def contents(found: Any, request: Any) -> Document:
