@@ -59,7 +59,9 @@ def interpolated_precision(ranked: RankedRun, pairs: JudgedPairs, level: int, re
     query, found = ranked.query[relevant], so_far[relevant]
     precision = found / ranked.rank[relevant]
     relret = np.bincount(query, minlength=ranked.n_queries)
-    first = np.searchsorted(query, np.arange(ranked.n_queries))  # each query's first relevant entry
+    first = np.zeros(ranked.n_queries, np.int64)  # each query's first relevant entry (a query's entries are contiguous)
+    queries, starts = np.unique(query, return_index=True)
+    first[queries] = starts
     wanted = np.maximum(_level_cutoffs(recall, relevant_total), 1)
     reached = np.flatnonzero((relret > 0) & (wanted <= relret))
     out = np.zeros(ranked.n_queries)

@@ -59,7 +59,6 @@ _REFUSED = {
     "gm_bpref": "it is a geometric mean over queries (of bpref, each floored at 1e-5) that trec_eval prints only on its `all` line, "
     "not a value per query, and qrelkit's means are arithmetic: take the per-query Bpref of `evaluate --measure Bpref --per-query --json`",
     "relstring": "it is a string of the top documents' grades, not a number",
-    "runid": "it is not a measure: --format trec prints the run's tag as runid",
     "G": "it is one of trec_eval's experimental gain measures (2008), which no track reports; qrelkit does not compute it",
     "Rndcg": "it is one of trec_eval's experimental nDCG variants (2008), which no track reports; qrelkit does not compute it",
     "ndcg_rel": "it is one of trec_eval's experimental nDCG variants (2008), which no track reports; qrelkit does not compute it",
@@ -158,7 +157,10 @@ def trec_only_measure(name: str, level: int | None = None) -> Measure | None:
 
 def expand_trec_eval(name: str) -> list[str]:
     """trec_eval's `-m` lists as one name per measure: `P.5,10` -> P_5, P_10 (trec_eval prints them so);
-    any other name as it is."""
+    trec_eval's `runid` and `num_q` as none (every output says both: --format trec prints their lines,
+    JSON has num_q); any other name as it is."""
+    if name.strip() in ("runid", "num_q"):
+        return []
     families = "P|recall|ndcg_cut|map_cut|success|relative_P|iprec_at_recall|Rprec_mult"
     match = re.fullmatch(rf"(?P<base>{families})\.(?P<list>[0-9.,]+)", name.strip())
     if match is None or "," not in match["list"]:
