@@ -1,4 +1,4 @@
-"""The measures qrelkit does not compute itself (infAP, ERR, ...), through ir_measures, bounded:
+"""The measures qrelkit does not compute itself (ERR, RBP, ...), through ir_measures, bounded:
 what pytrec_eval (trec_eval's C code inside ir_measures) cannot take is refused by name or kept
 away from it, never left to abort the process or to hang it.
 
@@ -57,7 +57,7 @@ def ir_measures_measure(name: str) -> Any:
     if params.get("rel") == 0:
         raise QrelkitError(
             f"measure {name!r}: ir_measures hands it to pytrec_eval, which takes no relevance level 0 (trec_eval -l0 does); "
-            "qrelkit computes AP, P, R, RR, nDCG, Rprec, Bpref, IPrec, Success and the set measures at level 0 itself"
+            "qrelkit computes trec_eval's measures (AP, P, R, RR, nDCG, Rprec, Bpref, infAP, IPrec, Success, ...) at level 0 itself"
         )
     return measure
 

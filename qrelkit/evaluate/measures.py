@@ -11,8 +11,8 @@ P(rel=L)@k      relevant in the top k / k, even when fewer than k are retrieved 
 R(rel=L)@k      relevant in the top k / #relevant, 0 when none is relevant (m_recall.c)
 Judged@k        ir_measures' definition (after OpenNIR): judged documents in the top k / min(k,
                 retrieved), ranked by score then docid *ascending* as ir_measures ranks them
-the rest        trec_eval's other measures (Rprec, Bpref, IPrec, Success, the set measures,
-                the counts, ...): `qrelkit.evaluate.trec_measures`
+the rest        trec_eval's other measures (Rprec, Bpref, infAP, IPrec, Success, the set
+                measures, the counts, ...): `qrelkit.evaluate.trec_measures`
 
 ``judged_only`` (ir_measures' parameter, trec_eval's -J) ranks only the judged documents (grade ≥
 0: trec_eval reads a negative grade as "in the pool, not judged").
@@ -58,6 +58,7 @@ _FAMILIES: dict[str, tuple[str | None, bool, frozenset[str]]] = {
     "SetR": (None, False, frozenset({"rel"})),
     "SetF": (None, False, frozenset({"rel", "judged_only", "beta"})),
     "SetAP": (None, False, frozenset({"rel", "judged_only"})),
+    "infAP": (None, False, frozenset({"rel"})),
 }
 CUTOFF_BELOW_ONE = "a cut-off must be at least 1 (trec_eval refuses {k} too: 'Negative cutoff detected')"
 

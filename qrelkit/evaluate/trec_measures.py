@@ -20,6 +20,10 @@ SetP, SetR, SetF(beta), SetAP, SetRelP
 utility(a,b,c,d) a·relret + b·(ret − relret) + c·(R − relret) + d·(relret − ret − R), the
                 collection size (-N) taken as 0 as trec_eval does without it (m_utility.c)
 binG            Σ over retrieved relevant d of 1/log2(2 + documents not relevant above d), / R (m_binG.c)
+infAP           Yilmaz and Aslam's inferred AP: for the retrieved relevant d at (0-based) position
+                j > 0, 1/(j+1) + j/(j+1) · (r + n + u)/j · (r + ε)/(r + n + 2ε), 1 at j = 0, Σ / R,
+                with r, n, u the judged relevant, judged nonrelevant and negative-graded (pooled,
+                not judged) documents above d and ε = 1e-5 (m_infap.c)
 NumRet, NumRelRet, NumRel, num_nonrel_judged_ret, NumQ
                 ret, relret, R (over every query of the qrels), the judged nonrelevant retrieved, 1
 
@@ -91,6 +95,25 @@ def _bin_g(ranked: RankedRun, pairs: JudgedPairs, level: int) -> np.ndarray:
     return divide(ranked.per_query(np.where(relevant, 1.0 / np.log2(2.0 + not_relevant_above), 0.0)), pairs.relevant_counts(level))
 
 
+INFAP_EPSILON = 0.00001
+
+
+def _inferred_ap(ranked: RankedRun, pairs: JudgedPairs, level: int) -> np.ndarray:
+    relevant, so_far = ranked.relevant_so_far(level)
+    nonrelevant = (ranked.grade >= 0) & (ranked.grade < level)
+    pooled_unjudged = (ranked.grade < 0) & ranked.judged  # a negative grade: in the pool, not judged
+    rel_above = (so_far - 1).astype(np.float64)
+    nonrel_above = (ranked.count_so_far(nonrelevant) - nonrelevant).astype(np.float64)
+    unjudged_above = (ranked.count_so_far(pooled_unjudged) - pooled_unjudged).astype(np.float64)
+    j = (ranked.rank - 1).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):  # j = 0 is taken apart below
+        later = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((rel_above + nonrel_above + unjudged_above) / j) * (
+            (rel_above + INFAP_EPSILON) / (rel_above + nonrel_above + 2 * INFAP_EPSILON)
+        )
+    contribution = np.where(relevant, np.where(j == 0, 1.0, later), 0.0)
+    return divide(ranked.per_query(contribution), pairs.relevant_counts(level))
+
+
 def _set_measure(family: str, beta: float, retrieved: np.ndarray, relret: np.ndarray, relevant: np.ndarray) -> np.ndarray:
     if family == "SetP":
         return divide(relret, retrieved)
@@ -131,6 +154,8 @@ def compute(measure: Any, ranked: RankedRun, pairs: JudgedPairs) -> np.ndarray:
         return _bpref(ranked, pairs, level)
     if family == "binG":
         return _bin_g(ranked, pairs, level)
+    if family == "infAP":
+        return _inferred_ap(ranked, pairs, level)
     if family == "IPrec":
         return interpolated_precision(ranked, pairs, level, float(cutoff))
     if family == "11pt_avg":
