@@ -49,9 +49,10 @@ def test_scores_are_ascii_numbers_finite_as_float32(tmp_path, score, expected):
 
 def test_numbers_trec_eval_reads_are_accepted(tmp_path):
     path = write(tmp_path, "ok.run", "q1 Q0 a +5 +.5e-3 t\nq1 Q0 b -3 5. t\nq1 Q0 c 9223372036854775807 1e-50 t\nq1 Q0 d 0 3.4e38 t\n")
-    table = read_run(path).table
-    assert table.column("rank").to_pylist() == [5, -3, 2**63 - 1, 0]
-    assert table.column("score").to_pylist() == [pytest.approx(5e-4), 5.0, 0.0, pytest.approx(3.4e38, rel=1e-7)]
+    run = read_run(path)
+    assert run.table.column("rank").to_pylist() == [5, -3, 2**63 - 1, 0]
+    assert run.table.column("score").to_pylist() == [5e-4, 5.0, 1e-50, 3.4e38]  # as written
+    assert run.scores32().tolist() == [pytest.approx(5e-4), 5.0, 0.0, pytest.approx(3.4e38, rel=1e-7)]  # as trec_eval ranks them
 
 
 @pytest.mark.parametrize(("grade", "ok"), [("-1", True), ("+2", True), ("0x1", False), ("2.0", False), ("99999999999999999999", False)])

@@ -17,7 +17,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from compat_reference import compatibility as reference_compatibility
 from typer.testing import CliRunner
@@ -96,13 +95,13 @@ def methods(dl19) -> Path:
 @pytest.mark.parametrize("judge", ["binary.txt", "exam-graded-mean.txt", "preferences.txt", "nist"])
 def test_every_run_and_topic_of_dl19_equals_the_reference_definition(dl19, methods, judge):
     """37 DL19 runs (15 with negative scores) × 43 topics, for integer grades (binary), a judge's
-    fractional scores (exam graded, mean), win counts (preferences) and NIST's qrels. qrelkit reads
-    scores as float32 (trec_eval's precision), so the reference does too here."""
+    fractional scores (exam graded, mean), win counts (preferences) and NIST's qrels. Compat orders
+    the scores as written (float64), as the authors' script does."""
     qrels = dl19 / "qrels.txt" if judge == "nist" else methods / judge
     runs = read_runs([dl19 / "runs"])
     found = evaluate_runs(read_judge_file(qrels).qrels, runs, ["Compat(p=0.9)"])
     for run in runs:
-        _, expected, _ = reference_compatibility(qrels, Path(run.source), 0.9, score=lambda s: float(np.float32(float(s))))
+        _, expected, _ = reference_compatibility(qrels, Path(run.source), 0.9)
         values = dict(zip(found.queries, found.values[run.name]["Compat(p=0.9)"].tolist()))
         assert set(expected) == set(values)
         for topic, value in expected.items():

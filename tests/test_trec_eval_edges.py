@@ -226,3 +226,37 @@ def test_a_refused_measure_is_one_line_and_exit_2(tmp_path):
     qrels, run = write(tmp_path, "graded.qrels", GRADED_QRELS), write(tmp_path, "r.run", GRADED_RUN)
     done = cli("evaluate", "--qrels", qrels, "--runs", run, "--measure", "gm_map")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "geometric mean" in done.stderr
+
+
+def test_past_float32_each_measure_orders_scores_as_its_reference_does(tmp_path):
+    """d9 outscores d1 only beyond float32. trec_eval reads a tie (C floats) and breaks it by docid
+    descending; ir_measures (Judged@k) and the compatibility authors' script read the scores as
+    written (float64) and break ties by docid ascending: each measure follows its own reference."""
+    import ir_measures
+    from compat_reference import compatibility as reference_compatibility
+
+    qrels = write(tmp_path, "q.qrels", "q1 0 d9 1\nq1 0 d5 0\n")
+    run = write(tmp_path, "r.run", "q1 Q0 d9 1 0.1000000001 r\nq1 Q0 d1 2 0.1 r\n")
+    evaluation = evaluate_runs(read_qrels(qrels), [read_run(run)], ["Judged@1", "Compat(p=0.95)", "P@1"])
+    means = evaluation.means()["r"]
+    judged = ir_measures.calc_aggregate(
+        [ir_measures.parse_measure("Judged@1")], {"q1": {"d9": 1, "d5": 0}}, {"q1": {"d9": 0.1000000001, "d1": 0.1}}
+    )
+    assert means["Judged@1"] == list(judged.values())[0] == 1.0  # float64: d9 first (float32 and ascending docids: d1, 0.0)
+    assert means["Compat(p=0.95)"] == pytest.approx(reference_compatibility(qrels, run, p=0.95)[2], abs=1e-12) == 1.0
+    assert means["P@1"] == 1.0  # trec_eval: a float32 tie, docid descending puts d9 first too
+    tied = write(tmp_path, "t.run", "q1 Q0 d1 1 0.1000000001 r\nq1 Q0 d9 2 0.1 r\n")  # the higher score on the lower docid
+    flipped = evaluate_runs(read_qrels(qrels), [read_run(tied)], ["Judged@1", "P@1"]).means()["t"]
+    assert flipped == {"Judged@1": 0.0, "P@1": 1.0}  # Judged: d1 first (float64); trec_eval: the float32 tie puts d9 first
+
+
+def test_a_stored_run_keeps_float32_scores_so_there_judged_and_compat_see_the_tie(tmp_path):
+    """The database keeps scores as float32 (docs/names.md): a run loaded there has lost what lay
+    beyond float32, so Judged@k and Compat order its near-ties as ties (docid ascending)."""
+    qrels = write(tmp_path, "q.qrels", "q1 0 d9 1\nq1 0 d5 0\n")
+    run = write(tmp_path, "r.run", "q1 Q0 d9 1 0.1000000001 r\nq1 Q0 d1 2 0.1 r\n")
+    db = tmp_path / "q.duckdb"
+    assert cli("load", "runs", run, "--db", db).returncode == 0
+    done = cli("evaluate", "--qrels", qrels, "--db", db, "--measure", "Judged@1", "--measure", "P@1", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["runs"]["r"] == {"Judged@1": 0.0, "P@1": 1.0}

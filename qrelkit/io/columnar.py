@@ -140,11 +140,11 @@ def _integers(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 def _scores(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """float64 as parsed, rounded to float32 as trec_eval keeps them; non-finite is a fallback."""
+    """float64 as parsed; one not finite as float32 (as trec_eval keeps them) is a fallback."""
+    scores = numbers(column).astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
-        scores = numbers(column).astype(np.float32)
-    if not np.isfinite(scores).all():
-        raise _Fallback
+        if not np.isfinite(scores.astype(np.float32)).all():
+            raise _Fallback
     return scores
 
 
@@ -284,7 +284,7 @@ def _fast_qrels(path: Path, policy: OnDuplicate) -> pa.Table:
 
 
 def read_run_table(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> RunLines:
-    """A run file as columns `qid, docid, rank (int64), score (float32)` in file order, its distinct
+    """A run file as columns `qid, docid, rank (int64), score (float64, as written)` in file order, its distinct
     tags, and notes on what the reading left out (columns after the 6th).
 
     Raises `InputFormatError` naming each bad line (the first 50, then a count).

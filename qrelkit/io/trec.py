@@ -1,9 +1,10 @@
 """TREC run (`qid Q0 docid rank score tag`) and qrels (`qid iter docid grade`) files, and the
 in-memory `Run` and `Qrels`.
 
-Columns are split on any whitespace, as trec_eval does. Run scores read from text are
-rounded to float32: trec_eval stores them as C floats, so ties and orderings (and hence
-NIST's published numbers) only reproduce at that precision. `qrelkit.io.trec_lines` states
+Columns are split on any whitespace, as trec_eval does. Run scores are kept as written and
+ranked as trec_eval ranks them, as float32 (`Run.scores32`, `Run.trec_order`): trec_eval stores
+them as C floats, so ties and orderings (and hence NIST's published numbers) only reproduce at
+that precision; the measures whose reference reads them as written (Judged@k, Compat) see them so. `qrelkit.io.trec_lines` states
 the rules; `qrelkit.io.columnar` reads files by them.
 
 A `Run` or `Qrels` holds columns (an Arrow table); the per-entry objects (`entries`) and the
@@ -45,8 +46,8 @@ class Run:
     """A ranked list per query. ``entries`` keep file order; ``scores`` is the trec_eval view.
 
     Build one from entries (``Run(name, entries)``) or from columns (``Run.from_table``): a
-    table of ``qid``, ``docid`` (strings), ``rank`` (int64) and ``score`` (float32 as read from a
-    file, or float64).
+    table of ``qid``, ``docid`` (strings), ``rank`` (int64) and ``score`` (float64 as read from a
+    file, float32 as a database keeps it).
     """
 
     def __init__(

@@ -14,7 +14,9 @@ rules:
 - ranks and grades are 64-bit integers written with ASCII digits and an optional sign
   (`1_000`, `٣` and `0x10` are not integers: trec_eval's `atol` would not read them so);
 - scores are ASCII decimal numbers, finite when rounded to float32 (trec_eval keeps scores as
-  C floats, so a score beyond ±3.4e38 would be infinite there);
+  C floats, so a score beyond ±3.4e38 would be infinite there); they are kept as written (float64):
+  trec_eval's order compares them as float32 (`Run.scores32`), ir_measures' Judged@k and the
+  compatibility authors' script compare them as written;
 - a repeated (qid, docid) is an error unless a policy says which one to keep.
 """
 
@@ -38,7 +40,7 @@ INTEGER = re.compile(r"[+-]?[0-9]+")
 DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 NON_FINITE = re.compile(r"[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
 
-RUN_SCHEMA = pa.schema([("qid", pa.string()), ("docid", pa.string()), ("rank", pa.int64()), ("score", pa.float32())])
+RUN_SCHEMA = pa.schema([("qid", pa.string()), ("docid", pa.string()), ("rank", pa.int64()), ("score", pa.float64())])
 QRELS_SCHEMA = pa.schema([("qid", pa.string()), ("iteration", pa.string()), ("docid", pa.string()), ("grade", pa.int64())])
 
 
@@ -60,7 +62,7 @@ def parse_integer(text: str, what: str) -> int | str:
 
 
 def parse_score(text: str) -> float | str:
-    """The score rounded to float32 (as a Python float), or the message saying what is wrong."""
+    """The score as written, or the message saying what is wrong (it must be finite as float32)."""
     if NON_FINITE.fullmatch(text):
         return f"score (column 5) is not finite: {text!r}"
     if not DECIMAL.fullmatch(text):
@@ -70,7 +72,7 @@ def parse_score(text: str) -> float | str:
         rounded = float(np.float32(value))
     if not math.isfinite(rounded):
         return f"score (column 5) is not finite as a 32-bit float (trec_eval reads scores as C floats): {text!r}"
-    return rounded
+    return value
 
 
 class _Kept:
