@@ -228,10 +228,10 @@ def evaluate_runs(
     for whole in runs:
         tags[whole.name] = whole.tag
         notes += whole.notes
-        covered[whole.name] = np.zeros(len(pairs.queries), bool)
-        covered[whole.name][rank_run(whole, pairs).query] = True
         run = cut_run(whole, pairs, judged_only=judged_only, max_per_query=max_per_query)
         ranked = rank_run(run, pairs)
+        covered[whole.name] = np.zeros(len(pairs.queries), bool)
+        covered[whole.name][(ranked if run is whole else rank_run(whole, pairs)).query] = True
         ascending = rank_run_by_docid_ascending(run, pairs) if needs_ascending else None
         per_measure = {name: _compute(m, ranked, pairs, ascending) for name, m in ours}
         if fallback is not None:
