@@ -192,7 +192,7 @@ def test_trec_eval_results_trunc_loads_with_a_note_and_scores_as_trec_eval(tmp_p
     db = tmp_path / "q.duckdb"
     loaded = cli("load", "runs", suite / "results.trunc", "--db", db)
     assert loaded.returncode == 0, loaded.stderr
-    assert f"note: {suite / 'results.trunc'}: 5 lines with more than 6 columns (the first: line 1; up to 9): {NOTE_TAIL}" in loaded.stdout
+    assert f"{suite / 'results.trunc'}: 5 lines with more than 6 columns (the first: line 1; up to 9): {NOTE_TAIL}" in loaded.stdout
     expected = {line.split("\t")[0].strip(): line.split("\t")[2] for line in (suite / "out.test.aqc").read_text().splitlines()}
     for source in (["--runs", suite / "results.trunc"], ["--db", db]):
         done = cli("evaluate", "--qrels", suite / "qrels.test", *source, "-m", "map", "-m", "P.10", "-m", "num_ret", "--json")

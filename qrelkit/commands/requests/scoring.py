@@ -49,8 +49,8 @@ def _cut_level() -> Any:
 class EvaluateRequest(Request):
     """`qrelkit evaluate`: score runs under qrels, per query (ir_measures; default nDCG@10). Means run
     over the queries of the qrels; a run that misses one scores 0 on it (--average run: over the
-    queries each run covers). Run scores are read as float32 and ties broken by docid descending, as
-    trec_eval does."""
+    queries each run covers). Run scores are ranked as float32 and ties broken by docid descending, as
+    trec_eval does; trec_eval's measure names and its -l, -J and -M read as trec_eval reads them."""
 
     qrels: QrelsRef = option("--qrels", QRELS_HELP, None, cli=str | None, parse=QrelsRef.optional)
     runs: RunsRef = runs_option()
