@@ -69,6 +69,18 @@ def test_an_all_negative_query_gets_trec_eval_values_in_either_line_order(negati
         assert {m: evaluation.values[order][m].tolist() for m in expected} == expected, order
 
 
+def test_measures_through_ir_measures_never_see_an_all_negative_query(negative):
+    """ERR, RR@k and nDCG with exponential gains still go to ir_measures' providers; the all-negative
+    query is kept from them and scores 0 (it has nothing relevant), the other query keeps its value,
+    whatever the line order (a guard of that route: none of these providers is pytrec_eval)."""
+    measures = ["ERR@10", "RR@10", "nDCG(dcg='exp-log2')@10"]
+    qrels = read_qrels(negative["qrels"])
+    found = {order: evaluate_runs(qrels, [read_run(negative[order])], measures).values[order] for order in ("forward", "backward")}
+    for measure in measures:
+        assert found["forward"][measure].tolist() == found["backward"][measure].tolist()
+        assert found["forward"][measure][0] == 0.0 and found["forward"][measure][1] > 0, measure
+
+
 def test_judged_only_on_an_all_negative_query_finishes_in_seconds(negative, tmp_path):
     """It hung past 30 s inside pytrec_eval, from the command line and from Python."""
     measures = ["nDCG(judged_only=True)", "P(judged_only=True)@1", "infAP", "NumRet"]
