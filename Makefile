@@ -13,8 +13,8 @@ LLAMA_CMAKE := -DGGML_NATIVE=OFF
 # and `make test` says so. `make -s vllm-cpu` prints the gate's answer; CPUINFO and MACHINE let a test ask it
 # about another CPU (tests/test_vllm_gate.py).
 VLLM_VENV := .venv-vllm
-CPUINFO ?= /proc/cpuinfo
-MACHINE ?= $(shell uname -m)
+CPUINFO := /proc/cpuinfo
+MACHINE := $(shell uname -m)
 VLLM_CPU := $(shell [ "$(MACHINE)" = x86_64 ] && grep -qw avx2 $(CPUINFO) 2>/dev/null && echo yes)
 VLLM_CPU_MISSING := vllm-cpu needs an x86-64 CPU with AVX2 (docs/vllm.md)
 # Only the files that hold vllm-marked tests are collected there: that venv lacks the other tests' imports
