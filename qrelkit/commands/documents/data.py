@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from qrelkit.report.document import Document, Lines, Table, notes
+from qrelkit.report.document import Document, Lines, Table, notes, warnings
 
 
 def loads(results: list[Any], request: Any) -> Document:
@@ -17,8 +17,11 @@ def loads(results: list[Any], request: Any) -> Document:
             lines.append(f"skipped {r.name}: {r.reason}")
         else:
             lines.append(f"{verbs[r.status]} {r.kind} {r.name!r}" + (f" ({r.rows} rows)" if r.rows else ""))
-    data = [{"kind": r.kind, "name": r.name, "rows": r.rows, "status": r.status, "reason": r.reason or None} for r in results]
-    return Document(lead=lines, data=data)
+    data = [
+        {"kind": r.kind, "name": r.name, "rows": r.rows, "status": r.status, "reason": r.reason or None, "notes": list(r.notes)}
+        for r in results
+    ]
+    return Document(lead=lines, data=data, notes=notes([note for r in results for note in r.notes]))
 
 
 def contents(found: Any, request: Any) -> Document:
@@ -64,7 +67,9 @@ def evaluation(result: Any, request: Any) -> Document:
         ]
         blocks.append(Lines(lines, "run\tquery\t" + "\t".join(measures)))
     own = {"trec": trec_eval_lines(result)} if request.output_format == "trec" else {}
-    return Document(lead=lead, blocks=blocks, data=result.to_dict(request.per_query), own=own)
+    # what reading the runs left out (columns after the 6th): a warning, so that trec_eval's format says it on stderr too
+    said = warnings(list(result.notes))
+    return Document(lead=lead, blocks=blocks, data=result.to_dict(request.per_query), own=own, notes=said)
 
 
 def correlations(result: Any, request: Any) -> Document:

@@ -49,21 +49,41 @@ def _cut_level() -> Any:
 class EvaluateRequest(Request):
     """`qrelkit evaluate`: score runs under qrels, per query (ir_measures; default nDCG@10). Means run
     over the queries of the qrels; a run that misses one scores 0 on it (--average run: over the
-    queries each run covers). Run scores are read as float32 and ties broken by docid descending, as
-    trec_eval does."""
+    queries each run covers). Run scores are ranked as float32 and ties broken by docid descending, as
+    trec_eval does; trec_eval's measure names and its -l, -J and -M read as trec_eval reads them."""
 
     qrels: QrelsRef = option("--qrels", QRELS_HELP, None, cli=str | None, parse=QrelsRef.optional)
     runs: RunsRef = runs_option()
-    measures: tuple[str, ...] = measures_option(("nDCG@10",))
+    measures: tuple[str, ...] = measures_option(("nDCG@10",), short="-m")
     average: str = option(
         "--average",
-        "What a mean runs over: qrels (every query of the qrels, a missed one scoring 0; default) or run.",
+        "What a mean runs over: qrels (every query of the qrels, a missed one scoring 0; default; trec_eval -c) or run (trec_eval "
+        "without -c).",
         "qrels",
         parse=check_average,
     )
+    rel_level: int | None = option(
+        "--rel-level",
+        "The relevance level trec_eval's measure names are read at (trec_eval -l): map is 'AP(rel=LEVEL)', num_rel counts grades "
+        ">= LEVEL (default 1); with --max-rel, also the grade its cut keeps (default 2 if graded).",
+        None,
+        short="-l",
+    )
+    judged_only: bool = option(
+        "--judged-only",
+        "Score only the documents the qrels judge (grade >= 0), ranked in their order (trec_eval -J), for every measure.",
+        False,
+        short="-J",
+    )
+    max_per_query: int | None = option(
+        "--max-per-query",
+        "Score only each query's first M documents in trec_eval's order (trec_eval -M), for every measure.",
+        None,
+        short="-M",
+        min=1,
+    )
     max_rel: int | None = option("--max-rel", "Score under qrels cut to at most M relevant items per query (seed 001, Table 2).", None)
     keep: str = keep_option()
-    rel_level: int | None = _cut_level()
     seed: int = _cut_seed()
     on_duplicate: OnDuplicate = on_duplicate_option()
     per_query: bool = option("--per-query", "Also print each query's value.", False, api=False)
@@ -86,8 +106,10 @@ class EvaluateRequest(Request):
         object.__setattr__(self, "measures", self.measures or ("nDCG@10",))
         if self.trec_layout:
             trec_eval_names(list(self.measures))
-        if self.max_rel is None and (self.keep != "top-grade" or self.rel_level is not None):
-            raise QrelkitError("--keep and --rel-level choose how --max-rel cuts the qrels; give --max-rel M too")
+        if self.max_rel is None and self.keep != "top-grade":
+            raise QrelkitError("--keep chooses how --max-rel cuts the qrels; give --max-rel M too")
+        if self.rel_level is not None and self.rel_level < 0:
+            raise QrelkitError(f"--rel-level {self.rel_level}: a relevance level is a grade >= 0")
         check_keep(self.keep)
 
 
