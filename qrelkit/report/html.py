@@ -201,6 +201,7 @@ def summary_box(result: Audit, judge: JudgeSummary | None) -> str:
         "<section class=summary id=summary><div class=stats>"
         + "".join(stats)
         + f"</div>{bias}{_qrels_note(result)}<div class=note>{coverage}. {_esc(intervals)}</div>"
+        + (f'<div class=note data-summary="ranked-on">{_esc(ranked_on)}</div>' if (ranked_on := result.coverage.sentence()) else "")
         + (f'<ul class=warnings data-summary="interval-notes">{notes}</ul>' if notes else "")
         + (f'<ul class=warnings data-summary="warnings">{warnings}</ul>' if warnings else "")
         + "</section>"

@@ -110,6 +110,8 @@ def audit_tables(result: Audit) -> list[Text | Table]:
         style="bold",
     )
     sources = [Text(f"{side} qrels: {describe_qrels(source)}") for side, source in result.sources.items()]
+    restriction = result.coverage.sentence()
+    heading.append("\n" + restriction if restriction else "")
     labels = Table(title=f"Label agreement on the shared pairs [{interval_label(result)}]", title_justify="left")
     labels.add_column("statistic")
     labels.add_column("value", justify="right")

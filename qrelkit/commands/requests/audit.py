@@ -23,6 +23,7 @@ from qrelkit.commands.requests.parts import (
     on_duplicate_option,
     parse_group_patterns,
     reference_decimals_option,
+    reference_pairs_option,
     resamples_option,
     runs_option,
     seed_option,
@@ -44,6 +45,7 @@ class JudgeAudit(Request):
     measures: tuple[str, ...] = measures_option()
     judge_measures: tuple[str, ...] = judge_measures_option()
     reference_decimals: int | None = reference_decimals_option()
+    reference_pairs: str | None = reference_pairs_option()
     group_patterns: tuple[GroupPattern, ...] = option(
         "--group",
         "A group for Relative Δ: NAME=REGEX searched in run names; repeatable.",

@@ -20,6 +20,7 @@ from qrelkit.commands.requests.parts import (
     measures_option,
     more_runs_option,
     on_duplicate_option,
+    reference_pairs_option,
     resamples_option,
     runs_option,
 )
@@ -126,6 +127,7 @@ class CorrelateRequest(Request):
         cli=list[Path] | None,
         parse=_paths,
     )
+    reference_pairs: str | None = reference_pairs_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
     as_json: bool = json_option()
 
