@@ -22,6 +22,7 @@ from qrelkit.errors import QrelkitError, StorageFailure
 from qrelkit.io.irds import no_downloads
 from qrelkit.jobs.calls import PASS_THROUGH, StoreEmbeddingCache, failure_judgment, judge_batch_safely, salvaged  # noqa: F401 (re-exported)
 from qrelkit.jobs.plan import ResolvedJudge, collection_unchanged, plan_job, resolve_judge
+from qrelkit.jobs.preflight import check_judge_can_start
 from qrelkit.jobs.report import JobReport, JobStopped, ProgressCallback, saved_note
 from qrelkit.jobs.spec import ExecutorSpec, JobSpec
 from qrelkit.jobs.stream import PendingStream
@@ -181,6 +182,7 @@ def run_job(
     pairs: list[tuple[str, str]] | None = None,
     probe: dict[str, Any] | None = None,
     pairs_sample: dict[str, Any] | None = None,
+    check_endpoint: bool = False,
 ) -> JobReport:
     """Judge what the job's pool still lacks. ``progress(done, total)`` is called after each batch.
 
@@ -196,20 +198,23 @@ def run_job(
     is judged; a probe's run is under a judge run id of its own),
     ``pairs`` (judged instead of the job's pool, described by ``pairs_sample``; an existing judge
     run's record of what it covers is left as it is) and ``probe`` (the run judges the perturbed
-    copies stored for it) are how `qrelkit probe` runs its judge runs (`plan_job`)."""
+    copies stored for it) are how `qrelkit probe` runs its judge runs (`plan_job`).
+    ``check_endpoint``: send the judge's endpoint one cheap request before anything is written
+    (`qrelkit.jobs.preflight`; the other checks of the judge run always)."""
     if dry_run:
-        return dry_run_report(spec, limit=limit, retry_failed=retry_failed, judge=judge)
+        return dry_run_report(spec, limit=limit, retry_failed=retry_failed, judge=judge, check_endpoint=check_endpoint)
     report_progress = progress if callable(progress) else None
     if limit is not None and limit < 0:  # before the database is opened: a refused command creates nothing
         raise QrelkitError(f"--limit must be 0 or more, got {limit}")
     spec.check_paths()  # a job refused for its files or its judge leaves no database behind
     judge = judge or resolve_judge(spec)  # once: its template loaded and its config validated here, before the database is opened
+    started_checks = check_judge_can_start(judge, spec, check_endpoint=check_endpoint)  # a judge that cannot start: nothing written
     with Store(spec.database) as store, job_memory(store):
         plan = plan_job(
             store, spec, limit=limit, retry_failed=retry_failed, judge=judge, pairs=pairs, probe=probe, pairs_sample=pairs_sample
         )
         report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
-        report.sample, report.checks = plan.sample, plan.checks
+        report.sample, report.checks = plan.sample, started_checks + plan.checks
         report.in_batches = plan.in_batches
         report.mode = getattr(plan.config, "mode", "sync")
         if report.mode == "batch":
@@ -294,9 +299,16 @@ def planning_store(spec: JobSpec) -> Store:
     return Store.in_memory_copy(spec.database)
 
 
-def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False, judge: ResolvedJudge | None = None) -> JobReport:
+def dry_run_report(
+    spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False, judge: ResolvedJudge | None = None, check_endpoint: bool = False
+) -> JobReport:
     """What a run would do (what it would load, the pool, what is done, failed and left to judge, and
-    an API judge's cost estimate), with no file written: not the database, not its folder."""
+    an API judge's cost estimate), with no file written: not the database, not its folder. The judge
+    is checked first, as the run checks it (`qrelkit.jobs.preflight`): a dry run passes nothing the
+    run would refuse at once."""
+    spec.check_paths()
+    judge = judge or resolve_judge(spec)
+    started_checks = check_judge_can_start(judge, spec, check_endpoint=check_endpoint)
     why = (
         "a dry run starts no download, and ir_datasets would fetch this dataset's files; "
         "load it first (qrelkit load topics|docs|qrels irds:ID), or run without --dry-run"
@@ -304,7 +316,7 @@ def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: boo
     with no_downloads(why), planning_store(spec) as store:
         plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed, judge=judge)
         report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
-        report.sample, report.checks = plan.sample, plan.checks
+        report.sample, report.checks = plan.sample, started_checks + plan.checks
         report.in_batches = plan.in_batches
         report.mode = getattr(plan.config, "mode", "sync")
         if plan.to_judge and hasattr(plan.judge_class, "estimate"):

@@ -154,6 +154,19 @@ class BaseJudge(Generic[ConfigT]):
     def model_id(self) -> str:
         return self.model_id_for(self.config)
 
+    @classmethod
+    def startup_problems(cls, config: Any) -> list[str]:
+        """What would stop this judge from starting, found without loading a model or sending a
+        request (a backend not installed, a key variable unset, a model file or the device missing;
+        `qrelkit.judges.startup`): a line each, naming the fix. Checked before a job writes anything."""
+        return []
+
+    @classmethod
+    def endpoint_problem(cls, config: Any) -> str | None:
+        """One cheap request to the judge's endpoint (only when asked: `judge --check-endpoint`);
+        None when it answers, or when the judge has no endpoint."""
+        return None
+
     def preflight(self) -> None:
         """A cheap check, before the first batch, that the judge can work at all: an endpoint
         answers, a model runs one forward pass. Raise FatalJudgeError naming the endpoint or model."""

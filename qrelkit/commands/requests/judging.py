@@ -50,6 +50,9 @@ class JudgeRequest(Request):
         "judging (database, grading target, template grades); writes nothing.",
         False,
     )
+    check_endpoint: bool = option(
+        "--check-endpoint", "Before anything is written, send the judge's endpoint one cheap request (its model list).", False
+    )
     retry_failed: bool = option("--retry-failed", "Judge failed pairs (parse/model/input errors) again.", False)
     grade: bool = option("--grade", "Grade into qrels when the job has `grading`.", True, secondary="--no-grade")
     sets: tuple[str, ...] = option(
