@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from qrelkit.errors import QrelkitError, StorageFailure
 from qrelkit.io.irds import no_downloads
 from qrelkit.jobs.calls import PASS_THROUGH, StoreEmbeddingCache, failure_judgment, judge_batch_safely, salvaged  # noqa: F401 (re-exported)
+from qrelkit.jobs.estimate import estimate_time
 from qrelkit.jobs.plan import ResolvedJudge, collection_unchanged, plan_job, resolve_judge
 from qrelkit.jobs.preflight import check_judge_can_start
 from qrelkit.jobs.report import JobReport, JobStopped, ProgressCallback, saved_note
@@ -183,6 +184,7 @@ def run_job(
     probe: dict[str, Any] | None = None,
     pairs_sample: dict[str, Any] | None = None,
     check_endpoint: bool = False,
+    timing_pairs: int | None = None,
 ) -> JobReport:
     """Judge what the job's pool still lacks. ``progress(done, total)`` is called after each batch.
 
@@ -200,9 +202,12 @@ def run_job(
     run's record of what it covers is left as it is) and ``probe`` (the run judges the perturbed
     copies stored for it) are how `qrelkit probe` runs its judge runs (`plan_job`).
     ``check_endpoint``: send the judge's endpoint one cheap request before anything is written
-    (`qrelkit.jobs.preflight`; the other checks of the judge run always)."""
+    (`qrelkit.jobs.preflight`; the other checks of the judge run always). ``timing_pairs``: pairs a dry
+    run times for its estimate of the judging time (`qrelkit.jobs.estimate`)."""
     if dry_run:
-        return dry_run_report(spec, limit=limit, retry_failed=retry_failed, judge=judge, check_endpoint=check_endpoint)
+        return dry_run_report(
+            spec, limit=limit, retry_failed=retry_failed, judge=judge, check_endpoint=check_endpoint, timing_pairs=timing_pairs
+        )
     report_progress = progress if callable(progress) else None
     if limit is not None and limit < 0:  # before the database is opened: a refused command creates nothing
         raise QrelkitError(f"--limit must be 0 or more, got {limit}")
@@ -300,7 +305,13 @@ def planning_store(spec: JobSpec) -> Store:
 
 
 def dry_run_report(
-    spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False, judge: ResolvedJudge | None = None, check_endpoint: bool = False
+    spec: JobSpec,
+    *,
+    limit: int | None = None,
+    retry_failed: bool = False,
+    judge: ResolvedJudge | None = None,
+    check_endpoint: bool = False,
+    timing_pairs: int | None = None,
 ) -> JobReport:
     """What a run would do (what it would load, the pool, what is done, failed and left to judge, and
     an API judge's cost estimate), with no file written: not the database, not its folder. The judge
@@ -330,6 +341,8 @@ def dry_run_report(
                     report.estimate = plan.judge_class.estimate(plan.config, plan.factory.template, itertools.chain([first], pairs))
             finally:
                 pending.close()
+        found = estimate_time(store, plan, timing_pairs)
+        report.time_estimate = found.to_dict() if found is not None else None
     return report
 
 

@@ -137,6 +137,9 @@ class BaseJudge(Generic[ConfigT]):
     name: ClassVar[str] = ""
     Config: ClassVar[type[JudgeConfig]] = JudgeConfig
     needs_template: ClassVar[bool] = True
+    # Pairs a dry run judges to estimate the judging time (`qrelkit.jobs.estimate`): a few seconds'
+    # work for a judge that starts in seconds; 0 for one that needs a network or minutes to start.
+    timing_pairs: ClassVar[int] = 0
     config: ConfigT
     template: PromptTemplate
 

@@ -71,6 +71,7 @@ class ClipScoreJudge(BaseJudge[ClipScoreConfig]):
 
     name = "clipscore"
     Config = ClipScoreConfig
+    timing_pairs = 64
     needs_template = False
 
     @classmethod

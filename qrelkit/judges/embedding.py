@@ -39,6 +39,7 @@ class EmbeddingJudge(BaseJudge[EmbeddingConfig]):
     name = "embedding"
     Config = EmbeddingConfig
     needs_template = False
+    timing_pairs = 256
 
     @classmethod
     def model_id_for(cls, config: EmbeddingConfig) -> str:

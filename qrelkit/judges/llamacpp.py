@@ -59,6 +59,7 @@ class LlamaCppJudge(BaseJudge[LlamaCppConfig]):
     name = "llamacpp"
     Config = LlamaCppConfig
     needs_template = True
+    timing_pairs = 16
 
     @classmethod
     def model_id_for(cls, config: LlamaCppConfig) -> str:
