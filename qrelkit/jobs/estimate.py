@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from qrelkit.jobs.calls import judge_batch_safely
+from qrelkit.jobs.calls import judge_batch_safely, planned_batches
 from qrelkit.jobs.stream import PendingStream
 from qrelkit.judges import JudgeContext
 
@@ -95,8 +95,6 @@ def spread(pairs_to_judge: int, wanted: int, stream: PendingStream) -> list[Any]
 def timed_estimate(store: Store, plan: JobPlan, wanted: int) -> TimeEstimate | None:
     """Build the judge, judge `WARM_UP_PAIRS`, then time ``wanted`` pending pairs in the job's calls
     (its `batch_size`, its judge's order); None when too few pairs are pending to time."""
-    from qrelkit.jobs.runner import planned_batches
-
     pending = plan.pending(store)
     try:
         pairs = spread(plan.to_judge, wanted, PendingStream(pending, plan.topics, plan.spec.database))

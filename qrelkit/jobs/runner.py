@@ -20,7 +20,14 @@ from typing import Any, Protocol
 
 from qrelkit.errors import QrelkitError, StorageFailure
 from qrelkit.io.irds import no_downloads
-from qrelkit.jobs.calls import PASS_THROUGH, StoreEmbeddingCache, failure_judgment, judge_batch_safely, salvaged  # noqa: F401 (re-exported)
+from qrelkit.jobs.calls import (  # noqa: F401 (re-exported)
+    PASS_THROUGH,
+    StoreEmbeddingCache,
+    failure_judgment,
+    judge_batch_safely,
+    planned_batches,
+    salvaged,
+)
 from qrelkit.jobs.estimate import estimate_time
 from qrelkit.jobs.plan import ResolvedJudge, collection_unchanged, plan_job, resolve_judge
 from qrelkit.jobs.preflight import check_judge_can_start
@@ -101,24 +108,6 @@ class Executor(Protocol):
     def map(self, windows: Iterable[list[Pair]], batch_size: int) -> Iterator[list[Judgment]]: ...
 
     def close(self) -> None: ...
-
-
-def planned_batches(judge: Any, window: list[Pair], batch_size: int) -> Iterator[list[Pair]]:
-    """A window cut into calls of ``batch_size`` pairs, ordered first by the judge's `sort_keys`
-    when it has them (e.g. texts by length: a call then pads to the length its texts share, and a
-    model's batch runs at its own speed, rather than at the speed of a call's longest text)."""
-    sort_keys = getattr(judge, "sort_keys", None)
-    if callable(sort_keys) and len(window) > 1:
-        try:
-            keys = list(sort_keys(window))
-        except PASS_THROUGH:
-            raise
-        except Exception:  # noqa: BLE001 - ordering is an optimisation: a judge that cannot order judges in pool order
-            keys = []
-        if len(keys) == len(window):
-            window = [window[i] for i in sorted(range(len(window)), key=keys.__getitem__)]
-    for start in range(0, len(window), batch_size):
-        yield window[start : start + batch_size]
 
 
 class LocalExecutor:
