@@ -33,6 +33,8 @@ def show_fd(report: Any, request: FDRequest) -> None:
             err.print(f"wrote {written}", highlight=False)
     for warning in report.warnings():
         err.print(f"warning: {warning}", highlight=False)
+    if report.embedding:
+        err.print(report.embedding["sentence"], highlight=False, markup=False)
     if request.as_json:
         print_json(report.to_dict())
         return

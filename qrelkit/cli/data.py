@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from qrelkit.cli.base import app, err, export_app, import_app, load_app, out, print_json, print_lines
+from qrelkit.cli.base import app, err, export_app, import_app, load_app, out, print_json, print_lines, show
 from qrelkit.cli.command import build
 from qrelkit.commands.requests import (
     CorrelateRequest,
@@ -17,6 +17,7 @@ from qrelkit.commands.requests import (
     LoadRunsRequest,
     LoadTopicsRequest,
     ShowRequest,
+    StatusRequest,
 )
 
 
@@ -30,10 +31,16 @@ def show_loads(results: Any, request: Any) -> None:
 def show_contents(found: Any, request: ShowRequest) -> None:
     from qrelkit.report import tables
 
+    if hasattr(found, "document"):  # the database is held by a judging job: its status instead
+        return show_status(found, request)
     if request.as_json:
         print_json(found)
         return
     out.print(tables.summary_table(*found))
+
+
+def show_status(found: Any, request: Any) -> None:
+    show(found.document(), "json" if request.as_json else "table")
 
 
 def show_evaluation(evaluation: Any, request: EvaluateRequest) -> None:
@@ -87,6 +94,7 @@ build(load_app, "docs", LoadDocsRequest, show_loads)
 build(load_app, "runs", LoadRunsRequest, show_loads)
 build(load_app, "qrels", LoadQrelsRequest, show_loads)
 build(app, "show", ShowRequest, show_contents)
+build(app, "status", StatusRequest, show_status)
 build(app, "evaluate", EvaluateRequest, show_evaluation)
 build(app, "correlate", CorrelateRequest, show_correlations)
 build(import_app, "scores", ImportScoresRequest, show_import)

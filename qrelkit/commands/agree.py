@@ -53,7 +53,12 @@ def run(request: ModelAudit, workspace: Workspace) -> Audit:
     qrels set, a judge run's (the set its job grades into, its only graded set, or the set the
     request names, which must have been graded from it), or memory; the reference named by its
     stored name, the request's name, or its folder and file name."""
-    model = workspace.qrels_with_source(request.model_qrels)
+    if request.partial:
+        from qrelkit.commands.status import partial_qrels
+
+        model = partial_qrels(workspace, request.judge_run)
+    else:
+        model = workspace.qrels_with_source(request.model_qrels)
     reference = workspace.qrels_with_source(request.reference_qrels)
     runs = workspace.runs(request.runs)
     result = audit(

@@ -52,7 +52,13 @@ def _load_runs(request: LoadRunsRequest, workspace: Workspace) -> list[LoadResul
 
 def run_show(request: ShowRequest, workspace: Workspace) -> Any:
     """`qrelkit show`: the database's name and {what, count, detail} for each thing it holds (a qrels
-    set's detail is its origin); with --json, the sets, runs and judge runs with their fields."""
+    set's detail is its origin); with --json, the sets, runs and judge runs with their fields. While a
+    judging job holds the database, its status instead (`qrelkit.commands.status`), at once."""
+    from qrelkit.commands.status import held_by_job
+
+    running = held_by_job(workspace.db)
+    if running is not None:
+        return running
     if request.as_json:
         from qrelkit.storage.contents import contents
 

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from qrelkit.io.results import duration
 from qrelkit.jobs.calls import judge_batch_safely, planned_batches
 from qrelkit.jobs.stream import PendingStream
 from qrelkit.judges import JudgeContext
@@ -59,13 +60,6 @@ class TimeEstimate:
             else f"the rate of this judge run's earlier judging ({self.measured} judgments in this database)"
         )
         return f"about {duration(self.seconds)} to judge {self.pairs} pairs at {self.pairs_per_second:.1f} pairs/s ({how})"
-
-
-def duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
 def stored_estimate(store: Store, plan: JobPlan) -> TimeEstimate | None:

@@ -34,10 +34,11 @@ from qrelkit.jobs.preflight import check_judge_can_start
 from qrelkit.jobs.report import JobReport, JobStopped, ProgressCallback, saved_note
 from qrelkit.jobs.spec import ExecutorSpec, JobSpec
 from qrelkit.jobs.stream import PendingStream
+from qrelkit.jobs.watch import JobWatch
 from qrelkit.jobs.writer import JudgmentWriter
 from qrelkit.judges import FatalJudgeError, JudgeContext, JudgeFactory, Judgment, Pair
 from qrelkit.storage import Store
-from qrelkit.storage.judgments import JudgmentWriteError, ensure_judge_run
+from qrelkit.storage.judgments import JudgmentWriteError, ensure_judge_run, judgment_outcomes
 from qrelkit.storage.schema import SCHEMA_VERSION
 from qrelkit.storage.store import job_memory
 
@@ -223,10 +224,13 @@ def run_job(
             return report
         ensure_judge_run(store, plan.info(), update_sample=pairs is None)
         executor = executor or executor_for(spec.executor)
+        # before the pending pairs' query holds the connection: the judgments made before, for the partial file
+        status = JobWatch(spec.database, status_facts(spec, plan), earlier=judgment_outcomes(store, plan.judge_run_id))
         pending = plan.pending(store)
         stream = PendingStream(pending, plan.topics, spec.database)
         writer = JudgmentWriter(store, plan.judge_run_id, stream, report, spec.flush_seconds, on_flush)
         watch = FailureWatch(spec.max_consecutive_failures)
+        ended = "failed"
         started = time.perf_counter()
         done = 0
 
@@ -236,6 +240,7 @@ def run_job(
             for window in stream.windows():
                 if window.missing:
                     writer.add(window.missing)
+                    status.saw(window.missing)
                     done += len(window.missing)
                 if window.pairs:
                     yield window.pairs
@@ -247,23 +252,32 @@ def run_job(
                 executor.open(plan.factory, JudgeContext(StoreEmbeddingCache(store)))
                 for judgments in executor.map(windows(), spec.batch_size):
                     writer.add(judgments)
+                    status.saw(judgments)
                     done += len(judgments)
                     if report_progress:
                         report_progress(done, plan.to_judge)
+                    status.tick(done, plan.to_judge)
                     if watch.see_all(judgments):
                         writer.flush(wait=True)
                         report.seconds = time.perf_counter() - started
+                        ended = "stopped"
                         raise JobStopped(watch.message() + saved_note(report), report)
                     if writer.due():
                         writer.flush()
                 writer.flush(wait=True)
+                ended = "finished"
         except KeyboardInterrupt:
-            writer.add(_salvage(executor))
+            salvage = _salvage(executor)
+            writer.add(salvage)
+            status.saw(salvage)
             _flush_or_stop(writer, report)
-            report.interrupted = True
+            report.interrupted, ended = True, "interrupted"
         except FatalJudgeError:
-            writer.add(_salvage(executor))
+            salvage = _salvage(executor)
+            writer.add(salvage)
+            status.saw(salvage)
             _flush_or_stop(writer, report)
+            ended = "stopped"
             raise
         except JudgmentWriteError as exc:
             raise JobStopped(f"stopped: {exc}" + saved_note(report), report) from None
@@ -274,7 +288,25 @@ def run_job(
             writer.close()
             pending.close()
             report.seconds = time.perf_counter() - started
+            status.finish(ended, done, plan.to_judge)
     return report
+
+
+def status_facts(spec: JobSpec, plan: Any) -> dict[str, Any]:
+    """What a job's status file says throughout (`qrelkit.jobs.watch`): its judge run, job, pool,
+    what was done before, and the grading a partial audit grades its scores by."""
+    return {
+        "judge_run_id": plan.judge_run_id,
+        "judge": plan.factory.name,
+        "model_id": plan.model_id,
+        "job": str(spec.source) if spec.source else None,
+        "database": str(spec.database),
+        "pool_pairs": plan.pool_size,
+        "already_ok": plan.already_ok,
+        "already_failed": plan.already_failed,
+        "sample": plan.sample,
+        "grading": spec.grading.model_dump(mode="json", exclude_none=True) if spec.grading is not None else None,
+    }
 
 
 def planning_store(spec: JobSpec) -> Store:

@@ -628,6 +628,17 @@ def judging_span_seconds(store: Store, judge_run_id: str) -> float | None:
     return None if row[0] < 2 or row[1] is None else float(row[1])
 
 
+def judgment_outcomes(store: Store, judge_run_id: str) -> pa.Table:
+    """The judge run's judgments as (qid, docid, status, score) columns: what a running job's partial
+    audit starts from (`qrelkit.jobs.watch`)."""
+    query = "SELECT qid, docid, status, score FROM judgments WHERE judge_run_id = ? ORDER BY qid, docid"
+    cursor = store.con.cursor()  # its own: a pending-pairs query may hold the store's connection
+    try:
+        return cursor.sql(query, params=[judge_run_id]).to_arrow_table()
+    finally:
+        cursor.close()
+
+
 def judging_rate(store: Store, judge_run_id: str, *, max_gap_seconds: float = 60.0) -> tuple[int, float] | None:
     """(pairs, seconds) of a judge run's judging as its flushes saw it: each flush's judgments (one
     `judged_at` per flush) over the time since the flush before it. The first flush of each sitting

@@ -115,6 +115,12 @@ class ModelAudit(JudgeAudit):
         "A judge run in --db (id, unique id prefix, or name): the qrels set its job graded (or its only graded set).",
         None,
     )
+    partial: bool = option(
+        "--partial",
+        "Audit the judgments a running job has made so far (the file it writes beside --db), graded as its job grades, "
+        "the systems ranked on the pairs judged so far; the output says they are partial.",
+        False,
+    )
 
     use_case = "qrelkit.commands.agree:run"
     positional = ("model_qrels", "reference_qrels", "runs")
@@ -125,6 +131,10 @@ class ModelAudit(JudgeAudit):
             raise QrelkitError("give the reference qrels: --reference-qrels FILE_OR_NAME")
         if self.reference_name is not None:
             object.__setattr__(self, "reference_qrels", dataclasses.replace(self.reference_qrels, name=self.reference_name))
+        if self.partial:
+            if self.model_qrels.given:
+                raise QrelkitError("--partial audits the running job's judgments so far: give no --model-qrels with it")
+            return
         if self.judge_run is not None:
             named = self.model_qrels.ref
             object.__setattr__(self, "model_qrels", QrelsRef(ref=named, judge_run=str(self.judge_run), value=self.model_qrels.value))

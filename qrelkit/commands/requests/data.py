@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.fields import Request, option, optional_path
-from qrelkit.commands.requests.parts import json_option, on_duplicate_option
+from qrelkit.commands.requests.parts import QrelsRef, RunsRef, json_option, on_duplicate_option, runs_option
 from qrelkit.errors import QrelkitError
 from qrelkit.io.duplicates import OnDuplicate
 
@@ -100,6 +100,26 @@ class ShowRequest(Request):
     as_json: bool = json_option()
 
     use_case = "qrelkit.commands.data:run_show"
+
+
+@dataclass(frozen=True)
+class StatusRequest(Request):
+    """`qrelkit status`: what the judging job writing --db is doing (or how it ended): judged, failed,
+    pending, pairs/s and time left, read from the status the job writes beside the database every
+    second, so it answers at once while the job holds the database, and slows it in nothing. With
+    --reference-qrels (a file) and --runs, also an audit of the judgments so far (as agree --partial)."""
+
+    reference_qrels: QrelsRef = option(
+        "--reference-qrels",
+        "Also audit the judgments so far against these qrels (a TREC qrels file: the database is the job's).",
+        None,
+        cli=str | None,
+        parse=QrelsRef.reference,
+    )
+    runs: RunsRef = runs_option()
+    as_json: bool = json_option()
+
+    use_case = "qrelkit.commands.status:run"
 
 
 # -- the data folder ------------------------------------------------------------------------------------
