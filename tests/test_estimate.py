@@ -71,7 +71,7 @@ def test_a_dry_run_after_an_earlier_run_reads_the_stored_rate_instead_of_timing(
 
 @pytest.mark.slow
 def test_the_dry_runs_estimate_of_a_dl19_sample_is_within_a_factor_of_one_and_a_half_of_the_run(dl19, tmp_path):
-    """The README's MiniLM job on 1,200 pairs (the full job is the benchmark: benchmarks/bench_estimate.py)."""
+    """The README's MiniLM job on 1,200 pairs (the full job is the benchmark: benchmarks/bench_watch.py)."""
     pytest.importorskip("onnxruntime")
     spec = yaml.safe_load((ROOT / "configs" / "dl19-minilm.yaml").read_text())
     spec["database"] = str(tmp_path / "dl19.duckdb")

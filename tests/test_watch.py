@@ -78,7 +78,7 @@ def start_job(dl19: Path, tmp_path: Path, sample: int) -> tuple[subprocess.Popen
         stderr=subprocess.PIPE,
         text=True,
     )
-    return child, spec["database"] and Path(spec["database"])
+    return child, Path(spec["database"])
 
 
 def wait_for_status(db: Path, child: subprocess.Popen, done_at_least: int = 1) -> dict:
