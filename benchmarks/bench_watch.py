@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def job_file(folder: Path, name: str) -> Path:
     spec = yaml.safe_load((ROOT / "configs" / "dl19-minilm.yaml").read_text())
     spec["database"] = str(folder / f"{name}.duckdb")
-    path = ROOT / "configs" / f".bench-watch-{os.getpid()}-{name}.yaml"  # relative data paths stay as the job has them
+    path = folder / f"{name}.yaml"  # the job's data paths are ${QRELKIT_DATA}'s, its database absolute: it may live anywhere
     path.write_text(yaml.safe_dump(spec))
     return path
 
