@@ -48,8 +48,10 @@ class JobWatch:
         self.partial_cost = 0.0
         self.partial_rows = 0
         self.failed_write: str | None = None
+        self.overhead_seconds = 0.0  # the job's time spent in this class: what being watchable costs it
 
     def saw(self, judgments: Sequence[Judgment]) -> None:
+        started = time.perf_counter()
         columns = self.columns
         for judgment in judgments:
             columns["qid"].append(judgment.qid)
@@ -57,9 +59,11 @@ class JobWatch:
             columns["status"].append(judgment.status)
             columns["score"].append(judgment.score)
             self.statuses[judgment.status] += 1
+        self.overhead_seconds += time.perf_counter() - started
 
     def tick(self, done: int, to_judge: int) -> None:
         """After each call of the judge: write what is due."""
+        started = time.perf_counter()
         if self.first_done is None:
             self.first_done = done
         self.done, self.to_judge = done, to_judge
@@ -68,6 +72,7 @@ class JobWatch:
             self._write_partial()
         if now - self.last_status >= STATUS_SECONDS:
             self._write_status("judging")
+        self.overhead_seconds += time.perf_counter() - started
 
     def finish(self, state: str, done: int, to_judge: int) -> None:
         """The job's end (finished, interrupted, stopped, failed): everything it made, and how it ended."""
@@ -97,6 +102,7 @@ class JobWatch:
             "elapsed_seconds": self.clock() - self.started,
             "partial": {"file": partial_path(self.database).name, "rows": self.partial_rows} if self.partial_rows else None,
             "write_failed": self.failed_write,
+            "overhead_seconds": self.overhead_seconds,
         }
         self.last_status = self.clock()
         self._safely(lambda: write_status(self.database, status))
