@@ -91,13 +91,13 @@ PYTHON = {
 @pytest.mark.parametrize("name", list(PYTHON))
 def test_every_python_function_has_its_requests_parameters(name):
     """`help(qrelkit.compare)` lists real parameters: its request's fields (the command line's own,
-    how it prints, aside), and the database where the use case reads one."""
+    how it prints, aside), the database where the use case reads one, and how progress is shown."""
     function = PYTHON[name]
     request = function.request
     parameters = inspect.signature(function).parameters
     assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
     given = [f.name for f in dataclasses.fields(request) if getattr(f.metadata.get("flag"), "api", True)]
-    assert set(parameters) == set(given) | ({"db"} if request.uses_db else set())
+    assert set(parameters) == set(given) | ({"db"} if request.uses_db else set()) | {"progress"}
     used_by_commands = {request_of(c) for _, c in ALL}
     assert request in used_by_commands or name == "judgments"  # the same request as the command's (judgments: Python's alone)
 

@@ -42,6 +42,7 @@ COMMANDS: list[tuple[typer.Typer, str | None, type, dict[str, Any]]] = [
     (load_app, "runs", r.LoadRunsRequest, {}),
     (load_app, "qrels", r.LoadQrelsRequest, {}),
     (app, "show", r.ShowRequest, {}),
+    (app, "status", r.StatusRequest, {}),
     (app, "evaluate", r.EvaluateRequest, {}),
     (app, "correlate", r.CorrelateRequest, {}),
     (import_app, "scores", r.ImportScoresRequest, {}),

@@ -343,6 +343,14 @@ class VLLMJudge(BaseJudge[VLLMConfig]):
     def model_id_for(cls, config: VLLMConfig) -> str:
         return config.model
 
+    @classmethod
+    def startup_problems(cls, config: VLLMConfig) -> list[str]:
+        from qrelkit.judges.startup import missing_model, missing_module
+
+        vllm = missing_module("vllm", cls.name, f"{INSTALLS}; {SERVER_ROUTE}")
+        needs = None if config.mode == "batch" else missing_module("transformers", cls.name, "pip install transformers")
+        return [p for p in (vllm, needs, missing_model(config.model, cls.name)) if p]
+
     def __init__(self, config, template, context=None):
         super().__init__(config, template, context)
         self._device: str | None = None

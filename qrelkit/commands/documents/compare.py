@@ -405,7 +405,8 @@ def sample_lines(result: Any) -> list[str]:
         sample = ((entry.source or {}).get("grading") or {}).get("sample")
         labels = found.labels
         if sample:
-            lines.append(f"{entry.name} judged a {describe_sample(sample)}: its κ is on those pairs and its τ on runs scored by them alone")
+            where = "its τ too, against the reference cut to them" if found.coverage.restricted else "its τ on runs scored by them alone"
+            lines.append(f"{entry.name} judged a {describe_sample(sample)}: its κ is on those pairs and {where}")
         elif labels.reference_pairs and labels.shared_pairs < labels.reference_pairs:
             lines.append(
                 f"{entry.name} shares {labels.shared_pairs:,} of the reference's {labels.reference_pairs:,} pairs: its κ is on those "

@@ -24,8 +24,16 @@ def loads(results: list[Any], request: Any) -> Document:
     return Document(lead=lines, data=data, notes=notes([note for r in results for note in r.notes]))
 
 
+def status(found: Any, request: Any) -> Document:
+    """`qrelkit status` (and `qrelkit show` while a job holds the database): the job's own document."""
+    return found.document()
+
+
 def contents(found: Any, request: Any) -> Document:
-    """`qrelkit show`: a row per thing the database holds (JSON: the sets, runs and judge runs)."""
+    """`qrelkit show`: a row per thing the database holds (JSON: the sets, runs and judge runs); while
+    a judging job holds the database, the job's status."""
+    if hasattr(found, "document"):
+        return status(found, request)
     database, lines, detailed = found
     rows = [[line["what"], line["count"], line["detail"]] for line in lines]
     table = Table(str(database), ["what", "count", "detail"], rows, text_columns=1)

@@ -41,6 +41,8 @@ def job_lines(report: Any, *, dry_run: bool = False, limit: int | None = None) -
         lines += [f"checked before judging: {check}" for check in getattr(report, "checks", [])]
         if report.estimate:
             lines.append("estimate for the pairs to judge: " + ", ".join(f"{k} {v}" for k, v in report.estimate.items()))
+        if getattr(report, "time_estimate", None):
+            lines.append(f"estimated time: {report.time_estimate['sentence']}")
         return lines
     if report.judged:
         statuses = ", ".join(f"{s} {n}" for s, n in sorted(report.statuses.items()))

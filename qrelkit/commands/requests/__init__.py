@@ -20,6 +20,7 @@ from qrelkit.commands.requests.data import (
     LoadRunsRequest,
     LoadTopicsRequest,
     ShowRequest,
+    StatusRequest,
 )
 from qrelkit.commands.requests.judging import (
     BatchCancelRequest,
@@ -93,5 +94,6 @@ __all__ = [
     "RunGroups",
     "RunsRef",
     "ShowRequest",
+    "StatusRequest",
     "parse_group_patterns",
 ]

@@ -50,6 +50,15 @@ class JudgeRequest(Request):
         "judging (database, grading target, template grades); writes nothing.",
         False,
     )
+    check_endpoint: bool = option(
+        "--check-endpoint", "Before anything is written, send the judge's endpoint one cheap request (its model list).", False
+    )
+    time_pairs: int | None = option(
+        "--time-pairs",
+        "Pairs a dry run judges to estimate the judging time (default: the judge's choice, 256 for MiniLM, none for an API "
+        "or vLLM; a judge run that judged before is estimated from its stored rate unless this is given; 0: no timing).",
+        None,
+    )
     retry_failed: bool = option("--retry-failed", "Judge failed pairs (parse/model/input errors) again.", False)
     grade: bool = option("--grade", "Grade into qrels when the job has `grading`.", True, secondary="--no-grade")
     sets: tuple[str, ...] = option(
@@ -81,6 +90,8 @@ class JudgeRequest(Request):
             raise QrelkitError(f"--workers must be 1 or more, got {self.workers}")
         if self.sample is None and self.seed is not None:
             raise QrelkitError("--seed goes with --sample N (the seed of the sample's order)")
+        if self.time_pairs is not None and self.time_pairs < 0:
+            raise QrelkitError(f"--time-pairs must be 0 or more, got {self.time_pairs}")
         if self.sample is not None and self.sample < 1:
             raise QrelkitError(f"--sample must be 1 or more, got {self.sample}")
 

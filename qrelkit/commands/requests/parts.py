@@ -346,6 +346,23 @@ def _resamples(value: Any) -> int:
     return count
 
 
+def reference_pairs_option() -> Any:
+    return option(
+        "--reference-pairs",
+        "Which reference pairs rank the systems: judged (the reference cut to the pairs the judge judged; the default when the "
+        "judge's qrels are a sample of its pool or a job's partial results) or all (every reference pair: the full-pool comparison).",
+        None,
+        cli=str | None,
+        parse=_reference_pairs,
+    )
+
+
+def _reference_pairs(value: Any) -> str | None:
+    from qrelkit.evaluate.coverage import check_reference_pairs
+
+    return None if value is None else check_reference_pairs(str(value))
+
+
 def interval_option() -> Any:
     return option(
         "--interval",

@@ -19,6 +19,7 @@ from qrelkit.commands.requests.parts import (
     measures_option,
     more_runs_option,
     on_duplicate_option,
+    reference_pairs_option,
     resamples_option,
     runs_option,
 )
@@ -142,6 +143,7 @@ class CorrelateRequest(Request):
         cli=list[Path] | None,
         parse=_paths,
     )
+    reference_pairs: str | None = reference_pairs_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
 
     use_case = "qrelkit.commands.correlate:run"
@@ -202,7 +204,8 @@ class FDRequest(Request):
     """`qrelkit fd`: Fréchet distance between the embeddings of the relevant judged items and each
     run's top-k (Arabzadeh and Clarke, EACL 2024): lower is better. Reports n and d; FD with fewer
     items than dimensions is exact but its covariance is rank-deficient. Documents from --docs or the
-    database; vectors cached in --cache, by default the database."""
+    database; vectors cached in --cache, by default the database (or, without one, the cache folder):
+    a second run embeds nothing it embedded before, and says what it reused."""
 
     qrels: QrelsRef = option("--qrels", "Qrels: a TREC file, or a qrels set in --db.", None, cli=str | None, parse=QrelsRef.optional)
     runs: RunsRef = runs_option()
@@ -227,7 +230,11 @@ class FDRequest(Request):
     )
     judge_run: str | None = option("--judge-run", "A judge run in --db: its id, a unique id prefix, or its name.", None)
     cache: Path | None = option(
-        "--cache", "Database file that caches embeddings (default: --db when it exists).", None, parse=optional_path
+        "--cache",
+        "Database file that caches embeddings (default: --db when it exists, else embeddings.duckdb in the cache folder, "
+        "$QRELKIT_CACHE or ~/.cache/qrelkit).",
+        None,
+        parse=optional_path,
     )
     image_root: Path | None = option("--image-root", "Folder image paths are relative to.", None, parse=optional_path)
     plot: Path | None = option("--plot", "Write the bootstrap intervals per run (PNG/PDF/SVG).", None, parse=optional_path)
