@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -187,6 +187,32 @@ def open_input(path: str | Path) -> Iterator[BinaryIO]:
         yield raw
     finally:
         raw.close()
+
+
+class _Chunks(io.RawIOBase):
+    """An iterator of byte chunks (a response body as it arrives) read as a stream."""
+
+    def __init__(self, chunks: Iterator[bytes]):
+        self.chunks, self.rest = chunks, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self.rest:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                return 0
+            self.rest = bytes(chunk)
+        taken, self.rest = self.rest[: len(buffer)], self.rest[len(buffer) :]
+        buffer[: len(taken)] = taken
+        return len(taken)
+
+
+def iter_chunk_lines(chunks: Iterable[bytes], max_line_bytes: int) -> Iterator[bytes | None]:
+    """`iter_capped_lines` over a stream of chunks: each byte looked at once, whatever the chunks'
+    sizes, and a line longer than ``max_line_bytes`` (None) never held whole."""
+    return iter_capped_lines(io.BufferedReader(_Chunks(iter(chunks)), buffer_size=READ_CHUNK), max_line_bytes)
 
 
 def iter_capped_lines(stream: BinaryIO, max_line_bytes: int) -> Iterator[bytes | None]:

@@ -24,8 +24,8 @@ from typing import Any
 from qrelkit.errors import FatalJobError, QrelkitError
 from qrelkit.io.bundles import STATE_FILE, Bundle, BundleFile, Source
 from qrelkit.io.derive import RULES, apply_rule
-from qrelkit.io.files import exclusive_temporary, write_atomically
-from qrelkit.io.folders import FolderRefused, below, inside, make_folders, read_small
+from qrelkit.io.files import exclusive_temporary, read_owned, write_atomically
+from qrelkit.io.folders import FolderRefused, below, inside, make_folders
 from qrelkit.io.lines import file_sha256
 from qrelkit.io.net.download import DownloadError, Mirror, ProgressCallback, cache_path, download, fetch_place, part_path, shown_url
 
@@ -77,7 +77,7 @@ class State:
     def __init__(self, folder: Path):
         self.path = folder / STATE_FILE
         self.data: dict[str, Any] = {kind: {} for kind in self.KINDS}
-        raw = read_small(self.path, MAX_STATE_BYTES)  # a link is refused, not followed
+        raw = read_owned(self.path, MAX_STATE_BYTES)  # a link is refused, not followed
         if raw is None:
             return
         try:

@@ -1,0 +1,241 @@
+"""The surface added since the last hostile pass, tried again as an attacker would (issue 41): no
+device, FIFO or input file is ever replaced by an output, no link beside the database is followed,
+every body an endpoint sends is capped once decoded, and no crafted value ends in a traceback.
+
+The security and data-loss cases use what an attacker (or an accident) would leave: a private device
+node made with mknod (the tests run as root; elsewhere they skip), a FIFO, links planted in a
+temporary database's own folders, and copies of input folders."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hostile import one_error, qrelkit
+from test_output_paths import (  # noqa: F401 (fixtures: a small track with its database; a database of 60,000 judgments)
+    OLD,
+    SUFFIX,
+    killed_while_writing,
+    many_judgments,
+    track,
+    writers,
+)
+from test_vllm_batch_client import command as runner_command
+from test_vllm_batch_client import request_file, wait_until_terminal
+
+from qrelkit.io.files import OutputPathError, write_atomically
+from qrelkit.io.folders import FolderRefused
+from qrelkit.judges.vllm_batch import LocalBatchClient
+
+
+def null_device(folder: Path, suffix: str = "") -> Path:
+    """A private copy of /dev/null (character device 1,3): what `--force` must never replace."""
+    if os.geteuid() != 0:
+        pytest.skip("mknod of a device node needs root")
+    path = folder / f"null{suffix}"
+    os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    return path
+
+
+def special(folder: Path, kind: str, suffix: str) -> Path:
+    """A device node, a FIFO, or a link to the device, as the output path (named with ``suffix``, so
+    that the command takes it for the kind of file it writes)."""
+    if kind == "device":
+        return null_device(folder, suffix)
+    if kind == "fifo":
+        path = folder / f"pipe{suffix}"
+        os.mkfifo(path)
+        return path
+    link = folder / f"stdout{suffix}"
+    link.symlink_to(null_device(folder))  # as /dev/stdout is a link to what the process writes to
+    return link
+
+
+def still(path: Path, kind: str) -> bool:
+    mode = os.lstat(path).st_mode
+    return {"device": stat.S_ISCHR, "fifo": stat.S_ISFIFO, "link": stat.S_ISLNK}[kind](mode) and (
+        kind != "link" or stat.S_ISCHR(os.stat(path).st_mode)
+    )
+
+
+# -- security: --force never replaces a device, a FIFO or a link to one ----------------------------------
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "link"])
+@pytest.mark.parametrize("command", [*SUFFIX, "export judgments"])
+def test_force_never_replaces_a_device_a_fifo_or_a_link_to_one(track, command, kind):  # noqa: F811
+    out = special(track, kind, SUFFIX.get(command, ".jsonl"))
+    done = qrelkit(*writers(track, out)[command], "--force", timeout=60)
+    error = one_error(done, 2)
+    assert error.startswith(f"error: cannot write {out}: it ") and "qrelkit writes only regular files" in error, error
+    assert still(out, kind)  # the node is as it was, for every process of the machine
+
+
+def test_a_device_that_appears_after_the_check_is_not_replaced_either(tmp_path):
+    out = tmp_path / "page.html"
+
+    def write(temporary: Path) -> None:
+        temporary.write_text("<html></html>")
+        os.mknod(out, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # swapped in while the page was being written
+
+    if os.geteuid() != 0:
+        pytest.skip("mknod of a device node needs root")
+    with pytest.raises(OutputPathError, match="it is a device, not a regular file"):
+        write_atomically(out, write)
+    assert stat.S_ISCHR(os.lstat(out).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["page.html"]  # and the temporary is gone
+
+
+# -- data loss: an output never goes over a file inside an input folder, even with --force ---------------
+
+
+def test_compares_page_never_goes_over_a_run_in_its_runs_folder(track):  # noqa: F811
+    run = track / "runs" / "run0.run"
+    before = run.read_text()
+    error = one_error(qrelkit(*writers(track, run)["compare --html"], "--force"), 2)
+    assert error == f"error: {run} is a file in this command's input folder {track / 'runs'}: an input is never written over; " \
+        "name another output"  # fmt: skip
+    assert run.read_text() == before
+
+
+def test_compares_page_never_goes_over_a_judge_file_in_its_judge_folder(track):  # noqa: F811
+    judges = track / "jd"
+    judges.mkdir()
+    shutil.copy(track / "model.qrels", judges / "j1.txt")
+    before = (judges / "j1.txt").read_text()
+    args = ["compare", "--judge", judges, "--reference-qrels", track / "human.qrels", "--runs", track / "runs", "--resamples", "0"]
+    error = one_error(qrelkit(*args, "--permutations", "0", "--html", judges / "j1.txt", "--force"), 2)
+    assert f"is a file in this command's input folder {judges}: an input is never written over" in error
+    assert (judges / "j1.txt").read_text() == before
+
+
+@pytest.mark.parametrize("command", ["nrg --plot", "fd --plot"])
+def test_no_writer_goes_over_a_run_in_its_runs_folder(track, command):  # noqa: F811
+    run = track / "runs" / "run1.run"
+    before = run.read_text()
+    error = one_error(qrelkit(*writers(track, run)[command], "--force"), 2)
+    assert "is a file in this command's input folder" in error and "an input is never written over" in error
+    assert run.read_text() == before
+
+
+def test_a_sigkill_while_judgments_are_exported_leaves_no_visible_file_at_all(tmp_path, many_judgments):  # noqa: F811
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = out_dir / "judgments.jsonl"
+    done = killed_while_writing(out_dir, "export", "judgments", out, "--judge-run", "cccc3333", "--db", many_judgments)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert [p.name for p in out_dir.iterdir() if not p.name.startswith(".")] == []  # no DuckDB `tmp_...partial.jsonl` either
+
+
+# -- security: the vLLM batch folder beside the database follows no link ----------------------------------
+
+
+def batch_folder(tmp_path: Path, name: str = "j.duckdb") -> Path:
+    return tmp_path / f"{name}.batches" / "vllm"
+
+
+def test_a_cancel_never_follows_a_planted_state_link_to_another_folders_runner(tmp_path):
+    other = LocalBatchClient(batch_folder(tmp_path / "other"), runner_command(pause=60))
+    source = request_file(tmp_path, ["a"])
+    running = other.create(other.upload(source, source.name), {})
+    state = json.loads((batch_folder(tmp_path / "other") / "batches" / f"{running.id}.json").read_text())
+    ours = batch_folder(tmp_path)
+    (ours / "batches").mkdir(parents=True)
+    (ours / "batches" / f"{running.id}.json").symlink_to(batch_folder(tmp_path / "other") / "batches" / f"{running.id}.json")
+    try:
+        with pytest.raises(FolderRefused, match="is a symbolic link: links in qrelkit's folders are not followed"):
+            LocalBatchClient(ours).cancel(running.id)
+        time.sleep(0.3)
+        assert Path(f"/proc/{state['pid']}").exists()  # the other folder's runner still runs
+        assert other.retrieve(running.id).status == "in_progress"
+    finally:
+        other.cancel(running.id)
+
+
+def test_a_link_in_files_never_makes_the_runner_delete_what_it_points_to(tmp_path):
+    victim = request_file(tmp_path, ["a"])  # a file outside, with request lines, so the runner would accept it
+    folder = batch_folder(tmp_path)
+    (folder / "files").mkdir(parents=True)
+    (folder / "files" / "req.jsonl").symlink_to(victim)
+    client = LocalBatchClient(folder, runner_command())
+    assert client.find_files(["req.jsonl"]) == {}  # a link is no uploaded file
+    with pytest.raises(FolderRefused, match="symbolic link"):
+        client.create("req.jsonl", {})
+    time.sleep(0.5)
+    assert victim.is_file()
+
+
+@pytest.mark.parametrize("linked", ["vllm/out", "vllm/batches", "vllm/files", "vllm", "."])
+def test_a_folder_link_beside_the_database_sends_no_write_outside(tmp_path, linked):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "j.duckdb.batches"
+    planted = root / linked if linked != "." else root
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.symlink_to(outside, target_is_directory=True)
+    client = LocalBatchClient(root / "vllm", runner_command())
+    source = request_file(tmp_path, ["a"])
+    with pytest.raises(FolderRefused, match="is a symbolic link: links in qrelkit's folders are not followed"):
+        client.create(client.upload(source, source.name), {})
+    assert list(outside.rglob("*")) == []  # nothing was written where the link points
+
+
+@pytest.mark.parametrize("planted", ["dev-zero", "fifo", "outside"])
+def test_a_batch_output_that_is_no_file_of_the_folder_is_refused_without_blocking(tmp_path, planted):
+    folder = batch_folder(tmp_path)
+    client = LocalBatchClient(folder, runner_command())
+    source = request_file(tmp_path, ["a"])
+    done = wait_until_terminal(client, client.create(client.upload(source, source.name), {}).id)
+    output = folder / "out" / f"{done.id}.jsonl"
+    output.unlink()
+    if planted == "fifo":
+        os.mkfifo(output)
+    else:
+        target = Path("/dev/zero") if planted == "dev-zero" else tmp_path / "secret.jsonl"
+        if planted == "outside":
+            target.write_text('{"custom_id": "a", "response": {"status_code": 200, "body": {}}}\n')
+        output.symlink_to(target)
+    outcome: list[object] = []
+
+    def read() -> None:  # at most 64 MiB: /dev/zero is endless, and a FIFO with no writer blocks its reader
+        size = 0
+        try:
+            for chunk in client.download(done.output_file_id):
+                size += len(chunk)
+                if size > 64 << 20:
+                    break
+            outcome.append(size)
+        except FolderRefused as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(10)
+    assert outcome and isinstance(outcome[0], FolderRefused), outcome  # refused at once: neither read on and on nor blocked
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"id": "vllm-1", "status": "in_progress", "pid": 10**30, "total": 1},
+        {"id": "vllm-1", "status": "in_progress", "pid": -5, "total": 10**30},
+        {"id": "vllm-1", "status": "completed", "metadata": ["qrelkit_submission_id", "x"], "created_at": "soon"},
+    ],
+    ids=["pid-1e30", "pid-negative", "metadata-list"],
+)
+def test_crafted_batch_state_is_read_as_data_not_a_traceback(tmp_path, state):
+    folder = batch_folder(tmp_path)
+    (folder / "batches").mkdir(parents=True)
+    (folder / "batches" / "vllm-1.json").write_text(json.dumps(state))
+    client = LocalBatchClient(folder)
+    info = client.retrieve("vllm-1")
+    assert info.id == "vllm-1" and 0 <= info.total < 2**53
+    assert client.find_batches(["sub", "x"]).keys() <= {"sub"}
+    assert client.cancel("vllm-1").status in ("cancelled", "completed", "failed")
