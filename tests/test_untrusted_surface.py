@@ -8,6 +8,7 @@ temporary database's own folders, and copies of input folders."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -15,9 +16,12 @@ import signal
 import stat
 import threading
 import time
+import tracemalloc
+import zlib
 from pathlib import Path
 
 import pytest
+from fake_openai import FakeOpenAI, QuietHandler, Reply, judgment_rows, openai_job, serve, write_text_collection
 from hostile import one_error, qrelkit
 from test_output_paths import (  # noqa: F401 (fixtures: a small track with its database; a database of 60,000 judgments)
     OLD,
@@ -32,6 +36,8 @@ from test_vllm_batch_client import request_file, wait_until_terminal
 
 from qrelkit.io.files import OutputPathError, write_atomically
 from qrelkit.io.folders import FolderRefused
+from qrelkit.jobs.batch_api import BatchDriver
+from qrelkit.judges.batch_api import BatchApiError, BatchClient
 from qrelkit.judges.vllm_batch import LocalBatchClient
 
 
@@ -239,3 +245,120 @@ def test_crafted_batch_state_is_read_as_data_not_a_traceback(tmp_path, state):
     assert info.id == "vllm-1" and 0 <= info.total < 2**53
     assert client.find_batches(["sub", "x"]).keys() <= {"sub"}
     assert client.cancel("vllm-1").status in ("cancelled", "completed", "failed")
+
+
+# -- every body an endpoint sends is capped once decoded, and whole within a deadline ---------------------
+
+
+def bomb(encoding: str, size: int = 64 << 20) -> bytes:
+    """``size`` bytes of JSON-ish text, compressed as ``encoding`` (tens of KB on the wire)."""
+    text = b"[" * size
+    return gzip.compress(text) if encoding == "gzip" else zlib.compress(text)
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_a_judges_compressed_answer_is_capped_by_what_it_inflates_to(tmp_path, monkeypatch, encoding):
+    monkeypatch.delenv("QRELKIT_FAKE_KEY", raising=False)
+    with FakeOpenAI() as server:
+        server.script("d1", Reply(body=bomb(encoding), headers={"Content-Encoding": encoding}))
+        write_text_collection(tmp_path, {"q1": "boil an egg"}, {"[d1]": "[d1] Eggs boil in ten minutes."}, [("q1", "[d1]")])
+        judge = {"model": "fake", "base_url": server.base_url, "api_key_env": "QRELKIT_FAKE_KEY", "max_tries": 1, "timeout": 20.0}
+        done = qrelkit("judge", openai_job(tmp_path, judge), "--quiet", "--no-grade", env={"QRELKIT_MAX_RESPONSE_BYTES": str(1 << 20)})
+    assert "Traceback" not in done.stderr
+    [row] = judgment_rows(tmp_path / "j.duckdb").values()
+    assert row["status"] == "model_error"
+    assert row["error"].startswith("malformed response: the answer's body is larger than 1,048,576 bytes (QRELKIT_MAX_RESPONSE_BYTES)")
+
+
+class HostileBatchAPI(QuietHandler):
+    """`GET /v1/batches/<kind>` and `GET /v1/files/<kind>/content` answered as ``kind`` says: a gzip
+    bomb, an endless body, or one line of 32 MiB before a good one."""
+
+    protocol_version = "HTTP/1.1"
+    stopping = threading.Event()
+
+    def do_GET(self) -> None:
+        kind = self.path.split("/")[3]
+        if kind == "endless":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                while not self.stopping.wait(0.01):
+                    self.wfile.write(b"10000\r\n" + b"[" * 0x10000 + b"\r\n")
+            except OSError:
+                pass
+            self.close_connection = True
+            return
+        headers = {"Content-Type": "application/json"}
+        if kind == "bomb":
+            pieces, headers["Content-Encoding"] = [bomb("gzip")], "gzip"
+        else:  # a long line: an output file with one line of 32 MiB before a good one, sent a MiB at a time
+            good = {"custom_id": "qrelkit:r:q1:d1", "response": {"status_code": 200, "body": {"choices": []}}, "error": None}
+            pieces = [*([b"x" * (1 << 20)] * 32), b"\n" + json.dumps(good).encode() + b"\n"]
+        self.send_response(200)
+        for name, value in {**headers, "Content-Length": str(sum(map(len, pieces)))}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        try:
+            for piece in pieces:
+                self.wfile.write(piece)
+        except OSError:
+            pass
+
+
+@pytest.fixture
+def hostile_api():
+    HostileBatchAPI.stopping.clear()
+    server, _ = serve(HostileBatchAPI)
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    HostileBatchAPI.stopping.set()
+    server.shutdown()
+
+
+def in_thread(call, seconds: float) -> list[object]:
+    """``call()``'s result or exception, if it came within ``seconds`` (an empty list if not)."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except Exception as exc:  # noqa: BLE001 - the outcome under test
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return outcome
+
+
+@pytest.mark.parametrize("kind", ["bomb", "endless"])
+def test_a_batch_apis_answer_to_get_batch_is_capped_once_decoded_and_within_its_deadline(hostile_api, kind):
+    client = BatchClient(api_key="k", base_url=hostile_api, timeout=3.0, max_tries=1)
+    started = time.monotonic()
+    outcome = in_thread(lambda: client.retrieve(kind), 30)
+    assert outcome and isinstance(outcome[0], BatchApiError), outcome
+    assert "larger than 16,777,216 bytes" in str(outcome[0]) or "timed out" in str(outcome[0])
+    assert time.monotonic() - started < 10
+
+
+def test_a_batch_output_file_with_an_endless_line_is_read_in_bounded_memory(hostile_api, monkeypatch):
+    monkeypatch.setenv("QRELKIT_MAX_LINE_BYTES", str(1 << 20))
+    driver = object.__new__(BatchDriver)  # only its reader of output files, over a real HTTP client
+    driver.client = BatchClient(api_key="k", base_url=hostile_api, timeout=10.0, max_tries=1)
+    tracemalloc.start()
+    try:
+        lines = list(driver._read_lines("longline"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [line.custom_id for line in lines] == ["qrelkit:r:q1:d1"]  # the long line skipped, the good one read
+    assert peak < 12 << 20  # never the 32 MiB line, nor a buffer copied over and over
+
+
+def test_a_batch_output_file_that_never_ends_stops_at_its_cap(hostile_api, monkeypatch):
+    monkeypatch.setenv("QRELKIT_MAX_INPUT_BYTES", str(8 << 20))
+    client = BatchClient(api_key="k", base_url=hostile_api, timeout=10.0, max_tries=1)
+    outcome = in_thread(lambda: sum(len(chunk) for chunk in client.download("endless")), 30)
+    assert outcome and isinstance(outcome[0], BatchApiError) and "larger than 8,388,608 bytes" in str(outcome[0]), outcome
