@@ -20,6 +20,7 @@ import tracemalloc
 import zlib
 from pathlib import Path
 
+import duckdb
 import pytest
 from fake_openai import FakeOpenAI, QuietHandler, Reply, judgment_rows, openai_job, serve, write_text_collection
 from hostile import one_error, qrelkit
@@ -31,6 +32,7 @@ from test_output_paths import (  # noqa: F401 (fixtures: a small track with its 
     track,
     writers,
 )
+from test_probes import collection, probe_job
 from test_vllm_batch_client import command as runner_command
 from test_vllm_batch_client import request_file, wait_until_terminal
 
@@ -362,3 +364,122 @@ def test_a_batch_output_file_that_never_ends_stops_at_its_cap(hostile_api, monke
     client = BatchClient(api_key="k", base_url=hostile_api, timeout=10.0, max_tries=1)
     outcome = in_thread(lambda: sum(len(chunk) for chunk in client.download("endless")), 30)
     assert outcome and isinstance(outcome[0], BatchApiError) and "larger than 8,388,608 bytes" in str(outcome[0]), outcome
+
+
+# -- probes: a seed, a reference, a broken judge, colours, sizes, text, and the copies' folder ----------------
+
+
+def text_probe_job(folder: Path, server: FakeOpenAI) -> Path:
+    collection(folder)
+    return probe_job(folder, server.base_url, "fake-gpt")
+
+
+def test_a_negative_probe_seed_is_refused_before_any_paid_request(tmp_path, monkeypatch):
+    monkeypatch.delenv("QRELKIT_FAKE_KEY", raising=False)
+    with FakeOpenAI() as server:
+        error = one_error(qrelkit("probe", text_probe_job(tmp_path, server), "--probe", "padding", "--seed", "-1", "--sample", "4"), 2)
+        assert error == "error: --seed -1: a seed is 0 or more"
+        assert server.requests == []  # nothing was paid for
+
+
+def test_a_missing_reference_qrels_is_named_as_the_set_or_file_it_is_not(tmp_path, monkeypatch):
+    monkeypatch.delenv("QRELKIT_FAKE_KEY", raising=False)
+    with FakeOpenAI() as server:
+        job = text_probe_job(tmp_path, server)
+        error = one_error(qrelkit("probe", job, "--probe", "padding", "--reference-qrels", "nosuch", "--sample", "4"), 2)
+        assert error == f"error: --reference-qrels 'nosuch': no such file, and no qrels set of that name in {tmp_path / 'job.duckdb'} " \
+            "(its sets: nist)"  # fmt: skip
+        assert server.requests == []
+
+
+def image_collection(folder: Path, sizes: dict[str, tuple[int, int]], judge: str = "hostile_judges:ImageBytesJudge") -> Path:
+    """Images of the given sizes (one colour each: small files whatever their size), one topic, every
+    image judged non-relevant by the reference; a job judging them with ``judge``."""
+    from PIL import Image
+
+    (folder / "images").mkdir()
+    for number, (docid, size) in enumerate(sizes.items()):
+        Image.new("RGB", size, (40 * number, 90, 200)).save(folder / "images" / f"{docid}.png")
+    (folder / "topics.jsonl").write_text(json.dumps({"qid": "t1", "text": "a red bridge"}) + "\n")
+    (folder / "images.jsonl").write_text("".join(json.dumps({"docid": d, "image": f"{d}.png"}) + "\n" for d in sizes))
+    (folder / "qrels.txt").write_text("".join(f"t1 0 {d} 0\n" for d in sizes))
+    job = {
+        "database": "images.duckdb",
+        "collection": {"topics": "topics.jsonl", "documents": "images.jsonl", "image_root": "images", "qrels": {"ref": "qrels.txt"}},
+        "pool": {"qrels": "ref"},
+        "judge": {"name": judge},
+    }
+    (folder / "job.yaml").write_text(json.dumps(job))
+    return folder / "job.yaml"
+
+
+def a_probe(folder: Path, perturbation: str, **parameters: object) -> Path:
+    path = folder / f"{perturbation}-probe.yaml"
+    path.write_text(json.dumps({"id": f"my-{perturbation}", "perturbation": perturbation, "tests": "a test", "parameters": parameters}))
+    return path
+
+
+SMALL = {"a": (40, 30), "b": (48, 36), "c": (32, 32)}
+
+
+def test_a_broken_judges_probe_stops_after_its_control_run_and_exits_3(tmp_path):
+    job = image_collection(tmp_path, SMALL, judge="hostile_judges:FailingJudge")
+    error = one_error(qrelkit("probe", job, "--probe", "blank-image", "--allow-import", "--quiet"), 3)
+    assert "[unperturbed]: most judgments failed: 3 of the 3 made by this run are not ok" in error
+    assert "the probes' copies were not judged" in error
+    with duckdb.connect(str(tmp_path / "images.duckdb"), read_only=True) as con:
+        runs = con.execute("SELECT count(DISTINCT judge_run_id) FROM judgments").fetchone()[0]
+    assert runs == 1  # the control run only: no perturbed copy was sent to a judge that fails everything
+
+
+@pytest.mark.parametrize(
+    ("perturbation", "parameters", "said"),
+    [
+        ("blank", {"color": [300, 0, 0]}, "color.0: Input should be less than or equal to 255"),
+        ("typographic", {"background": [0, -1, 0]}, "background.1: Input should be greater than or equal to 0"),
+        ("typographic", {"text": "x " * 500_000}, "text: String should have at most 1000 characters"),
+    ],
+    ids=["colour-300", "colour-negative", "text-1MB"],
+)
+def test_an_image_probes_parameters_out_of_range_are_one_line_before_anything_is_judged(tmp_path, perturbation, parameters, said):
+    job = image_collection(tmp_path, SMALL)
+    probe = a_probe(tmp_path, perturbation, **parameters)
+    error = one_error(qrelkit("probe", job, "--probe", probe, "--allow-import", "--quiet", timeout=60), 2)
+    assert said in error
+    assert not (tmp_path / "images.duckdb.probes").exists()
+
+
+def test_a_scaled_copy_larger_than_any_image_may_be_is_that_pairs_input_error(tmp_path):
+    job = image_collection(tmp_path, {**SMALL, "big": (4000, 3000)})
+    done = qrelkit("probe", job, "--probe", a_probe(tmp_path, "scale", factor=4), "--allow-import", "--quiet", "--json", timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    with duckdb.connect(str(tmp_path / "images.duckdb"), read_only=True) as con:
+        errors = dict(con.execute("SELECT docid, error FROM judgments WHERE status = 'input_error'").fetchall())
+    assert list(errors) == ["big"]
+    assert "the 4000x3000 image would have 16000x12000 pixels, over the limit of 178,956,970" in errors["big"]
+
+
+def test_a_long_query_drawn_into_an_image_is_cut_and_drawn_at_once():
+    from PIL import Image
+
+    from qrelkit.probes.image import typographic
+    from qrelkit.probes.spec import TypographicParameters
+
+    started = time.monotonic()
+    copy = typographic(Image.new("RGB", (1200, 900)), "word " * 200_000, TypographicParameters())  # a 1 MB query
+    assert copy[:4] == b"\x89PNG" and time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize("linked", [".", "run"])
+def test_a_link_at_the_probes_folder_beside_the_database_sends_no_copy_outside(tmp_path, linked):
+    job = image_collection(tmp_path, SMALL)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    assert qrelkit("probe", job, "--probe", "blank-image", "--allow-import", "--quiet").returncode == 0  # made once: its folders known
+    probes = tmp_path / "images.duckdb.probes"
+    planted = probes if linked == "." else next(probes.iterdir())
+    shutil.rmtree(planted)
+    planted.symlink_to(outside, target_is_directory=True)
+    error = one_error(qrelkit("probe", job, "--probe", "blank-image", "--allow-import", "--quiet", "--retry-failed"), 2)
+    assert "is a symbolic link: links in qrelkit's folders are not followed" in error
+    assert list(outside.iterdir()) == []
