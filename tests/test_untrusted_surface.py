@@ -14,6 +14,8 @@ import os
 import shutil
 import signal
 import stat
+import subprocess
+import sys
 import threading
 import time
 import tracemalloc
@@ -23,7 +25,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from fake_openai import FakeOpenAI, QuietHandler, Reply, judgment_rows, openai_job, serve, write_text_collection
-from hostile import one_error, qrelkit
+from hostile import ROOT, one_error, qrelkit
 from test_output_paths import (  # noqa: F401 (fixtures: a small track with its database; a database of 60,000 judgments)
     OLD,
     SUFFIX,
@@ -483,3 +485,156 @@ def test_a_link_at_the_probes_folder_beside_the_database_sends_no_copy_outside(t
     error = one_error(qrelkit("probe", job, "--probe", "blank-image", "--allow-import", "--quiet", "--retry-failed"), 2)
     assert "is a symbolic link: links in qrelkit's folders are not followed" in error
     assert list(outside.iterdir()) == []
+
+
+# -- choices and foreign files: one line each, before any work ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["evaluate", "--qrels", "human.qrels", "--runs", "runs"],
+        ["agree", "--model-qrels", "model.qrels", "--reference-qrels", "human.qrels", "--runs", "runs"],
+        ["compare", "--judge", "model.qrels", "--reference-qrels", "human.qrels", "--runs", "runs"],
+        ["nrg", "--qrels", "human.qrels", "--runs", "runs"],
+        ["correlate", "--qrels", "human.qrels", "--runs", "runs"],
+        ["load", "qrels", "human.qrels", "--db", "c.duckdb"],
+        ["load", "runs", "runs", "--db", "c.duckdb"],
+    ],
+    ids=lambda c: " ".join(c[:2]) if c[0] == "load" else c[0],
+)
+@pytest.mark.parametrize("given", ["flag", "config"])
+def test_an_unknown_on_duplicate_is_one_line_from_the_flag_and_from_a_config_file(track, command, given):  # noqa: F811
+    if given == "flag":
+        args = [*command, "--on-duplicate", "newest"]
+    else:
+        (track / "c.yaml").write_text("on_duplicate: newest\n")
+        args = [*command, "--config", "c.yaml"]
+    error = one_error(qrelkit(*args, cwd=track), 2)
+    assert error == "error: --on-duplicate 'newest': choose error, first, last or max"
+
+
+def test_an_unknown_on_duplicate_given_to_a_job_is_one_line(tmp_path):
+    job = image_collection(tmp_path, SMALL)
+    error = one_error(qrelkit("judge", job, "--on-duplicate", "newest", "--allow-import", "--dry-run"), 2)
+    assert error == "error: --on-duplicate 'newest': choose error, first, last or max"
+
+
+@pytest.mark.parametrize(
+    ("create", "said"),
+    [
+        (["CREATE TABLE meta (key INTEGER, value TEXT)", "INSERT INTO meta VALUES (1, 'x')"], "but not a qrelkit one"),
+        (["CREATE TABLE meta (key TEXT, value TEXT)", "INSERT INTO meta VALUES ('schema_version', NULL)"], "records no schema version"),
+        (["CREATE TABLE meta (key TEXT, value TEXT)", "INSERT INTO meta VALUES ('schema_version', '-3')"], "records no schema version"),
+    ],
+    ids=["key-integer", "version-null", "version-negative"],
+)
+@pytest.mark.parametrize("command", [["show"], ["load", "qrels", "human.qrels"]])
+def test_a_foreign_duckdb_file_is_one_line_never_a_traceback(track, create, said, command):  # noqa: F811
+    db = track / "foreign.duckdb"
+    with duckdb.connect(str(db)) as con:
+        for statement in create:
+            con.execute(statement)
+    error = one_error(qrelkit(*command, "--db", db, cwd=track), 2)
+    assert said in error and "foreign.duckdb" in error
+
+
+def test_a_job_of_a_judge_that_needs_a_template_and_has_none_is_one_line_in_a_dry_run(tmp_path):
+    write_text_collection(tmp_path, {"q1": "boil an egg"}, {"d1": "Eggs boil in ten minutes."}, [("q1", "d1")])
+    job = openai_job(tmp_path, {"model": "m", "base_url": "http://127.0.0.1:9/v1", "api_key_env": "QRELKIT_FAKE_KEY"})
+    spec = json.loads(json.dumps(__import__("yaml").safe_load(job.read_text())))
+    spec.pop("template")
+    job.write_text(json.dumps(spec))
+    for dry in (["--dry-run"], []):
+        error = one_error(qrelkit("judge", job, *dry), 2)
+        assert error == f"error: {job}: judge 'openai' needs a prompt template (set `template:` in the job)"
+
+
+@pytest.mark.parametrize("name", ["out.run", "plot"])
+def test_a_plot_named_with_no_figure_format_is_refused_before_the_work(track, name):  # noqa: F811
+    out = track / name
+    started = time.monotonic()
+    error = one_error(qrelkit(*writers(track, out)["nrg --plot"], "--force"), 2)
+    assert error.startswith(f"error: cannot draw {out}: ") and "is no figure format; name the plot with one of" in error
+    assert ".png" in error and not out.exists() and time.monotonic() - started < 60
+
+
+# -- names: shown as the text they are, and never two that read the same ----------------------------------------
+
+
+def crafted_names(folder: Path) -> Path:
+    """The track's database with a judge's set, three runs, and names a crafted database may hold:
+    a right-to-left override, a newline, an escape sequence."""
+    db = folder / "b.duckdb"
+    assert qrelkit("load", "qrels", folder / "model.qrels", "--name", "model", "--db", db).returncode == 0
+    assert qrelkit("load", "runs", folder / "runs", "--db", db).returncode == 0
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE qrels_sets SET name = 'mo\u202edel' WHERE name = 'model'")
+        con.execute("UPDATE runs SET name = 'run\nzero\x1b[31m' WHERE name = 'run0'")
+    return db
+
+
+@pytest.mark.parametrize("output", ["table", "markdown", "latex", "html"])
+def test_a_stored_names_bidi_override_newline_and_escape_are_shown_escaped(track, output):  # noqa: F811
+    db = crafted_names(track)
+    args = ["compare", "--judge", "mo\u202edel", "--reference-qrels", "human", "--resamples", "0", "--permutations", "0", "--db", db]
+    page = track / "page.html"
+    done = qrelkit(*args, *(["--html", page] if output == "html" else ["--format", output]))
+    assert done.returncode == 0, done.stderr
+    shown = page.read_text() if output == "html" else done.stdout
+    assert "\u202e" not in shown and "\x1b" not in shown  # neither reorders nor drives what shows it
+    assert ("mo\\\\u202edel" if output == "markdown" else "mo\\u202edel") in shown  # Markdown escapes the backslash itself
+    if output != "html":
+        assert not any(line.strip("│ ").startswith("zero") for line in shown.splitlines())  # a stored newline starts no line
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        (" ", "is blank"),
+        ("", "is blank"),
+        ("nist\u200b", "holds the invisible character '\\u200b'"),
+        ("nist ", "begins or ends with a space"),
+        (" nist", "begins or ends with a space"),
+        ("ni\u202est", "holds the control character '\\u202e'"),
+    ],
+    ids=["space", "empty", "zero-width", "trailing-space", "leading-space", "rlo"],
+)
+def test_a_name_that_would_read_as_another_or_as_nothing_is_refused(track, name, said):  # noqa: F811
+    db = track / "b.duckdb"
+    error = one_error(qrelkit("load", "qrels", track / "model.qrels", "--name", name, "--db", db), 2)
+    assert said in error
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT list(name ORDER BY name) FROM qrels_sets").fetchone()[0] == ["human"]
+
+
+def test_a_warning_from_matplotlib_quoting_a_names_characters_is_shown_escaped(tmp_path):
+    code = (
+        "import warnings; from qrelkit.cli.base import _show_warning; warnings.showwarning = _show_warning; "
+        "from matplotlib.figure import Figure; figure = Figure(); figure.subplots().set_title('run \\x1b]0;owned\\x07'); "
+        f"figure.savefig({str(tmp_path / 'x.png')!r})"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert "Glyph 27 (\\x1b) missing" in done.stderr and "\x1b" not in done.stderr and "\x07" not in done.stderr
+
+
+# -- folders a user names: nothing in them left out silently ---------------------------------------------------
+
+
+def test_a_fifo_a_device_link_and_a_link_loop_in_judge_and_runs_folders_are_named_in_a_warning(track):  # noqa: F811
+    judges, runs = track / "jd", track / "runs"
+    judges.mkdir()
+    shutil.copy(track / "model.qrels", judges / "j1.txt")
+    for folder in (judges, runs):
+        os.mkfifo(folder / "pipe.txt")
+        (folder / "zero.txt").symlink_to("/dev/zero")
+        (folder / "loop1.txt").symlink_to(folder / "loop2.txt")
+        (folder / "loop2.txt").symlink_to(folder / "loop1.txt")
+    args = ["compare", "--judge", judges, "--reference-qrels", track / "human.qrels", "--runs", runs, "--resamples", "0"]
+    done = qrelkit(*args, "--permutations", "0", timeout=60)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    warned = " ".join(done.stderr.split())
+    for folder in (judges, runs):
+        assert f"{folder / 'pipe.txt'} (a FIFO (named pipe), not a regular file)" in warned
+        assert f"{folder / 'zero.txt'} (a link to a device, not a regular file)" in warned
+        assert f"{folder / 'loop1.txt'} (a link that leads nowhere: a loop, or a missing target)" in warned

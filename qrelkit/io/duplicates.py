@@ -20,6 +20,6 @@ def on_duplicate(value: object) -> OnDuplicate:
     """``value`` (a flag's string, a config value, an `OnDuplicate`) as the policy; a QrelkitError
     naming the choices for anything else, when the request is made."""
     try:
-        return OnDuplicate(value)
+        return OnDuplicate(str(value) if not isinstance(value, OnDuplicate) else value)
     except ValueError:
         raise QrelkitError(f"--on-duplicate {value!r}: choose error, first, last or max") from None

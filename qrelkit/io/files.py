@@ -92,6 +92,27 @@ def open_regular(path: str | Path) -> BinaryIO:
     return _checked(_open_descriptor(Path(path), 0, path), path)
 
 
+def folder_files(folder: str | Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The regular files of a user's folder (a link to one is one: a folder of runs is often links),
+    sorted by name, and the other entries that are not folders, with why none is read: a FIFO, a
+    device (or a link to one), a link that leads nowhere (a loop, a missing target). A reader names
+    these in its warning: nothing it was given is left out silently."""
+    files: list[Path] = []
+    other: list[tuple[Path, str]] = []
+    for path in sorted(Path(folder).iterdir()):
+        try:
+            mode = path.stat().st_mode
+        except OSError as exc:
+            reason = "a link that leads nowhere: a loop, or a missing target" if path.is_symlink() else f"unreadable: {exc.strerror}"
+            other.append((path, reason))
+            continue
+        if stat.S_ISREG(mode):
+            files.append(path)
+        elif not stat.S_ISDIR(mode):
+            other.append((path, ("a link to " if path.is_symlink() else "") + _kind(mode).removeprefix("is ")))
+    return files, other
+
+
 def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 

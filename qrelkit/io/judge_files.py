@@ -23,6 +23,7 @@ from qrelkit.errors import InputFormatError, LineProblem, SkippedFilesWarning
 from qrelkit.io import arrays
 from qrelkit.io.columnar import fast_qrels_table
 from qrelkit.io.duplicates import OnDuplicate
+from qrelkit.io.files import folder_files
 from qrelkit.io.lines import ProblemLog, iter_lines, raise_if_problems
 from qrelkit.io.paths import run_name_from_path
 from qrelkit.io.trec import Qrels
@@ -80,8 +81,9 @@ def judgment_files(folder: str | Path) -> list[Path]:
     left out and named in one warning (hidden files silently)."""
     folder = Path(folder)
     kept: list[Path] = []
-    left_out: list[str] = []
-    for path in sorted(p for p in folder.iterdir() if p.is_file()):
+    files, other = folder_files(folder)
+    left_out = [f"{path} ({reason})" for path, reason in other]
+    for path in files:
         reason = not_a_judgment_file(path)
         if reason is None:
             kept.append(path)

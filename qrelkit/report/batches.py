@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from rich import box
-from rich.table import Table
+
+from qrelkit.report.terminal_table import Table
 
 
 def _progress(batch: dict[str, Any]) -> str:

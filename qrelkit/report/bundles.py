@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.table import Table
+from qrelkit.report.terminal_table import Table
 
 
 def bundles_table(bundles: list[Any]) -> Table:

@@ -11,11 +11,11 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
 from rich.text import Text
 
 from qrelkit.evaluate.audit import audit_to_dict
 from qrelkit.report.tables import ci, fmt
+from qrelkit.report.terminal_table import Table
 from qrelkit.report.text import latex_comment, markdown_text, one_line, plain_table, printable
 from qrelkit.report.verdict import caveats, verdict
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import html
 from typing import Any, NamedTuple
 
+from qrelkit.report.text import printable
+
 
 def _esc(value: Any) -> str:
-    return html.escape(str(value))
+    return html.escape(printable(str(value)))  # a right-to-left override in a name would reorder the page around it
 
 
 class Cell(NamedTuple):

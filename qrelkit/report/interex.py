@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-
 from qrelkit.evaluate.interex import RegimeScore, ReSTrainEvaluation, ReSTrainSplit, ReSTTestEvaluation, ReSTTestSplit
 from qrelkit.evaluate.interex.regimes import INTERVAL_METHOD
 from qrelkit.report.tables import fmt
+from qrelkit.report.terminal_table import Table
 
 
 def _percent(value: float | None) -> str:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from rich.table import Table
 from rich.text import Text
 
 from qrelkit.evaluate.bootstrap import describe_intervals
 from qrelkit.report.compare import Grid, grid_latex, grid_markdown
 from qrelkit.report.html_table import html_table
 from qrelkit.report.tables import fmt
+from qrelkit.report.terminal_table import Table
 from qrelkit.report.text import latex_comment, markdown_text, printable
 
 # The use case's result types (qrelkit.commands.probe_result): report/ sits below commands/, so they are read by field.

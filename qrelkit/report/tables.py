@@ -6,9 +6,9 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from rich import box
-from rich.table import Table
 from rich.text import Text
 
+from qrelkit.report.terminal_table import Table
 from qrelkit.report.text import printable
 
 if TYPE_CHECKING:  # annotations only: printing a table must not load the audit's numerics
