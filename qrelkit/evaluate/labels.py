@@ -312,6 +312,12 @@ def mapped_pairs(model: Grades | Qrels, reference: Grades | Qrels, maps: GradeMa
     """The pairs both sides judge, each side's grade after its map: what every label statistic reads
     (an audit builds them once for κ, α and κ's bootstrap)."""
     scored = any(isinstance(side, Qrels) and side.scored for side in (model, reference))
+    if isinstance(model, Qrels) and isinstance(reference, Qrels):
+        from qrelkit.evaluate.joined import joined_pairs
+
+        joined = joined_pairs(model, reference, maps, scored)
+        if joined is not None:
+            return joined
     return shared_pairs(map_grades(model, maps.model, "model"), map_grades(reference, maps.reference, "reference"), scored=scored)
 
 
