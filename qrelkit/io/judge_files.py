@@ -15,6 +15,7 @@ import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -158,7 +159,7 @@ def _table(rows: list[tuple[str, str, str, int | float]]) -> pa.Table:
     return _scores(qid, iteration, docid, np.asarray(values, dtype=np.float64))
 
 
-Column = pa.Array | pa.ChunkedArray
+Column: TypeAlias = pa.Array | pa.ChunkedArray
 
 
 def _scores(qid: Column, iteration: Column, docid: Column, numbers: np.ndarray) -> pa.Table:
