@@ -706,3 +706,32 @@ def test_compare_reads_a_judge_folder_of_2_000_000_fractions_in_columns_not_a_di
     assert judge["audit"]["pairs"] == {"model": 2_000_000, "reference": 10_000, "shared": 10_000} and judge["source"]["lines"] == 2_000_000
     peak_mib = int(done.stderr.split("peak-rss-kib")[1].split()[0]) / 1024
     assert peak_mib < 600, f"{peak_mib:.0f} MiB"
+
+
+# -- a fetch that stops part-way leaves nothing half-made behind -------------------------------------------------
+
+
+def test_a_trickle_stop_while_an_image_is_fetched_leaves_no_part_file(tmp_path, monkeypatch):
+    from bundle_mirror import serve as serve_folder
+    from test_untrusted_folders import atomic_mirror, png
+
+    from qrelkit.io.bundles import load_bundle
+    from qrelkit.io.net import download as download_module
+    from qrelkit.io.net.download import Interrupted, Mirror
+    from qrelkit.io.net.fetch import State
+    from qrelkit.io.net.fetch_images import fetch_images
+
+    monkeypatch.setattr(download_module, "STALL_SECONDS", 0.3)
+    monkeypatch.setattr(download_module, "STALL_BYTES", 1024)
+    mirror = atomic_mirror(tmp_path / "mirror", [{"docid": "img1", "image": "images/img1.png"}])
+    folder = tmp_path / "data" / "atomic-2023"
+    folder.mkdir(parents=True)
+    (folder / "pooled-images.txt").write_text("img1\n")
+    images = load_bundle("atomic-2023").images
+    assert images is not None and len(png()) < 1024
+    with serve_folder(mirror) as (base, handler):
+        handler.trickle["/atomic-2023/images/img1.png"] = (0.05, 10_000)  # a byte every 50 ms: stopped as a stall
+        with pytest.raises(Interrupted):
+            fetch_images(images, folder, State(folder), mirror=Mirror(base), urls=None, max_images=1)
+    left = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != "pooled-images.txt"]
+    assert left == []  # no `.img1.XXXX.partial.part`: a temporary's part is never resumed, so it is not kept

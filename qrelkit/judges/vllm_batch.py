@@ -338,7 +338,7 @@ def run(state_path: Path, source: Path, output: Path, log: Path, command: list[s
         return returncode
     counts = _answered(partial) if returncode == 0 else None
     if counts is not None:
-        os.replace(partial, output)
+        put_in_place(partial, output)
         state |= {"status": "completed", "completed": counts[0], "failed": counts[1]}
     else:
         partial.unlink(missing_ok=True)
