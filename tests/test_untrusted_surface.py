@@ -351,18 +351,20 @@ def test_a_batch_apis_answer_to_get_batch_is_capped_once_decoded_and_within_its_
     assert time.monotonic() - started < 10
 
 
-def test_a_batch_output_file_with_an_endless_line_is_read_in_bounded_memory(hostile_api, monkeypatch):
+@pytest.mark.parametrize("kind", ["longline", "endless"])
+def test_a_batch_output_file_with_an_overlong_or_endless_line_stops_in_one_line_in_bounded_memory(hostile_api, monkeypatch, kind):
     monkeypatch.setenv("QRELKIT_MAX_LINE_BYTES", str(1 << 20))
     driver = object.__new__(BatchDriver)  # only its reader of output files, over a real HTTP client
     driver.client = BatchClient(api_key="k", base_url=hostile_api, timeout=10.0, max_tries=1)
     tracemalloc.start()
     try:
-        lines = list(driver._read_lines("longline"))
+        outcome = in_thread(lambda: list(driver._read_lines(kind)), 30)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert [line.custom_id for line in lines] == ["qrelkit:r:q1:d1"]  # the long line skipped, the good one read
-    assert peak < 12 << 20  # never the 32 MiB line, nor a buffer copied over and over
+    assert outcome and isinstance(outcome[0], BatchApiError), outcome  # at once: an endless line is not read on to the file's cap
+    assert f"batch file {kind} holds a line longer than 1,048,576 bytes (QRELKIT_MAX_LINE_BYTES" in str(outcome[0])
+    assert peak < 12 << 20  # never the whole line, nor a buffer copied over and over
 
 
 def test_a_batch_output_file_that_never_ends_stops_at_its_cap(hostile_api, monkeypatch):

@@ -45,6 +45,7 @@ from qrelkit.judges.batch_api import (
     request_line,
     starts_new_file,
 )
+from qrelkit.judges.http import ErrorVerdict
 from qrelkit.storage import Store
 from qrelkit.storage import batch_api as recorded
 from qrelkit.storage.judgments import judgment_states, write_judgments
@@ -308,12 +309,16 @@ class BatchDriver:
 
     def _read_lines(self, file_id: str) -> Iterator[BatchLine]:
         """The lines of an output or error file, read as they stream in (nothing is written to disk),
-        each at most `max_line_bytes` (a longer one is skipped unread: its pair is sent again)."""
+        each at most `max_line_bytes`: a longer line stops the reading with one line (an endless one
+        would otherwise be read to the file's cap), nothing of the batch stored, its pairs still out."""
         cap = limits().max_line_bytes
-        for raw in iter_chunk_lines(_arriving(self.client.download(file_id)), cap):
+        for raw in iter_chunk_lines(_arriving(self.client.download(file_id)), cap, stop=True):
             if raw is None:
-                log.warning("batch file %s: a line longer than %s bytes (QRELKIT_MAX_LINE_BYTES) was skipped", file_id, f"{cap:,}")
-                continue
+                message = (
+                    f"batch file {file_id} holds a line longer than {cap:,} bytes (QRELKIT_MAX_LINE_BYTES; raise it if the "
+                    "answers are genuine); not read further, nothing of the batch was stored"
+                )
+                raise BatchApiError(message, ErrorVerdict("fail", message))
             yield from _parse([raw], file_id)
 
     # -- cancelling -------------------------------------------------------------------------------
