@@ -51,7 +51,7 @@ def run(request: FDRequest, workspace: Workspace) -> FDReport:
     for plot in (request.plot, request.plot_metric):
         if plot is not None:
             files = {"--docs": request.docs, "--cache": request.cache}
-            workspace.check_output(check_plot_path(plot), force=request.force, refs=(request.qrels, request.runs), files=files)
+            check_plot_path(workspace.check_output(plot, force=request.force, refs=(request.qrels, request.runs), files=files))
     qrels = workspace.qrels(request.qrels)
     runs = workspace.runs(request.runs)
     needed = selected_docids(qrels, runs, request.settings)

@@ -2,19 +2,19 @@
 thousands of pairs), never a Python dict per judged pair (a judge's file of 5,000,000 scores is
 5,000,000 dict entries, gigabytes, for the few thousand pairs it shares with the reference).
 
-The same answer as `qrelkit.evaluate.labels.shared_pairs` over `Qrels.grades`: pairs sorted by
+The same pairs as `qrelkit.evaluate.labels.shared_pairs` over `Qrels.grades`: pairs sorted by
 (qid, docid) (Arrow orders strings by their UTF-8 bytes, which is Python's order of code points),
 each side's grade after its map."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from qrelkit.evaluate.labels import GradeMaps, SharedPairs
 from qrelkit.io import Qrels, arrays
 
 
@@ -29,9 +29,20 @@ def _mapped(qrels: Qrels, mapping: Mapping[int, int] | None) -> np.ndarray | Non
     return np.asarray([mapping[int(grade)] for grade in distinct], np.int64)[where]
 
 
-def joined_pairs(model: Qrels, reference: Qrels, maps: GradeMaps, scored: bool) -> SharedPairs | None:
-    """`shared_pairs` of two Qrels after their maps, in columns; None when a map leaves a grade out."""
-    model_grades, reference_grades = _mapped(model, maps.model), _mapped(reference, maps.reference)
+class Joined(NamedTuple):
+    """The pairs both sides judge, sorted by (qid, docid), each side's grade after its map."""
+
+    qids: list[str]
+    docids: list[str]
+    reference: np.ndarray
+    model: np.ndarray
+
+
+def joined_pairs(
+    model: Qrels, reference: Qrels, model_map: Mapping[int, int] | None, reference_map: Mapping[int, int] | None
+) -> Joined | None:
+    """The shared pairs of two Qrels after their maps, in columns; None when a map leaves a grade out."""
+    model_grades, reference_grades = _mapped(model, model_map), _mapped(reference, reference_map)
     if model_grades is None or reference_grades is None:
         return None
 
@@ -39,18 +50,16 @@ def joined_pairs(model: Qrels, reference: Qrels, maps: GradeMaps, scored: bool) 
         table = qrels.table
         return pa.table({"qid": table.column("qid"), "docid": table.column("docid"), name: arrays.from_numpy(grades)})
 
-    # Arrow's hash join builds its table on the right: the reference, whatever the size of the judge's side
+    # Arrow's hash join builds its table on the right: the reference, whatever the size of the judge's
+    # side; one thread (Acero's pool would reserve address space a small process may not have)
     model_side, reference_side = side(model, model_grades, "model"), side(reference, reference_grades, "reference")
     joined = model_side.join(reference_side, keys=["qid", "docid"], join_type="inner", use_threads=False)
     joined = joined.sort_by([("qid", "ascending"), ("docid", "ascending")])
-    return SharedPairs(
-        qids=joined.column("qid").to_pylist(),
-        docids=joined.column("docid").to_pylist(),
-        reference=arrays.numbers(joined.column("reference")).astype(np.int64),
-        model=arrays.numbers(joined.column("model")).astype(np.int64),
-        reference_total=len(reference.table),
-        model_total=len(model.table),
-        scored=scored,
+    return Joined(
+        joined.column("qid").to_pylist(),
+        joined.column("docid").to_pylist(),
+        arrays.numbers(joined.column("reference")).astype(np.int64),
+        arrays.numbers(joined.column("model")).astype(np.int64),
     )
 
 
