@@ -27,7 +27,7 @@ DB = inspect.Parameter("db", inspect.Parameter.KEYWORD_ONLY, default=None, annot
 def _parameters(request_cls: type[Request]) -> list[inspect.Parameter]:
     """The request's fields a Python caller gives (not the command line's own: how it prints), the
     ones the class names positional first, then the database."""
-    every = dataclasses.fields(request_cls)  # type: ignore[arg-type]
+    every = dataclasses.fields(request_cls)
     chosen = [f for f in every if f.init and getattr(f.metadata.get("flag"), "api", True)]
     by_name = {f.name: f for f in chosen}
     order = [by_name[name] for name in request_cls.positional if name in by_name]

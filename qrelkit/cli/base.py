@@ -4,7 +4,6 @@ commands share, and how errors end (one message, an exit code, never a traceback
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import os
 import shlex
@@ -96,25 +95,37 @@ def print_lines(lines: Any) -> None:
         print(printable(line))
 
 
-def print_json(payload: Any) -> None:
-    print(json.dumps(payload, indent=1, ensure_ascii=False, default=str))
+def show(document: Any, output_format: str = "table", *, verbose: bool = False) -> None:
+    """The one way a command prints: ``document`` (`qrelkit.report.document.Document`) in the format
+    asked for. stdout holds the document; stderr what the process did (the files written) and, for
+    the formats read by programs (JSON, TSV, a document's own such as trec_eval's), its lead and
+    warnings; the document's status ends the command (its failure line first)."""
+    from qrelkit.report import render
 
-
-def print_result(result: Any, views: Any, *, as_json: bool, output_format: str | None) -> None:
-    """A result in the form asked for: JSON, Markdown, LaTeX, plain text on a pipe or a file (no cell
-    cut to a width), or the terminal's tables. ``views``: the result's report module (`markdown`,
-    `latex`, `plain`, `terminal`)."""
-    if as_json:
-        print_json(result.to_dict())
-    elif output_format == "markdown":
-        print(views.markdown(result), end="")
-    elif output_format == "latex":
-        print(views.latex(result), end="")
+    for line in [*document.said, *(f"wrote {path}" for path in document.files)]:
+        err.print(line, highlight=False, markup=False)
+    own = getattr(document, "own", {}).get(output_format)
+    if output_format in ("json", "tsv") or own is not None:
+        for line in document.lead if output_format == "tsv" or own is not None else []:
+            err.print(line, highlight=False, markup=False)
+        for note in document.notes:
+            if note.kind == "warning" or output_format == "tsv":
+                err.print(note.line(), highlight=False, markup=False)
+    if own is not None:
+        print_lines(own)
+    elif output_format == "json":
+        print(render.json_text(document), end="")
+    elif output_format in render.TEXT_RENDERERS:
+        print(render.TEXT_RENDERERS[output_format](document, verbose=verbose), end="")
     elif not out.is_terminal:
-        print(views.plain(result), end="")
+        print(render.plain(document, verbose=verbose), end="")
     else:
-        for part in views.terminal(result):
+        for part in render.terminal(document, verbose=verbose):
             out.print(part)
+    if document.status:
+        if document.failure:
+            _fail(document.failure, document.status)
+        raise typer.Exit(document.status)
 
 
 def version_callback(value: bool) -> None:

@@ -50,11 +50,10 @@ def _load_runs(request: LoadRunsRequest, workspace: Workspace) -> list[LoadResul
     return results + [LoadResult("runs", str(path), 0, "skipped", reason) for path, reason in skipped]
 
 
-def run_show(request: ShowRequest, workspace: Workspace) -> Any:
-    """`qrelkit show`: the database's name and {what, count, detail} for each thing it holds (a qrels
-    set's detail is its origin); with --json, the sets, runs and judge runs with their fields."""
-    if request.as_json:
-        from qrelkit.storage.contents import contents
+def run_show(request: ShowRequest, workspace: Workspace) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+    """`qrelkit show`: the database's name, {what, count, detail} for each thing it holds (a qrels
+    set's detail is its origin), and the sets, runs and judge runs with their fields (its JSON)."""
+    from qrelkit.storage.contents import contents
 
-        return contents(workspace.store)
-    return str(workspace.db), [{"what": what, "count": count, "detail": detail} for what, count, detail in workspace.store.summary()]
+    lines = [{"what": what, "count": count, "detail": detail} for what, count, detail in workspace.store.summary()]
+    return str(workspace.db), lines, contents(workspace.store)

@@ -339,6 +339,16 @@ def use_case(request: Request) -> Callable[[Any, Workspace], Any]:
     return getattr(importlib.import_module(module), name)
 
 
+def footer(command: str) -> Any:
+    """What made a page, for its footer: qrelkit's version, the time, the command line."""
+    from datetime import UTC, datetime
+
+    from qrelkit.report.document import Keyed, Paragraph
+    from qrelkit.version import __version__
+
+    return Paragraph([f"qrelkit {__version__} · {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} · ", Keyed("command", command)])
+
+
 def execute(request: Request, db: str | Path | None = None, *, progress: ProgressFactory = no_progress, command: str = "qrelkit") -> Any:
     """Answer ``request`` in a workspace on ``db`` open for this call alone: the one path from a
     request, made by the command line or by the Python API, to its use case's result."""

@@ -17,7 +17,6 @@ from qrelkit.commands.requests.parts import (
     RunsRef,
     force_option,
     interval_option,
-    json_option,
     judge_measures_option,
     measures_option,
     on_duplicate_option,
@@ -139,7 +138,7 @@ class AuditRequest(ModelAudit):
     toward groups, with 95% intervals over queries (the jackknife unless --interval bca, percentile or
     subsampling)."""
 
-    as_json: bool = json_option("Print JSON: pairs, labels, systems, bias, warnings.")
+    document = "qrelkit.commands.documents.audit:agree"
 
 
 @dataclass(frozen=True)
@@ -154,6 +153,7 @@ class ReportRequest(ModelAudit):
     force: bool = force_option()
 
     use_case = "qrelkit.commands.report:run"
+    document = "qrelkit.commands.documents.audit:report_written"
 
     def check(self) -> None:
         super().check()
@@ -190,12 +190,11 @@ class CompareRequest(JudgeAudit):
     permutations: int = option(
         "--permutations", "Random swaps of the randomisation test behind each p-value (0: no test).", DEFAULT_PERMUTATIONS
     )
-    output_format: str = option("--format", "table (default), markdown or latex (booktabs).", "table", api=False)
     html: Path | None = option("--html", "Also write the comparison as one self-contained HTML page.", None, parse=optional_path)
     force: bool = force_option()
-    as_json: bool = json_option("Print JSON: each judge's audit as agree --json, differences, κ matrix.")
 
     use_case = "qrelkit.commands.compare:run"
+    document = "qrelkit.commands.documents.compare:comparison"
     positional = ("judges", "reference", "runs")
     db_default = None  # the judges' database, or the sweep job's
 
@@ -208,8 +207,3 @@ class CompareRequest(JudgeAudit):
         check_resamples(self.permutations)
         if not self.judges and self.sweep is None:
             raise QrelkitError("name the judges to compare: --judge NAME (repeatable) and/or --sweep JOB")
-        if self.output_format not in OUTPUT_FORMATS:
-            raise QrelkitError(f"--format {self.output_format!r}: choose table, markdown or latex")
-
-
-OUTPUT_FORMATS = ("table", "markdown", "latex")

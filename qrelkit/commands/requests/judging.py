@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.fields import Request, option, strings
-from qrelkit.commands.requests.parts import force_option, json_option
+from qrelkit.commands.requests.parts import force_option
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import check_seed
 from qrelkit.io.duplicates import on_duplicate
@@ -69,9 +69,9 @@ class JudgeRequest(Request):
     mode: str | None = option("--mode", "sync (a live request per pair) or batch (the Batch API: half price, within 24 h).", None)
     wait: bool = option("--wait", "Batch mode: check with backoff until every batch is collected.", False)
     quiet: bool = quiet_option()
-    as_json: bool = json_option("Print the run's report as JSON.")
 
     use_case = "qrelkit.commands.judge:run"
+    document = "qrelkit.commands.documents.judging:judging"
     positional = ("job",)
     uses_db = False  # the job names its database
 
@@ -195,9 +195,9 @@ class GradeRequest(Request):
     name: str | None = option("--name", "Name of the qrels set (default graded-<judge run>).", None)
     replace: bool = option("--replace", "Grade again into a set graded before (never a loaded one).", False)
     store: bool = False  # the command line stores the graded set; the Python function returns it alone
-    as_json: bool = json_option()
 
     use_case = "qrelkit.commands.judging:run_grade"
+    document = "qrelkit.commands.documents.judging:grading"
     positional = ("scores",)
 
     def check(self) -> None:
@@ -231,9 +231,9 @@ class ImportScoresRequest(Request):
     file: Path = option("FILE", "`qid docid score` lines (TSV or spaces), or a TREC qrels file.", cli=Path, parse=Path, argument=True)
     name: str = option("--name", "Name of the imported judge run (use it as --judge-run NAME).")
     replace: bool = option("--replace", "Replace an earlier import of the same name from another file.", False)
-    as_json: bool = json_option()
 
     use_case = "qrelkit.commands.judging:run_import"
+    document = "qrelkit.commands.documents.data:imported"
 
 
 @dataclass(frozen=True)
@@ -246,6 +246,7 @@ class ExportQrelsRequest(Request):
     force: bool = force_option()
 
     use_case = "qrelkit.commands.judging:run_export_qrels"
+    document = "qrelkit.commands.documents.data:exported_qrels"
 
     def check(self) -> None:
         if (self.judge_run is None) == (self.name is None):
@@ -265,6 +266,7 @@ class ExportJudgmentsRequest(Request):
     force: bool = force_option()
 
     use_case = "qrelkit.commands.judging:run_export_judgments"
+    document = "qrelkit.commands.documents.data:exported_judgments"
 
 
 @dataclass(frozen=True)
@@ -285,9 +287,8 @@ class JudgmentsRequest(Request):
 class PromptsListRequest(Request):
     """`qrelkit prompts list`: list the built-in templates (ids usable as `template:` in a job)."""
 
-    as_json: bool = json_option()
-
     use_case = "qrelkit.commands.judging:run_prompts_list"
+    document = "qrelkit.commands.documents.judging:templates"
     uses_db = False
 
 
@@ -301,6 +302,7 @@ class PromptsShowRequest(Request):
     doc: str | None = option("--doc", "docid of a document in --db to render with.", None)
 
     use_case = "qrelkit.commands.judging:run_prompts_show"
+    document = "qrelkit.commands.documents.judging:prompt"
 
     def check(self) -> None:
         if (self.topic is None) != (self.doc is None):
@@ -312,9 +314,9 @@ class JudgesRequest(Request):
     """`qrelkit judges`: list the registered judges and their options (entry-point group `qrelkit.judges`)."""
 
     name: str | None = option("NAME", "One judge, with its options' allowed values.", None, argument=True)
-    as_json: bool = json_option()
 
     use_case = "qrelkit.commands.judging:run_judges"
+    document = "qrelkit.commands.documents.judging:judges"
     uses_db = False
 
 
@@ -326,6 +328,7 @@ class DemoRequest(Request):
     out: Path = option("--out", "Folder for the demo's database and qrels.", Path("demo-out"), parse=Path)
 
     use_case = "qrelkit.commands.demo:run"
+    document = "qrelkit.commands.documents.judging:demo"
     uses_db = False
 
 
@@ -352,9 +355,9 @@ class BatchesRequest(Request):
     base_url: str | None = base_url_option()
     api_key_env: str = key_env_option()
     use_stored_endpoint: bool = stored_endpoint_option()
-    as_json: bool = json_option()
 
     use_case = "qrelkit.commands.batches:run"
+    document = "qrelkit.commands.documents.judging:batches"
 
 
 @dataclass(frozen=True)
@@ -366,6 +369,6 @@ class BatchCancelRequest(Request):
     base_url: str | None = base_url_option()
     api_key_env: str = key_env_option()
     use_stored_endpoint: bool = stored_endpoint_option()
-    as_json: bool = json_option()
 
     use_case = "qrelkit.commands.batches:run_cancel"
+    document = "qrelkit.commands.documents.judging:cancelled"
