@@ -144,13 +144,14 @@ def _root(
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001 (warnings' signature)
-    """qrelkit's own warnings (files skipped in a folder) as one plain line; others as Python prints them."""
-    if issubclass(category, SkippedFilesWarning):
-        from qrelkit.report.text import printable
+    """qrelkit's own warnings (files skipped in a folder) as one plain line; others as Python prints
+    them, their text escaped too (matplotlib's "Glyph 27 (\x1b) missing" quotes a name's characters)."""
+    from qrelkit.report.text import printable
 
+    if issubclass(category, SkippedFilesWarning):
         err.print(Text("warning: ", style="yellow") + Text(printable(str(message))), soft_wrap=True)
         return
-    _python_showwarning(message, category, filename, lineno, file, line)
+    _python_showwarning(printable(str(message)), category, filename, lineno, file, line)
 
 
 _python_showwarning = warnings.showwarning

@@ -16,6 +16,7 @@ from qrelkit.embed.cache import embed_with_cache
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.fd.runs import FDReport, check_vectors, fd_metric_tau, fd_of_runs, selected_docids
 from qrelkit.io import Document, Qrels, read_documents
+from qrelkit.report.plots import check_plot_path
 
 
 def document_vectors(
@@ -56,7 +57,7 @@ def run(request: FDRequest, workspace: Workspace) -> FDReport:
     for plot in (request.plot, request.plot_metric):
         if plot is not None:
             files = {"--docs": request.docs, "--cache": request.cache}
-            workspace.check_output(plot, force=request.force, refs=(request.qrels, request.runs), files=files)
+            check_plot_path(workspace.check_output(plot, force=request.force, refs=(request.qrels, request.runs), files=files))
     qrels = workspace.qrels(request.qrels)
     runs = workspace.runs(request.runs)
     needed = selected_docids(qrels, runs, request.settings)

@@ -33,7 +33,7 @@ from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES
 from qrelkit.jobs.plan import load_collection, resolve_judge
-from qrelkit.jobs.report import ProgressCallback
+from qrelkit.jobs.report import JobStopped, ProgressCallback
 from qrelkit.jobs.runner import JobReport, run_job
 from qrelkit.jobs.spec import JobSpec
 from qrelkit.probes import Probe, load_probes
@@ -145,6 +145,9 @@ def judge_all(
             if done[-1].interrupted:
                 break
         reports[name] = merged(done)
+        if reports[name].mostly_failed:  # `judge`'s rule: a judge that fails most pairs is broken, not probed
+            later = "; the probes' copies were not judged" if name == CONTROL else ""
+            raise JobStopped(f"probing {spec.source or 'the job'} [{name}]: {reports[name].failure_message()}{later}", reports[name])
         if reports[name].interrupted:
             break
     return reports

@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import pyarrow.compute as pc
+
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import STATISTICS, SystemCorrelation, correlate_systems
 from qrelkit.evaluate.bias import GroupBias, check_groups, group_bias
@@ -49,6 +51,7 @@ from qrelkit.evaluate.choices import (
     check_resamples,
 )
 from qrelkit.evaluate.coverage import ALL, JUDGED, Coverage, check_reference_pairs, cut_to_judged
+from qrelkit.evaluate.joined import queries_of, restricted
 from qrelkit.evaluate.labels import (
     KAPPA_NAMES,
     MAX_KAPPA_LEVELS,
@@ -117,8 +120,8 @@ class Audit(Result):
     seed: int | None
     maps: GradeMaps = NO_MAPS  # applied to the grades before κ and α
     groups: dict[str, list[str]] = field(default_factory=dict)
-    model_grades: dict[str, dict[str, int]] = field(default_factory=dict)  # as given, before any map
-    reference_grades: dict[str, dict[str, int]] = field(default_factory=dict)
+    model_qrels: Qrels | None = None  # as given, before any map
+    reference_qrels: Qrels | None = None
     warnings: list[str] = field(default_factory=list)  # sentences for a reader: scale mismatch, too little data
     # What each side's qrels are ("model", "reference" -> name, origin, file, judge run, grading record,
     # sample), as plain data; filled by whoever resolved them (`qrelkit.commands.agree`).
@@ -129,6 +132,15 @@ class Audit(Result):
     measure_pairs: dict[str, tuple[str, str]] = field(default_factory=dict)
     reference_decimals: int | None = None  # systems ranked by the reference's means as printed to this many decimals
     coverage: Coverage = field(default_factory=Coverage)  # the pairs each side's rankings read (the reference maybe cut to the judged)
+
+    @property
+    def model_grades(self) -> dict[str, dict[str, int]]:
+        """The model's grades as ``{qid: {docid: grade}}``, before any map (built when asked)."""
+        return self.model_qrels.grades if self.model_qrels is not None else {}
+
+    @property
+    def reference_grades(self) -> dict[str, dict[str, int]]:
+        return self.reference_qrels.grades if self.reference_qrels is not None else {}
 
     def mapped_grades(self) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
         """(model, reference) grades after the maps: what κ and α compared."""
@@ -193,9 +205,12 @@ class Audit(Result):
         return pd.DataFrame(rows, columns=["run", "measure", "model", "reference"])
 
 
-def _grade_scale(grades: dict[str, dict[str, int]], mapping: Mapping[int, int] | None) -> tuple[int, int] | None:
+def _grade_scale(grades: Qrels | dict[str, dict[str, int]], mapping: Mapping[int, int] | None) -> tuple[int, int] | None:
     """(lowest, highest) grade after the map; None for no grades."""
-    seen = {grade for docs in grades.values() for grade in docs.values()}
+    if isinstance(grades, Qrels):
+        seen = set(pc.unique(grades.table.column("grade")).to_pylist())
+    else:
+        seen = {grade for docs in grades.values() for grade in docs.values()}
     if mapping is not None:
         seen = {mapping.get(grade, grade) for grade in seen}
     return (min(seen), max(seen)) if seen else None
@@ -211,8 +226,8 @@ def _onto(scale: tuple[int, int], target: tuple[int, int]) -> str | None:
 
 
 def scale_warning(
-    model_grades: dict[str, dict[str, int]],
-    reference_grades: dict[str, dict[str, int]],
+    model_grades: Qrels | dict[str, dict[str, int]],
+    reference_grades: Qrels | dict[str, dict[str, int]],
     maps: GradeMaps = NO_MAPS,
 ) -> str | None:
     """A sentence when the model's grades and the reference's span different ranges (after the maps)."""
@@ -251,16 +266,6 @@ def size_warnings(shared_pairs: int, queries: int, runs: int) -> list[str]:
     return warnings
 
 
-def _judged_on(qrels: Qrels, queries: list[str]) -> Qrels:
-    """The qrels of ``queries`` alone, as columns (no detour through dicts)."""
-    import pyarrow.compute as pc
-
-    from qrelkit.io import arrays
-
-    table = qrels.table
-    return Qrels.from_table(qrels.name, table.filter(pc.is_in(table.column("qid"), value_set=arrays.strings(queries))))
-
-
 def _as_qrels(qrels: Qrels | dict[str, dict[str, int]], name: str) -> Qrels:
     from qrelkit.io.frames import qrels_from_dict
 
@@ -280,9 +285,9 @@ def side_evaluations(
     every reference query with every reference measure, and cut to ``queries`` here)."""
     judge_measures = list(dict.fromkeys(p.judge for p in pairs))
     reference_measures = list(dict.fromkeys(p.reference for p in pairs))
-    model_evaluation = evaluate_runs(_judged_on(model, queries), runs, judge_measures)
+    model_evaluation = evaluate_runs(restricted(model, queries), runs, judge_measures)
     if reference_evaluation is None:
-        reference_evaluation = evaluate_runs(_judged_on(reference, queries), runs, reference_measures)
+        reference_evaluation = evaluate_runs(restricted(reference, queries), runs, reference_measures)
     else:
         reference_evaluation = reference_evaluation.select({m: m for m in reference_measures}, queries)
     if all(p.reference == p.judge for p in pairs):
@@ -343,13 +348,13 @@ def audit(
     pairs = mapped_pairs(model, reference, maps)  # once, for κ, α and their bootstrap
     if not len(pairs.qids):
         agreement_of(pairs)  # raises: no shared pair
-    queries = sorted(set(model.grades) & set(ranked_on.grades))  # non-empty: the qrels share pairs
+    queries = sorted(queries_of(model) & queries_of(ranked_on))  # non-empty: the qrels share pairs
     model_evaluation, reference_evaluation = side_evaluations(model, ranked_on, runs, queries, pairs_of_measures, reference_evaluation)
     # One set of resamples for every statistic, so intervals of κ, τ and Δ describe the same topic draws.
     weights = draw_weights(len(queries), resamples, seed, method)
     labels = _labels_with_intervals(pairs, queries, rel_level, weights, method, level)
     groups = check_groups(groups or {}, model_evaluation.runs)
-    scale = None if labels.not_computed else scale_warning(model.grades, reference.grades, maps)
+    scale = None if labels.not_computed else scale_warning(model, reference, maps)
     warnings = [w for w in (scale, labels.not_computed) if w] + size_warnings(labels.shared_pairs, len(queries), len(model_evaluation.runs))
     return Audit(
         model_name=model.name,
@@ -366,8 +371,8 @@ def audit(
         seed=seed,
         maps=maps,
         groups=groups,
-        model_grades=model.grades,
-        reference_grades=reference.grades,
+        model_qrels=model,
+        reference_qrels=reference,
         warnings=warnings,
         interval=METHOD_NAMES[method],
         level=level,

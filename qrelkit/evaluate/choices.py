@@ -51,6 +51,19 @@ def check_resamples(resamples: int, n_queries: int | None = None) -> None:
         )
 
 
+def check_seed(seed: object) -> int | None:
+    """A seed numpy's generators take: a whole number from 0 up (None: the command's default). Checked
+    when the request is made, before any paid request is sent."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int | str) or not str(seed).strip().lstrip("-").isdigit():
+        raise QrelkitError(f"--seed {seed!r}: give a whole number, 0 or more")
+    value = int(seed)
+    if value < 0:
+        raise QrelkitError(f"--seed {value}: a seed is 0 or more")
+    return value
+
+
 def check_method(method: str) -> str:
     """``jackknife``, ``bca``, ``percentile`` or ``subsampling`` (any case); anything else is a clear error."""
     chosen = str(method).lower()

@@ -49,6 +49,7 @@ from qrelkit.evaluate.choices import (
     check_method,
     check_resamples,
 )
+from qrelkit.evaluate.joined import restricted
 from qrelkit.evaluate.labels import (
     NO_MAPS,
     GradeMaps,
@@ -164,8 +165,12 @@ class RowCache:
         per comparison (κ's bootstrap and the randomisation test of each of its pairs read them)."""
         key = (audit_.model_name, tuple(queries))
         if key not in self.shared:
-            model = _restricted(audit_.model_grades, queries)
-            self.shared[key] = mapped_pairs(model, _restricted(audit_.reference_grades, queries), maps)
+            if audit_.model_qrels is not None and audit_.reference_qrels is not None:  # in columns: a judge may hold millions of pairs
+                model, reference = restricted(audit_.model_qrels, queries), restricted(audit_.reference_qrels, queries)
+                self.shared[key] = mapped_pairs(model, reference, maps)
+            else:
+                model_grades = _restricted(audit_.model_grades, queries)
+                self.shared[key] = mapped_pairs(model_grades, _restricted(audit_.reference_grades, queries), maps)
         return self.shared[key]
 
     def kappa_statistic(self, audit_: Audit, queries: list[str], maps: GradeMaps) -> Callable[[np.ndarray], dict[str, np.ndarray]]:

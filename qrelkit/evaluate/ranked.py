@@ -40,9 +40,17 @@ def divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 
 
 def _positions(values: pa.Array | pa.ChunkedArray, vocabulary: pa.Array) -> np.ndarray:
-    """Index of each value in ``vocabulary`` (-1 where absent), by Arrow's hash join."""
-    found = pc.index_in(values, value_set=vocabulary)
-    return arrays.numbers(found, missing=-1).astype(np.int64)
+    """Index of each value in ``vocabulary`` (distinct values; -1 where absent), by Arrow's hash join
+    over the smaller side: a run's few thousand documents against millions judged hash the run's,
+    not the millions (a hash table of strings costs several times their memory)."""
+    if len(vocabulary) <= 4 * len(values):
+        return arrays.numbers(pc.index_in(values, value_set=vocabulary), missing=-1).astype(np.int64)
+    distinct = pc.unique(values)
+    in_distinct = arrays.numbers(pc.index_in(vocabulary, value_set=distinct), missing=-1)
+    at = np.full(len(distinct), -1, np.int64)
+    found = np.nonzero(in_distinct >= 0)[0]
+    at[in_distinct[found]] = found
+    return at[arrays.numbers(pc.index_in(values, value_set=distinct)).astype(np.int64)]
 
 
 @dataclass
@@ -64,14 +72,13 @@ class JudgedPairs:
         if queries is None:
             queries = sorted(set(pc.unique(table.column("qid")).to_pylist()))
         query_names = arrays.strings(queries)
-        docids = pc.unique(table.column("docid"))
-        if isinstance(docids, pa.ChunkedArray):
-            docids = docids.combine_chunks()
+        docids, keys = arrays.factorized(table.column("docid"))  # by sorting: millions of judged documents hash dearly
         query = _positions(table.column("qid"), query_names)
-        keys = query * max(len(docids), 1) + _positions(table.column("docid"), docids)
+        keys += query * max(len(docids), 1)  # in place: a judge's file may hold millions of pairs
         order = np.argsort(keys, kind="stable")
-        grades = arrays.numbers(table.column("grade")).astype(np.int64)
-        return cls(queries, query_names, docids, keys[order], grades[order], query[order])
+        keys, query = keys[order], query[order]
+        grades = np.asarray(arrays.numbers(table.column("grade")), np.int64)[order]
+        return cls(queries, query_names, docids, keys, grades, query)
 
     def relevant_counts(self, level: int) -> np.ndarray:
         """(Q,) judged documents with grade ≥ level per query (trec_eval's num_rel; a negative

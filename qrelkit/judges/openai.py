@@ -42,13 +42,13 @@ from qrelkit.io.files import open_under_root
 from qrelkit.io.limits import limits
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
 from qrelkit.judges.batch_api import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, BatchClient, BatchLine, BatchSettings
+from qrelkit.judges.bodies import bounded_client
 from qrelkit.judges.chat import build_messages
 from qrelkit.judges.http import (
     BackoffWait,
     DeadlineExceeded,
     MalformedResponse,
     RateLimiter,
-    bounded_async_client,
     classify_error,
     classify_status,
     is_retryable,
@@ -363,7 +363,7 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
             base_url=self._base_url,
             timeout=config.timeout,
             max_retries=0,
-            http_client=bounded_async_client(config.timeout, limits().max_response_bytes),
+            http_client=bounded_client(config.timeout, limits().max_response_bytes, asynchronous=True),
         )
         self._loop = asyncio.new_event_loop()  # the judge's own: the client's connections belong to one loop
         self._slots = asyncio.Semaphore(config.concurrency)

@@ -610,7 +610,9 @@ def copy_judgments(store: Store, path: str | Path, fmt: str, judge_run_id: str |
                 row[0] for row in cursor.execute(f"SELECT DISTINCT judge_run_id FROM judgments {where} ORDER BY 1", run_params).fetchall()
             ]
             target = str(path).replace("'", "''")
-            written = cursor.execute(f"COPY ({query}) TO '{target}' (FORMAT {fmt})", params).fetchone()
+            # USE_TMP_FILE false: DuckDB would write a visible `tmp_<name>` beside the (hidden) temporary
+            # it is given, which a kill leaves behind; that temporary is already the atomic step
+            written = cursor.execute(f"COPY ({query}) TO '{target}' (FORMAT {fmt}, USE_TMP_FILE false)", params).fetchone()
             rows = int(written[0]) if written else 0
         finally:
             cursor.execute("COMMIT")

@@ -326,13 +326,15 @@ class Store(EmbeddingCache):
                 f"{self.path} is a DuckDB database, but not a qrelkit one (its table 'meta' has columns {', '.join(sorted(columns))}, "
                 "not key and value); name another --db"
             )
-        row = self.con.execute(f"SELECT value FROM \"{catalog}\".meta WHERE key = 'schema_version'").fetchone()
+        # compared as text: a foreign `meta` may key its rows by number, and hold anything as a value
+        query = f"SELECT CAST(value AS VARCHAR) FROM \"{catalog}\".meta WHERE CAST(key AS VARCHAR) = 'schema_version'"
+        row = self.con.execute(query).fetchone()
         if row is None:
             return 0
-        try:
-            return int(row[0])
-        except ValueError:
-            raise StoreError(f"database {self.path} records no schema version qrelkit wrote ({str(row[0])[:40]!r})") from None
+        text = str(row[0])
+        if not text.isdigit() or len(text) > 9:  # NULL, a word, a sign, a number no schema will reach
+            raise StoreError(f"database {self.path} records no schema version qrelkit wrote ({text[:40]!r}); name another --db")
+        return int(text)
 
     def _check_version(self, database: str | None = None) -> int:
         """The file's schema version, after checking that the file holds nothing but qrelkit's own
@@ -431,7 +433,7 @@ class Store(EmbeddingCache):
         read whole, and returns the writer), then write (the writer returns the rows it wrote, having
         read a streamed file as it went) and record the load in one transaction."""
         path = Path(path)
-        name = checked_name(name, f"the {kind} set's name", path) if name else source_name(path)
+        name = checked_name(name, f"the {kind} set's name", path) if name is not None else source_name(path)
         file_hash = source_sha256(path)
         status = self._plan_load(kind, name, file_hash, path, replace)
         if status == "unchanged":
@@ -514,7 +516,7 @@ class Store(EmbeddingCache):
         results: list[LoadResult] = []
         for path, name in zip(paths, names):
             path = Path(path)
-            name = checked_name(name, "the run's name", path) if name else run_name_from_path(path)
+            name = checked_name(name, "the run's name", path) if name is not None else run_name_from_path(path)
             file_hash = file_sha256(path)
             status = self._plan_load("runs", name, file_hash, path, replace)
             if status != "unchanged":
@@ -616,6 +618,7 @@ class Store(EmbeddingCache):
     ) -> int:
         """The qrels set ``name`` replaced by ``blocks`` (streamed from ``source`` when read from a
         file); the judgments stored."""
+        checked_name(name, "the qrels set's name", path)  # every set is made here: a graded set's name too
         old = con.execute("SELECT qrels_set_id FROM qrels_sets WHERE name = ?", [name]).fetchone()
         if old is not None:
             delete_entries(con, QRELS, old[0])

@@ -10,6 +10,8 @@ from typing import Any
 from qrelkit.commands.fields import Request, option, strings
 from qrelkit.commands.requests.parts import force_option
 from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.choices import check_seed
+from qrelkit.io.duplicates import on_duplicate
 
 JOB_HELP = "Job YAML: database, collection, pool, judge, template, grading."
 
@@ -43,7 +45,7 @@ class JudgeRequest(Request):
     sample: int | None = option(
         "--sample", "Judge N pairs of the pool spread over every topic (stratified; a larger N later judges only the difference).", None
     )
-    seed: int | None = option("--seed", "Seed of the --sample order (default 0).", None)
+    seed: int | None = option("--seed", "Seed of the --sample order (default 0).", None, parse=check_seed)
     dry_run: bool = option(
         "--dry-run",
         "Only count (what it would load; pairs, done, failed, to judge), estimate cost and run the checks made before "
@@ -70,6 +72,7 @@ class JudgeRequest(Request):
         "--on-duplicate",
         "A repeated (qid, docid) in a run or qrels file: error, first, last or max (job key collection.on_duplicate).",
         None,
+        parse=lambda value: None if value is None else on_duplicate(value).value,
     )
     allow_import: bool = option("--allow-import", "Allow a `judge.name: module:Class` job to import and run that Python module.", False)
     mode: str | None = option("--mode", "sync (a live request per pair) or batch (the Batch API: half price, within 24 h).", None)

@@ -19,8 +19,8 @@ from typing import Any
 
 from qrelkit.commands.fields import option, strings
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, FD_DEFAULT_METHOD, check_method, check_resamples
-from qrelkit.io.duplicates import OnDuplicate
+from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, FD_DEFAULT_METHOD, check_method, check_resamples, check_seed
+from qrelkit.io.duplicates import OnDuplicate, on_duplicate
 
 # -- qrels and runs ------------------------------------------------------------------------------
 
@@ -388,11 +388,11 @@ def force_option() -> Any:
 
 
 def seed_option(help: str = "Seed of the resamples (and of any sampling).", default: int | None = 0) -> Any:
-    return option("--seed", help, default)
+    return option("--seed", help, default, parse=check_seed)
 
 
 def on_duplicate_option(help: str = "A repeated (qid, docid) in one file: error (default), or keep the first, last or max.") -> Any:
-    return option("--on-duplicate", help, OnDuplicate.error, cli=str, parse=OnDuplicate)
+    return option("--on-duplicate", help, OnDuplicate.error, cli=str, parse=on_duplicate)
 
 
 def keep_option() -> Any:

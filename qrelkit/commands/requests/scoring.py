@@ -24,7 +24,7 @@ from qrelkit.commands.requests.parts import (
     runs_option,
 )
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.choices import check_average, check_keep
+from qrelkit.evaluate.choices import check_average, check_keep, check_seed
 from qrelkit.io.duplicates import OnDuplicate
 
 QRELS_HELP = "Qrels: a TREC qrels file, irds:<ir_datasets id>, or the name of a qrels set in --db."
@@ -39,7 +39,7 @@ def _paths(value: Any) -> tuple[Path, ...]:
 
 
 def _cut_seed() -> Any:
-    return option("--seed", "With --max-rel: seed of the choice of relevant items.", 0)
+    return option("--seed", "With --max-rel: seed of the choice of relevant items.", 0, parse=check_seed)
 
 
 def _cut_level() -> Any:
@@ -223,7 +223,7 @@ class FDRequest(Request):
     resamples: int = resamples_option(
         "Resamples (half-samples for subsampling) of the queries for 95% intervals (0: no intervals; the jackknife draws none)."
     )
-    seed: int = option("--seed", "Seed of the sparsification and the resamples.", 0)
+    seed: int = option("--seed", "Seed of the sparsification and the resamples.", 0, parse=check_seed)
     interval: str = fd_interval_option()
     workers: int | None = option(
         "--workers", "Processes for the bootstrap (default: one per core when it is large; 1: this one).", None, min=1
