@@ -1,0 +1,258 @@
+"""How good are judge-assisted estimates from a few human labels? A simulation where the truth is
+known: TREC DL 2019 with NIST's qrels as the humans, revealed only on the sampled pairs (issue 43).
+
+For each judge, budget and design, 1,000 samples are drawn (vectorised over draws, as
+`qrelkit estimate` computes one); every estimator of the design estimates the 37 runs' nDCG@10,
+and the table reports, against the full-NIST values:
+
+- coverage of the 95% intervals, averaged over the runs and for the worst-covered run;
+- the mean width, the RMSE (over runs and draws), the bias averaged over runs;
+- Kendall's tau between the estimated and the true ranking (mean over draws);
+- the share of truly different run pairs told apart in the right order ("truly different": a
+  paired t-test over the 43 queries under full NIST qrels rejects equality at 5%), and the mean
+  number of pairs told apart in the wrong order.
+
+Judges: UMBRELA + GPT-4o (trec-dl-2019/umbrela-gpt4o.qrels), two of judge-methods-dl19 (binary:
+0/1 with 4 pairs missing; EXAM graded max: 0-5), and the MiniLM judge (the README's job, graded by
+per-topic quantiles to 0-2; made once by qrelkit and cached). A held-out collection, never used
+to choose anything: a synthetic track (benchmarks/synthetic_track.py, 40 runs x 50 queries, 200
+judged pairs a query) with a synthetic judge (per-query leniency and noise, fixed below before
+any result was seen).
+
+Usage: python benchmarks/bench_human_budget.py [--draws 1000] [--budgets 200,500,1000,2000]
+       [--judges umbrela,binary,exam-max,minilm] [--holdout] [--next 200] [--processes 2] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")  # one BLAS thread per process: threads on a busy 2-core VM cost 10-40x
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from multiprocessing import get_context  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _data import DL19, shared_data  # noqa: E402
+from synthetic_track import CACHE, ensure_track  # noqa: E402
+
+from qrelkit.evaluate.estimate import designs, inference, pairs  # noqa: E402
+from qrelkit.evaluate.estimate.estimators import Estimates, Setting, pair_estimates, query_estimates  # noqa: E402
+from qrelkit.evaluate.estimate.measures import Kernel, features, parse  # noqa: E402
+from qrelkit.evaluate.estimate.pool import Pool, ranked_lists  # noqa: E402
+from qrelkit.evaluate.estimate.sizes import judge_uncertainty, measure_sizes, pair_gradients  # noqa: E402
+
+TOP = 3  # NIST's scale, 0-3
+JUDGE_FILES = {
+    "umbrela": DL19 / "umbrela-gpt4o.qrels",
+    "binary": shared_data() / "judge-methods-dl19" / "binary.txt",
+    "exam-max": shared_data() / "judge-methods-dl19" / "exam-graded-max.txt",
+    "minilm": CACHE / "minilm-dl19.qrels",
+}
+ESTIMATORS = {"queries": ("human", "judge", "ppi", "ppi++"), "pairs": ("human", "ppi", "ppi++", "calibrated")}
+
+
+@dataclass
+class Collection:
+    name: str
+    pool: Pool
+    human: np.ndarray  # (P,) the grades full qrels hold
+    runs: list
+
+
+def _labels(path: Path) -> dict[tuple[str, str], float]:
+    from qrelkit.io.judge_files import read_judge_file
+
+    table = read_judge_file(path).qrels.table
+    values = table.column("value" if "value" in table.column_names else "grade").to_pylist()
+    return {(q, d): float(v) for q, d, v in zip(table.column("qid").to_pylist(), table.column("docid").to_pylist(), values)}
+
+
+def ensure_minilm(path: Path) -> bool:
+    """The MiniLM judge's qrels of DL19, made once with qrelkit's own job (configs/dl19-minilm.yaml)."""
+    if path.exists():
+        return True
+    root = Path(__file__).resolve().parents[1]
+    work = path.parent / "minilm-job"
+    work.mkdir(parents=True, exist_ok=True)
+    job = (root / "configs" / "dl19-minilm.yaml").read_text().replace("${QRELKIT_DATA}", str(shared_data()))
+    job = job.replace("../dl19.duckdb", str(work / "dl19.duckdb"))
+    (work / "job.yaml").write_text(job)
+    cli = [sys.executable, "-m", "qrelkit.cli"]
+    done = subprocess.run([*cli, "judge", str(work / "job.yaml")], cwd=root).returncode == 0
+    done = done and subprocess.run([*cli, "export", "qrels", "--name", "minilm-dl19", "--db", str(work / "dl19.duckdb"), str(path)], cwd=root).returncode == 0
+    return done and path.exists()
+
+
+def dl19(judge: str) -> Collection:
+    from qrelkit.io import read_qrels, read_runs
+
+    nist = read_qrels(DL19 / "qrels.txt")
+    grades = {(q, d): float(g) for q, docs in nist.grades.items() for d, g in docs.items()}
+    pool = Pool.of(grades, _labels(JUDGE_FILES[judge]))
+    return Collection(f"DL19/{judge}", pool, pool.labels_of(grades), read_runs([DL19 / "runs"]))
+
+
+def holdout() -> Collection:
+    """A synthetic track and judge: per query a leniency b_q ~ N(0.3, 0.4) and per pair noise
+    N(0, 0.8) on the grade, rounded into 0-3 (parameters fixed before any result was seen)."""
+    from qrelkit.io import read_qrels, read_runs
+
+    qrels_path, run_paths = ensure_track(40, 50, 100, judged=200, seed=43)
+    truth = read_qrels(qrels_path)
+    grades = {(q, d): float(g) for q, docs in truth.grades.items() for d, g in docs.items()}
+    rng = np.random.default_rng(4343)
+    leniency = {q: rng.normal(0.3, 0.4) for q in sorted(truth.grades)}
+    judge = {(q, d): float(np.clip(np.round(g + leniency[q] + rng.normal(0.0, 0.8)), 0, TOP)) for (q, d), g in sorted(grades.items())}
+    pool = Pool.of(grades, judge)
+    return Collection("synthetic (held out)", pool, pool.labels_of(grades), read_runs(run_paths))
+
+
+# -- one (collection, budget, design) --------------------------------------------------------------
+
+
+def prepared(collection: Collection, measure_name: str) -> tuple[Setting, np.ndarray, np.ndarray, np.ndarray]:
+    """(setting, true per-query values (R, Q), human features (P, F), weighted design's size)."""
+    measure = parse(measure_name, TOP)
+    kernel = Kernel(measure, ranked_lists(collection.pool, collection.runs, measure.cutoff), TOP)
+    judge_features = features(np.minimum(collection.pool.judge, TOP), TOP)
+    setting = Setting.of(collection.pool, kernel, judge_features)
+    human = features(collection.human, TOP)
+    gradients = pair_gradients(kernel, collection.pool, judge_features, setting.place)
+    size = measure_sizes(gradients, collection.pool.judge, TOP) * judge_uncertainty(collection.pool.judge)
+    return setting, setting.per_query(human), human, designs.with_floor(size)
+
+
+def truly_different(per_query: np.ndarray) -> np.ndarray:
+    """(R, R) run pairs a paired t-test over the queries tells apart at 5% under the full qrels."""
+    from scipy import stats
+
+    difference = per_query[:, None, :] - per_query[None, :, :]
+    n = per_query.shape[1]
+    spread = difference.std(axis=-1, ddof=1) / np.sqrt(n)
+    statistic = np.abs(difference.mean(axis=-1)) / np.where(spread > 0, spread, np.inf)
+    return statistic > stats.t.ppf(0.975, n - 1)
+
+
+def scores(found: Estimates, theta: np.ndarray, different: np.ndarray) -> dict:
+    values, covariance = found.values, found.covariance
+    out = {"labels": float(found.labels.mean()), "rmse": float(np.sqrt(((values - theta) ** 2).mean())), "bias": float((values - theta).mean())}
+    truth_order = np.sign(theta[:, None] - theta[None, :])
+    order = np.sign(values[:, :, None] - values[:, None, :])
+    n_runs = len(theta)
+    out["tau"] = float(((order * truth_order).sum(axis=(1, 2)) / (n_runs * (n_runs - 1))).mean())
+    if not np.any(covariance):
+        return out
+    low, high = inference.intervals(values, covariance, found.df)
+    covered = ((low <= theta) & (theta <= high)).mean(axis=0)
+    apart = inference.told_apart(values, covariance, found.df)
+    right = apart & (order == truth_order)
+    out.update(
+        coverage=float(covered.mean()),
+        coverage_min=float(covered.min()),
+        coverage_per_run=covered.round(4).tolist(),
+        width=float((high - low).mean()),
+        apart=float((right & different).sum(axis=(1, 2)).mean() / max(different.sum(), 1)),
+        wrong=float((apart & (order == -truth_order)).sum(axis=(1, 2)).mean() / 2),
+    )
+    return out
+
+
+def simulate(task: tuple[str, str, int, str, int, int]) -> list[dict]:
+    collection_name, measure_name, budget, design, draws, seed = task
+    collection = holdout() if collection_name == "holdout" else dl19(collection_name)
+    setting, truth, human, size = prepared(collection, measure_name)
+    theta = truth.mean(axis=-1)
+    different = truly_different(truth)
+    pool = collection.pool
+    rng = np.random.default_rng([seed, budget, designs.KINDS.index(design), sum(map(ord, collection_name))])
+    started = time.perf_counter()
+    rows = []
+    if design == "queries":
+        designs.check_budget(budget, len(pool))
+        chosen = designs.queries_chosen(rng.random((draws, pool.n_queries)), designs.query_count(pool.sizes(), budget))
+        for estimator in ESTIMATORS["queries"]:
+            for variance in ("finite", "iid") if estimator != "judge" else ("finite",):
+                found = query_estimates(setting, truth, chosen, estimator, variance)
+                name = estimator if estimator == "judge" else f"{estimator} ({'t, finite' if variance == 'finite' else 'ppi_py: z, iid'})"
+                rows.append({"estimator": name, **scores(found, theta, different)})
+    else:
+        plan = designs.plan(design, pool.query, budget, rng.random((draws, len(pool))), size=size)
+        sample = pairs.sample_of(plan)
+        for estimator in ESTIMATORS["pairs"]:
+            rows.append({"estimator": estimator, **scores(pair_estimates(setting, human, sample, estimator), theta, different)})
+    seconds = time.perf_counter() - started
+    return [{"collection": collection.name, "measure": measure_name, "budget": budget, "design": design, "seconds": seconds, **row} for row in rows]
+
+
+# -- the table -------------------------------------------------------------------------------------
+
+
+def _cell(row: dict, key: str, digits: int = 3) -> str:
+    return "–" if key not in row else f"{row[key]:.{digits}f}"
+
+
+def markdown(rows: list[dict]) -> list[str]:
+    lines = [
+        "| collection | budget | design | estimator | labels | coverage (mean / worst run) | width | RMSE | bias | τ | told apart | wrong |",
+        "|---|---:|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        coverage = f"{row['coverage']:.3f} / {row['coverage_min']:.3f}" if "coverage" in row else "–"
+        lines.append(
+            f"| {row['collection']} | {row['budget']} | {row['design']} | {row['estimator']} | {row['labels']:.0f} | {coverage} | "
+            f"{_cell(row, 'width')} | {_cell(row, 'rmse', 4)} | {_cell(row, 'bias', 4)} | {_cell(row, 'tau')} | {_cell(row, 'apart')} | "
+            f"{_cell(row, 'wrong', 1)} |"
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--budgets", default="200,500,1000,2000")
+    parser.add_argument("--judges", default="umbrela,binary,exam-max,minilm")
+    parser.add_argument("--designs", default="queries,stratified,weighted")
+    parser.add_argument("--measure", default="nDCG@10")
+    parser.add_argument("--holdout", action="store_true", help="also the held-out synthetic collection")
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    if not (DL19 / "qrels.txt").exists():
+        sys.exit(f"the shared data is missing ({DL19}): nothing to simulate")
+    judges = [j for j in args.judges.split(",") if j]
+    if "minilm" in judges and not ensure_minilm(JUDGE_FILES["minilm"]):
+        print("skipping the MiniLM judge: its qrels could not be made (pip install '.[onnx]')", file=sys.stderr)
+        judges.remove("minilm")
+    collections = judges + (["holdout"] if args.holdout else [])
+    budgets = [int(b) for b in args.budgets.split(",")]
+    tasks = [(c, args.measure, b, d, args.draws, args.seed) for c in collections for b in budgets for d in args.designs.split(",")]
+    started = time.perf_counter()
+    load = os.getloadavg()[0]
+    with get_context("spawn").Pool(args.processes) as workers:
+        rows = [row for found in workers.imap(simulate, sorted(tasks, key=lambda t: t[3] == "queries")) for row in found]
+    order = {c: i for i, c in enumerate(collections)}
+    rows.sort(key=lambda r: (order.get(r["collection"].split("/")[-1], 99), r["budget"], r["design"]))
+    wall = time.perf_counter() - started
+    print(
+        f"{args.draws} draws per cell, {args.measure}; {platform.machine()}, {os.cpu_count()} cores, {args.processes} processes; "
+        f"wall {wall:.0f} s; load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
+    )
+    print("\n".join(markdown(rows)))
+    if args.json is not None:
+        args.json.write_text(json.dumps({"draws": args.draws, "wall_seconds": wall, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
