@@ -69,6 +69,21 @@ def _compact(chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(present, order, NO_PAIR), present
 
 
+def phase_weights(
+    kind: str, pi: np.ndarray, drawn: np.ndarray, size: np.ndarray, share: float = 1.0, later: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """(weight, variance coefficient) of pairs drawn in a phase with inclusion ``pi``: a stratified
+    phase's (``drawn`` n_h of ``size`` N_h in each pair's stratum) estimate a stratum's total as
+    N_h times its sample mean, with variance N_h^2 (1 - n_h/N_h) s_h^2 / n_h (0 where n_h < 2); a
+    Poisson phase's term by term, (1 - pi) / pi^2. ``share`` and ``later``: the phase's a_k and the
+    a_j of the phases after it (`combine`)."""
+    if kind == "stratified":
+        coef = np.where(drawn > 1, size**2 * (1.0 - drawn / size) / (drawn * np.maximum(drawn - 1.0, 1.0)), 0.0)
+    else:
+        coef = (1.0 - pi) / pi**2
+    return share / pi + later, share**2 * coef
+
+
 def sample_of(plan: Plan, share: float = 1.0, later: float = 0.0, group_offset: int = 0) -> PairSample:
     """The sample a design drew, with its weights; ``share`` and ``later``: its phase's weight a_k
     and the weights of the phases after it (one phase: 1 and 0)."""
@@ -80,19 +95,12 @@ def sample_of(plan: Plan, share: float = 1.0, later: float = 0.0, group_offset: 
         stratum = plan.stratum[safe]
         drawn = plan.counts[stratum].astype(np.float64)
         size = np.bincount(plan.stratum, minlength=len(plan.counts))[stratum].astype(np.float64)
-        # N_h^2 (1 - n_h/N_h) / n_h times the sample variance's 1 / (n_h - 1): 0 where n_h < 2
-        coef = np.where(drawn > 1, size**2 * (1.0 - drawn / size) / (drawn * np.maximum(drawn - 1.0, 1.0)), 0.0)
         group = stratum + group_offset
     else:
-        coef = (1.0 - pi) / pi**2
+        drawn = size = np.zeros(index.shape)
         group = np.full(index.shape, -1)
-    weight = share / pi + later
-    return PairSample(
-        index,
-        np.where(present, weight, 0.0),
-        np.where(present, share**2 * coef, 0.0),
-        np.where(present, group, -1),
-    )
+    weight, coef = phase_weights(plan.kind, pi, drawn, size, share, later)
+    return PairSample(index, np.where(present, weight, 0.0), np.where(present, coef, 0.0), np.where(present, group, -1))
 
 
 def combine(phases: Sequence[PairSample], budgets: Sequence[float]) -> PairSample:
