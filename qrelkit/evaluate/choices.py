@@ -35,6 +35,52 @@ AVERAGES = {
 }
 
 
+# Estimates from a human sample (docs/human-budget.md). Designs and their estimators; the default of
+# each design is the estimator whose coverage of 95% intervals lay in 94-96% with the smallest RMSE in
+# benchmarks/bench_human_budget.py (DL19, four judges, 200-2,000 labels, 1,000 draws each; RESULTS.md).
+ESTIMATE_DESIGNS = ("weighted", "stratified", "queries")
+DEFAULT_DESIGN = "weighted"
+ESTIMATORS = ("human", "judge", "ppi", "ppi++", "calibrated")
+DESIGN_ESTIMATORS = {
+    "queries": ("human", "judge", "ppi", "ppi++"),
+    "stratified": ("human", "judge", "ppi", "ppi++", "calibrated"),
+    "weighted": ("human", "judge", "ppi", "ppi++", "calibrated"),
+}
+DEFAULT_ESTIMATOR = {"queries": "ppi", "stratified": "ppi++", "weighted": "ppi++"}
+# Coverage of the 95% intervals of nDCG@10 measured by that simulation, averaged over the runs, the
+# DL19 judges and the budgets: an estimator outside 93-97% is named as such wherever it is used.
+MEASURED_COVERAGE: dict[tuple[str, str], float] = {}
+COVERAGE_RANGE = (0.93, 0.97)
+ESTIMATE_FORMATS = ("table", "plain", "tsv", "markdown", "latex", "json")
+
+
+def check_design(design: str) -> str:
+    if design not in ESTIMATE_DESIGNS:
+        raise QrelkitError(f"--design {design!r}: choose {', '.join(ESTIMATE_DESIGNS)} (docs/human-budget.md)")
+    return design
+
+
+def check_estimator(estimator: str | None) -> str | None:
+    if estimator is not None and estimator not in ESTIMATORS:
+        raise QrelkitError(f"--estimator {estimator!r}: choose {', '.join(ESTIMATORS)}")
+    return estimator
+
+
+def check_scale(scale: str | tuple[int, int]) -> tuple[int, int]:
+    """`LOW-HIGH` (e.g. 0-3) as two whole grades, LOW < HIGH, LOW >= 0."""
+    if isinstance(scale, tuple):
+        low, high = scale
+    else:
+        parts = str(scale).split("-")
+        try:
+            low, high = (int(part) for part in parts) if len(parts) == 2 else (None, None)  # type: ignore[misc]
+        except ValueError:
+            low = high = None
+    if low is None or high is None or not 0 <= low < high:
+        raise QrelkitError(f"--scale {scale!r}: give the assessors' grades as LOW-HIGH, e.g. 0-3")
+    return int(low), int(high)
+
+
 def check_resamples(resamples: int, n_queries: int | None = None) -> None:
     """A resample count qrelkit will draw: 0 ≤ N ≤ MAX_RESAMPLES (and the weights fit in memory)."""
     if resamples < 0:

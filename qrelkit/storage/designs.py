@@ -75,9 +75,9 @@ def find_design(store: Store, name: str) -> StoredDesign | None:
             "SELECT phase, kind, budget, params FROM design_phases WHERE design = ? ORDER BY phase", [name]
         ).fetchall()
     ]
-    pairs = store.con.execute(
-        f"SELECT {', '.join(PAIR_COLUMNS)} FROM design_pairs WHERE design = ? ORDER BY phase, qid, docid", [name]
-    ).fetch_arrow_table()
+    pairs = store.con.sql(
+        f"SELECT {', '.join(PAIR_COLUMNS)} FROM design_pairs WHERE design = ? ORDER BY phase, qid, docid", params=[name]
+    ).to_arrow_table()
     return StoredDesign(
         row[0], row[1], row[2], int(row[3]), (int(row[4]), int(row[5])), json.loads(row[6]), json.loads(row[7]),
         int(row[8]), row[9], row[10], row[11], phases, pairs,

@@ -130,3 +130,24 @@ def ranked_lists(pool: Pool, runs: Sequence[Run], cutoff: int | None) -> RankedL
         pair[r, query, slot] = index
         rank[r, query, slot] = ranks
     return RankedLists([run.name for run in runs], pair, rank, cutoff)
+
+
+def top_pairs(runs: Sequence[Run], queries: Iterable[str], depth: int) -> set[tuple[str, str]]:
+    """The (qid, docid) pairs each run ranks in its top ``depth`` (trec_eval's order) for ``queries``."""
+    wanted = set(queries)
+    found: set[tuple[str, str]] = set()
+    for run in runs:
+        for qid, docids in run.ranking(depth=depth).items():
+            if qid in wanted:
+                found.update((qid, docid) for docid in docids)
+    return found
+
+
+def pool_hash(pool: Pool) -> str:
+    """A fingerprint of the pool's pairs (not of any label)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for qid, docid in zip(pool.qids, pool.docids):
+        digest.update(f"{qid}\t{docid}\n".encode())
+    return digest.hexdigest()
