@@ -61,18 +61,16 @@ def queries_chosen(keys: np.ndarray, count: int) -> np.ndarray:
 
 
 def allocation(sizes: np.ndarray, budget: int, minimum: int = MIN_PER_STRATUM) -> np.ndarray:
-    """(H,) pairs per stratum: first ``minimum`` each (capped at its size) where the budget covers
-    that, then one at a time by Webster's priorities N_h / (n_h + 1/2). The priorities fix one
-    order of seats, so a larger budget adds seats and never takes one away."""
+    """(H,) pairs per stratum, seat by seat in one fixed order: first up to ``minimum`` seats in
+    every stratum (larger strata first), then by Webster's priorities N_h / (n_h + 1/2). One order
+    of seats for every budget, so a larger budget adds seats and never takes one away."""
     sizes = np.asarray(sizes, dtype=np.int64)
-    floor = np.minimum(sizes, minimum)
-    if floor.sum() > budget:
-        floor = np.zeros_like(sizes)
-    stratum = np.repeat(np.arange(len(sizes)), sizes - floor)
-    seat = np.concatenate([np.arange(f, s) for f, s in zip(floor, sizes)]) if len(sizes) else np.zeros(0, np.int64)
-    priority = sizes[stratum] / (seat + 0.5)
-    order = np.lexsort((stratum, -priority))[: max(budget - int(floor.sum()), 0)]
-    return floor + np.bincount(stratum[order], minlength=len(sizes))
+    stratum = np.repeat(np.arange(len(sizes)), sizes)
+    seat = np.concatenate([np.arange(s) for s in sizes]) if len(sizes) else np.zeros(0, np.int64)
+    priority = np.where(seat < minimum, np.inf, sizes[stratum] / (seat + 0.5))
+    first_round = np.where(seat < minimum, -sizes[stratum] * (minimum + 1) + seat, 0)  # floor seats: larger strata first
+    order = np.lexsort((stratum, first_round, -priority))[: max(int(budget), 0)]
+    return np.bincount(stratum[order], minlength=len(sizes))
 
 
 def stratified_chosen(keys: np.ndarray, stratum: np.ndarray, counts: np.ndarray) -> np.ndarray:
