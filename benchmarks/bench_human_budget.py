@@ -90,7 +90,13 @@ def ensure_minilm(path: Path) -> bool:
     (work / "job.yaml").write_text(job)
     cli = [sys.executable, "-m", "qrelkit.cli"]
     done = subprocess.run([*cli, "judge", str(work / "job.yaml")], cwd=root).returncode == 0
-    done = done and subprocess.run([*cli, "export", "qrels", "--name", "minilm-dl19", "--db", str(work / "dl19.duckdb"), str(path)], cwd=root).returncode == 0
+    done = (
+        done
+        and subprocess.run(
+            [*cli, "export", "qrels", "--name", "minilm-dl19", "--db", str(work / "dl19.duckdb"), str(path)], cwd=root
+        ).returncode
+        == 0
+    )
     return done and path.exists()
 
 
@@ -146,7 +152,11 @@ def truly_different(per_query: np.ndarray) -> np.ndarray:
 
 def scores(found: Estimates, theta: np.ndarray, different: np.ndarray) -> dict:
     values, covariance = found.values, found.covariance
-    out = {"labels": float(found.labels.mean()), "rmse": float(np.sqrt(((values - theta) ** 2).mean())), "bias": float((values - theta).mean())}
+    out = {
+        "labels": float(found.labels.mean()),
+        "rmse": float(np.sqrt(((values - theta) ** 2).mean())),
+        "bias": float((values - theta).mean()),
+    }
     truth_order = np.sign(theta[:, None] - theta[None, :])
     order = np.sign(values[:, :, None] - values[:, None, :])
     n_runs = len(theta)
@@ -192,7 +202,10 @@ def simulate(task: tuple[str, str, int, str, int, int]) -> list[dict]:
         for estimator in ESTIMATORS["pairs"]:
             rows.append({"estimator": estimator, **scores(pair_estimates(setting, human, sample, estimator), theta, different)})
     seconds = time.perf_counter() - started
-    return [{"collection": collection.name, "measure": measure_name, "budget": budget, "design": design, "seconds": seconds, **row} for row in rows]
+    return [
+        {"collection": collection.name, "measure": measure_name, "budget": budget, "design": design, "seconds": seconds, **row}
+        for row in rows
+    ]
 
 
 # -- the table -------------------------------------------------------------------------------------
@@ -204,7 +217,8 @@ def _cell(row: dict, key: str, digits: int = 3) -> str:
 
 def markdown(rows: list[dict]) -> list[str]:
     lines = [
-        "| collection | budget | design | estimator | labels | coverage (mean / worst run) | width | RMSE | bias | τ | told apart | wrong |",
+        "| collection | budget | design | estimator | labels | coverage (mean / worst run) | width | RMSE | bias | τ | told apart | wrong |"
+        "",
         "|---|---:|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:

@@ -5,9 +5,9 @@ designs have the inclusion probabilities they claim, and samples are reproducibl
 from __future__ import annotations
 
 import itertools
+
 import numpy as np
 import pytest
-
 from conftest import DL19
 
 from qrelkit.evaluate.estimate import designs, pairs
@@ -90,14 +90,24 @@ def test_gradients_equal_finite_differences(name):
             moved = x.copy()
             moved[i, f] += 1e-6
             numeric = (kernel.values(kernel.gather(moved[None]), query_totals(moved[None], pool))[0] - base)[:, pool.query[i]] / 1e-6
-            analytic = gradient.query[0][:, pool.query[i], f] + np.where(place[:, i] >= 0, flat[np.arange(len(runs)), np.maximum(place[:, i], 0), f], 0.0)
+            analytic = gradient.query[0][:, pool.query[i], f] + np.where(
+                place[:, i] >= 0, flat[np.arange(len(runs)), np.maximum(place[:, i], 0), f], 0.0
+            )
             assert np.allclose(numeric, analytic, atol=1e-4), (name, i, f)
 
 
 def _tiny_case() -> tuple[Pool, list[Run], np.ndarray]:
     """Two queries of four pairs, a judge that is off on some of them, two runs."""
     human = {("a", "1"): 3, ("a", "2"): 0, ("a", "3"): 1, ("a", "4"): 2, ("b", "1"): 0, ("b", "2"): 2, ("b", "3"): 0, ("b", "4"): 1}
-    judge = {("a", "1"): 2.0, ("a", "2"): 1.0, ("a", "3"): 1.0, ("a", "4"): 3.0, ("b", "1"): 0.0, ("b", "2"): 1.0, ("b", "3"): 1.0}  # (b, 4) unjudged
+    judge = {
+        ("a", "1"): 2.0,
+        ("a", "2"): 1.0,
+        ("a", "3"): 1.0,
+        ("a", "4"): 3.0,
+        ("b", "1"): 0.0,
+        ("b", "2"): 1.0,
+        ("b", "3"): 1.0,
+    }  # (b, 4) unjudged
     runs = [
         Run("x", [RunEntry(q, d, i, 10.0 - i) for q in "ab" for i, d in enumerate("1234", start=1)]),
         Run("y", [RunEntry(q, d, i, 10.0 - i) for q in "ab" for i, d in enumerate("4321", start=1)]),
@@ -186,7 +196,11 @@ def test_phases_chosen_from_what_the_first_found_keep_the_estimate_unbiased():
             one = pairs.sample_of(designs.Plan("weighted", 3, first[None], first_pi, np.full(8, -1)), *shares[0])
             parts = [one]
             if second.any():
-                parts.append(pairs.sample_of(designs.Plan("weighted", 2, second[None], np.where(second_pi > 0, second_pi, 1.0), np.full(8, -1)), *shares[1]))
+                parts.append(
+                    pairs.sample_of(
+                        designs.Plan("weighted", 2, second[None], np.where(second_pi > 0, second_pi, 1.0), np.full(8, -1)), *shares[1]
+                    )
+                )
             found = pair_estimates(setting, y, pairs.combine(parts, [3, 2]), "ppi")
             mean += p1 * p2 * found.values[0]
     assert np.allclose(mean, truth, atol=1e-12)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from qrelkit.commands.assess_inputs import Inputs, read_inputs, sample_pairs, unjudged_note
+from qrelkit.commands.assess_inputs import Inputs, read_inputs, unjudged_note
 from qrelkit.commands.assess_results import LoadResult, PlanResult
 from qrelkit.commands.requests.assess import AssessLoadRequest, AssessPlanRequest
 from qrelkit.commands.workspace import Workspace
@@ -101,7 +101,9 @@ def plan(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
             write_design(store, record, rows)
     new = _new_pairs(earlier, rows) if status in ("extended", "unchanged") else rows.num_rows
     written = _write_files(workspace, files, rows, inputs)
-    return PlanResult(record.describe() | {"planned_pairs": rows.num_rows}, status, rows.num_rows, new, 1, written, drawn.inclusion, notes=_notes(inputs))
+    return PlanResult(
+        record.describe() | {"planned_pairs": rows.num_rows}, status, rows.num_rows, new, 1, written, drawn.inclusion, notes=_notes(inputs)
+    )
 
 
 def _plan_status(earlier: Any, record: Any, rows: Any) -> str:
@@ -160,9 +162,13 @@ def plan_next(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
         raise StoreError(f"--next adds pairs to a design recorded in the database: {workspace.db} does not exist")
     design = choose_design(workspace.store, request.name)
     if design.kind == "queries":
-        raise QrelkitError(f"design {design.name!r} samples whole queries: --next adds pairs to a pair design; plan a larger --budget instead")
+        raise QrelkitError(
+            f"design {design.name!r} samples whole queries: --next adds pairs to a pair design; plan a larger --budget instead"
+        )
     if design.human_set is None:
-        raise QrelkitError(f"design {design.name!r} has no human labels loaded yet: load them (qrelkit assess load) before asking for --next pairs")
+        raise QrelkitError(
+            f"design {design.name!r} has no human labels loaded yet: load them (qrelkit assess load) before asking for --next pairs"
+        )
     inputs = read_inputs(workspace, request.judge_qrels, request.runs, design.depth or request.depth)
     top = design.scale[1]
     setting = _setting(inputs, design.measure, top)
@@ -179,7 +185,12 @@ def plan_next(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
     chosen = keys < inclusion
     rows = _planned_rows(inputs.pool, chosen, number, np.full(len(inputs.pool), -1), inclusion)
     files = _check_files(request, workspace)
-    phase = {"phase": number, "kind": "next", "budget": request.next_pairs, "params": {"estimator": estimator, "undecided": int((~decided).sum() // 2)}}
+    phase = {
+        "phase": number,
+        "kind": "next",
+        "budget": request.next_pairs,
+        "params": {"estimator": estimator, "undecided": int((~decided).sum() // 2)},
+    }
     with workspace.writing() as store:
         add_phase(store, design.name, phase, rows)
     written = _write_files(workspace, files, rows, inputs)
@@ -228,9 +239,13 @@ def _write_files(workspace: Workspace, files: list[Path], rows: Any, inputs: Inp
         shown = None if document is None else (document.text if document.text else document.image_path)
         lines.append(f"{qid}\t{docid}\t\t{phase}\t{pi:.6g}\t{_cell(topics.get(qid))}\t{_cell(shown)}")
     template = [f"{qid} 0 {docid} " for qid, docid in zip(qids, docids)]
-    for path, text in zip(files, (lines, template)):
-        write_atomically(path, lambda temporary, text=text: temporary.write_text("\n".join(text) + "\n", encoding="utf-8"))
+    for path, text in zip(files, ("\n".join(lines) + "\n", "\n".join(template) + "\n")):
+        write_atomically(path, _writer(text))
     return files
+
+
+def _writer(text: str) -> Any:
+    return lambda temporary: temporary.write_text(text, encoding="utf-8")
 
 
 def _texts(workspace: Workspace, docids: list[str]) -> tuple[dict[str, str], dict[str, Any]]:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from qrelkit.io.results import Result
-from qrelkit.report.document import Document, Note, Table
+from qrelkit.report.document import Cell, Document, Note, Table
 
 STATUS = {
     "new": "planned",
@@ -61,18 +61,26 @@ def plan_document(result: PlanResult) -> Document:
     design = result.design
     what = "pairs" if design["design"] != "queries" else "pairs (whole queries)"
     if result.status == "next":
-        lead = f"Added {result.planned:,} pairs to design {design['name']!r} as phase {result.phase}, where the intervals still undecided shrink most."
+        lead = (
+            f"Added {result.planned:,} pairs to design {design['name']!r} as phase {result.phase}, "
+            "where the intervals still undecided shrink most."
+        )
     else:
         lead = (
             f"Design {design['name']!r} {STATUS[result.status]}: {result.planned:,} {what} of a pool of {design['pool_pairs']:,} "
             f"for human assessors ({design['design']}, seed {design['seed']})"
             + (f", {result.new:,} of them new." if result.status == "extended" else ".")
         )
-    rows = [[p["phase"], p["kind"], p["budget"]] for p in design["phases"]]
+    rows: list[list[Cell]] = [[p["phase"], p["kind"], p["budget"]] for p in design["phases"]]
     positive = result.inclusion[result.inclusion > 0]
     notes = [Note(text) for text in result.notes]
     if len(positive):
-        notes.append(Note(f"inclusion probabilities of this phase's pairs: {positive.min():.4f} to {positive.max():.4f} (expected labels {result.inclusion.sum():.0f})"))
+        notes.append(
+            Note(
+                f"inclusion probabilities of this phase's pairs: {positive.min():.4f} to {positive.max():.4f} "
+                f"(expected labels {result.inclusion.sum():.0f})"
+            )
+        )
     if not result.files:
         notes.append(Note("no file written for assessors (--out FILE writes the pairs and a TREC qrels template)"))
     return Document(
@@ -97,7 +105,14 @@ class LoadResult(Result):
         return f"design={self.design!r}, qrels_set={self.qrels_set!r}, labels={self.labels}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"design": self.design, "qrels_set": self.qrels_set, "labels": self.labels, "new": self.new, "grades": self.grades, "path": self.path}
+        return {
+            "design": self.design,
+            "qrels_set": self.qrels_set,
+            "labels": self.labels,
+            "new": self.new,
+            "grades": self.grades,
+            "path": self.path,
+        }
 
     def to_pandas(self):
         from qrelkit.io.results import pandas
@@ -107,5 +122,5 @@ class LoadResult(Result):
 
 def load_document(result: LoadResult) -> Document:
     lead = f"Loaded {result.labels:,} human grades ({result.new:,} new) for design {result.design!r} as qrels set {result.qrels_set!r}."
-    rows = [[grade, count] for grade, count in result.grades.items()]
+    rows: list[list[Cell]] = [[grade, count] for grade, count in result.grades.items()]
     return Document(lead=[lead], blocks=[Table("grades", ["grade", "pairs"], rows, name="grades")], data=result.to_dict())

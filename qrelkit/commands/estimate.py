@@ -44,11 +44,16 @@ def human_grades(workspace: Workspace, design: Any, ref: QrelsRef | None) -> tup
         given = {(q, d): int(g) for q, docs in qrels.grades.items() for d, g in docs.items()}
         missing = planned - set(given)
         if missing:
-            raise QrelkitError(f"qrels {qrels.name!r} grade {len(planned) - len(missing)} of design {design.name!r}'s {len(planned)} planned pairs: grade them all")
+            raise QrelkitError(
+                f"qrels {qrels.name!r} grade {len(planned) - len(missing)} of design {design.name!r}'s {len(planned)} planned pairs: "
+                "grade them all"
+            )
         low, high = design.scale
         off = sorted(pair for pair in planned if not low <= given[pair] <= high)
         if off:
-            raise QrelkitError(f"qrels {qrels.name!r} grade ({off[0][0]}, {off[0][1]}) {given[off[0]]}, outside the design's scale {low}-{high}")
+            raise QrelkitError(
+                f"qrels {qrels.name!r} grade ({off[0][0]}, {off[0][1]}) {given[off[0]]}, outside the design's scale {low}-{high}"
+            )
         return {pair: given[pair] for pair in planned}, {"name": qrels.name, "origin": "qrels", "path": None}
     if design.human_set is None:
         raise StoreError(f"design {design.name!r} has no human labels loaded: give --human-qrels FILE, or load them (qrelkit assess load)")
@@ -71,7 +76,9 @@ def run(request: EstimateRequest, workspace: Workspace) -> EstimateResult:
     design = choose_design(workspace.store, request.design)
     estimator = request.estimator or DEFAULT_ESTIMATOR[design.kind]
     if estimator not in DESIGN_ESTIMATORS[design.kind]:
-        raise QrelkitError(f"--estimator {estimator}: design {design.name!r} ({design.kind}) has {', '.join(DESIGN_ESTIMATORS[design.kind])}")
+        raise QrelkitError(
+            f"--estimator {estimator}: design {design.name!r} ({design.kind}) has {', '.join(DESIGN_ESTIMATORS[design.kind])}"
+        )
     inputs = read_inputs(workspace, request.judge_qrels, request.runs, design.depth or 10)
     check_pool(design, inputs)
     grades, human = human_grades(workspace, design, request.human_qrels)
@@ -88,7 +95,9 @@ def run(request: EstimateRequest, workspace: Workspace) -> EstimateResult:
     above = int((np.nan_to_num(inputs.pool.judge, nan=0.0) > top).sum())
     if above:
         notes.append(f"{above} judge label(s) lie above the humans' top grade {top}: the judge's estimates read them as {top}")
-    if inputs.judge.source.get("name") != design.judge.get("name") or inputs.judge_record()["labels_hash"] != design.judge.get("labels_hash"):
+    if inputs.judge.source.get("name") != design.judge.get("name") or inputs.judge_record()["labels_hash"] != design.judge.get(
+        "labels_hash"
+    ):
         notes.append(
             f"the judge's labels differ from those design {design.name!r} was planned from ({design.judge.get('name')!r}): the estimates "
             "stay unbiased (the inclusion probabilities are the design's), only their precision depends on the judge"

@@ -63,10 +63,10 @@ def _neighbours_table(found: MeasureEstimates) -> Table:
 
 def _estimators_table(found: MeasureEstimates) -> Table:
     names = list(found.values)
-    rows = [
-        [found.runs[r]] + [_estimate(found.values[n][r], found.low[n][r], found.high[n][r]) for n in names] for r in found.order()
-    ]
-    return Table(f"{found.measure}: every estimator", ["run"] + [ESTIMATOR_NAMES[n] for n in names], rows, name=f"estimators {found.measure}")
+    rows = [[found.runs[r]] + [_estimate(found.values[n][r], found.low[n][r], found.high[n][r]) for n in names] for r in found.order()]
+    return Table(
+        f"{found.measure}: every estimator", ["run"] + [ESTIMATOR_NAMES[n] for n in names], rows, name=f"estimators {found.measure}"
+    )
 
 
 def _pairs_table(found: MeasureEstimates) -> Table:
@@ -76,7 +76,13 @@ def _pairs_table(found: MeasureEstimates) -> Table:
         for b in order[i + 1 :]:
             d, h = found.difference[a, b], found.half_width[a, b]
             rows.append([found.runs[a], found.runs[b], Estimate(d, d - h, d + h, signed=True), "yes" if abs(d) > h else "no"])
-    return Table(f"{found.measure}: every pair of runs", ["run", "other run", "difference [95% CI]", "told apart"], rows, text_columns=2, name=f"pairs {found.measure}")
+    return Table(
+        f"{found.measure}: every pair of runs",
+        ["run", "other run", "difference [95% CI]", "told apart"],
+        rows,
+        text_columns=2,
+        name=f"pairs {found.measure}",
+    )
 
 
 def _notes(result: EstimateResult) -> list[Note]:
@@ -97,7 +103,8 @@ def _notes(result: EstimateResult) -> list[Note]:
         Note(f"estimator {ESTIMATOR_NAMES[result.estimator]}: {ESTIMATOR_ABOUT[result.estimator]}; 95% intervals: {interval}"),
         Note(
             f"judge side: {result.judge['name']} ({result.judge['origin']}, {result.judge['labels']:,} labels); human side: "
-            f"{result.human['name']} ({result.human['origin']}, {result.human['labels']:,} grades on the scale {design['scale'][0]}-{design['scale'][1]})"
+            f"{result.human['name']} ({result.human['origin']}, {result.human['labels']:,} grades on the scale "
+            f"{design['scale'][0]}-{design['scale'][1]})"
         ),
         Note(
             "effective labels: how many human labels the human-only estimator of the same design would need for the same variance "

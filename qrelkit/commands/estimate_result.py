@@ -106,7 +106,9 @@ class MeasureEstimates:
                 "rank": int(rank[r]),
                 "rank_interval": [int(self.best[r]), int(self.worst[r])],
                 "effective_labels": _num(self.effective[r]),
-                "estimators": {e: {"estimate": _num(v[r]), "ci95": _interval(self.low[e][r], self.high[e][r])} for e, v in self.values.items()},
+                "estimators": {
+                    e: {"estimate": _num(v[r]), "ci95": _interval(self.low[e][r], self.high[e][r])} for e, v in self.values.items()
+                },
             }
             if self.lam is not None:
                 entry["lambda"] = _num(self.lam[r])
@@ -116,7 +118,15 @@ class MeasureEstimates:
         for i, a in enumerate(order):
             for b in order[i + 1 :]:
                 d, h = self.difference[a, b], self.half_width[a, b]
-                differences.append({"run": self.runs[a], "other": self.runs[b], "difference": _num(d), "ci95": _interval(d - h, d + h), "told_apart": bool(abs(d) > h)})
+                differences.append(
+                    {
+                        "run": self.runs[a],
+                        "other": self.runs[b],
+                        "difference": _num(d),
+                        "ci95": _interval(d - h, d + h),
+                        "told_apart": bool(abs(d) > h),
+                    }
+                )
         return {
             "measure": self.measure,
             "estimator": self.estimator,
@@ -152,7 +162,7 @@ class EstimateResult(Result):
         return next(iter(self.measures.values()))
 
     def summary(self) -> str:
-        return f"design={self.design['name']!r}, estimator={self.estimator!r}, measures={list(self.measures)}, human_labels={self.human_labels}"
+        return f"design={self.design['name']!r}, estimator={self.estimator!r}, measures={list(self.measures)}, labels={self.human_labels}"
 
     def coverage_warnings(self) -> list[str]:
         """The estimator's coverage as measured by the simulation, where it lies outside 93-97%."""
@@ -161,9 +171,11 @@ class EstimateResult(Result):
         measured = MEASURED_COVERAGE.get((self.design["design"], self.estimator))
         if measured is None or COVERAGE_RANGE[0] <= measured <= COVERAGE_RANGE[1]:
             return []
+        low, high = COVERAGE_RANGE
         return [
-            f"the 95% intervals of {self.estimator} under the {self.design['design']} design covered {measured:.1%} in qrelkit's simulation "
-            f"(benchmarks/bench_human_budget.py, nDCG@10 on DL19), outside {COVERAGE_RANGE[0]:.0%}-{COVERAGE_RANGE[1]:.0%}: do not read them as 95% intervals"
+            f"the 95% intervals of {self.estimator} under the {self.design['design']} design covered {measured:.1%} in qrelkit's "
+            f"simulation (benchmarks/bench_human_budget.py, nDCG@10 on DL19), outside {low:.0%}-{high:.0%}: "
+            "do not read them as 95% intervals"
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -192,6 +204,15 @@ class EstimateResult(Result):
                 for name, values in found.values.items():
                     chosen = name == found.estimator
                     rows.append(
-                        (measure, run, name, chosen, float(values[r]), float(found.low[name][r]), float(found.high[name][r]), float(found.effective[r]) if chosen else math.nan)
+                        (
+                            measure,
+                            run,
+                            name,
+                            chosen,
+                            float(values[r]),
+                            float(found.low[name][r]),
+                            float(found.high[name][r]),
+                            float(found.effective[r]) if chosen else math.nan,
+                        )
                     )
         return pd.DataFrame(rows, columns=["measure", "run", "estimator", "chosen", "estimate", "low", "high", "effective_labels"])

@@ -68,17 +68,10 @@ def check_estimator(estimator: str | None) -> str | None:
 
 def check_scale(scale: str | tuple[int, int]) -> tuple[int, int]:
     """`LOW-HIGH` (e.g. 0-3) as two whole grades, LOW < HIGH, LOW >= 0."""
-    if isinstance(scale, tuple):
-        low, high = scale
-    else:
-        parts = str(scale).split("-")
-        try:
-            low, high = (int(part) for part in parts) if len(parts) == 2 else (None, None)  # type: ignore[misc]
-        except ValueError:
-            low = high = None
-    if low is None or high is None or not 0 <= low < high:
+    parts = [str(part) for part in scale] if isinstance(scale, tuple) else str(scale).split("-")
+    if len(parts) != 2 or not all(part.strip().isdigit() for part in parts) or not 0 <= int(parts[0]) < int(parts[1]):
         raise QrelkitError(f"--scale {scale!r}: give the assessors' grades as LOW-HIGH, e.g. 0-3")
-    return int(low), int(high)
+    return int(parts[0]), int(parts[1])
 
 
 def check_resamples(resamples: int, n_queries: int | None = None) -> None:

@@ -68,7 +68,9 @@ def read_grades(
         qid, docid, raw = found
         pair = (qid, docid)
         if pair not in planned:
-            problems.append(LineProblem(str(path), number, f"({qid}, {docid}) is not a planned pair of design {design!r} (changed or added?)"))
+            problems.append(
+                LineProblem(str(path), number, f"({qid}, {docid}) is not a planned pair of design {design!r} (changed or added?)")
+            )
             continue
         if raw is None:
             problems.append(LineProblem(str(path), number, f"no grade for ({qid}, {docid})"))

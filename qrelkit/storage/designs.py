@@ -152,6 +152,8 @@ def save_labels(store: Store, name: str, set_name: str, rows: Sequence[tuple[str
         }
     )
     with store.transaction() as con:
-        written = store._replace_qrels(con, set_name, [Block(Qrels.from_table(set_name, table).table)], origin="assessed", path=path, file_hash=file_hash)
+        written = store._replace_qrels(
+            con, set_name, [Block(Qrels.from_table(set_name, table).table)], origin="assessed", path=path, file_hash=file_hash
+        )
         con.execute("UPDATE designs SET human_set = ? WHERE name = ?", [set_name, name])
     return written

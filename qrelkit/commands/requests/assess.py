@@ -27,7 +27,9 @@ DESIGN_NAME_HELP = "The design's name in --db (default: the database's only desi
 
 
 def _format_option() -> Any:
-    return option("--format", f"How to print: {', '.join(ESTIMATE_FORMATS)} (default: table on a terminal, plain elsewhere).", "table", api=False)
+    return option(
+        "--format", f"How to print: {', '.join(ESTIMATE_FORMATS)} (default: table on a terminal, plain elsewhere).", "table", api=False
+    )
 
 
 def _check_format(value: str) -> None:
@@ -53,16 +55,25 @@ class AssessPlanRequest(Request):
     judge_qrels: QrelsRef = option("--judge-qrels", JUDGE_HELP, None, cli=str | None, parse=QrelsRef.judges)
     runs: RunsRef = runs_option()
     budget: int | None = option("--budget", "How many pairs humans label (a whole-query design: about as many, in whole queries).", None)
-    next_pairs: int | None = option("--next", "Add N pairs to the design --name, drawn where the intervals still undecided shrink most.", None)
+    next_pairs: int | None = option(
+        "--next", "Add N pairs to the design --name, drawn where the intervals still undecided shrink most.", None
+    )
     seed: int = option("--seed", "Seed of the sample (the same seed, the same pairs).", 0)
-    design: str = option("--design", f"{' | '.join(ESTIMATE_DESIGNS)} (default {DEFAULT_DESIGN}; docs/human-budget.md).", DEFAULT_DESIGN, parse=check_design)
+    design: str = option(
+        "--design", f"{' | '.join(ESTIMATE_DESIGNS)} (default {DEFAULT_DESIGN}; docs/human-budget.md).", DEFAULT_DESIGN, parse=check_design
+    )
     name: str = option("--name", "The design's name in the database.", "design")
     measure: str = option("--measure", "The measure the weighted design weighs the pairs by (nDCG@10, P@10, AP, RR, ...).", "nDCG@10")
     scale: tuple[int, int] = option("--scale", "The grades assessors give, LOW-HIGH.", "0-3", cli=str, parse=check_scale)
     depth: int = option("--depth", "The pool: the judge's pairs and every run's top DEPTH (pairs the judge lacks are named).", 10)
-    out: Path | None = option("--out", "Where to write the pairs for assessors (TSV, a header line, qid and docid first).", None, parse=optional_path)
+    out: Path | None = option(
+        "--out", "Where to write the pairs for assessors (TSV, a header line, qid and docid first).", None, parse=optional_path
+    )
     qrels_out: Path | None = option(
-        "--qrels-out", "Where to write the TREC qrels template (grade left empty); default: beside --out, as .qrels.", None, parse=optional_path
+        "--qrels-out",
+        "Where to write the TREC qrels template (grade left empty); default: beside --out, as .qrels.",
+        None,
+        parse=optional_path,
     )
     force: bool = force_option()
     output_format: str = _format_option()

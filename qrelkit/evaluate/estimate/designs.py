@@ -118,7 +118,9 @@ class Plan:
     counts: np.ndarray | None = None  # per stratum, the pairs drawn (stratified) or queries drawn (queries)
 
 
-def plan(kind: str, query: np.ndarray, budget: int, keys: np.ndarray, *, size: np.ndarray | None = None, query_keys: np.ndarray | None = None) -> Plan:
+def plan(
+    kind: str, query: np.ndarray, budget: int, keys: np.ndarray, *, size: np.ndarray | None = None, query_keys: np.ndarray | None = None
+) -> Plan:
     """Draw design ``kind`` over pairs of queries ``query`` (P,) with ``budget`` labels.
     ``keys`` (..., P) the pairs' uniforms; ``query_keys`` (..., Q) the queries' (whole-query
     design); ``size`` (P,) the weighted design's size measure (floor included)."""
@@ -129,7 +131,9 @@ def plan(kind: str, query: np.ndarray, budget: int, keys: np.ndarray, *, size: n
         count = query_count(sizes, budget)
         assert query_keys is not None
         picked = queries_chosen(query_keys, count)
-        chosen = np.take_along_axis(picked, np.broadcast_to(query, keys.shape[:-1] + (n_pairs,)), axis=-1) if picked.ndim > 1 else picked[query]
+        chosen = (
+            np.take_along_axis(picked, np.broadcast_to(query, keys.shape[:-1] + (n_pairs,)), axis=-1) if picked.ndim > 1 else picked[query]
+        )
         inclusion = np.full(n_pairs, count / len(sizes))
         return Plan(kind, budget, chosen, inclusion, query.copy(), np.array([count]))
     if kind == "stratified":

@@ -61,9 +61,10 @@ def pair_estimates(setting: Setting, human: np.ndarray, sample: pairs.PairSample
     only), ``sample`` the draws' samples with their weights."""
     n_runs = len(setting.kernel.lists.runs)
     if estimator == "judge":
-        values = np.broadcast_to(setting.judge_values.mean(axis=-1), (sample.draws, n_runs)).copy()
-        return Estimates(values, np.zeros((sample.draws, n_runs, n_runs)), np.full(sample.draws, np.inf), np.zeros(sample.draws, np.int64))
-    values, covariance = [], []
+        judged = np.broadcast_to(setting.judge_values.mean(axis=-1), (sample.draws, n_runs)).copy()
+        return Estimates(judged, np.zeros((sample.draws, n_runs, n_runs)), np.full(sample.draws, np.inf), np.zeros(sample.draws, np.int64))
+    values: list[np.ndarray] = []
+    covariance: list[np.ndarray] = []
     for start in range(0, sample.draws, CHUNK):
         part = sample.take(slice(start, start + CHUNK))
         prediction = pairs.predictions(estimator, setting.judge_features, setting.levels, human, part)

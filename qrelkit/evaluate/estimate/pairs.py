@@ -242,7 +242,13 @@ def constrained(totals: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.nda
 
 
 def estimate(
-    kernel: Kernel, pool: Pool, estimated: np.ndarray, residual: np.ndarray, sample: PairSample, place: np.ndarray, bounds: tuple[np.ndarray, np.ndarray]
+    kernel: Kernel,
+    pool: Pool,
+    estimated: np.ndarray,
+    residual: np.ndarray,
+    sample: PairSample,
+    place: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
 ) -> PairEstimate:
     """The runs' means of ``kernel``'s measure from estimated features (D, P, F), and their
     covariance from the sampled pairs' residuals (D, n, F). ``place``: `RankedLists.place`;

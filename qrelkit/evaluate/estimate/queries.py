@@ -36,7 +36,9 @@ def ppi_lambda(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray) -> n
     return np.clip(covariance / ((1.0 + n / big_n) * spread), 0.0, 1.0)
 
 
-def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray, lam: float | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def ppi_mean(
+    y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray, lam: float | np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(estimate, standard error) as ppi_py's `ppi_mean_pointestimate` / `ppi_mean_ci` make them
     (lam None: tuned). The interval is estimate -/+ z_(1 - alpha/2) * standard error."""
     lam = ppi_lambda(y, yhat, yhat_unlabeled) if lam is None else np.asarray(lam, dtype=np.float64)

@@ -51,7 +51,9 @@ class RecordedSample:
                 drawn = counts[stratum].astype(np.float64)
                 group[at] = stratum + offset
                 offset += len(counts)
-            weight[at], coef[at] = pairs.phase_weights(kind, self.inclusion[at], drawn, self.stratum_size[at].astype(np.float64), share, later)
+            weight[at], coef[at] = pairs.phase_weights(
+                kind, self.inclusion[at], drawn, self.stratum_size[at].astype(np.float64), share, later
+            )
         return pairs.PairSample(self.index[None], weight[None], coef[None], group[None])
 
     def chosen_queries(self, n_queries: int) -> np.ndarray:
