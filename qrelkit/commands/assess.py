@@ -8,35 +8,19 @@ from typing import Any
 
 import numpy as np
 
-from qrelkit.commands.assess_inputs import Inputs, read_inputs, unjudged_note
+from qrelkit.commands.assess_inputs import (
+    Inputs,
+    choose_design,
+    current_estimates,
+    measure_setting,
+    read_inputs,
+    stored_grades,
+    unjudged_note,
+)
 from qrelkit.commands.assess_results import LoadResult, PlanResult
 from qrelkit.commands.requests.assess import AssessLoadRequest, AssessPlanRequest
 from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError, StoreError
-
-
-def choose_design(store: Any, name: str | None) -> Any:
-    """The design ``name``, or the database's only one."""
-    from qrelkit.storage.designs import design_names, read_design
-
-    if name is not None:
-        return read_design(store, name)
-    names = design_names(store)
-    if not names:
-        raise StoreError(f"{store.path} holds no design: plan one with qrelkit assess plan")
-    if len(names) > 1:
-        raise StoreError(f"{store.path} holds {len(names)} designs ({', '.join(names)}): name one with --design")
-    return read_design(store, names[0])
-
-
-def _setting(inputs: Inputs, measure_name: str, top: int) -> Any:
-    from qrelkit.evaluate.estimate.estimators import Setting
-    from qrelkit.evaluate.estimate.measures import Kernel, features, parse
-    from qrelkit.evaluate.estimate.pool import ranked_lists
-
-    measure = parse(measure_name, top)
-    kernel = Kernel(measure, ranked_lists(inputs.pool, inputs.runs, measure.cutoff), top)
-    return Setting.of(inputs.pool, kernel, features(np.minimum(inputs.pool.judge, top), top))
 
 
 def _size(setting: Any, top: int) -> np.ndarray:
@@ -81,7 +65,7 @@ def plan(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
     pool = inputs.pool
     designs.check_budget(request.budget, len(pool))
     top = request.scale[1]
-    setting = _setting(inputs, request.measure, top)
+    setting = measure_setting(inputs, request.measure, top)
     keys = designs.uniforms(request.seed, pool.qids, pool.docids)
     drawn = designs.plan(
         request.design, pool.query, request.budget, keys, size=_size(setting, top) if request.design == "weighted" else None,
@@ -151,7 +135,6 @@ def _notes(inputs: Inputs) -> list[str]:
 
 def plan_next(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
     """`--next N`: one more phase of a pair design, where the intervals still undecided shrink most."""
-    from qrelkit.commands.estimate import current_estimates
     from qrelkit.evaluate.choices import DEFAULT_ESTIMATOR
     from qrelkit.evaluate.estimate import designs, inference
     from qrelkit.evaluate.estimate.sample import next_phase
@@ -171,7 +154,7 @@ def plan_next(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
         )
     inputs = read_inputs(workspace, request.judge_qrels, request.runs, design.depth or request.depth)
     top = design.scale[1]
-    setting = _setting(inputs, design.measure, top)
+    setting = measure_setting(inputs, design.measure, top)
     sample, grades = current_estimates(workspace, design, inputs)
     estimator = DEFAULT_ESTIMATOR[design.kind]
     found = _one_estimate(setting, sample, grades, top, estimator)
@@ -276,9 +259,3 @@ def load(request: AssessLoadRequest, workspace: Workspace) -> LoadResult:
     counts = np.bincount([g - design.scale[0] for _, _, g in rows], minlength=design.scale[1] - design.scale[0] + 1)
     grade_counts = {str(design.scale[0] + i): int(c) for i, c in enumerate(counts)}
     return LoadResult(design.name, set_name, len(rows), len(rows) - len(known), grade_counts, str(request.human_qrels))
-
-
-def stored_grades(store: Any, set_name: str | None) -> dict[tuple[str, str], int]:
-    if set_name is None:
-        return {}
-    return {(q, d): g for q, docs in store.qrels(set_name).grades.items() for d, g in docs.items()}

@@ -4,6 +4,7 @@ run's graded set), the runs, the pool they make, and a design as recorded in the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -125,3 +126,81 @@ def sample_pairs(pool: Any, design: Any) -> Any:
         [phase["kind"] for phase in design.phases],
         [int(phase["budget"]) for phase in design.phases],
     )
+
+
+def choose_design(store: Any, name: str | None) -> Any:
+    """The design ``name``, or the database's only one."""
+    from qrelkit.storage.designs import design_names, read_design
+
+    if name is not None:
+        return read_design(store, name)
+    names = design_names(store)
+    if not names:
+        raise StoreError(f"{store.path} holds no design: plan one with qrelkit assess plan")
+    if len(names) > 1:
+        raise StoreError(f"{store.path} holds {len(names)} designs ({', '.join(names)}): name one with --design")
+    return read_design(store, names[0])
+
+
+def measure_setting(inputs: Inputs, measure_name: str, top: int) -> Any:
+    from qrelkit.evaluate.estimate.estimators import Setting
+    from qrelkit.evaluate.estimate.measures import Kernel, features, parse
+    from qrelkit.evaluate.estimate.pool import ranked_lists
+
+    measure = parse(measure_name, top)
+    kernel = Kernel(measure, ranked_lists(inputs.pool, inputs.runs, measure.cutoff), top)
+    return Setting.of(inputs.pool, kernel, features(np.minimum(inputs.pool.judge, top), top))
+
+
+def stored_grades(store: Any, set_name: str | None) -> dict[tuple[str, str], int]:
+    if set_name is None:
+        return {}
+    return {(q, d): g for q, docs in store.qrels(set_name).grades.items() for d, g in docs.items()}
+
+
+def check_pool(design: Any, inputs: Inputs) -> None:
+    """Estimates are valid for the pool the design was drawn from: another pool is refused, naming both."""
+    if inputs.pool_hash == design.pool_hash:
+        return
+    judge = design.judge.get("name")
+    raise QrelkitError(
+        f"design {design.name!r} was planned over a pool of {design.pool_pairs} pairs (judge {judge!r}, {len(design.runs)} runs, "
+        f"depth {design.depth}); the judge {inputs.judge.source.get('name')!r} and the {len(inputs.runs)} runs given make a pool of "
+        f"{len(inputs.pool)} pairs: estimate with the judge labels and runs the design was planned from"
+    )
+
+
+def human_grades(workspace: Workspace, design: Any, ref: QrelsRef | None) -> tuple[dict[tuple[str, str], int], dict[str, Any]]:
+    """The human grades of the planned pairs, and where they came from: a file (checked line by line
+    as `assess load` checks it), a stored qrels set, or the labels loaded for the design."""
+    from qrelkit.io.assessed import read_grades
+
+    planned = set(zip(design.pairs.column("qid").to_pylist(), design.pairs.column("docid").to_pylist()))
+    if ref is not None and ref.given:
+        if ref.ref is not None and Path(ref.ref).is_file():
+            return read_grades(ref.ref, planned, design.scale, design.name), {"name": Path(ref.ref).name, "origin": "file", "path": ref.ref}
+        qrels = workspace.qrels(ref)
+        given = {(q, d): int(g) for q, docs in qrels.grades.items() for d, g in docs.items()}
+        missing = planned - set(given)
+        if missing:
+            raise QrelkitError(
+                f"qrels {qrels.name!r} grade {len(planned) - len(missing)} of design {design.name!r}'s {len(planned)} planned pairs: "
+                "grade them all"
+            )
+        low, high = design.scale
+        off = sorted(pair for pair in planned if not low <= given[pair] <= high)
+        if off:
+            raise QrelkitError(
+                f"qrels {qrels.name!r} grade ({off[0][0]}, {off[0][1]}) {given[off[0]]}, outside the design's scale {low}-{high}"
+            )
+        return {pair: given[pair] for pair in planned}, {"name": qrels.name, "origin": "qrels", "path": None}
+    if design.human_set is None:
+        raise StoreError(f"design {design.name!r} has no human labels loaded: give --human-qrels FILE, or load them (qrelkit assess load)")
+    return stored_grades(workspace.store, design.human_set), {"name": design.human_set, "origin": "assessed", "path": None}
+
+
+def current_estimates(workspace: Workspace, design: Any, inputs: Inputs, ref: QrelsRef | None = None) -> tuple[Any, np.ndarray]:
+    """(the recorded sample, the human grades in pool order) of a design, its pool checked."""
+    check_pool(design, inputs)
+    grades, _ = human_grades(workspace, design, ref)
+    return sample_pairs(inputs.pool, design), inputs.pool.labels_of({pair: float(g) for pair, g in grades.items()})

@@ -80,7 +80,7 @@ def query_estimates(
     else:
         lam = finite_lambda(y, f)
     residual = y - lam[..., None] * f
-    estimate = (lam[..., None] * f_all).mean(-1) + residual.mean(-1)
+    estimate, _ = ppi_mean(y, f, f_all, lam)  # its standard errors are the diagonal of the covariance below
     if variance == "iid":
         rc = residual - residual.mean(-1, keepdims=True)
         imputed = lam[..., None] * (f_all - f_all.mean(-1, keepdims=True))
