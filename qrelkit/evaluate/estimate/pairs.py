@@ -228,13 +228,16 @@ def known_bounds(human: np.ndarray, sample: PairSample, pool: Pool) -> tuple[np.
 
 
 def constrained(totals: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """Totals moved to what is known of the true ones: within [low, high] (`known_bounds`), counts
-    whole, so none lies strictly between 0 and 1 (below 1/2 reads 0, else at least 1), and
-    C_1 >= C_2 >= ... (a pair of grade >= L+1 is of grade >= L). The true totals satisfy all of it,
-    so the move never takes a count further from them; it keeps counts off 0, where 1 / IDCG and
-    1 / #relevant would blow up."""
-    out = np.clip(totals, low, high)
+    """Counts kept off 0, where 1 / IDCG and 1 / #relevant blow up, by what the labels prove: a count
+    estimated below 1 is raised to the relevant pairs seen (the estimate of the pairs unseen was
+    negative), a count is whole there (below 1/2 reads 0, else at least 1), none exceeds ``high``,
+    and C_1 >= C_2 >= ... (a pair of grade >= L+1 is of grade >= L). The true counts satisfy all
+    of it. A count of 1 or more is left as estimated: raising every count to what was seen (a
+    projection) moves it toward the truth too, but always upward, and the simulation measured the
+    bias that adds up over the queries (nDCG@10 -0.015 at 2,000 labels with EXAM's labels)."""
+    out = np.minimum(totals, high)
     counts = out[..., 1:]
+    counts = np.where(counts < 1.0, np.maximum(counts, low[..., 1:]), counts)
     out[..., 1:] = np.where(counts < 0.5, 0.0, np.maximum(counts, 1.0))
     for level in range(out.shape[-1] - 2, 0, -1):
         out[..., level] = np.maximum(out[..., level], out[..., level + 1])
