@@ -70,12 +70,12 @@ def main() -> None:
             rows = [line.split("\t")[:2] for line in (work / f"pairs{repeat}.tsv").read_text().splitlines()[1:]]
             human = work / f"human{repeat}.qrels"
             human.write_text("".join(f"{q} 0 {d} {truth.get((q, d), '0')}\n" for q, d in rows))
-            seconds, done = timed("estimate", "--db", str(db), "--judge-qrels", str(judge), "--human-qrels", str(human), "--runs", str(run_dir),
-                                  "--measure", "nDCG@10", "--json")  # fmt: skip
+            common = ["--db", str(db), "--judge-qrels", str(judge), "--human-qrels", str(human), "--runs", str(run_dir)]
+            seconds, done = timed("estimate", *common, "--measure", "nDCG@10", "--json")
             estimates.append(seconds)
-        every, _ = timed("estimate", "--db", str(db), "--judge-qrels", str(judge), "--human-qrels", str(human), "--runs", str(run_dir), "--json")
-        pool = len(set(truth)) + 0
-        print(f"track: 60 runs x 50 queries, depth 1,000; judged pairs {pool:,}; budget {args.budget}; load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
+        every, _ = timed("estimate", *common, "--json")
+        print(f"track: 60 runs x 50 queries, depth 1,000; judged pairs {len(truth):,}; budget {args.budget}")
+        print(f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
         print(f"assess plan: median {statistics.median(plans):.2f} s ({', '.join(f'{s:.2f}' for s in plans)})")
         print(f"estimate --measure nDCG@10: median {statistics.median(estimates):.2f} s ({', '.join(f'{s:.2f}' for s in estimates)})")
         print(f"estimate, its four default measures (nDCG@10, P@10, AP, RR): {every:.2f} s")

@@ -208,6 +208,109 @@ def simulate(task: tuple[str, str, int, str, int, int]) -> list[dict]:
     ]
 
 
+# -- how to estimate nDCG's ideal DCG under pair sampling --------------------------------------------
+
+
+def ideal_variants(task: tuple[str, int, int, int]) -> list[dict]:
+    """nDCG@10 by the weighted design and PPI++ with the ideal DCG estimated four ways: the delta
+    method on counts kept off 0 (qrelkit's), the same without any guard (the plain ratio), each
+    label's difference estimate plugged into the sorted ideal (`plug-in labels`), and the judge's
+    own ideal (no human correction of it). The intervals are qrelkit's linearised ones throughout."""
+    from qrelkit.evaluate.estimate.measures import ideal_curve, query_totals
+
+    collection_name, budget, draws, seed = task
+    collection = dl19(collection_name)
+    setting, truth, human, size = prepared(collection, "nDCG@10")
+    theta, different, pool, kernel = truth.mean(axis=-1), truly_different(truth), collection.pool, setting.kernel
+    rng = np.random.default_rng([seed, budget, 99])
+    sample = pairs.sample_of(designs.plan("weighted", pool.query, budget, rng.random((draws, len(pool))), size=size))
+    found = pair_estimates(setting, human, sample, "ppi++")
+    rows = [{"variant": "delta method, counts kept off 0, values <= 1 (qrelkit)", **scores(found, theta, different)}]
+    plain_values, plugin_values, judge_values = [], [], []
+    judge_ideal = ideal_curve(query_totals(setting.judge_features[None], pool)[0][..., 1:], 10)[0].sum(axis=-1)
+    for start in range(0, draws, 5):
+        part = sample.take(slice(start, start + 5))
+        estimated, _ = pairs.corrected(pairs.predictions("ppi++", setting.judge_features, setting.levels, human, part), human, part)
+        listed = kernel.gather(estimated)
+        dcg = (listed[..., 0] * kernel.discount).sum(axis=-1)
+        plain_values.append(kernel.values(listed, query_totals(estimated, pool)).mean(axis=-1))
+        gains = np.sort(np.where(pool.query[None, :, None] == np.arange(pool.n_queries), estimated[..., :1], -np.inf), axis=1)[:, ::-1][
+            :, :10
+        ]
+        discount = 1.0 / np.log2(np.arange(2, 12))[None, :, None]
+        plug_ideal = np.where(np.isfinite(gains), gains * discount, 0.0).sum(axis=1)
+        plugin_values.append((dcg / np.where(plug_ideal > 0, plug_ideal, np.inf)[:, None, :]).mean(axis=-1))
+        judge_values.append((dcg / np.where(judge_ideal > 0, judge_ideal, np.inf)).mean(axis=-1))
+    for name, values in (("delta method, no guard (plain ratio)", plain_values), ("plug-in labels (sorted estimated gains)", plugin_values),
+                         ("the judge's ideal DCG", judge_values)):  # fmt: skip
+        rows.append(
+            {"variant": name, **scores(Estimates(np.concatenate(values), found.covariance, found.df, found.labels), theta, different)}
+        )
+    return [{"collection": collection.name, "budget": budget, **row} for row in rows]
+
+
+# -- `--next` against uniform additions ---------------------------------------------------------------
+
+
+def next_study(
+    collection_name: str, draws: int, seed: int, start: int = 200, step: int = 100, cap: int = 3000, margin: float = 0.01
+) -> dict:
+    """Labels needed to tell the true top two runs apart (their difference's interval excludes 0) or
+    to conclude they cannot be (it lies within +/- ``margin``), adding ``step`` pairs at a time to a
+    weighted sample of ``start``, by `--next` (aimed at that pair) or uniformly; at most ``cap``."""
+    from qrelkit.evaluate.estimate.nextpairs import next_inclusion, next_sizes, residual_spread
+    from qrelkit.evaluate.estimate.sizes import pair_gradients
+
+    collection = dl19(collection_name)
+    setting, truth, human, size = prepared(collection, "nDCG@10")
+    pool, theta = collection.pool, truth.mean(axis=-1)
+    best, second = np.argsort(-theta)[:2]
+    decided = np.ones((len(theta), len(theta)), bool)
+    decided[best, second] = decided[second, best] = False
+    needed: dict[str, list[int]] = {"next": [], "uniform": []}
+    for draw in range(draws):
+        for how in needed:
+            rng = np.random.default_rng([seed, draw])
+            first = designs.plan("weighted", pool.query, start, rng.random((1, len(pool))), size=size)
+            plans, budgets = [first], [start]
+            while True:
+                shares = pairs.phase_shares(budgets)
+                sample = pairs.combine([pairs.sample_of(p, *share) for p, share in zip(plans, shares)], budgets)
+                found = pair_estimates(setting, human, sample, "ppi++")
+                difference, half = inference.differences(found.values, found.covariance, found.df)
+                d, h = difference[0, best, second], half[0, best, second]
+                labelled = sample.sizes()[0]
+                if abs(d) > h or (abs(d) + h < margin) or labelled >= cap:
+                    needed[how].append(int(labelled))
+                    break
+                taken = np.zeros(len(pool), bool)
+                taken[sample.index[0][sample.present[0]]] = True
+                if how == "next":
+                    estimated, _ = pairs.corrected(
+                        pairs.predictions("ppi++", setting.judge_features, setting.levels, human, sample), human, sample
+                    )
+                    current = estimated[0].copy()
+                    current[:, 1:] = np.clip(current[:, 1:], 0.0, 1.0)
+                    current[:, 0] = current[:, 1:].sum(axis=-1)
+                    weights = np.zeros(len(pool))
+                    weights[taken] = sample.weight[0][sample.present[0]]
+                    spread = residual_spread(pool.judge, np.nan_to_num(collection.human), weights, taken)
+                    gradients = pair_gradients(setting.kernel, pool, current, setting.place)
+                    inclusion = next_inclusion(next_sizes(gradients, pool.judge, TOP, decided, spread), taken, step)
+                else:
+                    inclusion = np.where(taken, 0.0, min(1.0, step / max((~taken).sum(), 1)))
+                chosen = rng.random(len(pool)) < inclusion
+                plans.append(designs.Plan("weighted", step, chosen[None], np.where(inclusion > 0, inclusion, 1.0), np.full(len(pool), -1)))
+                budgets.append(step)
+    summary = {
+        how: {"median": float(np.median(v)), "mean": float(np.mean(v)), "capped": int(sum(x >= cap for x in v))}
+        for how, v in needed.items()
+    }
+    names = [collection.runs[best].name, collection.runs[second].name]
+    found = {"collection": collection.name, "runs": names, "true_difference": float(theta[best] - theta[second]), "draws": draws}
+    return found | {"start": start, "step": step, "cap": cap, **summary}
+
+
 # -- the table -------------------------------------------------------------------------------------
 
 
@@ -242,6 +345,8 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--variants", action="store_true", help="also the ways of estimating nDCG's ideal DCG (UMBRELA, 1,000 labels)")
+    parser.add_argument("--next-draws", type=int, default=0, help="also --next against uniform additions, with this many draws")
     args = parser.parse_args()
     if not (DL19 / "qrels.txt").exists():
         sys.exit(f"the shared data is missing ({DL19}): nothing to simulate")
@@ -264,8 +369,26 @@ def main() -> None:
         f"wall {wall:.0f} s; load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
     )
     print("\n".join(markdown(rows)))
+    extra: dict = {}
+    if args.variants:
+        extra["ideal_variants"] = ideal_variants(("umbrela", 1000, args.draws, args.seed))
+        print("\n| ideal DCG estimated by | coverage (mean / worst run) | width | RMSE | bias |\n|---|---|---:|---:|---:|")
+        for row in extra["ideal_variants"]:
+            print(
+                f"| {row['variant']} | {row['coverage']:.3f} / {row['coverage_min']:.3f} | {row['width']:.3f} | "
+                f"{row['rmse']:.4f} | {row['bias']:.4f} |"
+            )
+    if args.next_draws:
+        extra["next"] = found = next_study("umbrela", args.next_draws, args.seed)
+        print(f"\n--next against uniform additions ({found['collection']}, {found['draws']} draws; top two runs {found['runs'][0]} and "
+              f"{found['runs'][1]}, true difference {found['true_difference']:.4f}): labels until told apart or within +/-0.01, "
+              f"from {found['start']} by {found['step']}, at most {found['cap']}:")  # fmt: skip
+        for how in ("next", "uniform"):
+            print(
+                f"  {how}: median {found[how]['median']:.0f}, mean {found[how]['mean']:.0f}, {found[how]['capped']} draws reached the cap"
+            )
     if args.json is not None:
-        args.json.write_text(json.dumps({"draws": args.draws, "wall_seconds": wall, "rows": rows}, indent=1))
+        args.json.write_text(json.dumps({"draws": args.draws, "wall_seconds": wall, "rows": rows, **extra}, indent=1))
 
 
 if __name__ == "__main__":
