@@ -253,18 +253,20 @@ def ideal_variants(task: tuple[str, int, int, int]) -> list[dict]:
 
 
 def next_study(
-    collection_name: str, draws: int, seed: int, start: int = 200, step: int = 100, cap: int = 3000, margin: float = 0.01
+    collection_name: str, draws: int, seed: int, gap: float = 0.0, start: int = 200, step: int = 100, cap: int = 3000, margin: float = 0.01
 ) -> dict:
     """Labels needed to tell the true top two runs apart (their difference's interval excludes 0) or
     to conclude they cannot be (it lies within +/- ``margin``), adding ``step`` pairs at a time to a
-    weighted sample of ``start``, by `--next` (aimed at that pair) or uniformly; at most ``cap``."""
+    weighted sample of ``start``, by `--next` (aimed at that pair) or uniformly; at most ``cap``.
+    With ``gap``, the second run is instead the highest ranked at least ``gap`` below the top one."""
     from qrelkit.evaluate.estimate.nextpairs import next_inclusion, next_sizes, residual_spread
     from qrelkit.evaluate.estimate.sizes import pair_gradients
 
     collection = dl19(collection_name)
     setting, truth, human, size = prepared(collection, "nDCG@10")
     pool, theta = collection.pool, truth.mean(axis=-1)
-    best, second = np.argsort(-theta)[:2]
+    order = np.argsort(-theta)
+    best, second = order[0], next(r for r in order[1:] if theta[order[0]] - theta[r] >= gap)
     decided = np.ones((len(theta), len(theta)), bool)
     decided[best, second] = decided[second, best] = False
     needed: dict[str, list[int]] = {"next": [], "uniform": []}
@@ -378,9 +380,9 @@ def main() -> None:
                 f"| {row['variant']} | {row['coverage']:.3f} / {row['coverage_min']:.3f} | {row['width']:.3f} | "
                 f"{row['rmse']:.4f} | {row['bias']:.4f} |"
             )
-    if args.next_draws:
-        extra["next"] = found = next_study("umbrela", args.next_draws, args.seed)
-        print(f"\n--next against uniform additions ({found['collection']}, {found['draws']} draws; top two runs {found['runs'][0]} and "
+    for key, gap in (("next", 0.0), ("next_gap", 0.02)) if args.next_draws else ():
+        extra[key] = found = next_study("umbrela", args.next_draws, args.seed, gap)
+        print(f"\n--next against uniform additions ({found['collection']}, {found['draws']} draws; runs {found['runs'][0]} and "
               f"{found['runs'][1]}, true difference {found['true_difference']:.4f}): labels until told apart or within +/-0.01, "
               f"from {found['start']} by {found['step']}, at most {found['cap']}:")  # fmt: skip
         for how in ("next", "uniform"):
