@@ -360,6 +360,18 @@ def summary(rows: list[dict]) -> list[str]:
         overall[(design, estimator)] = (float(np.mean([r["coverage"] for r in every])), float(np.mean([r["rmse"] for r in every])))
         coverage, rmse = overall[(design, estimator)]
         lines.append(f"| {design} | {estimator} | " + " | ".join(cells) + f" | {coverage:.3f} / {rmse:.4f} |")
+    for b in budgets:
+        at = {key: by_budget[b] for key, by_budget in groups.items() if b in by_budget}
+        means = {
+            key: (float(np.mean([r["coverage"] for r in found])), float(np.mean([r["rmse"] for r in found]))) for key, found in at.items()
+        }
+        inside = {key: value for key, value in means.items() if 0.94 <= value[0] <= 0.96}
+        if inside:
+            (design, estimator), (coverage, rmse) = min(inside.items(), key=lambda item: item[1][1])
+            lines.append(f"at {b} labels, by the rule: {design} / {estimator} (coverage {coverage:.3f}, RMSE {rmse:.4f})")
+        else:
+            (design, estimator), (coverage, rmse) = min(means.items(), key=lambda item: abs(item[1][0] - 0.95))
+            lines.append(f"at {b} labels, none in 94-96%; nearest: {design} / {estimator} (coverage {coverage:.3f}, RMSE {rmse:.4f})")
     valid = {key: value for key, value in overall.items() if 0.94 <= value[0] <= 0.96}
     if valid:
         design, estimator = min(valid, key=lambda key: valid[key][1])

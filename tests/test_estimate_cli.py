@@ -52,10 +52,10 @@ def returned(plan_tsv: Path, truth: Path, out: Path, *, grade_of=None) -> Path:
     return out
 
 
-def plan(track, tmp_path, *extra, budget=60) -> Path:
+def plan(track, tmp_path, *extra, budget=60, design="weighted") -> Path:
     db = tmp_path / "db.duckdb"
     done = cli("assess", "plan", "--judge-qrels", track["judge"], "--runs", track["runs"], "--budget", budget, "--seed", 0,
-                   "--db", db, "--out", tmp_path / "pairs.tsv", *extra)  # fmt: skip
+                   "--db", db, "--out", tmp_path / "pairs.tsv", "--design", design, *extra)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return db
 
@@ -70,6 +70,7 @@ def test_the_scripting_forms_work_exactly_as_written_on_dl19(tmp_path):
     assert lines[0].split("\t")[:2] == ["qid", "docid"]
     planned = [line.split("\t")[:2] for line in lines[1:]]
     assert 900 <= len(planned) <= 1100 and len({tuple(p) for p in planned}) == len(planned)  # Poisson: about the budget
+    assert {line.split("\t")[3] for line in lines[1:]} == {"1"}
     human = returned(pairs, DL19 / "qrels.txt", tmp_path / "HUMAN.qrels")
     done = cli("estimate", "--db", db, "--judge-qrels", judge, "--human-qrels", human, "--runs", runs, "--measure", "nDCG@10", "--json")
     assert done.returncode == 0, done.stderr
@@ -107,12 +108,23 @@ def test_plan_load_estimate_and_the_python_api(track, tmp_path):
         assert done.returncode == 0 and "run0" in done.stdout, (fmt, done.stderr)
 
 
+def test_auto_plans_whole_queries_below_a_thousand_labels_and_weighted_pairs_from_there(track, tmp_path):
+    done = cli(
+        "assess", "plan", "--judge-qrels", track["judge"], "--runs", track["runs"], "--budget", 60, "--db", tmp_path / "db", "--json"
+    )
+    assert json.loads(done.stdout)["design"]["design"] == "queries"
+    if (DL19 / "qrels.txt").exists():
+        done = cli("assess", "plan", "--judge-qrels", DL19 / "umbrela-gpt4o.qrels", "--runs", DL19 / "runs", "--budget", 1000,
+                   "--db", tmp_path / "dl19", "--json")  # fmt: skip
+        assert json.loads(done.stdout)["design"]["design"] == "weighted"
+
+
 def test_a_census_estimate_equals_evaluate_under_the_human_qrels(track, tmp_path):
     """Every pair of the pool labelled: each estimate is the measure under the human qrels exactly."""
     import qrelkit
 
     pool = sum(1 for _ in track["judge"].read_text().splitlines()) + 2  # the two pairs the judge missed are in the runs' top 10
-    db = plan(track, tmp_path, budget=pool)
+    db = plan(track, tmp_path, budget=pool, design="auto")
     human = returned(tmp_path / "pairs.tsv", track["human"], tmp_path / "human.qrels")
     result = qrelkit.estimate(track["judge"], human, track["runs"], measures=["nDCG@10"], db=db).to_dict()
     reference = qrelkit.evaluate(track["human"], track["runs"], ["nDCG@10"]).to_dict()["runs"]
@@ -152,19 +164,24 @@ def test_a_changed_grade_and_a_design_changed_after_labels_were_loaded_are_refus
     changed = returned(tmp_path / "pairs.tsv", track["human"], tmp_path / "changed.qrels", grade_of=lambda q, d, g: str((int(g) + 1) % 4))
     assert "is graded" in one_error(cli("assess", "load", changed, "--db", db), 2)
     before = snapshot(db)
-    done = cli("assess", "plan", "--judge-qrels", track["judge"], "--runs", track["runs"], "--budget", 90, "--db", db)
+    done = cli(
+        "assess", "plan", "--judge-qrels", track["judge"], "--runs", track["runs"], "--budget", 90, "--design", "weighted", "--db", db
+    )
     message = one_error(done, 2)
     assert "design 'design'" in message and "qrels set 'design-human'" in message and "--budget 90 where it was 60" in message
     assert snapshot(db) == before
     # the same plan again changes nothing and is not refused
-    assert cli("assess", "plan", "--judge-qrels", track["judge"], "--runs", track["runs"], "--budget", 60, "--db", db).returncode == 0
+    again = cli(
+        "assess", "plan", "--judge-qrels", track["judge"], "--runs", track["runs"], "--budget", 60, "--design", "weighted", "--db", db
+    )
+    assert again.returncode == 0, again.stderr
 
 
 def test_a_larger_budget_before_labels_extends_the_plan(track, tmp_path):
     db = plan(track, tmp_path)
     first = set(line.split("\t")[1] for line in (tmp_path / "pairs.tsv").read_text().splitlines()[1:])
-    done = cli("assess", "plan", "--judge-qrels", track["judge"], "--runs", track["runs"], "--budget", 90, "--seed", 0,
-                   "--db", db, "--out", tmp_path / "pairs.tsv", "--force", "--json")  # fmt: skip
+    given = ["--judge-qrels", track["judge"], "--runs", track["runs"], "--seed", 0, "--design", "weighted", "--db", db]
+    done = cli("assess", "plan", *given, "--budget", 90, "--out", tmp_path / "pairs.tsv", "--force", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "extended"
     second = set(line.split("\t")[1] for line in (tmp_path / "pairs.tsv").read_text().splitlines()[1:])

@@ -29,7 +29,12 @@ def image_track(tmp_path_factory):
     for name in IMAGES:
         Image.fromarray(rng.integers(0, 255, (32, 40, 3), dtype=np.uint8)).save(root / f"{name}.png")
     checkpoint = tiny_open_clip(folder, "TinyClipEstimate", embed_dim=32)
-    options = {"model": "TinyClipEstimate", "checkpoint": str(checkpoint), "model_config_file": str(folder / "TinyClipEstimate.json"), "device": "cpu"}
+    options = {
+        "model": "TinyClipEstimate",
+        "checkpoint": str(checkpoint),
+        "model_config_file": str(folder / "TinyClipEstimate.json"),
+        "device": "cpu",
+    }
     (folder / "topics.jsonl").write_text("".join(json.dumps({"qid": q, "text": t}) + "\n" for q, t in TOPICS.items()))
     (folder / "images.jsonl").write_text("".join(json.dumps({"docid": d, "image": f"{d}.png"}) + "\n" for d in IMAGES))
     (folder / "pairs.tsv").write_text("".join(f"{q}\t{d}\n" for q in TOPICS for d in IMAGES))

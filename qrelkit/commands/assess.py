@@ -57,6 +57,7 @@ def _same_plan(old: Any, new: Any) -> bool:
 def plan(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
     if request.next_pairs is not None:
         return plan_next(request, workspace)
+    from qrelkit.evaluate.choices import design_for
     from qrelkit.evaluate.estimate import designs
     from qrelkit.storage.designs import StoredDesign, find_design, write_design
 
@@ -64,16 +65,17 @@ def plan(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
     inputs = read_inputs(workspace, request.judge_qrels, request.runs, request.depth)
     pool = inputs.pool
     designs.check_budget(request.budget, len(pool))
+    kind = design_for(request.design, request.budget)
     top = request.scale[1]
     setting = measure_setting(inputs, request.measure, top)
     keys = designs.uniforms(request.seed, pool.qids, pool.docids)
     drawn = designs.plan(
-        request.design, pool.query, request.budget, keys, size=_size(setting, top) if request.design == "weighted" else None,
+        kind, pool.query, request.budget, keys, size=_size(setting, top) if kind == "weighted" else None,
         query_keys=designs.uniforms(request.seed, pool.queries),
     )  # fmt: skip
-    phase = {"phase": 1, "kind": request.design, "budget": request.budget, "params": {"floor": designs.FLOOR}}
+    phase = {"phase": 1, "kind": kind, "budget": request.budget, "params": {"floor": designs.FLOOR, "asked": request.design}}
     record = StoredDesign(
-        request.name, request.design, request.measure, request.seed, request.scale, inputs.judge_record(), [r.name for r in inputs.runs],
+        request.name, kind, request.measure, request.seed, request.scale, inputs.judge_record(), [r.name for r in inputs.runs],
         len(pool), inputs.pool_hash, request.depth, None, [phase],
     )  # fmt: skip
     rows = _planned_rows(pool, drawn.chosen, 1, drawn.stratum, drawn.inclusion)

@@ -112,7 +112,9 @@ def _notes(result: EstimateResult) -> list[Note]:
         ),
     ]
     notes += [Note(text) for text in result.notes]
-    notes += [Note(text, "warning", qualifies=True) for text in result.coverage_warnings()]
+    coverage = result.coverage_note()
+    if coverage is not None:
+        notes.append(Note(coverage[0], "warning", qualifies=True) if coverage[1] else Note(coverage[0]))
     return notes
 
 

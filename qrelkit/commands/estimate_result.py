@@ -164,19 +164,29 @@ class EstimateResult(Result):
     def summary(self) -> str:
         return f"design={self.design['name']!r}, estimator={self.estimator!r}, measures={list(self.measures)}, labels={self.human_labels}"
 
-    def coverage_warnings(self) -> list[str]:
-        """The estimator's coverage as measured by the simulation, where it lies outside 93-97%."""
-        from qrelkit.evaluate.choices import COVERAGE_RANGE, MEASURED_COVERAGE
+    def coverage_note(self) -> tuple[str, bool] | None:
+        """What the simulation measured of this design and estimator near this many labels, and
+        whether that lies outside 93-97% (then the intervals are not to be read as 95% ones)."""
+        from qrelkit.evaluate.choices import COVERAGE_RANGE, measured_coverage
 
-        measured = MEASURED_COVERAGE.get((self.design["design"], self.estimator))
-        if measured is None or COVERAGE_RANGE[0] <= measured <= COVERAGE_RANGE[1]:
-            return []
+        found = measured_coverage(self.design["design"], self.estimator, self.human_labels)
+        if found is None:
+            return None
+        budget, mean, worst = found
         low, high = COVERAGE_RANGE
-        return [
-            f"the 95% intervals of {self.estimator} under the {self.design['design']} design covered {measured:.1%} in qrelkit's "
-            f"simulation (benchmarks/bench_human_budget.py, nDCG@10 on DL19), outside {low:.0%}-{high:.0%}: "
-            "do not read them as 95% intervals"
-        ]
+        outside = not low <= mean <= high
+        text = (
+            f"in qrelkit's simulation (benchmarks/bench_human_budget.py: DL19, nDCG@10, four judges, 1,000 draws) the 95% intervals "
+            f"of {self.estimator} under the {self.design['design']} design with {budget:,} labels covered {mean:.1%} on average "
+            f"({worst:.1%} with the weakest judge)"
+        )
+        if outside:
+            text += f", outside {low:.0%}-{high:.0%}: do not read them as 95% intervals"
+        return text, outside
+
+    def coverage_warnings(self) -> list[str]:
+        found = self.coverage_note()
+        return [found[0]] if found and found[1] else []
 
     def to_dict(self) -> dict[str, Any]:
         primary = self.primary.to_dict()

@@ -60,7 +60,11 @@ class AssessPlanRequest(Request):
     )
     seed: int = option("--seed", "Seed of the sample (the same seed, the same pairs).", 0)
     design: str = option(
-        "--design", f"{' | '.join(ESTIMATE_DESIGNS)} (default {DEFAULT_DESIGN}; docs/human-budget.md).", DEFAULT_DESIGN, parse=check_design
+        "--design",
+        f"{' | '.join(ESTIMATE_DESIGNS)}; auto (the default): weighted from 1,000 labels, whole queries below, as qrelkit's "
+        "coverage simulation chose (docs/human-budget.md).",
+        DEFAULT_DESIGN,
+        parse=check_design,
     )
     name: str = option("--name", "The design's name in the database.", "design")
     measure: str = option("--measure", "The measure the weighted design weighs the pairs by (nDCG@10, P@10, AP, RR, ...).", "nDCG@10")
