@@ -272,3 +272,24 @@ def test_uniforms_are_fixed_by_seed_query_and_document():
     assert ((first >= 0) & (first < 1)).all()
     assert not np.array_equal(first, designs.uniforms(8, ["q1", "q2"], ["d1", "d2"]))
     assert not np.array_equal(first, designs.uniforms(7, ["q1", "q2"], ["d1", "d2"], phase=2))
+
+
+def test_the_coverage_qrelkit_quotes_is_the_simulations():
+    """`choices.MEASURED_COVERAGE` (what `estimate` says of its intervals) is what the committed run of
+    benchmarks/bench_human_budget.py measured: each DL19 judge's mean coverage, averaged, and the worst."""
+    import json
+
+    from conftest import ROOT
+
+    from qrelkit.evaluate.choices import MEASURED_COVERAGE
+
+    saved = json.loads((ROOT / "benchmarks" / "human_budget_results.json").read_text())
+    found: dict = {}
+    for row in saved["rows"]:
+        if row["collection"].startswith("DL19") and "coverage" in row and ("t, finite" in row["estimator"] or row["design"] != "queries"):
+            key = (row["design"], row["estimator"].split(" (")[0])
+            found.setdefault(key, {}).setdefault(row["budget"], []).append(row["coverage"])
+    assert set(found) == set(MEASURED_COVERAGE)
+    for key, by_budget in found.items():
+        for budget, coverage in by_budget.items():
+            assert MEASURED_COVERAGE[key][budget] == pytest.approx((np.mean(coverage), min(coverage)), abs=6e-4), (key, budget)
