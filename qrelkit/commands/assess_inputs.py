@@ -28,6 +28,7 @@ class Inputs:
     pool: Any  # qrelkit.evaluate.estimate.pool.Pool
     pool_hash: str
     depth: int
+    joined: Any  # qrelkit.evaluate.estimate.pool.JoinedRuns: every run joined to the pool once
 
     def unjudged(self) -> list[tuple[str, str]]:
         """The pool pairs the judge gave no label."""
@@ -77,7 +78,7 @@ def labels_of(resolved: ResolvedQrels) -> dict[tuple[str, str], float]:
 
 
 def read_inputs(workspace: Workspace, judge: QrelsRef, runs_ref: Any, depth: int) -> Inputs:
-    from qrelkit.evaluate.estimate.pool import Pool, pool_hash, top_pairs
+    from qrelkit.evaluate.estimate.pool import JoinedRuns, Pool, pool_hash, top_pairs
 
     resolved = judge_qrels(workspace, judge)
     labels = labels_of(resolved)
@@ -87,7 +88,7 @@ def read_inputs(workspace: Workspace, judge: QrelsRef, runs_ref: Any, depth: int
     queries = {qid for qid, _ in labels}
     pairs = set(labels) | top_pairs(runs, queries, depth)
     pool = Pool.of(pairs, labels)
-    return Inputs(resolved, labels, runs, pool, pool_hash(pool), depth)
+    return Inputs(resolved, labels, runs, pool, pool_hash(pool), depth, JoinedRuns.of(pool, runs))
 
 
 def unjudged_note(inputs: Inputs) -> str | None:
@@ -148,7 +149,7 @@ def measure_setting(inputs: Inputs, measure_name: str, top: int) -> Any:
     from qrelkit.evaluate.estimate.pool import ranked_lists
 
     measure = parse(measure_name, top)
-    kernel = Kernel(measure, ranked_lists(inputs.pool, inputs.runs, measure.cutoff), top)
+    kernel = Kernel(measure, ranked_lists(inputs.pool, inputs.joined, measure.cutoff), top)
     return Setting.of(inputs.pool, kernel, features(np.minimum(inputs.pool.judge, top), top))
 
 

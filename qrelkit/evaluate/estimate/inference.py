@@ -20,12 +20,12 @@ def standard_errors(covariance: np.ndarray) -> np.ndarray:
 
 def quantile(df: float | np.ndarray | None) -> np.ndarray:
     """The 97.5% quantile: the normal's for df None or inf, else Student's t."""
-    if df is None:
-        return np.asarray(Z95)
-    from scipy import stats
+    if df is None or not np.isfinite(df).any():
+        return np.full(np.shape(df), Z95) if df is not None else np.asarray(Z95)
+    from scipy.special import stdtrit  # scipy.stats alone would take a second to import
 
     df = np.asarray(df, dtype=np.float64)
-    return np.where(np.isfinite(df), stats.t.ppf(0.975, np.where(np.isfinite(df), np.maximum(df, 1.0), 1.0)), Z95)
+    return np.where(np.isfinite(df), stdtrit(np.where(np.isfinite(df), np.maximum(df, 1.0), 1.0), 0.975), Z95)
 
 
 def intervals(values: np.ndarray, covariance: np.ndarray, df: float | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -185,10 +185,11 @@ def ideal_curve(counts: np.ndarray, cutoff: int | None) -> tuple[np.ndarray, np.
 
 def query_totals(estimated: np.ndarray, pool: Pool) -> np.ndarray:
     """(..., Q, F) the features summed over each query's pairs."""
-    from scipy import sparse
-
     lead, (n_pairs, n_features) = estimated.shape[:-2], estimated.shape[-2:]
-    membership = sparse.csr_matrix((np.ones(n_pairs), (pool.query, np.arange(n_pairs))), shape=(pool.n_queries, n_pairs))
-    columns = np.moveaxis(estimated.reshape((-1, n_pairs, n_features)), 1, 0).reshape(n_pairs, -1)
-    totals = np.asarray(membership @ columns).reshape(pool.n_queries, -1, n_features)
-    return np.moveaxis(totals, 0, 1).reshape(lead + (pool.n_queries, n_features))
+    flat = estimated.reshape((-1, n_pairs, n_features))
+    draws = flat.shape[0]
+    where = (np.arange(draws)[:, None] * pool.n_queries + pool.query[None, :]).ravel()
+    totals = np.stack(
+        [np.bincount(where, weights=flat[..., f].ravel(), minlength=draws * pool.n_queries) for f in range(n_features)], axis=-1
+    )
+    return totals.reshape(lead + (pool.n_queries, n_features))

@@ -200,6 +200,8 @@ def design_covariance(u: np.ndarray, sample: PairSample) -> np.ndarray:
             centred[:, r, :] -= np.where(grouped, means[flat].reshape(grouped.shape), 0.0)
         u = centred
     weighted = u * sample.coef[:, None, :]
+    if draws == 1:  # a command's one sample: too small to be worth waking BLAS's threads (60 ms on a busy machine)
+        return np.einsum("drn,dsn->drs", weighted, u)
     # one BLAS product per draw: numpy's stacked matmul runs without BLAS, ~20x slower here
     return np.stack([weighted[d] @ u[d].T for d in range(draws)])
 

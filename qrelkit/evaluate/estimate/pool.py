@@ -107,19 +107,35 @@ def _pool_qrels(pool: Pool) -> Qrels:
     return Qrels.from_table("pool", table)
 
 
-def ranked_lists(pool: Pool, runs: Sequence[Run], cutoff: int | None) -> RankedLists:
+@dataclass(frozen=True)
+class JoinedRuns:
+    """Every run joined to the pool once (trec_eval's order, float32 scores): per run, its pool
+    pairs' query, rank and pool index, which `ranked_lists` cuts to each measure's depth."""
+
+    runs: list[str]
+    entries: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+    @classmethod
+    def of(cls, pool: Pool, runs: Sequence[Run]) -> JoinedRuns:
+        judged = JudgedPairs.of(_pool_qrels(pool), queries=pool.queries)
+        entries = []
+        for run in runs:
+            ranked = rank_run(run, judged)
+            keep = ranked.grade != NOT_JUDGED
+            entries.append((ranked.query[keep], ranked.rank[keep], ranked.grade[keep]))
+        return cls([run.name for run in runs], entries)
+
+
+def ranked_lists(pool: Pool, runs: Sequence[Run] | JoinedRuns, cutoff: int | None) -> RankedLists:
     """The runs' pool pairs in trec_eval's order, down to rank ``cutoff`` (None: all of them)."""
-    judged = JudgedPairs.of(_pool_qrels(pool), queries=pool.queries)
+    joined = runs if isinstance(runs, JoinedRuns) else JoinedRuns.of(pool, runs)
     rows = []
-    for run in runs:
-        ranked = rank_run(run, judged)
-        keep = ranked.grade != NOT_JUDGED
-        if cutoff is not None:
-            keep &= ranked.rank <= cutoff
-        rows.append((ranked.query[keep], ranked.rank[keep], ranked.grade[keep]))
+    for query, rank, index in joined.entries:
+        keep = rank <= cutoff if cutoff is not None else np.ones(len(rank), bool)
+        rows.append((query[keep], rank[keep], index[keep]))
     depth = max((int(np.bincount(query, minlength=1).max()) for query, _, _ in rows if len(query)), default=1)
-    pair = np.full((len(runs), pool.n_queries, depth), NO_PAIR, dtype=np.int64)
-    rank = np.full((len(runs), pool.n_queries, depth), np.inf)
+    pair = np.full((len(rows), pool.n_queries, depth), NO_PAIR, dtype=np.int64)
+    rank_of = np.full((len(rows), pool.n_queries, depth), np.inf)
     for r, (query, ranks, index) in enumerate(rows):
         if not len(query):
             continue
@@ -128,8 +144,8 @@ def ranked_lists(pool: Pool, runs: Sequence[Run], cutoff: int | None) -> RankedL
         start = np.maximum.accumulate(np.where(first, np.arange(len(query)), 0))
         slot = np.arange(len(query)) - start
         pair[r, query, slot] = index
-        rank[r, query, slot] = ranks
-    return RankedLists([run.name for run in runs], pair, rank, cutoff)
+        rank_of[r, query, slot] = ranks
+    return RankedLists(list(joined.runs), pair, rank_of, cutoff)
 
 
 def top_pairs(runs: Sequence[Run], queries: Iterable[str], depth: int) -> set[tuple[str, str]]:
