@@ -208,6 +208,34 @@ def simulate(task: tuple[str, str, int, str, int, int]) -> list[dict]:
     ]
 
 
+# -- the issue's baselines, re-measured with linear gains ---------------------------------------------
+
+
+def baselines(draws: int, seed: int) -> list[dict]:
+    """UMBRELA + GPT-4o on DL19, nDCG@10: whole queries (10 and 20) human-only and PPI (lambda = 1)
+    with ppi_py's interval and the finite-population t interval; pairs stratified by query and
+    uniform pairs without strata (Poisson, equal pi), each with the difference estimator (PPI's
+    lambda = 1), at the issue's budgets."""
+    collection = dl19("umbrela")
+    setting, truth, human, _ = prepared(collection, "nDCG@10")
+    theta, different, pool = truth.mean(axis=-1), truly_different(truth), collection.pool
+    rng = np.random.default_rng([seed, 43])
+    rows = []
+    for count in (10, 20):
+        chosen = designs.queries_chosen(rng.random((draws, pool.n_queries)), count)
+        for estimator in ("human", "ppi"):
+            for variance, name in (("iid", "ppi_py: z, iid"), ("finite", "t, finite")):
+                found = query_estimates(setting, truth, chosen, estimator, variance)
+                rows.append({"design": f"{count} whole queries", "estimator": f"{estimator} ({name})", **scores(found, theta, different)})
+    for budget in (215, 430, 989, 2150):
+        for design, size in (("stratified", None), ("uniform pairs", np.ones(len(pool)))):
+            kind = "stratified" if size is None else "weighted"
+            sample = pairs.sample_of(designs.plan(kind, pool.query, budget, rng.random((draws, len(pool))), size=size))
+            found = pair_estimates(setting, human, sample, "ppi")
+            rows.append({"design": f"{design}, {budget} pairs", "estimator": "difference (ppi, λ = 1)", **scores(found, theta, different)})
+    return rows
+
+
 # -- how to estimate nDCG's ideal DCG under pair sampling --------------------------------------------
 
 
@@ -399,6 +427,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--from-json", type=Path, default=None, help="print the tables of an earlier run's --json, simulating nothing")
+    parser.add_argument("--baselines", action="store_true", help="also the issue's baselines (UMBRELA), re-measured with linear gains")
     parser.add_argument("--variants", action="store_true", help="also the ways of estimating nDCG's ideal DCG (UMBRELA, 1,000 labels)")
     parser.add_argument("--next-draws", type=int, default=0, help="also --next against uniform additions, with this many draws")
     args = parser.parse_args()
@@ -428,6 +457,15 @@ def main() -> None:
     )
     print("\n".join(markdown(rows) + [""] + summary(rows)))
     extra: dict = {}
+    if args.baselines:
+        extra["baselines"] = baselines(args.draws, args.seed)
+        print("\n| baseline (UMBRELA + GPT-4o, DL19) | estimator | labels | coverage (mean / worst run) | width | RMSE |")
+        print("|---|---|---:|---|---:|---:|")
+        for row in extra["baselines"]:
+            coverage = f"{row['coverage']:.3f} / {row['coverage_min']:.3f}" if "coverage" in row else "–"
+            print(
+                f"| {row['design']} | {row['estimator']} | {row['labels']:.0f} | {coverage} | {_cell(row, 'width')} | {row['rmse']:.4f} |"
+            )
     if args.variants:
         extra["ideal_variants"] = ideal_variants(("umbrela", 1000, args.draws, args.seed))
         print("\n| ideal DCG estimated by | coverage (mean / worst run) | width | RMSE | bias |\n|---|---|---:|---:|---:|")

@@ -41,7 +41,7 @@ def show_load(result: Any, request: AssessLoadRequest) -> None:
 def show_estimate(result: Any, request: EstimateRequest) -> None:
     from qrelkit.commands.estimate_document import estimate_document
 
-    show(estimate_document(result), _format(request))
+    show(estimate_document(result), _format(request), verbose=request.verbose)
 
 
 build(assess_app, "plan", AssessPlanRequest, show_plan)

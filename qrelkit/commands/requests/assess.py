@@ -141,6 +141,7 @@ class EstimateRequest(Request):
         parse=check_estimator,
     )  # fmt: skip
     output_format: str = _format_option()
+    verbose: bool = option("--verbose", "Also print every estimator's estimates and every pair of runs.", False, api=False)
     as_json: bool = json_option('Print JSON: {"runs": {RUN: {"estimate", "ci95", ...}}, "differences", "measures", ...}.')
 
     use_case = "qrelkit.commands.estimate:run"
