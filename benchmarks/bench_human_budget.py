@@ -127,14 +127,19 @@ def holdout() -> Collection:
 # -- one (collection, budget, design) --------------------------------------------------------------
 
 
-def prepared(collection: Collection, measure_name: str) -> tuple[Setting, np.ndarray, np.ndarray, np.ndarray]:
-    """(setting, true per-query values (R, Q), human features (P, F), weighted design's size)."""
+def prepared(
+    collection: Collection, measure_name: str, plan_measure: str | None = None
+) -> tuple[Setting, np.ndarray, np.ndarray, np.ndarray]:
+    """(setting, true per-query values (R, Q), human features (P, F), weighted design's size, the
+    size of a design planned for ``plan_measure``, by default the measure estimated)."""
     measure = parse(measure_name, TOP)
     kernel = Kernel(measure, ranked_lists(collection.pool, collection.runs, measure.cutoff), TOP)
     judge_features = features(np.minimum(collection.pool.judge, TOP), TOP)
     setting = Setting.of(collection.pool, kernel, judge_features)
     human = features(collection.human, TOP)
-    gradients = pair_gradients(kernel, collection.pool, judge_features, setting.place)
+    planned = measure if plan_measure is None else parse(plan_measure, TOP)
+    plan_kernel = kernel if planned == measure else Kernel(planned, ranked_lists(collection.pool, collection.runs, planned.cutoff), TOP)
+    gradients = pair_gradients(plan_kernel, collection.pool, judge_features, plan_kernel.lists.place(len(collection.pool)))
     size = measure_sizes(gradients, collection.pool.judge, TOP) * judge_uncertainty(collection.pool.judge)
     return setting, setting.per_query(human), human, designs.with_floor(size)
 
@@ -179,9 +184,9 @@ def scores(found: Estimates, theta: np.ndarray, different: np.ndarray) -> dict:
 
 
 def simulate(task: tuple[str, str, int, str, int, int]) -> list[dict]:
-    collection_name, measure_name, budget, design, draws, seed = task
+    collection_name, measure_name, budget, design, draws, seed, plan_measure = task
     collection = holdout() if collection_name == "holdout" else dl19(collection_name)
-    setting, truth, human, size = prepared(collection, measure_name)
+    setting, truth, human, size = prepared(collection, measure_name, plan_measure)
     theta = truth.mean(axis=-1)
     different = truly_different(truth)
     pool = collection.pool
@@ -422,6 +427,9 @@ def main() -> None:
     parser.add_argument("--judges", default="umbrela,binary,exam-max,minilm")
     parser.add_argument("--designs", default="queries,stratified,weighted")
     parser.add_argument("--measure", default="nDCG@10")
+    parser.add_argument(
+        "--plan-measure", default="nDCG@10", help="the measure the weighted design is planned for (as assess plan's --measure)"
+    )
     parser.add_argument("--holdout", action="store_true", help="also the held-out synthetic collection")
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
@@ -443,7 +451,12 @@ def main() -> None:
         judges.remove("minilm")
     collections = judges + (["holdout"] if args.holdout else [])
     budgets = [int(b) for b in args.budgets.split(",")]
-    tasks = [(c, args.measure, b, d, args.draws, args.seed) for c in collections for b in budgets for d in args.designs.split(",")]
+    tasks = [
+        (c, args.measure, b, d, args.draws, args.seed, args.plan_measure)
+        for c in collections
+        for b in budgets
+        for d in args.designs.split(",")
+    ]
     started = time.perf_counter()
     load = os.getloadavg()[0]
     with get_context("spawn").Pool(args.processes) as workers:

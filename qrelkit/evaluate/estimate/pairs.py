@@ -30,7 +30,6 @@ from qrelkit.evaluate.estimate.designs import Plan
 from qrelkit.evaluate.estimate.measures import Gradient, Kernel, query_totals
 from qrelkit.evaluate.estimate.pool import NO_PAIR, Pool
 
-CLIP = True
 PAIR_ESTIMATORS = ("human", "judge", "ppi", "ppi++", "calibrated")
 
 
@@ -257,19 +256,20 @@ def estimate(
 ) -> PairEstimate:
     """The runs' means of ``kernel``'s measure from estimated features (D, P, F), and their
     covariance from the sampled pairs' residuals (D, n, F). ``place``: `RankedLists.place`;
-    ``bounds``: `known_bounds`. Per-query values are kept within [0, 1], where every measure here lies."""
+    ``bounds``: `known_bounds`. Per-query values are kept within `Kernel.capped`."""
     listed = kernel.gather(estimated)
     totals = query_totals(estimated, pool)
     kept = constrained(totals, *bounds)
     values, gradient = kernel.gradient(listed, kept)
     # where a constraint holds a total or a value, small changes of the labels do not move it
     held = kept != totals
-    inside = (values <= 1.0) | (not CLIP)
+    low, high = kernel.capped
+    inside = (values >= low) & (values <= high)
     gradient = Gradient(
         np.where(inside[..., None, None], gradient.listed, 0.0),
         np.where(inside[..., None] & ~held[..., None, :, :], gradient.query, 0.0),
     )
-    means = (np.minimum(values, 1.0) if CLIP else values).mean(axis=-1)
+    means = np.clip(values, low, high).mean(axis=-1)
     return PairEstimate(means, design_covariance(linear_terms(kernel, gradient, pool, residual, sample, place), sample))
 
 
