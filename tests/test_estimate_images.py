@@ -78,3 +78,17 @@ def test_a_clipscore_judge_run_plans_loads_and_estimates_like_a_text_pool(image_
     expected = json.loads(reference.stdout)["runs"]
     for run, entry in found.items():
         assert entry["estimate"] == pytest.approx(expected[run]["nDCG@5"], abs=1e-9)
+
+
+def test_a_judge_run_of_the_database_stands_for_its_graded_qrels(image_track, tmp_path):
+    import duckdb
+
+    db = image_track / "images.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        (run_id,) = con.execute("SELECT judge_run_id FROM judge_runs").fetchone()
+    given = ["--runs", image_track / "runs", "--budget", 6, "--scale", "0-2", "--design", "weighted", "--db", db, "--json"]
+    by_set = cli("assess", "plan", "--judge-qrels", "clip-graded", "--name", "by-set", *given)
+    by_run = cli("assess", "plan", "--judge-qrels", run_id, "--name", "by-run", *given)
+    assert by_set.returncode == 0 and by_run.returncode == 0, by_run.stderr
+    assert json.loads(by_run.stdout)["design"]["judge"]["name"] == "clip-graded"
+    assert json.loads(by_run.stdout)["design"]["planned_pairs"] == json.loads(by_set.stdout)["design"]["planned_pairs"]

@@ -100,9 +100,9 @@ def unjudged_note(inputs: Inputs) -> str | None:
     more = f" and {len(missing) - UNJUDGED_SHOWN} more" if len(missing) > UNJUDGED_SHOWN else ""
     return (
         f"{len(missing)} pool pair(s) have no label from the judge {inputs.judge.source.get('name')!r}: {shown}{more}; "
-        "the judge's estimate reads them as not relevant (grade 0, as trec_eval reads an unjudged document), the "
-        "judge-assisted estimates predict them from the human labels of other unlabelled pairs (calibrated, ppi++) or as 0 (ppi), "
-        "and the human sample corrects either, so the estimates stay unbiased"
+        "the judge's estimate reads them as not relevant (grade 0, as trec_eval reads an unjudged document); ppi predicts them "
+        "as 0, ppi++ as its fitted intercept and calibrated as the sampled pairs the judge also missed; the human sample "
+        "corrects each prediction, so the estimates stay unbiased"
     )
 
 

@@ -47,6 +47,12 @@ def run(request: EstimateRequest, workspace: Workspace) -> EstimateResult:
         every = estimate_sample(setting, sample, labels, top, list(DESIGN_ESTIMATORS[design.kind]))
         found[name] = MeasureEstimates.of(name, [run.name for run in inputs.runs], every, estimator)
     notes = [note for note in (unjudged_note(inputs),) if note]
+    if design.kind != "queries" and any(name.startswith("RR") for name in found):
+        notes.append(
+            "RR from a sample of pairs multiplies (1 - x) over the places above the first relevant pair, and a sampled non-relevant "
+            "pair of large weight there multiplies what follows: on DL19 RR(rel=1)'s estimates were off by 10 on average (RR(rel=2)'s "
+            "by 0.04, docs/human-budget.md); read RR from a whole-query design where its rel level is relevant on nearly every query"
+        )
     above = int((np.nan_to_num(inputs.pool.judge, nan=0.0) > top).sum())
     if above:
         notes.append(f"{above} judge label(s) lie above the humans' top grade {top}: the judge's estimates read them as {top}")
