@@ -162,7 +162,7 @@ def test_report_of_a_graded_set_named_alone_shows_its_judge_run(toy):
 def test_a_reference_file_is_named_by_its_folder_and_file_or_by_reference_name_never_its_stem(toy):
     reference = str(DEMO / "qrels.txt")
     options = ["--model-qrels", "minilm", "--db", toy["db"], "--reference-qrels", reference, "--runs", *RUNS, "--resamples", "0"]
-    assert invoke("agree", *options).startswith("minilm (model) vs demo/qrels.txt (reference)")
+    assert invoke("agree", *options).startswith("minilm ranks 4 runs as demo/qrels.txt does")
     page_path = toy["folder"] / "named.html"
     invoke("report", *options, "--reference-name", "NIST-style human", "--group", "good=^good", "--out", page_path)
     page = page_path.read_text(encoding="utf-8")

@@ -202,10 +202,16 @@ def test_the_python_api_compares_qrels_files_and_gives_pandas_tables(track, tmp_
     grouped = qrelkit.compare(
         judges=[str(files["good"])], reference=str(files["human"]), runs=[str(folder)], group_patterns=["top=run[0-2]"], resamples=50
     )
-    from qrelkit.report.compare import judge_grid, markdown
+    from qrelkit.commands.documents.compare import judges_table
+    from qrelkit.commands.requests import CompareRequest
+    from qrelkit.report.render import markdown
 
-    grid = judge_grid(grouped)
-    column = grid.header.index("Rel. Δ top nDCG@10, judge − ref %")
+    grid = judges_table(grouped)
+    column = list(grid.header).index("Rel. Δ top nDCG@10, judge − ref %")
     bias = grouped.comparison.audits["good"].bias["top"]["nDCG@10"]
-    assert grid.rows[0][column].startswith(f"{bias.difference:.1f} [")  # Relative Δ, judge − reference, with its interval
-    assert "Rel. Δ top nDCG@10" in markdown(grouped)
+    assert grid.text_rows()[0][column].startswith(f"{bias.difference:.1f} [")  # Relative Δ, judge − reference, with its interval
+    document = CompareRequest.describe(grouped) if hasattr(CompareRequest, "describe") else None
+    from qrelkit.commands.documents.compare import comparison as compare_document
+
+    document = compare_document(grouped, None)
+    assert "Rel. Δ top nDCG@10" in markdown(document)

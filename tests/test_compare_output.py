@@ -17,7 +17,9 @@ import pytest
 from judge_tracks import write_track
 from rich.console import Console
 
-from qrelkit.report import compare as views
+from qrelkit.commands.documents.judging import sweep
+from qrelkit.report.document import Table
+from qrelkit.report.render import plain, rich_table
 
 LONG = "a-judge-with-a-rather-long-and-descriptive-name"
 
@@ -92,10 +94,11 @@ def test_every_judge_alone_sharing_no_pair_is_refused_naming_it(track):
 
 
 def test_each_warning_is_one_line_naming_every_judge_it_concerns(piped):
-    warnings = [line for line in piped.stdout.splitlines() if ": warning: " in line]
-    assert len(warnings) == len(set(w.split(": warning: ")[1] for w in warnings))
+    warnings = [line.removeprefix("warning: ") for line in piped.stdout.splitlines() if line.startswith("warning: ")]
+    texts = [w.split(": ", 1)[1] for w in warnings]
+    assert len(warnings) == len(set(texts))
     scale = next(w for w in warnings if "different scales" in w)
-    assert scale.startswith(f"{LONG}, binary: warning:") or scale.startswith(f"binary, {LONG}: warning:")
+    assert scale.startswith(f"{LONG}, binary: ") or scale.startswith(f"binary, {LONG}: ")
 
 
 LATEX_SPECIALS = re.compile(r"(?<!\\)[_%#&$^~]")
@@ -133,9 +136,9 @@ def test_a_terminal_table_folds_a_number_rather_than_cutting_it(track):
     """Even 60 columns wide, a terminal shows no `…`: cells fold onto more lines."""
     result = json.loads(compare(track, "--json").stdout)
     assert result["judges"][0]["audit"] is not None
-    grid = views.Grid("t", ["judge", "τ [CI]"], [[LONG, "0.8601 [0.792, 0.926]"]])
+    table = Table("t", ["judge", "τ [CI]"], [[LONG, "0.8601 [0.792, 0.926]"]])
     console = Console(file=io.StringIO(), width=30, force_terminal=True, color_system=None)
-    console.print(grid.rich())
+    console.print(rich_table(table))
     shown = console.file.getvalue()
     assert "…" not in shown and "0.792" in shown.replace("\n", "").replace("│", "").replace(" ", "")
 
@@ -148,8 +151,12 @@ def test_a_sweeps_table_in_a_pipe_is_plain_and_whole():
         report=SimpleNamespace(pairs=9260, already_ok=0, to_judge=9260, judged=9260, failed=3, estimate=None),
         outcome=SimpleNamespace(grading=SimpleNamespace(qrels=SimpleNamespace(name=f"graded-{LONG}"))),
     )
-    outcome = SimpleNamespace(job=Path("sweep.yaml"), keys=["temperature", "template"], cells=[cell], dry_run=False)
-    text = views.sweep_grid(outcome).plain()
+    outcome = SimpleNamespace(
+        job=Path("sweep.yaml"), keys=["temperature", "template"], cells=[cell], dry_run=False, failed=[], interrupted=False
+    )
+    outcome.failure = lambda: None
+    outcome.to_dict = lambda: {}
+    text = plain(sweep(outcome, None)).rstrip("\n")
     assert "…" not in text
     row = text.splitlines()[-1].split()
     assert row == [f"temperature=0.7,template={LONG}", "0123456789abcdef", "ok", "9,260", "0", "9,260", "9,260", "3", f"graded-{LONG}"]

@@ -237,7 +237,7 @@ def test_one_default_per_topic_quantiles_by_midrank_in_the_api_the_job_file_and_
 
 
 def test_every_grading_line_names_its_method_scope_and_tie_rule():
-    from qrelkit.report.tables import describe_grading
+    from qrelkit.commands.documents.judging import grading_lines as describe_grading
 
     scores = [("a", f"d{i}", float(i)) for i in range(4)] + [("b", f"e{i}", 10.0 * i) for i in range(4)]
     per_topic = describe_grading(grade_scores(scores, name="g"))[0]

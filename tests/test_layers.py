@@ -24,7 +24,7 @@ FORBIDDEN = {
     "commands": {"cli"},
 }
 # A judge backend may use these shared judge modules, and no other backend.
-JUDGE_SHARED = {"base", "registry", "scoring", "chat", "http", "batch_api", "vllm_batch"}
+JUDGE_SHARED = {"base", "registry", "scoring", "chat", "http", "batch_api", "vllm_batch", "startup"}
 # The one backend that builds on another, and why: the `vllm` judge's `mode: batch` sends vLLM's
 # run_batch the server route's requests, which the `openai` judge writes and reads (one request format).
 BUILDS_ON = {("vllm", "openai")}
@@ -502,12 +502,47 @@ def test_io_keeps_its_networking_and_its_worker_pools_in_rooms_of_their_own():
 
 
 def test_one_html_table_writer():
-    """Every table of the HTML pages is written by `qrelkit.report.html_table.html_table` (which
-    escapes every value): no other code spells a `<table`."""
+    """Every table of the HTML pages is written by `qrelkit.report.page.table_html` (which escapes
+    every value): no other code of the package spells a `<table`."""
     spelled = [
         f"{path.relative_to(PACKAGE)}:{i}"
-        for path in sorted((PACKAGE / "report").rglob("*.py"))
+        for path in sorted(PACKAGE.rglob("*.py"))
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if "<table" in line
     ]
-    assert len(spelled) == 1 and spelled[0].startswith("report/html_table.py"), spelled
+    assert len(spelled) == 1 and spelled[0].startswith("report/page.py"), spelled
+
+
+def test_one_way_out():
+    """Every command prints through one `show` (of a document), and how it prints is declared once:
+    one `--format`, one `--json` for the whole command line (issue 42)."""
+    cli = [path.read_text(encoding="utf-8") for path in sorted((PACKAGE / "cli").glob("*.py"))]
+    assert sum(len(re.findall(r"^def show", text, re.M)) for text in cli) == 1
+    everything = [path.read_text(encoding="utf-8") for path in sorted(PACKAGE.rglob("*.py"))]
+    assert sum(text.count('"--format"') for text in everything) == 1
+    assert sum(text.count('"--json"') for text in everything) == 1
+
+
+def test_report_knows_no_results_type():
+    """report/ renders documents: no alias standing for a result type read by field (`X = Any`), no
+    import of a use case's or a job's result."""
+    found = []
+    for path in sorted((PACKAGE / "report").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id == "Any":
+                found.append(f"report/{path.relative_to(PACKAGE / 'report')}:{node.lineno}: an alias of Any")
+        for module in _imported(tree):
+            if module.startswith(("qrelkit.commands", "qrelkit.jobs", "qrelkit.evaluate.audit", "qrelkit.evaluate.compare")):
+                found.append(f"report/{path.relative_to(PACKAGE / 'report')}: imports {module}")
+    assert not found, "\n".join(found)
+
+
+def _imported(tree: ast.Module) -> list[str]:
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module)
+        elif isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+    return names

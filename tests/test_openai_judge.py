@@ -35,6 +35,7 @@ from PIL import Image
 from pydantic import TypeAdapter
 from rich.console import Console
 
+from qrelkit.commands.documents.judging import job_lines as describe_job
 from qrelkit.io import Document, Topic
 from qrelkit.io.images import ImageError
 from qrelkit.jobs import load_job, run_job
@@ -45,7 +46,6 @@ from qrelkit.judges.openai import OpenAIJudge, build_request, image_tokens, read
 from qrelkit.judges.openai import Reply as ChatReply
 from qrelkit.judges.scoring import answer_candidates, expected_grade
 from qrelkit.prompts import load_template
-from qrelkit.report.tables import describe_job
 from qrelkit.storage import Store
 
 TEMPLATE = load_template("trec-dl-graded")

@@ -218,7 +218,7 @@ def test_failures_show_the_models_own_answer_trimmed(page):
     failures = page[page.index("<h3>Failures") : page.index("<h3>Configuration")]
     answer = html.escape(ANSWER.strip())
     assert f"<td class=text>{answer}</td><td class=text>parse_error on purpose</td>" in failures
-    assert "<i>no answer</i></td><td class=text>model_error on purpose</td>" in failures
+    assert "(no answer)</td><td class=text>model_error on purpose</td>" in failures
 
 
 def test_grading_thresholds_come_last_as_a_compact_table(page):
@@ -352,8 +352,8 @@ def test_dl19_readable_table(dl19):
         "--group",
         "bert=bert|BERT",
     )
-    assert re.search(r"Cohen's κ\s+│\s+0\.3626", stdout)
-    assert re.search(r"Kendall τ-b\s+│\s+0\.9159 \[", stdout)
+    assert re.search(r"^Cohen's κ +0\.3626 \[", stdout, re.M)  # a pipe gets plain columns, every cell whole
+    assert re.search(r"^Kendall τ-b +0\.9159 \[", stdout, re.M)
     assert "Relative Δ toward each group" in stdout and "bert" in stdout
 
 

@@ -1,7 +1,7 @@
-"""The `qrelkit` command line: typer wiring only. Each command parses its options, calls one
-function of `qrelkit.commands`, and prints what it returns (tables from `qrelkit.report`)."""
+"""The `qrelkit` command line: typer wiring only. Each command builds its request from the flags,
+calls its use case and prints the result's document (`qrelkit.cli.commands`)."""
 
-from qrelkit.cli import assess, audit, batches, bundles, compare, data, judging, probe, resample  # noqa: F401  (each registers its commands on `app`)
+from qrelkit.cli import commands  # noqa: F401  (registers every command on `app`)
 from qrelkit.cli.base import app, main, script
 
 __all__ = ["app", "main", "script"]

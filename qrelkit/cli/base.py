@@ -4,7 +4,6 @@ commands share, and how errors end (one message, an exit code, never a traceback
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import os
 import shlex
@@ -96,27 +95,6 @@ def print_lines(lines: Any) -> None:
         print(printable(line))
 
 
-def print_json(payload: Any) -> None:
-    print(json.dumps(payload, indent=1, ensure_ascii=False, default=str))
-
-
-def print_result(result: Any, views: Any, *, as_json: bool, output_format: str | None) -> None:
-    """A result in the form asked for: JSON, Markdown, LaTeX, plain text on a pipe or a file (no cell
-    cut to a width), or the terminal's tables. ``views``: the result's report module (`markdown`,
-    `latex`, `plain`, `terminal`)."""
-    if as_json:
-        print_json(result.to_dict())
-    elif output_format == "markdown":
-        print(views.markdown(result), end="")
-    elif output_format == "latex":
-        print(views.latex(result), end="")
-    elif not out.is_terminal:
-        print(views.plain(result), end="")
-    else:
-        for part in views.terminal(result):
-            out.print(part)
-
-
 def show(document: Any, output_format: str = "table", *, verbose: bool = False) -> None:
     """The one way a command prints: ``document`` (`qrelkit.report.document.Document`) in the format
     asked for. stdout holds the document; stderr what the process did (the files written) and, for
@@ -124,11 +102,11 @@ def show(document: Any, output_format: str = "table", *, verbose: bool = False) 
     warnings; the document's status ends the command (its failure line first)."""
     from qrelkit.report import render
 
-    for path in document.files:
-        err.print(f"wrote {path}", highlight=False, markup=False)
+    for line in [*document.said, *(f"wrote {path}" for path in document.files)]:
+        err.print(line, highlight=False, markup=False)
     own = getattr(document, "own", {}).get(output_format)
     if output_format in ("json", "tsv") or own is not None:
-        for line in document.lead if output_format == "tsv" else []:
+        for line in document.lead if output_format == "tsv" or own is not None else []:
             err.print(line, highlight=False, markup=False)
         for note in document.notes:
             if note.kind == "warning" or output_format == "tsv":

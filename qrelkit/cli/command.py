@@ -19,10 +19,9 @@ from typing import Annotated, Any
 
 import typer
 
-from qrelkit.cli.base import DEFAULT_DB, ConfigOption, command_line, err
-from qrelkit.commands.fields import Flag, Request, cli_default, cli_type, declared
+from qrelkit.cli.base import DEFAULT_DB, ConfigOption, command_line, err, show
+from qrelkit.commands.fields import PRESENTATION, Flag, Request, cli_default, cli_type, declared
 
-Show = Callable[[Any, Any], None]  # (result, request) -> prints
 DB_HELP = "The DuckDB database file (env QRELKIT_DB; default qrelkit.duckdb)."
 DB_HELP_OPTIONAL = "The database of the judge runs and qrels sets (env QRELKIT_DB)."
 
@@ -30,7 +29,7 @@ DB_HELP_OPTIONAL = "The database of the judge runs and qrels sets (env QRELKIT_D
 def parameters(request_cls: type[Request]) -> list[inspect.Parameter]:
     """The typer parameters of a request class's fields: arguments first, then the fields the Python
     function takes by position (what the command is about: `--judge`, `--reference-qrels`, `--runs`),
-    then the others in the class's order."""
+    then the others in the class's order, and last how it prints (`--format`, `--json`, `--verbose`)."""
     hints = typing.get_type_hints(request_cls)
     found = []
     for field, flag in declared(request_cls):
@@ -44,15 +43,15 @@ def parameters(request_cls: type[Request]) -> list[inspect.Parameter]:
         )
     leading = request_cls.positional
 
-    def place(parameter: inspect.Parameter) -> tuple[bool, int]:
+    def place(parameter: inspect.Parameter) -> tuple[bool, bool, int]:
         argument = isinstance(typing.get_args(parameter.annotation)[1], typer.models.ArgumentInfo)
-        return not argument, leading.index(parameter.name) if parameter.name in leading else len(leading)
+        return parameter.name in PRESENTATION, not argument, leading.index(parameter.name) if parameter.name in leading else len(leading)
 
     return sorted(found, key=place)
 
 
 def _decls(flag: Flag) -> list[str]:
-    return [f"{flag.flag}/{flag.secondary}"] if flag.secondary else [flag.flag]
+    return [f"{flag.flag}/{flag.secondary}"] if flag.secondary else [flag.flag, *([flag.short] if flag.short else [])]
 
 
 def _extra(flag: Flag) -> dict[str, Any]:
@@ -83,7 +82,7 @@ def help_text(request_cls: type) -> str:
 def _progress_for(request: Any) -> Callable[..., Any]:
     """The command line's progress reports: a bar on a terminal, plain lines elsewhere, none with
     --quiet, --json or --dry-run."""
-    quiet = any(getattr(request, name, False) for name in ("quiet", "as_json", "dry_run"))
+    quiet = request.output_format == "json" or any(getattr(request, name, False) for name in ("quiet", "dry_run"))
 
     def factory(description: str, unit: str = "pairs") -> Any:
         from qrelkit.report.progress import progress_output
@@ -94,11 +93,19 @@ def _progress_for(request: Any) -> Callable[..., Any]:
     return factory
 
 
+def describe(request: Request, result: Any) -> Any:
+    """The document of ``result`` (`qrelkit.report.document.Document`), made by the function the
+    request names."""
+    import importlib
+
+    module, function = type(request).document.split(":")
+    return getattr(importlib.import_module(module), function)(result, request)
+
+
 def build(
     group: typer.Typer,
     name: str | None,
     request_cls: type[Request],
-    show: Show,
     *,
     fixed: dict[str, Any] | None = None,
     failure: Callable[[BaseException], None] | None = None,
@@ -106,7 +113,8 @@ def build(
     """Register command ``name`` of ``group`` (None: the group's own default command) made from
     ``request_cls``: its options are the class's fields; ``fixed``: fields the command line sets
     itself (a Python-only choice, e.g. that `grade` stores its set); ``failure``: what to print when
-    the use case fails, before the error ends the command."""
+    the use case fails, before the error ends the command. What it prints is the result's document
+    (``request_cls.document``) in the format asked for."""
     params = parameters(request_cls)
     if request_cls.uses_db:
         params.append(_db_parameter(request_cls))
@@ -125,7 +133,7 @@ def build(
             if failure is not None:
                 failure(exc)
             raise
-        show(result, request)
+        show(describe(request, result), request.output_format, verbose=request.verbose)
 
     context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
     command.__signature__ = inspect.Signature([context, *params])  # type: ignore[attr-defined]

@@ -145,11 +145,11 @@ def choose_design(store: Any, name: str | None) -> Any:
 
 def measure_setting(inputs: Inputs, measure_name: str, top: int) -> Any:
     from qrelkit.evaluate.estimate.estimators import Setting
-    from qrelkit.evaluate.estimate.measures import Kernel, features, parse
+    from qrelkit.evaluate.estimate.measures import Kernel, cutoff_of, features, parse
     from qrelkit.evaluate.estimate.pool import ranked_lists
 
     measure = parse(measure_name, top)
-    kernel = Kernel(measure, ranked_lists(inputs.pool, inputs.joined, measure.cutoff), top)
+    kernel = Kernel(measure, ranked_lists(inputs.pool, inputs.joined, cutoff_of(measure)), top)
     return Setting.of(inputs.pool, kernel, features(np.minimum(inputs.pool.judge, top), top))
 
 

@@ -9,15 +9,6 @@ from typing import Any
 import numpy as np
 
 from qrelkit.io.results import Result
-from qrelkit.report.document import Cell, Document, Note, Table
-
-STATUS = {
-    "new": "planned",
-    "unchanged": "kept (already planned so)",
-    "extended": "extended (the earlier pairs kept)",
-    "replaced": "replaced (planned again with other settings)",
-    "next": "added to",
-}
 
 
 @dataclass(frozen=True, repr=False)
@@ -57,41 +48,6 @@ class PlanResult(Result):
         return pandas().DataFrame([{k: v for k, v in self.to_dict().items() if not isinstance(v, dict | list)}])
 
 
-def plan_document(result: PlanResult) -> Document:
-    design = result.design
-    what = "pairs" if design["design"] != "queries" else "pairs (whole queries)"
-    if result.status == "next":
-        lead = (
-            f"Added {result.planned:,} pairs to design {design['name']!r} as phase {result.phase}, "
-            "where the intervals still undecided shrink most."
-        )
-    else:
-        lead = (
-            f"Design {design['name']!r} {STATUS[result.status]}: {result.planned:,} {what} of a pool of {design['pool_pairs']:,} "
-            f"for human assessors ({design['design']}, seed {design['seed']})"
-            + (f", {result.new:,} of them new." if result.status == "extended" else ".")
-        )
-    rows: list[list[Cell]] = [[p["phase"], p["kind"], p["budget"]] for p in design["phases"]]
-    positive = result.inclusion[result.inclusion > 0]
-    notes = [Note(text) for text in result.notes]
-    if len(positive):
-        notes.append(
-            Note(
-                f"inclusion probabilities of this phase's pairs: {positive.min():.4f} to {positive.max():.4f} "
-                f"(expected labels {result.inclusion.sum():.0f})"
-            )
-        )
-    if not result.files:
-        notes.append(Note("no file written for assessors (--out FILE writes the pairs and a TREC qrels template)"))
-    return Document(
-        lead=[lead],
-        blocks=[Table("phases", ["phase", "design", "budget"], rows, text_columns=2, name="phases")],
-        notes=notes,
-        data=result.to_dict(),
-        files=list(result.files),
-    )
-
-
 @dataclass(frozen=True, repr=False)
 class LoadResult(Result):
     design: str
@@ -118,9 +74,3 @@ class LoadResult(Result):
         from qrelkit.io.results import pandas
 
         return pandas().DataFrame([{"grade": g, "labels": n} for g, n in self.grades.items()])
-
-
-def load_document(result: LoadResult) -> Document:
-    lead = f"Loaded {result.labels:,} human grades ({result.new:,} new) for design {result.design!r} as qrels set {result.qrels_set!r}."
-    rows: list[list[Cell]] = [[grade, count] for grade, count in result.grades.items()]
-    return Document(lead=[lead], blocks=[Table("grades", ["grade", "pairs"], rows, name="grades")], data=result.to_dict())

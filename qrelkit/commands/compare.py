@@ -5,13 +5,14 @@ it, what its judge run cost, and the paired differences (`qrelkit.evaluate.compa
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qrelkit.commands.agree import resolve_groups
+from qrelkit.commands.agree import ranking_pairs, resolve_groups
 from qrelkit.commands.requests import CompareRequest, JudgeRequest, QrelsRef
-from qrelkit.commands.workspace import ResolvedQrels, Workspace, stored_qrels
+from qrelkit.commands.workspace import ResolvedQrels, Workspace, footer, stored_qrels
 from qrelkit.errors import QrelkitError, StoreError
 from qrelkit.evaluate.compare import Comparison, compare_judges
 from qrelkit.io.results import Result
@@ -92,35 +93,121 @@ class CompareResult(Result):
     def verdict(self) -> list[str]:
         """The answer in sentences, as every output leads with it: for every two judges, whose labels
         and whose system ranking are better, by how much and how sure."""
-        from qrelkit.report.verdict import verdict
+        from qrelkit.commands.documents.compare import pairwise
 
-        return verdict(self)
+        return pairwise(self)
 
     def to_dict(self) -> dict[str, Any]:
-        from qrelkit.report.compare import comparison_to_dict
+        """The JSON form (`qrelkit compare --json`): each judge's full audit as `agree --json` gives it."""
+        from qrelkit.commands.documents.compare import caveats, lead
+        from qrelkit.evaluate.audit import audit_to_dict
 
-        out = comparison_to_dict(self)
+        comparison = self.comparison
+        audits = comparison.audits if comparison else {}
+        judges = [
+            {
+                "name": e.name,
+                "status": e.status,
+                "note": e.note,
+                "source": e.source,
+                "cost": e.cost.to_dict() if e.cost else None,
+                "audit": audit_to_dict(audits[e.name]) if e.name in audits else None,
+            }
+            for e in self.entries
+        ]
+        out: dict[str, Any] = {"verdict": lead(self), "verdict_notes": caveats(self), "pairwise": self.verdict()}
+        out |= {"reference": self.reference, "judges": judges, "differences": [], "kappa_between_judges": {}, "notes": []}
+        if comparison is not None:
+            out["differences"] = [difference_to_dict(d, comparison) for d in comparison.differences]
+            out["kappa_between_judges"] = comparison.kappa_matrix
+            out["notes"] = list(comparison.notes)
+            out["bootstrap"] = {
+                "method": comparison.interval if comparison.resamples else None,
+                "level": comparison.level,
+                "resamples": comparison.resamples,
+                "seed": comparison.seed,
+                "over": "queries; the same resamples for every judge and every statistic (paired)",
+            }
+            out["test"] = {
+                "name": comparison.test,
+                "permutations": comparison.permutations,
+                "p_value": "(1 + swaps with |Δ*| ≥ |Δ|) / (1 + swaps)",
+                "why": "resampled τ is biased low, so a p-value read off the bootstrap would test a shifted distribution",
+            }
+            out["baseline"] = comparison.baseline
         if self.probes:
-            from qrelkit.report.probes import entry_to_dict
-
-            out["probes"] = {judge: [entry_to_dict(entry, judge) for entry in entries] for judge, entries in self.probes.items()}
+            out["probes"] = {judge: [entry.to_dict(judge) for entry in entries] for judge, entries in self.probes.items()}
         return out
 
     def to_pandas(self):
         """One row per judge (failed ones too): κ, each measure's τ and τ_AP with interval ends, cost."""
         import pandas as pd
 
-        from qrelkit.report.compare import judge_records
-
-        return pd.DataFrame(judge_records(self))
+        return pd.DataFrame([entry_record(entry, self.comparison) for entry in self.entries])
 
     def differences_to_pandas(self):
         """One row per paired difference: first, second, statistic, measure, estimate, interval, p."""
         import pandas as pd
 
-        from qrelkit.report.compare import difference_records
+        rows = []
+        for d in self.comparison.differences if self.comparison is not None else []:
+            found = difference_to_dict(d, self.comparison)
+            low, high = found.pop("ci") or [None, None]
+            rows.append({**found, "low": low, "high": high})
+        return pd.DataFrame(rows)
 
-        return pd.DataFrame(difference_records(self))
+
+def _number(value: float | None) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def difference_to_dict(d: Any, comparison: Comparison) -> dict[str, Any]:
+    return {
+        "first": d.first,
+        "second": d.second,
+        "difference": f"{d.first} − {d.second}",
+        "statistic": d.statistic,
+        "measure": d.measure,
+        "estimate": _number(d.estimate),
+        "ci": None if d.interval is None else [_number(d.interval.low), _number(d.interval.high)],
+        "level": comparison.level,
+        "interval_method": d.interval.method if d.interval else None,
+        "interval_note": d.interval.note if d.interval else None,
+        "p_value": d.p_value,
+        "test": comparison.test,
+        "permutations": d.permutations,
+        "queries": d.queries,
+        "indistinguishable": d.indistinguishable(comparison.alpha),
+    }
+
+
+def entry_record(entry: JudgeEntry, comparison: Comparison | None) -> dict[str, Any]:
+    """One flat record of a judge (a pandas row)."""
+    record: dict[str, Any] = {"judge": entry.name, "status": entry.status}
+    found = comparison.audits.get(entry.name) if comparison else None
+    if found is not None:
+        labels = found.labels
+        kappa = labels.intervals.get("cohen_kappa")
+        record |= {"queries": len(found.queries), "pairs": labels.model_pairs, "shared_pairs": labels.shared_pairs}
+        record |= {"kappa": labels.cohen_kappa, "kappa_low": kappa.low if kappa else None, "kappa_high": kappa.high if kappa else None}
+        record |= {"kappa_linear": labels.cohen_kappa_linear, "kappa_quadratic": labels.cohen_kappa_quadratic}
+        for measure, corr in found.systems.items():
+            for statistic in ("kendall_tau", "tau_ap"):
+                interval = corr.intervals.get(statistic)
+                record[f"{statistic} {measure}"] = getattr(corr, statistic)
+                record[f"{statistic} {measure} low"] = interval.low if interval else None
+                record[f"{statistic} {measure} high"] = interval.high if interval else None
+    if entry.cost is not None:
+        cost = entry.cost
+        record |= {"judgments": cost.judgments, "failed": cost.failed, "cost_usd": cost.cost_usd}
+        record |= {
+            "tokens_in": cost.tokens_in,
+            "tokens_out": cost.tokens_out,
+            "seconds": cost.seconds,
+            "pairs_per_s": cost.pairs_per_second,
+        }
+    record["note"] = entry.note
+    return record
 
 
 def stored_cost(store: Any, judge_run_id: str) -> JudgeCost:
@@ -267,6 +354,9 @@ def run(request: CompareRequest, workspace: Workspace) -> CompareResult:
     probes = probes_of([entry for entry, _ in found], workspace, request)
     workspace.close()
     compared = [resolved.qrels for entry, resolved in found if entry.status == "compared" and resolved is not None]
+    ranking = {
+        resolved.qrels.name: ranking_pairs(request.reference_pairs, resolved.source) for _, resolved in found if resolved is not None
+    }
     comparison = None
     if compared:
         comparison = compare_judges(
@@ -284,6 +374,7 @@ def run(request: CompareRequest, workspace: Workspace) -> CompareResult:
             permutations=request.permutations,
             seed=request.seed,
             interval=request.interval,
+            ranking=ranking,
         )
     entries = [entry for entry, _ in found]
     if comparison is not None and comparison.skipped:
@@ -293,9 +384,12 @@ def run(request: CompareRequest, workspace: Workspace) -> CompareResult:
         entries = [_not_compared(entry, comparison.skipped.get(entry.name)) for entry in entries]
     result = CompareResult(comparison, entries, reference.source, probes)
     if request.html is not None:
-        from qrelkit.report.compare_html import write_comparison_page
+        from qrelkit.commands.documents.compare import comparison as document
+        from qrelkit.report.page import write_page
 
-        write_comparison_page(result, request.html, workspace.command)
+        page = document(result, request)
+        page.footer = footer(workspace.command)
+        write_page(page, request.html)
     return result
 
 

@@ -51,10 +51,15 @@ def _load_runs(request: LoadRunsRequest, workspace: Workspace) -> list[LoadResul
 
 
 def run_show(request: ShowRequest, workspace: Workspace) -> Any:
-    """`qrelkit show`: the database's name and {what, count, detail} for each thing it holds (a qrels
-    set's detail is its origin); with --json, the sets, runs and judge runs with their fields."""
-    if request.as_json:
-        from qrelkit.storage.contents import contents
+    """`qrelkit show`: the database's name, {what, count, detail} for each thing it holds (a qrels
+    set's detail is its origin), and the sets, runs and judge runs with their fields (its JSON). While
+    a judging job holds the database, its status instead (`qrelkit.commands.status`), at once."""
+    from qrelkit.commands.status import held_by_job
+    from qrelkit.storage.contents import contents
 
-        return contents(workspace.store)
-    return str(workspace.db), [{"what": what, "count": count, "detail": detail} for what, count, detail in workspace.store.summary()]
+    running = held_by_job(workspace.db)
+    if running is not None:
+        return running
+
+    lines = [{"what": what, "count": count, "detail": detail} for what, count, detail in workspace.store.summary()]
+    return str(workspace.db), lines, contents(workspace.store)

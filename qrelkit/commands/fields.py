@@ -28,7 +28,8 @@ class Flag:
     """How a field appears on the command line. ``flag``: `--measure` (an option) or the argument's
     name; ``cli``: the type the command line reads (None: the field's own, when it is one click
     reads); ``secondary``: the off switch of a boolean (`--global` for `--per-topic`); ``api``: False
-    for a field of the command line alone (how it prints, not what it computes)."""
+    for a field of the command line alone (how it prints, not what it computes); ``short``: a
+    one-letter alias (`-J`), where a reference tool's command line spells the option so."""
 
     flag: str
     help: str
@@ -39,6 +40,7 @@ class Flag:
     envvar: str | None = None
     min: int | None = None
     api: bool = True
+    short: str | None = None
 
 
 def option(
@@ -53,34 +55,73 @@ def option(
     envvar: str | None = None,
     min: int | None = None,
     api: bool = True,
+    short: str | None = None,
 ) -> Any:
     """A request field declared once: its flag, its help, its default and how a given value is read."""
-    declared = Flag(flag, help, cli, parse, argument, secondary, envvar, min, api)
+    declared = Flag(flag, help, cli, parse, argument, secondary, envvar, min, api, short)
     if default is MISSING:  # a required field may follow ones with defaults: it is given by name
         return dataclasses.field(kw_only=True, metadata={"flag": declared})
     return dataclasses.field(default=default, metadata={"flag": declared})
 
 
+FORMATS = ("table", "plain", "tsv", "markdown", "latex", "json")
+
+
+def _presentation(flag: str, help: str, default: Any) -> Any:
+    """A field of how a command prints, declared here once for every request (never the Python API's)."""
+    return dataclasses.field(default=default, kw_only=True, metadata={"flag": Flag(flag, help, api=False)})
+
+
+@dataclass(frozen=True)
 class Request:
     """The base of every request: on creation each field's ``parse`` reads its value (a flag's string,
     a config value or a Python object alike), then ``check`` looks at the whole. ``use_case`` names
-    the function that answers it (``module:function``), imported only when it runs; ``positional``:
-    the Python function's parameters that may be given by position (``db`` among them where the
-    function takes the database first)."""
+    the function that answers it and ``document`` the one that describes its result
+    (``module:function``, each imported only when it runs); ``positional``: the Python function's
+    parameters that may be given by position (``db`` among them where the function takes the
+    database first); ``formats``: what `--format` may ask of its document.
+
+    How a command prints is declared here, once for every command: `--format`, `--json` (its
+    shorthand) and `--verbose`."""
+
+    output_format: str = _presentation(
+        "--format",
+        "How to print: table (the terminal's tables; plain text in a pipe or a file), plain (every name and number whole), "
+        "tsv, markdown, latex (booktabs) or json; `qrelkit evaluate` also trec.",
+        "table",
+    )
+    as_json: bool = _presentation("--json", "Print JSON (= --format json).", False)
+    verbose: bool = _presentation("--verbose", "Also print what the tables fold away (e.g. every pairwise sentence).", False)
 
     use_case: ClassVar[str]
+    document: ClassVar[str]
     positional: ClassVar[tuple[str, ...]] = ()
     uses_db: ClassVar[bool] = True
+    formats: ClassVar[tuple[str, ...]] = FORMATS
 
     def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+        for field in dataclasses.fields(self):
             declared = field.metadata.get("flag")
             if declared is not None and declared.parse is not None:
                 object.__setattr__(self, field.name, declared.parse(getattr(self, field.name)))
+        self._check_format()
         self.check()
+
+    def _check_format(self) -> None:
+        from qrelkit.errors import QrelkitError
+
+        if self.as_json and self.output_format not in ("table", "json"):
+            raise QrelkitError(f"--json is --format json: give one of --json and --format {self.output_format}")
+        if self.as_json:
+            object.__setattr__(self, "output_format", "json")
+        if self.output_format not in self.formats:
+            raise QrelkitError(f"--format {self.output_format!r}: choose {', '.join(self.formats[:-1])} or {self.formats[-1]}")
 
     def check(self) -> None:
         """What no single field can say: fields that go together, or exclude each other."""
+
+
+PRESENTATION = tuple(field.name for field in dataclasses.fields(Request))
 
 
 def declared(cls: type) -> Iterator[tuple[dataclasses.Field, Flag]]:

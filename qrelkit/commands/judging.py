@@ -26,7 +26,7 @@ from qrelkit.jobs.report import JobReport, JobStopped, ProgressCallback
 from qrelkit.jobs.runner import run_job
 from qrelkit.jobs.spec import JobSpec
 from qrelkit.prompts import RenderedPrompt, load_template
-from qrelkit.report.tables import judge_run_match_note
+from qrelkit.report.phrases import judge_run_match_note
 from qrelkit.storage import Store
 from qrelkit.storage.judgments import graded_qrels, import_scores, ok_scores
 from qrelkit.storage.judgments import judge_run as find_judge_run
@@ -192,6 +192,8 @@ def run_judging(spec: JobSpec, request: JudgeRequest, progress: ProgressCallback
         wait=request.wait,
         progress=progress,
         judge=judge,
+        check_endpoint=request.check_endpoint,
+        timing_pairs=request.time_pairs,
     )
     if report.mostly_failed:
         raise JobStopped(report.failure_message(), report)

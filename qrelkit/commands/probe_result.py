@@ -1,6 +1,6 @@
 """What `qrelkit probe` returns: the sample, where a pair counts as relevant, and per probe its judge
-run and paired shift (or, for a dry run, what each run would judge). Plain data: its JSON, tables
-and pages are `qrelkit.report.probes`'."""
+run and paired shift (or, for a dry run, what each run would judge). Plain data with its JSON; its
+document is `qrelkit.commands.documents.probe`'s."""
 
 from __future__ import annotations
 
@@ -175,6 +175,39 @@ class ProbeEntry:
     def with_shift(self, shift: ProbeShift) -> ProbeEntry:
         return dataclasses.replace(self, shift=shift, notes=(*self.notes, *shift.notes))
 
+    def to_dict(self, judge: str | None = None) -> dict[str, Any]:
+        """One probe as `--json` gives it (mean_shift_ci95, pushed_to_relevant_ci95, ...)."""
+        from qrelkit.evaluate.bootstrap import describe_intervals
+
+        out: dict[str, Any] = {**self.probe, "judge": judge, "judge_run_id": self.judge_run_id, "sampled": self.pairs}
+        out["not_ok"] = dict(self.not_ok)
+        shift = self.shift
+        found_notes: list[str] = []
+        if shift is not None:
+            out |= {"pairs": shift.pairs, "queries": shift.queries}
+            for name, value in shift.estimates.items():
+                out[name] = _finite(value)
+                if name in ("mean_shift", "pushed_to_relevant", "share_change", "relevant_before"):
+                    found = shift.intervals.get(name)
+                    out[f"{name}_ci95"] = None if found is None else [_finite(found.low), _finite(found.high)]
+            out |= {"p_value": shift.p_value, "share_p_value": shift.share_p_value}
+            out |= {"raised": shift.raised, "lowered": shift.lowered, "unchanged": shift.unchanged}
+            out["interval"] = {"method": shift.interval if shift.resamples else None, "level": shift.level, "resamples": shift.resamples}
+            out["interval"] |= {"seed": shift.seed, "over": "queries (a pair's query goes with it)"}
+            out["interval"]["described"] = describe_intervals(shift.interval, shift.level, shift.queries, shift.resamples, shift.seed)
+            out["test"] = {"name": shift.test, "permutations": shift.permutations, "swaps": "each query's pairs, before and after"}
+            found_notes = [f"{name}: {found.note}" for name, found in shift.intervals.items() if found is not None and found.note]
+        else:
+            out["pairs"] = 0
+        if self.report is not None:
+            out["judged_now"] = self.report.judged
+        out["notes"] = [*self.notes, *found_notes]
+        return out
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else float(value)
+
 
 @dataclass(frozen=True)
 class RunPlan:
@@ -243,13 +276,37 @@ class ProbeResult(Result):
         return f"judge={self.judge!r}, pairs={len(self.sample.pairs) if self.sample else 0}, mean shifts {{{shifts}}}"
 
     def to_dict(self) -> dict[str, Any]:
-        from qrelkit.report.probes import result_to_dict
-
-        return result_to_dict(self)
+        """`qrelkit probe --json`."""
+        out: dict[str, Any] = {
+            "job": self.job,
+            "judge": self.judge,
+            "model_id": self.model_id,
+            "judge_run_id": self.judge_run_id,
+            "control_run_id": self.control_run_id,
+            "template_id": self.template_id,
+            "score_from": self.score_from,
+            "sample": self.sample.to_dict() if self.sample else None,
+            "dry_run": self.dry_run,
+        }
+        if self.dry_run:
+            out["runs"] = [vars(plan) for plan in self.plans]
+            return out
+        out["relevant_at"] = self.relevance.to_dict() if self.relevance else None
+        out["unperturbed"] = self.control.to_dict() if self.control else None
+        out["probes"] = [entry.to_dict(self.judge) for entry in self.probes]
+        out["interrupted"] = self.interrupted
+        return out
 
     def to_pandas(self):
-        """One row per probe: the shift, the shares, their intervals, the p-values."""
+        """One row per probe: the shift, the shares, their intervals (low/high columns), the p-values."""
         from qrelkit.io.results import pandas
-        from qrelkit.report.probes import probe_records
 
-        return pandas().DataFrame(probe_records(self))
+        records = []
+        for entry in self.probes:
+            found = entry.to_dict(self.judge)
+            record = {key: value for key, value in found.items() if not isinstance(value, dict | list) or key.endswith("_ci95")}
+            for key in [k for k in record if k.endswith("_ci95")]:
+                low, high = record.pop(key) or [None, None]
+                record[f"{key[:-5]}_low"], record[f"{key[:-5]}_high"] = low, high
+            records.append(record)
+        return pandas().DataFrame(records)

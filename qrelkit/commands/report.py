@@ -2,19 +2,41 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from qrelkit.commands import agree
 from qrelkit.commands.requests import ReportRequest
-from qrelkit.commands.workspace import Workspace
+from qrelkit.commands.workspace import Workspace, footer
 from qrelkit.evaluate.choices import DEFAULT_METHOD
-from qrelkit.report.html import JudgeSummary, Provenance, write_report
-from qrelkit.version import __version__
 
 if TYPE_CHECKING:
     from qrelkit.storage import Store
+
+
+@dataclass(frozen=True)
+class JudgeSummary:
+    """What a reviewer needs about the judge run behind the model qrels."""
+
+    judge_run_id: str
+    judge: str
+    model_id: str | None
+    config: dict[str, Any]
+    template_id: str | None
+    template: dict[str, Any] | None
+    qrels_set: str | None
+    grading: dict[str, Any] | None
+    statuses: dict[str, int]
+    judgments: int
+    tokens_in: int
+    tokens_out: int
+    cost: float | None
+    mean_latency_ms: float | None
+    failures: Sequence[Any] = field(default_factory=list)  # a sample (status, qid, docid, answer, error), with the model's raw answers
+    scores: list[tuple[str, str, float]] = field(default_factory=list)  # (qid, docid, raw score) of ok judgments
+    probes: Sequence[Any] = field(default_factory=list)  # the gullibility probes it was put to (qrelkit.commands.probe_result.ProbeEntry)
 
 
 def summarize_judge_run(
@@ -71,5 +93,7 @@ def run(request: ReportRequest, workspace: Workspace) -> Path:
     judge = None
     if graded_from is not None and workspace.has_db:
         judge = summarize_judge_run(workspace.store, graded_from, model["name"], seed=request.seed, interval=request.interval)
-    provenance = Provenance(__version__, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), workspace.command)
-    return write_report(result, page, judge, provenance)
+    from qrelkit.commands.documents.audit import page as document
+    from qrelkit.report.page import write_page
+
+    return write_page(document(result, judge, footer(workspace.command)), page)

@@ -65,18 +65,18 @@ class SweepOutcome:
     def interrupted(self) -> bool:
         return any(c.status == "interrupted" for c in self.cells)
 
-    def raise_for_failed_cells(self) -> None:
-        """A sweep with a failed cell failed (exit 3), after every other cell ran."""
+    def failure(self) -> str | None:
+        """Why the sweep failed (exit 3: a cell failed, after every other cell ran), or None."""
         if not self.failed:
-            return
+            return None
         if len(self.failed) == len(self.cells):
-            raise JobFailed(
+            return (
                 f"all {len(self.cells)} sweep cells failed (see above)"
                 if len(self.cells) > 1
                 else "the sweep's one cell failed (see above)"
             )
         ran = len(self.cells) - len(self.failed)
-        raise JobFailed(f"{len(self.failed)} of {len(self.cells)} sweep cells failed (the other {ran} ran; see above)")
+        return f"{len(self.failed)} of {len(self.cells)} sweep cells failed (the other {ran} ran; see above)"
 
     def to_dict(self) -> dict[str, Any]:
         return {"job": str(self.job), "sweep": self.keys, "dry_run": self.dry_run, "cells": [c.to_dict() for c in self.cells]}

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from qrelkit.commands.fields import Request
 from qrelkit.commands.requests import QrelsRef, RunsRef
 from qrelkit.errors import QrelkitError
-from qrelkit.io import OnDuplicate, Qrels, Run
+from qrelkit.io import OnDuplicate
 
 if TYPE_CHECKING:
+    from qrelkit.io import Qrels, Run
     from qrelkit.storage import Store
 
 
@@ -184,7 +185,7 @@ class Workspace:
         return ResolvedQrels(found.qrels, source | ({"notes": [note]} if note else {}))
 
     def _qrels_in_memory(self, value: Any, name: str | None) -> ResolvedQrels:
-        from qrelkit.io import frames
+        from qrelkit.io import Qrels, frames
 
         if isinstance(value, Qrels):  # a copy: renaming it for this output leaves the caller's as it was
             qrels = Qrels.from_table(name or value.name, value.table, source=value.source)
@@ -278,7 +279,7 @@ class Workspace:
         yield from in_memory
 
     def _runs_in_memory(self, values: tuple[Any, ...]) -> list[Run]:
-        from qrelkit.io import frames
+        from qrelkit.io import Run, frames
 
         runs: list[Run] = []
         for value in values:
@@ -337,6 +338,16 @@ def use_case(request: Request) -> Callable[[Any, Workspace], Any]:
     """The function that answers ``request`` (its class's ``use_case``), imported when it is needed."""
     module, _, name = type(request).use_case.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def footer(command: str) -> Any:
+    """What made a page, for its footer: qrelkit's version, the time, the command line."""
+    from datetime import UTC, datetime
+
+    from qrelkit.report.document import Keyed, Paragraph
+    from qrelkit.version import __version__
+
+    return Paragraph([f"qrelkit {__version__} · {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} · ", Keyed("command", command)])
 
 
 def execute(request: Request, db: str | Path | None = None, *, progress: ProgressFactory = no_progress, command: str = "qrelkit") -> Any:

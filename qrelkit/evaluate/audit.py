@@ -48,6 +48,7 @@ from qrelkit.evaluate.choices import (
     check_method,
     check_resamples,
 )
+from qrelkit.evaluate.coverage import ALL, JUDGED, Coverage, check_reference_pairs, cut_to_judged
 from qrelkit.evaluate.labels import (
     KAPPA_NAMES,
     MAX_KAPPA_LEVELS,
@@ -127,6 +128,7 @@ class Audit(Result):
     # key of `systems` -> (reference measure, judge measure); the key is the measure where both share it
     measure_pairs: dict[str, tuple[str, str]] = field(default_factory=dict)
     reference_decimals: int | None = None  # systems ranked by the reference's means as printed to this many decimals
+    coverage: Coverage = field(default_factory=Coverage)  # the pairs each side's rankings read (the reference maybe cut to the judged)
 
     def mapped_grades(self) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
         """(model, reference) grades after the maps: what κ and α compared."""
@@ -315,6 +317,9 @@ def audit(
     level: float = 0.95,
     reference_evaluation: Evaluation | None = None,
     reference_decimals: int | None = None,
+    reference_pairs: str = ALL,
+    model_covers: str | None = None,
+    why: str | None = None,
 ) -> Audit:
     """Audit ``model`` qrels against ``reference`` qrels over ``runs``; see the module docstring.
     ``interval``: 'jackknife' (default), 'bca', 'percentile' or 'subsampling', for every interval of the audit. The qrels may
@@ -322,17 +327,24 @@ def audit(
     the model's own measures (`measure_pairs`); ``reference_evaluation``: the reference already
     scored over ``runs`` on all its queries with every reference measure (`compare` scores it once);
     ``reference_decimals``: systems ranked under the reference by their means as printed to that many
-    decimals (a study ranking by trec_eval's output: 4), everywhere a ranking is compared."""
+    decimals (a study ranking by trec_eval's output: 4), everywhere a ranking is compared.
+    ``reference_pairs``: 'all' (the reference as given) or 'judged' (cut to the pairs the model judged,
+    for systems ranked on a sample's pairs: `qrelkit.evaluate.coverage`); ``model_covers`` and ``why``:
+    what the model's pairs are ("sample", "partial") and why, for the audit's `Coverage`."""
     check_decimals(reference_decimals)
+    check_reference_pairs(reference_pairs)
     model, reference = _as_qrels(model, "model"), _as_qrels(reference, "reference")
+    ranked_on = cut_to_judged(reference, model) if reference_pairs == JUDGED else reference
+    if ranked_on is not reference:
+        reference_evaluation = None  # scored on every reference pair: not what the rankings read now
     method = check_method(interval)
     check_resamples(resamples)
     pairs_of_measures = measure_pairs(measures, judge_measures)
     pairs = mapped_pairs(model, reference, maps)  # once, for κ, α and their bootstrap
     if not len(pairs.qids):
         agreement_of(pairs)  # raises: no shared pair
-    queries = sorted(set(model.grades) & set(reference.grades))  # non-empty: the qrels share pairs
-    model_evaluation, reference_evaluation = side_evaluations(model, reference, runs, queries, pairs_of_measures, reference_evaluation)
+    queries = sorted(set(model.grades) & set(ranked_on.grades))  # non-empty: the qrels share pairs
+    model_evaluation, reference_evaluation = side_evaluations(model, ranked_on, runs, queries, pairs_of_measures, reference_evaluation)
     # One set of resamples for every statistic, so intervals of κ, τ and Δ describe the same topic draws.
     weights = draw_weights(len(queries), resamples, seed, method)
     labels = _labels_with_intervals(pairs, queries, rel_level, weights, method, level)
@@ -361,6 +373,7 @@ def audit(
         level=level,
         measure_pairs={p.key: (p.reference, p.judge) for p in pairs_of_measures},
         reference_decimals=reference_decimals,
+        coverage=Coverage(reference_pairs, len(model), len(ranked_on), len(reference), model_covers, why),
     )
 
 
@@ -425,4 +438,5 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
             {**record, "sentence": sentence} for record, sentence in zip(result.interval_note_records(), result.interval_notes())
         ],
         "sources": result.sources,
+        "coverage": result.coverage.to_dict(),
     }

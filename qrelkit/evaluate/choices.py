@@ -68,7 +68,6 @@ MEASURED_COVERAGE: dict[tuple[str, str], dict[int, tuple[float, float]]] = {
     ("weighted", "calibrated"): {200: (0.779, 0.718), 500: (0.903, 0.819), 1000: (0.942, 0.892), 2000: (0.949, 0.929)},
 }
 COVERAGE_RANGE = (0.93, 0.97)
-ESTIMATE_FORMATS = ("table", "plain", "tsv", "markdown", "latex", "json")
 
 
 def design_for(design: str, budget: int) -> str:

@@ -27,7 +27,7 @@ from qrelkit.errors import InputFormatError
 from qrelkit.io.arrays import from_numpy, numbers
 from qrelkit.io.duplicates import OnDuplicate
 from qrelkit.io.lines import iter_blocks, open_stream
-from qrelkit.io.trec_lines import QRELS_SCHEMA, RUN_SCHEMA, read_qrels_lines, read_run_lines
+from qrelkit.io.trec_lines import QRELS_SCHEMA, RUN_SCHEMA, RunLines, read_qrels_lines, read_run_lines
 
 RUN_FIELDS = ["qid", "iteration", "docid", "rank", "score", "tag"]
 QRELS_FIELDS = ["qid", "iteration", "docid", "grade"]
@@ -100,11 +100,22 @@ def _parse_normalised(block: bytes, fields: list[str], types: dict[str, pa.DataT
     raise _Fallback
 
 
-def _parsed_blocks(path: Path, fields: list[str], types: dict[str, pa.DataType], text_columns: list[str]) -> Iterator[pa.Table]:
-    """The file's blocks of whole lines, each parsed into ``types`` (no empty block is yielded)."""
+def _without_comments(block: bytes) -> bytes:
+    """The block less its `#` lines (qrels comments, `trec_lines.is_comment`)."""
+    if not block.startswith(b"#") and b"\n#" not in block:
+        return block
+    return b"\n".join(line for line in block.split(b"\n") if not line.startswith(b"#"))
+
+
+def _parsed_blocks(
+    path: Path, fields: list[str], types: dict[str, pa.DataType], text_columns: list[str], comments: bool = False
+) -> Iterator[pa.Table]:
+    """The file's blocks of whole lines, each parsed into ``types`` (no empty block is yielded);
+    with ``comments``, `#` lines are left out first. A line with more columns than ``fields`` is
+    Arrow's error, so a run with more than 6 columns goes to the line reader (which notes them)."""
     with open_stream(path) as stream:
         for block in iter_blocks(stream):
-            table = _parse_normalised(block, fields, types, text_columns)
+            table = _parse_normalised(_without_comments(block) if comments else block, fields, types, text_columns)
             if len(table):
                 yield table
 
@@ -129,11 +140,11 @@ def _integers(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 def _scores(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """float64 as parsed, rounded to float32 as trec_eval keeps them; non-finite is a fallback."""
+    """float64 as parsed; one not finite as float32 (as trec_eval keeps them) is a fallback."""
+    scores = numbers(column).astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
-        scores = numbers(column).astype(np.float32)
-    if not np.isfinite(scores).all():
-        raise _Fallback
+        if not np.isfinite(scores.astype(np.float32)).all():
+            raise _Fallback
     return scores
 
 
@@ -186,6 +197,7 @@ class Block:
     table: pa.Table
     tags: frozenset[str] = frozenset()
     whole_file: bool = False
+    notes: tuple[str, ...] = ()  # what the reading left out (`RunLines.notes`)
 
 
 def _run_block(table: pa.Table) -> Block:
@@ -207,7 +219,7 @@ def _fast_run_blocks(path: Path) -> Iterator[Block]:
 
 
 def _fast_qrels_blocks(path: Path) -> Iterator[Block]:
-    for table in _parsed_blocks(path, QRELS_FIELDS, _QRELS_TYPES, _QRELS_TEXT):
+    for table in _parsed_blocks(path, QRELS_FIELDS, _QRELS_TYPES, _QRELS_TEXT, comments=True):
         yield _qrels_block(table)
 
 
@@ -236,8 +248,8 @@ def iter_run_blocks(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplic
     path, policy = Path(path), OnDuplicate(on_duplicate)
 
     def whole() -> Block:
-        table, tags = read_run_lines(path, policy)
-        return Block(table, frozenset(tags), whole_file=True)
+        table, tags, notes = read_run_lines(path, policy)
+        return Block(table, frozenset(tags), whole_file=True, notes=notes)
 
     return _checked(path, _fast_run_blocks(path), whole, RUN_EMPTY)
 
@@ -261,18 +273,19 @@ def _resolved(table: pa.Table, magnitude: str, policy: OnDuplicate) -> pa.Table:
     return table if kept is None else table.take(from_numpy(kept))
 
 
-def _fast_run(path: Path, policy: OnDuplicate) -> tuple[pa.Table, list[str]]:
+def _fast_run(path: Path, policy: OnDuplicate) -> RunLines:
     blocks = list(_fast_run_blocks(path))
     table = _resolved(_whole(path, blocks, RUN_EMPTY), "score", policy)
-    return table, sorted(frozenset().union(*(block.tags for block in blocks)))
+    return RunLines(table, sorted(frozenset().union(*(block.tags for block in blocks))))
 
 
 def _fast_qrels(path: Path, policy: OnDuplicate) -> pa.Table:
     return _resolved(_whole(path, list(_fast_qrels_blocks(path)), QRELS_EMPTY), "grade", policy)
 
 
-def read_run_table(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> tuple[pa.Table, list[str]]:
-    """A run file as columns `qid, docid, rank (int64), score (float32)` in file order, and its distinct tags.
+def read_run_table(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> RunLines:
+    """A run file as columns `qid, docid, rank (int64), score (float64, as written)` in file order, its distinct
+    tags, and notes on what the reading left out (columns after the 6th).
 
     Raises `InputFormatError` naming each bad line (the first 50, then a count).
     """

@@ -26,7 +26,7 @@ from qrelkit.io.duplicates import OnDuplicate
 from qrelkit.io.lines import ProblemLog, iter_lines, raise_if_problems
 from qrelkit.io.paths import run_name_from_path
 from qrelkit.io.trec import Qrels
-from qrelkit.io.trec_lines import DECIMAL, INT64_MAX, INT64_MIN, INTEGER, QRELS_SCHEMA
+from qrelkit.io.trec_lines import DECIMAL, INT64_MAX, INT64_MIN, INTEGER, QRELS_SCHEMA, is_comment
 
 # Files a folder of judgment files often holds beside them: never judgments.
 _NOT_JUDGMENT_SUFFIXES = {".md", ".rst", ".html", ".htm", ".pdf", ".json", ".yaml", ".yml", ".py", ".sh", ".ipynb", ".png", ".jpg", ".svg"}
@@ -111,6 +111,8 @@ def _read_lines(path: Path, policy: OnDuplicate) -> tuple[list[tuple[str, str, s
     kept: dict[tuple[str, str], tuple[int, tuple[str, str, str, int | float]]] = {}
     lines = 0
     for number, text in iter_lines(path, problems):
+        if is_comment(text):  # a qrels comment, as the qrels reader skips it
+            continue
         cols = text.split()
         if len(cols) != 4:
             problems.append(LineProblem(str(path), number, f"expected 4 columns `qid iter docid value`, found {len(cols)}"))

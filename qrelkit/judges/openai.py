@@ -336,6 +336,22 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
     def model_id_for(cls, config: OpenAIConfig) -> str:
         return config.model
 
+    @classmethod
+    def startup_problems(cls, config: OpenAIConfig) -> list[str]:
+        from qrelkit.judges.startup import missing_module, unset_variable
+
+        fix = "export the API key there (or set `base_url` for a local server, or `api_key_env` to another variable)"
+        key = None if config.base_url else unset_variable(config.api_key_env, cls.name, fix)
+        return [p for p in (missing_module("openai", cls.name, "pip install openai"), key) if p]
+
+    @classmethod
+    def endpoint_problem(cls, config: OpenAIConfig) -> str | None:
+        from qrelkit.judges.startup import endpoint_problem
+
+        key = os.environ.get(config.api_key_env) or LOCAL_PLACEHOLDER_KEY
+        url = (config.base_url or DEFAULT_BASE_URL).rstrip("/") + "/models"
+        return endpoint_problem(url, {"Authorization": f"Bearer {key}"}, cls.name, timeout=min(config.timeout, 10.0))
+
     def __init__(self, config: OpenAIConfig, template: PromptTemplate | None, context=None):
         super().__init__(config, template, context)
         from openai import AsyncOpenAI

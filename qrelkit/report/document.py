@@ -37,6 +37,8 @@ class Estimate:
     mark: bool = False
     signed: bool = False
     percent: bool = False
+    key: str | None = None  # names it on an HTML page (data-summary), for the page's tests and readers' scripts
+    note: str | None = None  # what its mark means (an HTML page's tooltip)
 
     @property
     def has_interval(self) -> bool:
@@ -48,16 +50,19 @@ class Estimate:
         value = number_text(self.value, self.digits, scale=scale, signed=self.signed)
         if not self.has_interval:
             return value, "", ""
-        return value, number_text(self.low, self.interval_digits, scale=scale), number_text(self.high, self.interval_digits, scale=scale)
+        low = number_text(self.low, self.interval_digits, scale=scale, signed=self.signed)
+        return value, low, number_text(self.high, self.interval_digits, scale=scale, signed=self.signed)
 
     def text(self) -> str:
+        """`0.9159 [0.795, 1.000]*`; a share `84.0% [78.1, 90.2]`; an interval alone `[+1.0, +2.0]%`."""
         value, low, high = self.parts()
+        unit = "%" if self.percent else ""
+        mark = "*" if self.mark else ""
+        if not self.has_interval:
+            return value if value == DASH else value + unit + mark
         if value == DASH:
-            return DASH
-        shown = value + ("%" if self.percent else "")
-        if self.has_interval:
-            shown += f" [{low}, {high}]"
-        return shown + ("*" if self.mark else "")
+            return f"[{low}, {high}]{unit}{mark}"
+        return f"{value}{unit} [{low}, {high}]{mark}"
 
 
 Cell = str | int | float | Estimate | None
@@ -70,7 +75,7 @@ def number_text(value: float | int | None, digits: int = 4, *, scale: float = 1.
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, int) and scale == 1.0:
-        return f"{value:+d}" if signed else str(value)
+        return f"{value:+,d}" if signed else f"{value:,d}"
     return f"{value * scale:+.{digits}f}" if signed else f"{value * scale:.{digits}f}"
 
 
@@ -86,18 +91,26 @@ def cell_text(cell: Cell, digits: int = 4) -> str:
 @dataclass(frozen=True)
 class Table:
     """Rows of cells under a header. The first ``text_columns`` columns are text (left-aligned), the
-    rest numbers (right-aligned); a float cell is written with ``digits`` decimals. ``name``: the
+    rest numbers (right-aligned), or ``text_columns`` names the text columns; a float cell is written
+    with ``digits`` decimals. ``name``: the
     table's id on an HTML page and its key in tests; ``row_classes``: a class per row on an HTML page
     (`failed`); ``header`` None: a key-value table whose first column heads each row."""
 
     title: str
     header: Sequence[str] | None
-    rows: Sequence[Sequence[Cell]]
-    text_columns: int = 1
+    rows: Sequence[Sequence[Any]]  # cells: `Cell`s
+    text_columns: int | frozenset[int] = 1
     digits: int = 4
     name: str | None = None
     row_classes: Sequence[str | None] | None = None
     compact: bool = False
+    wrap_columns: frozenset[int] = frozenset()  # long text (a model's answer): wrapped, in a fixed-width font on a page
+
+    def is_text(self, column: int) -> bool:
+        """Whether ``column`` holds text (left-aligned) rather than numbers."""
+        if isinstance(self.text_columns, frozenset):
+            return column in self.text_columns
+        return column < self.text_columns or self.header is None and column == 0
 
     def text_rows(self) -> list[list[str]]:
         return [[cell_text(cell, self.digits) for cell in row] for row in self.rows]
@@ -114,7 +127,7 @@ class Table:
             self,
             header=[self.header[i] for i in keep],
             rows=[[row[i] for i in keep] for row in self.rows],
-            text_columns=sum(1 for i in keep if i < self.text_columns),
+            text_columns=frozenset(new for new, old in enumerate(keep) if self.is_text(old)),
         )
 
 
@@ -128,10 +141,23 @@ class Lines:
 
 
 @dataclass(frozen=True)
-class Paragraph:
-    """A few sentences of prose between blocks (what a figure or a table means)."""
+class Keyed:
+    """A phrase of a paragraph that an HTML page names (data-summary ``key``)."""
 
+    key: str
     text: str
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """A few sentences of prose between blocks (what a figure or a table means); parts given as
+    `Keyed` are named on an HTML page."""
+
+    parts: str | Sequence[str | Keyed]
+
+    @property
+    def text(self) -> str:
+        return self.parts if isinstance(self.parts, str) else "".join(p if isinstance(p, str) else p.text for p in self.parts)
 
 
 @dataclass(frozen=True)
@@ -154,17 +180,18 @@ class Section:
     title: str
     blocks: Sequence[Block]
     folded: bool = False
+    key: str | None = None  # its anchor on an HTML page
 
 
 @dataclass(frozen=True)
 class Stat:
-    """A headline number of an HTML page's summary box (κ, τ with its interval): ``key`` names it for
-    the page's tests; ``note`` explains a mark."""
+    """A headline number of an HTML page's summary box (κ, τ with its interval; its key names it)."""
 
-    key: str
     label: str
     value: Estimate
-    note: str | None = None
+
+    def text(self) -> str:
+        return f"{self.label}: {self.value.text()}"
 
 
 @dataclass(frozen=True)
@@ -187,17 +214,21 @@ class Note:
     text: str
     kind: Literal["note", "warning"] = "note"
     qualifies: bool = False
+    key: str | None = None  # an HTML page lists the notes of one key together (data-summary)
 
     def line(self) -> str:
-        return f"warning: {self.text}" if self.kind == "warning" else self.text
+        """As the text formats print it: a warning says so, and so does a note that qualifies the lead."""
+        if self.kind == "warning":
+            return f"warning: {self.text}"
+        return f"note: {self.text}" if self.qualifies else self.text
 
 
-def warnings(texts: Sequence[str], *, qualifies: bool = False) -> list[Note]:
-    return [Note(text, "warning", qualifies) for text in texts]
+def warnings(texts: Sequence[str], *, qualifies: bool = False, key: str | None = None) -> list[Note]:
+    return [Note(text, "warning", qualifies, key) for text in texts]
 
 
-def notes(texts: Sequence[str], *, qualifies: bool = False) -> list[Note]:
-    return [Note(text, "note", qualifies) for text in texts]
+def notes(texts: Sequence[str], *, qualifies: bool = False, key: str | None = None) -> list[Note]:
+    return [Note(text, "note", qualifies, key) for text in texts]
 
 
 @dataclass
@@ -205,19 +236,20 @@ class Document:
     """What a command prints. ``lead``: the answer in sentences, first in every format; ``data``: the
     JSON form (the result's `to_dict()`); ``status``: the exit code (0 done, 2 bad input, 3 a job or
     the machine failed, 130 interrupted) and ``failure`` the one error line that goes with it;
-    ``files``: what the command wrote (said on stderr, listed in the page's footer); ``title``: the
+    ``files``: what the command wrote and ``said`` what it says of its own work (both on stderr); ``title``: the
     HTML page's heading; ``footer``: what made the page (version, date, command); ``own``: the lines
     of a format the document writes itself (evaluate's `trec`: trec_eval's output byte for byte)."""
 
     lead: list[str] = field(default_factory=list)
-    blocks: list[Block] = field(default_factory=list)
+    blocks: Sequence[Block] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
     data: Any = None
     title: str | None = None
     files: list[Path] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)  # what the command says of its own work (stderr): how a name was matched
     status: int = 0
     failure: str | None = None
-    footer: str | None = None
+    footer: Paragraph | None = None
     own: dict[str, list[str]] = field(default_factory=dict)  # formats it writes itself: evaluate's `trec`
 
     def qualifying(self) -> list[Note]:

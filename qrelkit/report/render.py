@@ -38,11 +38,17 @@ FOLDED_HINT = "(--verbose shows it)"
 
 
 def _stat_line(stat: Stat) -> str:
-    return f"{stat.label}: {stat.value.text()}"
+    return stat.text()
 
 
 def _folded_line(section: Section) -> str:
     return f"{section.title}: {FOLDED_HINT}"
+
+
+def _in_text(blocks: Sequence[Block]) -> list[Block]:
+    """The blocks a text format shows: figures are on the HTML page alone, and so is a section of
+    nothing but figures."""
+    return [b for b in blocks if not isinstance(b, Figure) and not (isinstance(b, Section) and not _in_text(b.blocks))]
 
 
 # -- plain text ------------------------------------------------------------------------------------
@@ -53,12 +59,7 @@ def plain_table(table: Table) -> str:
     from rich.cells import cell_len
 
     rows = [[printable(one_line(c)) for c in row] for row in table.text_rows()]
-    if table.header is None:
-        header: list[str] = []
-        text_columns = 1
-    else:
-        header = [printable(one_line(h)) for h in table.header]
-        text_columns = table.text_columns
+    header = [] if table.header is None else [printable(one_line(h)) for h in table.header]
     cells = ([header] if header else []) + rows
     if not cells:
         return printable(one_line(table.title))
@@ -68,7 +69,7 @@ def plain_table(table: Table) -> str:
         padded = []
         for i, (cell, width) in enumerate(zip(row, widths)):
             gap = " " * (width - cell_len(cell))
-            padded.append(cell + gap if i < text_columns else gap + cell)
+            padded.append(cell + gap if table.is_text(i) else gap + cell)
         return "  ".join(padded).rstrip()
 
     out = [printable(one_line(table.title))] if table.title else []
@@ -78,7 +79,7 @@ def plain_table(table: Table) -> str:
 
 
 def _plain_blocks(blocks: Sequence[Block], verbose: bool) -> Iterator[str]:
-    for block in blocks:
+    for block in _in_text(blocks):
         if isinstance(block, Table):
             yield plain_table(block)
         elif isinstance(block, Lines):
@@ -127,7 +128,7 @@ def _tsv_cell(text: str) -> str:
 def tsv_table(table: Table) -> list[str]:
     """The table's rows tab-separated under its header; a column holding intervals as three columns
     (the value, `low`, `high`)."""
-    split = [any(isinstance(row[i], Estimate) and row[i].has_interval for row in table.rows) for i in range(_width(table))]
+    split = [any(isinstance(cell, Estimate) and cell.has_interval for cell in _column(table, i)) for i in range(_width(table))]
     header = list(table.header) if table.header is not None else [f"column {i + 1}" for i in range(_width(table))]
     head: list[str] = []
     for name, wide in zip(header, split):
@@ -140,10 +141,16 @@ def tsv_table(table: Table) -> list[str]:
                 cells += list(cell.parts()) if isinstance(cell, Estimate) else [cell_text(cell, table.digits), "", ""]
             elif isinstance(cell, Estimate):
                 cells.append(cell.parts()[0])
+            elif isinstance(cell, int) and not isinstance(cell, bool):
+                cells.append(str(cell))  # no thousands separator: a program reads it
             else:
                 cells.append(cell_text(cell, table.digits))
         lines.append("\t".join(_tsv_cell(c) for c in cells))
     return lines
+
+
+def _column(table: Table, i: int) -> list[Any]:
+    return [row[i] for row in table.rows if i < len(row)]
 
 
 def _width(table: Table) -> int:
@@ -180,9 +187,8 @@ def rich_table(table: Table) -> Any:
     if table.compact:
         shown.box = box.SIMPLE_HEAD
     header = table.header if table.header is not None else [""] * _width(table)
-    text_columns = table.text_columns if headed else 1
     for i, column in enumerate(header):
-        shown.add_column(printable(column), justify="left" if i < text_columns else "right", overflow="fold")
+        shown.add_column(printable(column), justify="left" if table.is_text(i) else "right", overflow="fold")
     for row in table.text_rows():
         shown.add_row(*(printable(cell) for cell in row))
     return shown
@@ -191,7 +197,7 @@ def rich_table(table: Table) -> Any:
 def _terminal_blocks(blocks: Sequence[Block], verbose: bool) -> Iterator[Any]:
     from rich.text import Text
 
-    for block in blocks:
+    for block in _in_text(blocks):
         if isinstance(block, Table):
             yield rich_table(block)
         elif isinstance(block, Lines):
@@ -231,9 +237,8 @@ def terminal(document: Document, *, verbose: bool = False) -> list[Any]:
 
 
 def markdown_table(table: Table) -> str:
-    header = list(table.header) if table.header is not None else ["", ""]
-    text_columns = table.text_columns if table.header is not None else 1
-    align = ["---" if i < text_columns else "---:" for i in range(len(header))]
+    header = list(table.header) if table.header is not None else [""] * _width(table)
+    align = ["---" if table.is_text(i) else "---:" for i in range(len(header))]
     lines = ([f"**{markdown_text(table.title)}**", ""] if table.title else []) + [
         "| " + " | ".join(markdown_text(h) for h in header) + " |",
         "|" + "|".join(align) + "|",
@@ -243,7 +248,7 @@ def markdown_table(table: Table) -> str:
 
 
 def _markdown_blocks(blocks: Sequence[Block], verbose: bool, level: int = 2) -> Iterator[str]:
-    for block in blocks:
+    for block in _in_text(blocks):
         if isinstance(block, Table):
             yield markdown_table(block)
         elif isinstance(block, Lines):
@@ -291,9 +296,7 @@ def latex_text(text: str) -> str:
 def latex_table(table: Table) -> list[str]:
     """A booktabs table (lines)."""
     header = list(table.header) if table.header is not None else []
-    width = _width(table)
-    text_columns = table.text_columns if table.header is not None else 1
-    spec = "l" * text_columns + "r" * (width - text_columns)
+    spec = "".join("l" if table.is_text(i) else "r" for i in range(_width(table)))
     head = [" & ".join(latex_text(h) for h in header) + r" \\", r"\midrule"] if header else []
     return [
         r"\begin{table}[t]",
@@ -310,7 +313,7 @@ def latex_table(table: Table) -> list[str]:
 
 
 def _latex_blocks(blocks: Sequence[Block], verbose: bool) -> Iterator[str]:
-    for block in blocks:
+    for block in _in_text(blocks):
         if isinstance(block, Table):
             yield from latex_table(block)
         elif isinstance(block, Lines):

@@ -148,6 +148,7 @@ class LoadResult:
     rows: int
     status: str  # "loaded", "replaced", "unchanged", or "skipped" (a file of a folder that is not one)
     reason: str = ""  # why a file was skipped
+    notes: tuple[str, ...] = ()  # what reading the file left out (columns after a run's 6th)
 
 
 class Store(EmbeddingCache):
@@ -536,13 +537,13 @@ class Store(EmbeddingCache):
                 staged = write_run_files(con, files, on_duplicate)
                 crash_point("mid-load")
                 for (path, name, file_hash, index), (_, run_id) in zip(plans, files):
-                    rows, tags = staged[run_id]
+                    rows, tags, notes = staged[run_id]
                     con.execute(
                         "INSERT INTO runs (run_id, name, tag, path, file_hash, n_entries) VALUES (?, ?, ?, ?, ?, ?)",
                         [run_id, name, tags[0] if len(tags) == 1 else ",".join(tags), str(path), file_hash, rows],
                     )
                     self._record_load(con, "runs", name, path, file_hash, rows)
-                    results[index] = LoadResult("runs", name, rows, results[index].status)
+                    results[index] = LoadResult("runs", name, rows, results[index].status, notes=notes)
         return results
 
     def _drop_run(self, con: duckdb.DuckDBPyConnection, name: str) -> None:

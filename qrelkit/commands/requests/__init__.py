@@ -21,6 +21,7 @@ from qrelkit.commands.requests.data import (
     LoadRunsRequest,
     LoadTopicsRequest,
     ShowRequest,
+    StatusRequest,
 )
 from qrelkit.commands.requests.judging import (
     BatchCancelRequest,
@@ -97,5 +98,6 @@ __all__ = [
     "RunGroups",
     "RunsRef",
     "ShowRequest",
+    "StatusRequest",
     "parse_group_patterns",
 ]

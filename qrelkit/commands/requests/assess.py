@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from qrelkit.commands.fields import Request, option, optional_path
-from qrelkit.commands.requests.parts import QrelsRef, RunsRef, force_option, json_option, measures_option, runs_option
+from qrelkit.commands.requests.parts import QrelsRef, RunsRef, force_option, measures_option, runs_option
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import (
     DEFAULT_DESIGN,
     ESTIMATE_DESIGNS,
-    ESTIMATE_FORMATS,
     check_design,
     check_estimator,
     check_scale,
@@ -24,17 +22,6 @@ JUDGE_HELP = (
     "(its graded qrels); grades on the humans' scale are best (others are read as they are)."
 )
 DESIGN_NAME_HELP = "The design's name in --db (default: the database's only design)."
-
-
-def _format_option() -> Any:
-    return option(
-        "--format", f"How to print: {', '.join(ESTIMATE_FORMATS)} (default: table on a terminal, plain elsewhere).", "table", api=False
-    )
-
-
-def _check_format(value: str) -> None:
-    if value not in ESTIMATE_FORMATS:
-        raise QrelkitError(f"--format {value!r}: choose {', '.join(ESTIMATE_FORMATS)}")
 
 
 def _positive(flag: str, value: int | None) -> None:
@@ -80,13 +67,11 @@ class AssessPlanRequest(Request):
         parse=optional_path,
     )
     force: bool = force_option()
-    output_format: str = _format_option()
-    as_json: bool = json_option("Print JSON: the design, its phases, the pairs planned.")
 
     use_case = "qrelkit.commands.assess:plan"
+    document = "qrelkit.commands.documents.assess:plan_document"
 
     def check(self) -> None:
-        _check_format(self.output_format)
         _positive("--budget", self.budget)
         _positive("--next", self.next_pairs)
         if (self.budget is None) == (self.next_pairs is None):
@@ -107,14 +92,10 @@ class AssessLoadRequest(Request):
     human_qrels: Path = option("HUMAN", "The file assessors returned.", argument=True, parse=Path)
     design: str | None = option("--design", DESIGN_NAME_HELP, None)
     name: str | None = option("--name", "The human qrels set's name (default: DESIGN-human).", None)
-    output_format: str = _format_option()
-    as_json: bool = json_option("Print JSON: the design, the labels loaded.")
 
     use_case = "qrelkit.commands.assess:load"
+    document = "qrelkit.commands.documents.assess:load_document"
     positional = ("human_qrels",)
-
-    def check(self) -> None:
-        _check_format(self.output_format)
 
 
 @dataclass(frozen=True)
@@ -140,14 +121,11 @@ class EstimateRequest(Request):
         "--estimator", "The estimator the answer, the ranking and the differences use (default: the design's, docs/human-budget.md).", None,
         parse=check_estimator,
     )  # fmt: skip
-    output_format: str = _format_option()
-    verbose: bool = option("--verbose", "Also print every estimator's estimates and every pair of runs.", False, api=False)
-    as_json: bool = json_option('Print JSON: {"runs": {RUN: {"estimate", "ci95", ...}}, "differences", "measures", ...}.')
 
     use_case = "qrelkit.commands.estimate:run"
+    document = "qrelkit.commands.documents.estimate:estimate_document"
     positional = ("judge_qrels", "human_qrels", "runs")
 
     def check(self) -> None:
-        _check_format(self.output_format)
         if not self.judge_qrels.given:
             raise QrelkitError("give the judge's labels: --judge-qrels FILE_OR_NAME")

@@ -17,12 +17,12 @@ from qrelkit.commands.requests.parts import (
     RunsRef,
     force_option,
     interval_option,
-    json_option,
     judge_measures_option,
     measures_option,
     on_duplicate_option,
     parse_group_patterns,
     reference_decimals_option,
+    reference_pairs_option,
     resamples_option,
     runs_option,
     seed_option,
@@ -44,6 +44,7 @@ class JudgeAudit(Request):
     measures: tuple[str, ...] = measures_option()
     judge_measures: tuple[str, ...] = judge_measures_option()
     reference_decimals: int | None = reference_decimals_option()
+    reference_pairs: str | None = reference_pairs_option()
     group_patterns: tuple[GroupPattern, ...] = option(
         "--group",
         "A group for Relative Δ: NAME=REGEX searched in run names; repeatable.",
@@ -113,6 +114,12 @@ class ModelAudit(JudgeAudit):
         "A judge run in --db (id, unique id prefix, or name): the qrels set its job graded (or its only graded set).",
         None,
     )
+    partial: bool = option(
+        "--partial",
+        "Audit the judgments a running job has made so far (the file it writes beside --db), graded as its job grades, "
+        "the systems ranked on the pairs judged so far; the output says they are partial.",
+        False,
+    )
 
     use_case = "qrelkit.commands.agree:run"
     positional = ("model_qrels", "reference_qrels", "runs")
@@ -123,6 +130,10 @@ class ModelAudit(JudgeAudit):
             raise QrelkitError("give the reference qrels: --reference-qrels FILE_OR_NAME")
         if self.reference_name is not None:
             object.__setattr__(self, "reference_qrels", dataclasses.replace(self.reference_qrels, name=self.reference_name))
+        if self.partial:
+            if self.model_qrels.given:
+                raise QrelkitError("--partial audits the running job's judgments so far: give no --model-qrels with it")
+            return
         if self.judge_run is not None:
             named = self.model_qrels.ref
             object.__setattr__(self, "model_qrels", QrelsRef(ref=named, judge_run=str(self.judge_run), value=self.model_qrels.value))
@@ -139,7 +150,7 @@ class AuditRequest(ModelAudit):
     toward groups, with 95% intervals over queries (the jackknife unless --interval bca, percentile or
     subsampling)."""
 
-    as_json: bool = json_option("Print JSON: pairs, labels, systems, bias, warnings.")
+    document = "qrelkit.commands.documents.audit:agree"
 
 
 @dataclass(frozen=True)
@@ -154,6 +165,7 @@ class ReportRequest(ModelAudit):
     force: bool = force_option()
 
     use_case = "qrelkit.commands.report:run"
+    document = "qrelkit.commands.documents.audit:report_written"
 
     def check(self) -> None:
         super().check()
@@ -190,12 +202,11 @@ class CompareRequest(JudgeAudit):
     permutations: int = option(
         "--permutations", "Random swaps of the randomisation test behind each p-value (0: no test).", DEFAULT_PERMUTATIONS
     )
-    output_format: str = option("--format", "table (default), markdown or latex (booktabs).", "table", api=False)
     html: Path | None = option("--html", "Also write the comparison as one self-contained HTML page.", None, parse=optional_path)
     force: bool = force_option()
-    as_json: bool = json_option("Print JSON: each judge's audit as agree --json, differences, κ matrix.")
 
     use_case = "qrelkit.commands.compare:run"
+    document = "qrelkit.commands.documents.compare:comparison"
     positional = ("judges", "reference", "runs")
     db_default = None  # the judges' database, or the sweep job's
 
@@ -208,8 +219,3 @@ class CompareRequest(JudgeAudit):
         check_resamples(self.permutations)
         if not self.judges and self.sweep is None:
             raise QrelkitError("name the judges to compare: --judge NAME (repeatable) and/or --sweep JOB")
-        if self.output_format not in OUTPUT_FORMATS:
-            raise QrelkitError(f"--format {self.output_format!r}: choose table, markdown or latex")
-
-
-OUTPUT_FORMATS = ("table", "markdown", "latex")

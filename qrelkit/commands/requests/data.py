@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.fields import Request, option, optional_path
-from qrelkit.commands.requests.parts import json_option, on_duplicate_option
+from qrelkit.commands.requests.parts import QrelsRef, RunsRef, on_duplicate_option, runs_option
 from qrelkit.errors import QrelkitError
 from qrelkit.io.duplicates import OnDuplicate
 
@@ -36,6 +36,7 @@ class LoadTopicsRequest(Request):
     replace: bool = replace_option()
 
     use_case = "qrelkit.commands.data:run_load"
+    document = "qrelkit.commands.documents.data:loads"
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class LoadDocsRequest(Request):
     replace: bool = replace_option()
 
     use_case = "qrelkit.commands.data:run_load"
+    document = "qrelkit.commands.documents.data:loads"
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class LoadRunsRequest(Request):
     on_duplicate: OnDuplicate = on_duplicate_option()
 
     use_case = "qrelkit.commands.data:run_load"
+    document = "qrelkit.commands.documents.data:loads"
 
     def check(self) -> None:
         if self.name is not None and self.tag_names:
@@ -90,6 +93,7 @@ class LoadQrelsRequest(Request):
     on_duplicate: OnDuplicate = on_duplicate_option()
 
     use_case = "qrelkit.commands.data:run_load"
+    document = "qrelkit.commands.documents.data:loads"
 
 
 @dataclass(frozen=True)
@@ -97,9 +101,28 @@ class ShowRequest(Request):
     """`qrelkit show`: show what the database holds: topics, documents, runs, each qrels set with its origin,
     judge runs (--json: each with its stored fields)."""
 
-    as_json: bool = json_option()
-
     use_case = "qrelkit.commands.data:run_show"
+    document = "qrelkit.commands.documents.data:contents"
+
+
+@dataclass(frozen=True)
+class StatusRequest(Request):
+    """`qrelkit status`: what the judging job writing --db is doing (or how it ended): judged, failed,
+    pending, pairs/s and time left, read from the status the job writes beside the database every
+    second, so it answers at once while the job holds the database, and slows it in nothing. With
+    --reference-qrels (a file) and --runs, also an audit of the judgments so far (as agree --partial)."""
+
+    reference_qrels: QrelsRef = option(
+        "--reference-qrels",
+        "Also audit the judgments so far against these qrels (a TREC qrels file: the database is the job's).",
+        None,
+        cli=str | None,
+        parse=QrelsRef.reference,
+    )
+    runs: RunsRef = runs_option()
+
+    use_case = "qrelkit.commands.status:run"
+    document = "qrelkit.commands.documents.data:status"
 
 
 # -- the data folder ------------------------------------------------------------------------------------
@@ -119,9 +142,9 @@ class DataListRequest(Request):
     """`qrelkit data list`: list the bundles there are, or one bundle's files."""
 
     name: str | None = option("NAME", "A bundle: list its files, sources and how each checksum was established.", None, argument=True)
-    as_json: bool = json_option()
 
     use_case = "qrelkit.commands.bundles:run_list"
+    document = "qrelkit.commands.documents.bundles:bundles"
     uses_db = False
 
 
@@ -134,6 +157,7 @@ class DataPathRequest(Request):
     to: Path | None = to_option()
 
     use_case = "qrelkit.commands.bundles:run_path"
+    document = "qrelkit.commands.documents.bundles:path"
     positional = ("name",)
     uses_db = False
 
@@ -158,7 +182,7 @@ class DataFetchRequest(Request):
         "--image-urls", "A table of image URLs: `docid<TAB>url` lines, or JSONL with docid and url.", None, parse=optional_path
     )
     quiet: bool = option("--quiet", "No progress output.", False, api=False)
-    as_json: bool = json_option()
 
     use_case = "qrelkit.commands.bundles:run_fetch"
+    document = "qrelkit.commands.documents.bundles:fetched"
     uses_db = False

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.fields import Request, option, strings
-from qrelkit.commands.requests.parts import force_option, json_option
+from qrelkit.commands.requests.parts import force_option
 from qrelkit.errors import QrelkitError
 
 JOB_HELP = "Job YAML: database, collection, pool, judge, template, grading."
@@ -50,6 +50,15 @@ class JudgeRequest(Request):
         "judging (database, grading target, template grades); writes nothing.",
         False,
     )
+    check_endpoint: bool = option(
+        "--check-endpoint", "Before anything is written, send the judge's endpoint one cheap request (its model list).", False
+    )
+    time_pairs: int | None = option(
+        "--time-pairs",
+        "Pairs a dry run judges to estimate the judging time (default: the judge's choice, 256 for MiniLM, none for an API "
+        "or vLLM; a judge run that judged before is estimated from its stored rate unless this is given; 0: no timing).",
+        None,
+    )
     retry_failed: bool = option("--retry-failed", "Judge failed pairs (parse/model/input errors) again.", False)
     grade: bool = option("--grade", "Grade into qrels when the job has `grading`.", True, secondary="--no-grade")
     sets: tuple[str, ...] = option(
@@ -66,9 +75,9 @@ class JudgeRequest(Request):
     mode: str | None = option("--mode", "sync (a live request per pair) or batch (the Batch API: half price, within 24 h).", None)
     wait: bool = option("--wait", "Batch mode: check with backoff until every batch is collected.", False)
     quiet: bool = quiet_option()
-    as_json: bool = json_option("Print the run's report as JSON.")
 
     use_case = "qrelkit.commands.judge:run"
+    document = "qrelkit.commands.documents.judging:judging"
     positional = ("job",)
     uses_db = False  # the job names its database
 
@@ -81,6 +90,8 @@ class JudgeRequest(Request):
             raise QrelkitError(f"--workers must be 1 or more, got {self.workers}")
         if self.sample is None and self.seed is not None:
             raise QrelkitError("--seed goes with --sample N (the seed of the sample's order)")
+        if self.time_pairs is not None and self.time_pairs < 0:
+            raise QrelkitError(f"--time-pairs must be 0 or more, got {self.time_pairs}")
         if self.sample is not None and self.sample < 1:
             raise QrelkitError(f"--sample must be 1 or more, got {self.sample}")
 
@@ -192,9 +203,9 @@ class GradeRequest(Request):
     name: str | None = option("--name", "Name of the qrels set (default graded-<judge run>).", None)
     replace: bool = option("--replace", "Grade again into a set graded before (never a loaded one).", False)
     store: bool = False  # the command line stores the graded set; the Python function returns it alone
-    as_json: bool = json_option()
 
     use_case = "qrelkit.commands.judging:run_grade"
+    document = "qrelkit.commands.documents.judging:grading"
     positional = ("scores",)
 
     def check(self) -> None:
@@ -228,9 +239,9 @@ class ImportScoresRequest(Request):
     file: Path = option("FILE", "`qid docid score` lines (TSV or spaces), or a TREC qrels file.", cli=Path, parse=Path, argument=True)
     name: str = option("--name", "Name of the imported judge run (use it as --judge-run NAME).")
     replace: bool = option("--replace", "Replace an earlier import of the same name from another file.", False)
-    as_json: bool = json_option()
 
     use_case = "qrelkit.commands.judging:run_import"
+    document = "qrelkit.commands.documents.data:imported"
 
 
 @dataclass(frozen=True)
@@ -243,6 +254,7 @@ class ExportQrelsRequest(Request):
     force: bool = force_option()
 
     use_case = "qrelkit.commands.judging:run_export_qrels"
+    document = "qrelkit.commands.documents.data:exported_qrels"
 
     def check(self) -> None:
         if (self.judge_run is None) == (self.name is None):
@@ -262,6 +274,7 @@ class ExportJudgmentsRequest(Request):
     force: bool = force_option()
 
     use_case = "qrelkit.commands.judging:run_export_judgments"
+    document = "qrelkit.commands.documents.data:exported_judgments"
 
 
 @dataclass(frozen=True)
@@ -282,9 +295,8 @@ class JudgmentsRequest(Request):
 class PromptsListRequest(Request):
     """`qrelkit prompts list`: list the built-in templates (ids usable as `template:` in a job)."""
 
-    as_json: bool = json_option()
-
     use_case = "qrelkit.commands.judging:run_prompts_list"
+    document = "qrelkit.commands.documents.judging:templates"
     uses_db = False
 
 
@@ -298,6 +310,7 @@ class PromptsShowRequest(Request):
     doc: str | None = option("--doc", "docid of a document in --db to render with.", None)
 
     use_case = "qrelkit.commands.judging:run_prompts_show"
+    document = "qrelkit.commands.documents.judging:prompt"
 
     def check(self) -> None:
         if (self.topic is None) != (self.doc is None):
@@ -309,9 +322,9 @@ class JudgesRequest(Request):
     """`qrelkit judges`: list the registered judges and their options (entry-point group `qrelkit.judges`)."""
 
     name: str | None = option("NAME", "One judge, with its options' allowed values.", None, argument=True)
-    as_json: bool = json_option()
 
     use_case = "qrelkit.commands.judging:run_judges"
+    document = "qrelkit.commands.documents.judging:judges"
     uses_db = False
 
 
@@ -323,6 +336,7 @@ class DemoRequest(Request):
     out: Path = option("--out", "Folder for the demo's database and qrels.", Path("demo-out"), parse=Path)
 
     use_case = "qrelkit.commands.demo:run"
+    document = "qrelkit.commands.documents.judging:demo"
     uses_db = False
 
 
@@ -349,9 +363,9 @@ class BatchesRequest(Request):
     base_url: str | None = base_url_option()
     api_key_env: str = key_env_option()
     use_stored_endpoint: bool = stored_endpoint_option()
-    as_json: bool = json_option()
 
     use_case = "qrelkit.commands.batches:run"
+    document = "qrelkit.commands.documents.judging:batches"
 
 
 @dataclass(frozen=True)
@@ -363,6 +377,6 @@ class BatchCancelRequest(Request):
     base_url: str | None = base_url_option()
     api_key_env: str = key_env_option()
     use_stored_endpoint: bool = stored_endpoint_option()
-    as_json: bool = json_option()
 
     use_case = "qrelkit.commands.batches:run_cancel"
+    document = "qrelkit.commands.documents.judging:cancelled"

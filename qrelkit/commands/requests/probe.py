@@ -9,12 +9,11 @@ from typing import Any
 
 from qrelkit.commands.fields import Request, option, strings
 from qrelkit.commands.requests.judging import quiet_option
-from qrelkit.commands.requests.parts import interval_option, json_option, resamples_option
+from qrelkit.commands.requests.parts import interval_option, resamples_option
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import DEFAULT_PERMUTATIONS, check_resamples
 
 DEFAULT_PROBE_SAMPLE = 200
-OUTPUT_FORMATS = ("table", "markdown", "latex")
 
 
 def _grades(value: Any) -> tuple[int, ...]:
@@ -77,17 +76,14 @@ class ProbeRequest(Request):
     )
     allow_import: bool = option("--allow-import", "Allow a `judge.name: module:Class` job to import and run that Python module.", False)
     list_probes: bool = option("--list", "List the built-in probes and what each tests.", False, api=False)
-    output_format: str = option("--format", "table (default), markdown or latex (booktabs).", "table", api=False)
-    as_json: bool = json_option("Print JSON: each probe's shift, shares, intervals and p-values.")
     quiet: bool = quiet_option()
 
     use_case = "qrelkit.commands.probe:run"
+    document = "qrelkit.commands.documents.probe:probe"
     positional = ("job", "probes")
     uses_db = False  # the job names its database
 
     def check(self) -> None:
-        if self.output_format not in OUTPUT_FORMATS:
-            raise QrelkitError(f"--format {self.output_format!r}: choose table, markdown or latex")
         if self.list_probes:
             return
         if self.job is None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.fields import Request, integers, option, optional_path, strings
-from qrelkit.commands.requests.parts import EmbedderRef, force_option, json_option, on_duplicate_option, resamples_option
+from qrelkit.commands.requests.parts import EmbedderRef, force_option, on_duplicate_option, resamples_option
 from qrelkit.errors import QrelkitError
 from qrelkit.io.duplicates import OnDuplicate
 
@@ -49,7 +49,6 @@ class EmbeddedQueries(Request):
     embedder: str = _embedder()
     backend: str = _backend()
     cache: Path | None = _cache()
-    as_json: bool = json_option("Print the parameters JSON written beside the files.")
     on_duplicate: OnDuplicate = on_duplicate_option()
 
     uses_db = False
@@ -81,6 +80,7 @@ class RestrainRequest(EmbeddedQueries):
     force: bool = force_option()
 
     use_case = "qrelkit.commands.resample:run_restrain"
+    document = "qrelkit.commands.documents.resample:split"
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,7 @@ class ResttestRequest(EmbeddedQueries):
     force: bool = force_option()
 
     use_case = "qrelkit.commands.resample:run_resttest"
+    document = "qrelkit.commands.documents.resample:split"
 
 
 @dataclass(frozen=True)
@@ -129,10 +130,10 @@ class ResampleEvaluateRequest(Request):
     )
     resamples: int = resamples_option("Query resamples for the 95% intervals (0: none).")
     seed: int = option("--seed", "Seed of the query resamples.", 0)
-    as_json: bool = json_option("Print JSON: runs -> measure -> split -> interpolation, extrapolation, delta.")
     on_duplicate: OnDuplicate = on_duplicate_option()
 
     use_case = "qrelkit.commands.resample:run_evaluate"
+    document = "qrelkit.commands.documents.resample:regimes"
     uses_db = False
 
     def check(self) -> None:
@@ -171,9 +172,9 @@ class OverlapRequest(EmbeddedQueries):
         "--train-topics", "Training query texts, for the duplicate-query listing.", None, parse=optional_path
     )
     threshold: float = option("--threshold", "List a test query when its nearest training query's cosine reaches this.", 0.85)
-    as_json: bool = json_option("Print JSON: label_overlap per training file, duplicates.")
 
     use_case = "qrelkit.commands.resample:run_overlap"
+    document = "qrelkit.commands.documents.resample:overlap"
 
     def check(self) -> None:
         if (self.topics is None) != (self.train_topics is None):

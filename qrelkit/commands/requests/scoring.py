@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qrelkit.commands.fields import Request, integers, option, optional_path, unique_strings
+from qrelkit.commands.fields import FORMATS, Request, integers, option, optional_path, unique_strings
 from qrelkit.commands.requests.parts import (
     EmbedderRef,
     GroupsFile,
@@ -15,11 +15,11 @@ from qrelkit.commands.requests.parts import (
     RunsRef,
     fd_interval_option,
     force_option,
-    json_option,
     keep_option,
     measures_option,
     more_runs_option,
     on_duplicate_option,
+    reference_pairs_option,
     resamples_option,
     runs_option,
 )
@@ -27,7 +27,6 @@ from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import check_average, check_keep
 from qrelkit.io.duplicates import OnDuplicate
 
-OUTPUT_FORMATS = ("table", "json", "trec")
 QRELS_HELP = "Qrels: a TREC qrels file, irds:<ir_datasets id>, or the name of a qrels set in --db."
 
 
@@ -51,36 +50,54 @@ def _cut_level() -> Any:
 class EvaluateRequest(Request):
     """`qrelkit evaluate`: score runs under qrels, per query (ir_measures; default nDCG@10). Means run
     over the queries of the qrels; a run that misses one scores 0 on it (--average run: over the
-    queries each run covers). Run scores are read as float32 and ties broken by docid descending, as
-    trec_eval does."""
+    queries each run covers). Run scores are ranked as float32 and ties broken by docid descending, as
+    trec_eval does; trec_eval's measure names and its -l, -J and -M read as trec_eval reads them."""
 
     qrels: QrelsRef = option("--qrels", QRELS_HELP, None, cli=str | None, parse=QrelsRef.optional)
     runs: RunsRef = runs_option()
-    measures: tuple[str, ...] = measures_option(("nDCG@10",))
+    measures: tuple[str, ...] = measures_option(("nDCG@10",), short="-m")
     average: str = option(
         "--average",
-        "What a mean runs over: qrels (every query of the qrels, a missed one scoring 0; default) or run.",
+        "What a mean runs over: qrels (every query of the qrels, a missed one scoring 0; default; trec_eval -c) or run (trec_eval "
+        "without -c).",
         "qrels",
         parse=check_average,
     )
+    rel_level: int | None = option(
+        "--rel-level",
+        "The relevance level trec_eval's measure names are read at (trec_eval -l): map is 'AP(rel=LEVEL)', num_rel counts grades "
+        ">= LEVEL (default 1); with --max-rel, also the grade its cut keeps (default 2 if graded).",
+        None,
+        short="-l",
+    )
+    judged_only: bool = option(
+        "--judged-only",
+        "Score only the documents the qrels judge (grade >= 0), ranked in their order (trec_eval -J), for every measure.",
+        False,
+        short="-J",
+    )
+    max_per_query: int | None = option(
+        "--max-per-query",
+        "Score only each query's first M documents in trec_eval's order (trec_eval -M), for every measure.",
+        None,
+        short="-M",
+        min=1,
+    )
     max_rel: int | None = option("--max-rel", "Score under qrels cut to at most M relevant items per query (seed 001, Table 2).", None)
     keep: str = keep_option()
-    rel_level: int | None = _cut_level()
     seed: int = _cut_seed()
     on_duplicate: OnDuplicate = on_duplicate_option()
-    output_format: str = option(
-        "--format", "table, json, or trec (trec_eval -q's output, byte for byte: -c unless --average run).", "table", api=False
-    )
     per_query: bool = option("--per-query", "Also print each query's value.", False, api=False)
-    as_json: bool = json_option("Print JSON: measures, queries, averaging, runs → measure → mean (= --format json).")
 
     use_case = "qrelkit.commands.evaluate:run"
+    document = "qrelkit.commands.documents.data:evaluation"
     positional = ("qrels", "runs", "measures")
+    formats = (*FORMATS, "trec")  # trec_eval -q's output, byte for byte (-c unless --average run)
 
     @property
     def trec_layout(self) -> bool:
         """The output is trec_eval's, so measure names that collide there are refused up front."""
-        return self.output_format == "trec" and not self.as_json
+        return self.output_format == "trec"
 
     def check(self) -> None:
         from qrelkit.evaluate.trec_names import trec_eval_names
@@ -88,12 +105,12 @@ class EvaluateRequest(Request):
         if not self.qrels.given:
             raise QrelkitError("give the qrels: --qrels FILE_OR_NAME")
         object.__setattr__(self, "measures", self.measures or ("nDCG@10",))
-        if self.output_format not in OUTPUT_FORMATS:
-            raise QrelkitError(f"--format {self.output_format!r}: choose table, json or trec")
         if self.trec_layout:
             trec_eval_names(list(self.measures))
-        if self.max_rel is None and (self.keep != "top-grade" or self.rel_level is not None):
-            raise QrelkitError("--keep and --rel-level choose how --max-rel cuts the qrels; give --max-rel M too")
+        if self.max_rel is None and self.keep != "top-grade":
+            raise QrelkitError("--keep chooses how --max-rel cuts the qrels; give --max-rel M too")
+        if self.rel_level is not None and self.rel_level < 0:
+            raise QrelkitError(f"--rel-level {self.rel_level}: a relevance level is a grade >= 0")
         check_keep(self.keep)
 
 
@@ -126,10 +143,11 @@ class CorrelateRequest(Request):
         cli=list[Path] | None,
         parse=_paths,
     )
+    reference_pairs: str | None = reference_pairs_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
-    as_json: bool = json_option()
 
     use_case = "qrelkit.commands.correlate:run"
+    document = "qrelkit.commands.documents.data:correlations"
     positional = ("qrels", "runs", "measures")
 
     def check(self) -> None:
@@ -170,9 +188,9 @@ class NRGRequest(Request):
     on_duplicate: OnDuplicate = on_duplicate_option()
     best_by: Any = None  # best-per-group: rank each group's runs by these scores ({run: score}; default: this NRG's base metric)
     per_query: bool = option("--per-query", "Also print each query's values.", False, api=False)
-    as_json: bool = json_option('Print JSON: {"runs": {run: {"nrg": x, "base": x}}, ...}.')
 
     use_case = "qrelkit.commands.nrg:run"
+    document = "qrelkit.commands.documents.scoring:nrg"
     positional = ("qrels", "runs")
 
     def check(self) -> None:
@@ -186,7 +204,8 @@ class FDRequest(Request):
     """`qrelkit fd`: Fréchet distance between the embeddings of the relevant judged items and each
     run's top-k (Arabzadeh and Clarke, EACL 2024): lower is better. Reports n and d; FD with fewer
     items than dimensions is exact but its covariance is rank-deficient. Documents from --docs or the
-    database; vectors cached in --cache, by default the database."""
+    database; vectors cached in --cache, by default the database (or, without one, the cache folder):
+    a second run embeds nothing it embedded before, and says what it reused."""
 
     qrels: QrelsRef = option("--qrels", "Qrels: a TREC file, or a qrels set in --db.", None, cli=str | None, parse=QrelsRef.optional)
     runs: RunsRef = runs_option()
@@ -211,7 +230,11 @@ class FDRequest(Request):
     )
     judge_run: str | None = option("--judge-run", "A judge run in --db: its id, a unique id prefix, or its name.", None)
     cache: Path | None = option(
-        "--cache", "Database file that caches embeddings (default: --db when it exists).", None, parse=optional_path
+        "--cache",
+        "Database file that caches embeddings (default: --db when it exists, else embeddings.duckdb in the cache folder, "
+        "$QRELKIT_CACHE or ~/.cache/qrelkit).",
+        None,
+        parse=optional_path,
     )
     image_root: Path | None = option("--image-root", "Folder image paths are relative to.", None, parse=optional_path)
     plot: Path | None = option("--plot", "Write the bootstrap intervals per run (PNG/PDF/SVG).", None, parse=optional_path)
@@ -219,9 +242,9 @@ class FDRequest(Request):
     metric: str = option("--metric", "ir_measures measure for --plot-metric (full qrels).", "nDCG@10")
     force: bool = force_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
-    as_json: bool = json_option('Print JSON: {"embedder", "d", "runs": {run: {"FD@10": x}}, "n_rel"}.')
 
     use_case = "qrelkit.commands.fd:run"
+    document = "qrelkit.commands.documents.scoring:fd"
     positional = ("qrels", "runs")
 
     def check(self) -> None:

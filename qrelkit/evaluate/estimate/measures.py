@@ -43,12 +43,20 @@ def features(labels: np.ndarray, top: int) -> np.ndarray:
 
 def parse(name: str, top: int) -> Measure:
     """A measure this module estimates, or a clear error."""
+    from dataclasses import replace
+
     measure = vectorised_measure(name)
-    if measure is None or measure.family not in ("nDCG", "P", "AP", "RR"):
-        raise QrelkitError(f"measure {name!r}: estimates from a human sample are made for {SUPPORTED}")
-    if measure.family != "nDCG" and measure.rel > top:
-        raise QrelkitError(f"measure {name!r}: relevance level {measure.rel} is above the grade scale's top ({top})")
-    return measure
+    plain = measure is not None and measure.gains is None and not measure.judged_only and not measure.params
+    if measure is None or not plain or measure.family not in ("nDCG", "P", "AP", "RR"):
+        raise QrelkitError(f"measure {name!r}: estimates from a human sample are made for {SUPPORTED} (linear gains)")
+    if measure.family != "nDCG" and not 1 <= measure.rel <= top:
+        raise QrelkitError(f"measure {name!r}: relevance level {measure.rel} must lie within the grade scale, 1 to {top}")
+    return replace(measure, cutoff=cutoff_of(measure))
+
+
+def cutoff_of(measure: Measure) -> int | None:
+    """The measure's rank cut-off as a whole number (None: the whole ranking)."""
+    return None if measure.cutoff is None else int(measure.cutoff)
 
 
 def _discount(rank: np.ndarray) -> np.ndarray:
@@ -118,7 +126,7 @@ class Kernel:
 
     def _ndcg(self, listed: np.ndarray, counts: np.ndarray, gradient: bool) -> tuple[np.ndarray, Gradient | None]:
         dcg = (listed[..., 0] * self.discount).sum(axis=-1)
-        cap = self.measure.cutoff
+        cap = cutoff_of(self.measure)
         ideal_steps, slopes = ideal_curve(counts[..., 1:], cap)
         ideal = ideal_steps.sum(axis=-1)[..., None, :]  # (..., 1, Q): one ideal per query, for every run
         safe = np.where(ideal > 0, ideal, 1.0)

@@ -4,6 +4,8 @@ runs (folded), then what the estimates rest on."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from qrelkit.commands.estimate_result import DESIGN_ABOUT, ESTIMATOR_ABOUT, ESTIMATOR_NAMES, EstimateResult, MeasureEstimates
 from qrelkit.report.document import Document, Estimate, Note, Section, Table
 
@@ -118,7 +120,7 @@ def _notes(result: EstimateResult) -> list[Note]:
     return notes
 
 
-def estimate_document(result: EstimateResult) -> Document:
+def estimate_document(result: EstimateResult, request: Any = None) -> Document:
     blocks: list = []
     for found in result.measures.values():
         blocks.append(
