@@ -54,7 +54,7 @@ def run(request: ModelAudit, workspace: Workspace) -> Audit:
     request names, which must have been graded from it), or memory; the reference named by its
     stored name, the request's name, or its folder and file name."""
     if request.partial:
-        from qrelkit.commands.status import partial_qrels
+        from qrelkit.commands.partial import partial_qrels
 
         model = partial_qrels(workspace, request.judge_run)
     else:

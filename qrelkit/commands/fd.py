@@ -19,10 +19,10 @@ from qrelkit.io import Document, Qrels, read_documents
 
 
 def document_vectors(
-    embedder, documents: Mapping[str, Document], docids: Iterable[str], store=None, **options: Any
+    embedder, documents: Mapping[str, Document], docids: Iterable[str], store=None, *, progress: Any = None, tally: Any = None
 ) -> dict[str, np.ndarray]:
     """docid -> vector for ``docids``: text through a text embedder, images through an image one;
-    ``options``: `embed_with_cache`'s ``progress`` and ``tally``."""
+    ``progress`` and ``tally`` as `embed_with_cache` takes them."""
     docids = sorted(set(docids))
     wanted = [documents[d] for d in docids]
     if getattr(embedder, "modality", "text") == "image":
@@ -31,13 +31,14 @@ def document_vectors(
             raise QrelkitError(f"{len(not_images)} document(s) have no image for the image embedder, e.g. {not_images[0]!r}")
         items = {d.docid: str(d.image_path) for d in wanted}
         hashes = {d.docid: d.content_hash() or f"path:{d.image_path}" for d in wanted}
-        return embed_with_cache(store, embedder, "document", items, content_hashes=hashes, **options)
+        return embed_with_cache(store, embedder, "document", items, content_hashes=hashes, progress=progress, tally=tally)
     not_texts = [d.docid for d in wanted if d.text is None]
     if not_texts:
         raise QrelkitError(
             f"{len(not_texts)} document(s) are images, e.g. {not_texts[0]!r}: use an image embedder (--embedder open_clip:MODEL:WEIGHTS)"
         )
-    return embed_with_cache(store, embedder, "document", {d.docid: d.text for d in wanted if d.text is not None}, **options)
+    texts = {d.docid: d.text for d in wanted if d.text is not None}
+    return embed_with_cache(store, embedder, "document", texts, progress=progress, tally=tally)
 
 
 def _documents(docs: Path | None, workspace: Workspace, docids: set[str], image_root: Path | None) -> tuple[dict[str, Document], str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
+import platform
 from pathlib import Path
 from typing import Any
 
@@ -73,13 +73,20 @@ def read_partial(database: str | Path) -> Any:
 
 
 def this_process() -> dict[str, Any]:
-    return {"pid": os.getpid(), "host": socket.gethostname()}
+    return {"pid": os.getpid(), "host": platform.node()}
+
+
+def job_state(status: dict[str, Any]) -> str:
+    """judging (its process runs), finished, interrupted, stopped, failed, or gone (it was judging
+    and its process is no more: killed)."""
+    state = str(status.get("state"))
+    return "gone" if state == "judging" and process_alive(status) is False else state
 
 
 def process_alive(status: dict[str, Any]) -> bool | None:
     """Whether the process that wrote ``status`` still runs: None when it ran on another host (its
     process cannot be seen from here)."""
-    if status.get("host") != socket.gethostname():
+    if status.get("host") != platform.node():
         return None
     try:
         os.kill(int(status["pid"]), 0)
