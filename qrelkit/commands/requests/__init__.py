@@ -10,6 +10,7 @@ said: building one from flags must not import pydantic, ~0.2 s of every command'
 (`tests/test_startup.py`).
 """
 
+from qrelkit.commands.requests.assess import AssessLoadRequest, AssessPlanRequest, EstimateRequest
 from qrelkit.commands.requests.audit import AuditRequest, CompareRequest, JudgeAudit, ModelAudit, ReportRequest
 from qrelkit.commands.requests.data import (
     DataFetchRequest,
@@ -52,6 +53,8 @@ from qrelkit.commands.requests.resample import OverlapRequest, ResampleEvaluateR
 from qrelkit.commands.requests.scoring import CorrelateRequest, EvaluateRequest, FDRequest, NRGRequest
 
 __all__ = [
+    "AssessLoadRequest",
+    "AssessPlanRequest",
     "AuditRequest",
     "BatchCancelRequest",
     "BatchesRequest",
@@ -62,6 +65,7 @@ __all__ = [
     "DataPathRequest",
     "DemoRequest",
     "EmbedderRef",
+    "EstimateRequest",
     "EvaluateRequest",
     "ExportJudgmentsRequest",
     "ExportQrelsRequest",
