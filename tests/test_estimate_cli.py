@@ -4,6 +4,7 @@ the Python API."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -106,6 +107,17 @@ def test_plan_load_estimate_and_the_python_api(track, tmp_path):
     for fmt in ("plain", "tsv", "markdown", "latex"):
         done = cli("estimate", "--db", db, "--judge-qrels", track["judge"], "--runs", track["runs"], "--format", fmt)
         assert done.returncode == 0 and "run0" in done.stdout, (fmt, done.stderr)
+    # the audit report of the same judge carries the estimate, with the same answer
+    page = tmp_path / "report.html"
+    done = cli("report", "--model-qrels", track["judge"], "--reference-qrels", track["human"], "--runs", track["runs"],
+               "--db", db, "--out", page)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = page.read_text(encoding="utf-8")
+    section = text[text.index("Estimates from the human sample of design") :]
+    answer = qrelkit.estimate(track["judge"], runs=track["runs"], db=db)
+    from qrelkit.commands.documents.estimate import lead
+
+    assert html.escape(lead(answer)) in section and "id=estimates-" in text
 
 
 def test_auto_plans_whole_queries_below_a_thousand_labels_and_weighted_pairs_from_there(track, tmp_path):
