@@ -38,6 +38,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from fake_openai import FakeOpenAI, QuietHandler, Reply, judgment_rows, openai_job, serve, write_text_collection  # noqa: E402
 from hostile import qrelkit  # noqa: E402
+from image_files import image_collection  # noqa: E402
 
 KINDS = ("security", "data loss", "traceback", "hang", "wrong", "ok")
 QRELS = "".join(f"q{q} 0 d{d} {(q + d) % 3}\n" for q in range(1, 6) for d in range(1, 9))
@@ -397,23 +398,7 @@ def on_duplicate(command: list[str], given: str) -> Callable[[Path], str]:
 
 
 def image_job(folder: Path, sizes: dict[str, tuple[int, int]] | None = None, judge: str = "hostile_judges:ImageBytesJudge") -> Path:
-    from PIL import Image
-
-    sizes = sizes or {"a": (40, 30), "b": (48, 36), "c": (32, 32)}
-    (folder / "images").mkdir()
-    for number, (docid, size) in enumerate(sizes.items()):
-        Image.new("RGB", size, (40 * number, 90, 200)).save(folder / "images" / f"{docid}.png")
-    (folder / "topics.jsonl").write_text(json.dumps({"qid": "t1", "text": "a red bridge"}) + "\n")
-    (folder / "images.jsonl").write_text("".join(json.dumps({"docid": d, "image": f"{d}.png"}) + "\n" for d in sizes))
-    (folder / "qrels.txt").write_text("".join(f"t1 0 {d} 0\n" for d in sizes))
-    job = {
-        "database": "images.duckdb",
-        "collection": {"topics": "topics.jsonl", "documents": "images.jsonl", "image_root": "images", "qrels": {"ref": "qrels.txt"}},
-        "pool": {"qrels": "ref"},
-        "judge": {"name": judge},
-    }
-    (folder / "job.yaml").write_text(json.dumps(job))
-    return folder / "job.yaml"
+    return image_collection(folder, sizes or {"a": (40, 30), "b": (48, 36), "c": (32, 32)}, judge)
 
 
 def probe_file(folder: Path, perturbation: str, **parameters: object) -> Path:

@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 from fake_openai import FakeOpenAI, QuietHandler, Reply, judgment_rows, openai_job, serve, write_text_collection
 from hostile import ROOT, one_error, qrelkit
+from image_files import image_collection
 from test_output_paths import (  # noqa: F401 (fixtures: a small track with its database; a database of 60,000 judgments)
     OLD,
     SUFFIX,
@@ -398,27 +399,6 @@ def test_a_missing_reference_qrels_is_named_as_the_set_or_file_it_is_not(tmp_pat
         assert error == f"error: --reference-qrels 'nosuch': no such file, and no qrels set of that name in {tmp_path / 'job.duckdb'} " \
             "(its sets: nist)"  # fmt: skip
         assert server.requests == []
-
-
-def image_collection(folder: Path, sizes: dict[str, tuple[int, int]], judge: str = "hostile_judges:ImageBytesJudge") -> Path:
-    """Images of the given sizes (one colour each: small files whatever their size), one topic, every
-    image judged non-relevant by the reference; a job judging them with ``judge``."""
-    from PIL import Image
-
-    (folder / "images").mkdir()
-    for number, (docid, size) in enumerate(sizes.items()):
-        Image.new("RGB", size, (40 * number, 90, 200)).save(folder / "images" / f"{docid}.png")
-    (folder / "topics.jsonl").write_text(json.dumps({"qid": "t1", "text": "a red bridge"}) + "\n")
-    (folder / "images.jsonl").write_text("".join(json.dumps({"docid": d, "image": f"{d}.png"}) + "\n" for d in sizes))
-    (folder / "qrels.txt").write_text("".join(f"t1 0 {d} 0\n" for d in sizes))
-    job = {
-        "database": "images.duckdb",
-        "collection": {"topics": "topics.jsonl", "documents": "images.jsonl", "image_root": "images", "qrels": {"ref": "qrels.txt"}},
-        "pool": {"qrels": "ref"},
-        "judge": {"name": judge},
-    }
-    (folder / "job.yaml").write_text(json.dumps(job))
-    return folder / "job.yaml"
 
 
 def a_probe(folder: Path, perturbation: str, **parameters: object) -> Path:
