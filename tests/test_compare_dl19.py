@@ -177,8 +177,9 @@ def test_the_comparison_page_shows_the_table_of_judges_in_the_first_viewport(jud
     assert found, f"Chromium did not run the page's load handler; DOM starts {dom[:300]!r}"
     probe = json.loads(html.unescape(found.group(1)))
     assert probe["width"] == 1400
-    assert [row[0] for row in probe["rows"]] == ["umbrela-gpt4o", "minilm-dl19", "nist"]
-    assert probe["rows"][0][3].startswith("0.3626 [0.301, 0.429]") and probe["rows"][2][3].startswith("1.0000")
+    assert [row[0] for row in probe["rows"]] == ["nist", "umbrela-gpt4o", "minilm-dl19"]  # best first by τ
+    rows = {row[0]: row for row in probe["rows"]}
+    assert rows["umbrela-gpt4o"][3].startswith("0.3626 [0.301, 0.429]") and rows["nist"][3].startswith("1.0000")
     table = probe["table"]
     assert 0 <= table["top"] and table["bottom"] <= 900 and 0 <= table["left"] and table["right"] <= 1400, table
     assert probe["scrollWidth"] <= probe["width"]

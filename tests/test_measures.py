@@ -166,3 +166,15 @@ def test_runs_are_consumed_one_at_a_time(tmp_path, measure):
     streamed = evaluate_runs(qrels, iter(runs), [measure])
     listed = evaluate_runs(qrels, runs, [measure])
     assert streamed.runs == listed.runs and np.array_equal(streamed.matrix(measure), listed.matrix(measure))
+
+
+def test_err_through_gdeval_takes_query_ids_that_are_not_numbers():
+    """ERR@k comes from ir_measures' gdeval (a perl script that reads numeric query ids only): the
+    queries go to it renamed, so `q1`/`q2` score as `1`/`2` do (R = (2^g − 1)/16: 3/16 and 15/16 + ...)."""
+    grades = {"1": {"d1": 2, "d2": 0}, "2": {"d3": 3, "d4": 1}}
+    named = {f"q{qid}": judged for qid, judged in grades.items()}
+    numbers = [Run("r", [RunEntry(q, d, i + 1, 2.0 - i) for q, docs in grades.items() for i, d in enumerate(docs)])]
+    words = [Run("r", [RunEntry(f"q{q}", d, i + 1, 2.0 - i) for q, docs in grades.items() for i, d in enumerate(docs)])]
+    by_number = evaluate_runs(grades, numbers, ["ERR@10"]).values["r"]["ERR@10"]
+    by_name = evaluate_runs(named, words, ["ERR@10"]).values["r"]["ERR@10"]
+    assert by_name.tolist() == by_number.tolist() and by_number[0] == pytest.approx(3 / 16)

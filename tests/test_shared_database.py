@@ -156,7 +156,7 @@ def test_a_dry_run_refuses_a_view_before_copying_the_database(db, tmp_path):
                 "database": str(db),
                 "collection": {"documents": "docs.jsonl"},
                 "pool": {"pairs": "pairs.tsv"},
-                "judge": {"name": "minilm"},
+                "judge": {"name": "embedding"},
             }
         )
     )

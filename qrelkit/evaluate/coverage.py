@@ -29,14 +29,12 @@ def check_reference_pairs(value: str) -> str:
 
 def cut_to_judged(reference: Qrels, model: Qrels) -> Qrels:
     """The reference's judgments of the (qid, docid) pairs the model judged, under the reference's name."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    def keys(table: pa.Table) -> pa.Array:
-        return pc.binary_join_element_wise(table.column("qid"), table.column("docid"), "\t")
+    from qrelkit.evaluate.joined import pair_keys
 
     table = reference.table
-    kept = table.filter(pc.is_in(keys(table), value_set=keys(model.table).combine_chunks()))
+    kept = table.filter(pc.is_in(pair_keys(table), value_set=pair_keys(model.table)))
     return Qrels.from_table(reference.name, kept, source=reference.source)
 
 

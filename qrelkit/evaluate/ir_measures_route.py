@@ -78,7 +78,10 @@ class IrMeasuresScorer:
 
         self.position = {qid: i for i, qid in enumerate(queries)}
         self.left_out = _all_negative(grades)
-        handed = {qid: judged for qid, judged in grades.items() if qid not in self.left_out}
+        # Queries go to the providers as numbers (1, 2, ...): gdeval, behind ERR@k, reads no other query id
+        self.alias = {qid: str(i) for i, qid in enumerate((q for q in grades if q not in self.left_out), start=1)}
+        self.named = {alias: qid for qid, alias in self.alias.items()}
+        handed = {self.alias[qid]: judged for qid, judged in grades.items() if qid in self.alias}
         self.names = [name for name, _ in measures]
         self.evaluators = []
         for name, measure in measures if handed else ():
@@ -90,17 +93,26 @@ class IrMeasuresScorer:
                 raise QrelkitError(f"measure {name!r}: no installed ir_measures provider computes it{needs}") from None
 
     def score(self, run: Run) -> dict[str, np.ndarray]:
+        import subprocess
+
         # scores as trec_eval compares them (float32), so that pytrec_eval breaks ties as trec_eval does
         qids, docids = run.table.column("qid").to_pylist(), run.table.column("docid").to_pylist()
         scores: dict[str, dict[str, float]] = {}
         for qid, docid, score in zip(qids, docids, run.scores32().tolist()):
-            if qid in self.position and qid not in self.left_out:
-                scores.setdefault(qid, {})[docid] = score
+            if qid in self.position and qid in self.alias:
+                scores.setdefault(self.alias[qid], {})[docid] = score
         out = {name: np.zeros(len(self.position)) for name in self.names}
         for name, evaluator in self.evaluators:
             vector = np.zeros(len(self.position))
-            for metric in evaluator.iter_calc(scores):
-                if metric.query_id in self.position:
-                    vector[self.position[metric.query_id]] = metric.value
+            try:
+                for metric in evaluator.iter_calc(scores):
+                    qid = self.named.get(metric.query_id)
+                    if qid in self.position:
+                        vector[self.position[qid]] = metric.value
+            except subprocess.CalledProcessError as exc:  # a provider that runs a program (gdeval's perl) and failed
+                said = (exc.stderr or b"").decode(errors="replace").strip().splitlines() if isinstance(exc.stderr, bytes) else []
+                raise QrelkitError(
+                    f"measure {name!r}: its ir_measures provider failed on run {run.name!r}" + (f": {said[0]}" if said else "")
+                ) from None
             out[name] = vector
         return out

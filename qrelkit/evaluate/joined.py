@@ -1,4 +1,4 @@
-"""Pairs two qrels share, found in columns: a hash join on the smaller side (the reference's tens of
+"""Pairs two qrels share, found in columns: a hash lookup in the smaller side (the reference's tens of
 thousands of pairs), never a Python dict per judged pair (a judge's file of 5,000,000 scores is
 5,000,000 dict entries, gigabytes, for the few thousand pairs it shares with the reference).
 
@@ -46,14 +46,19 @@ def joined_pairs(
     if model_grades is None or reference_grades is None:
         return None
 
-    def side(qrels: Qrels, grades: np.ndarray, name: str) -> pa.Table:
-        table = qrels.table
-        return pa.table({"qid": table.column("qid"), "docid": table.column("docid"), name: arrays.from_numpy(grades)})
-
-    # Arrow's hash join builds its table on the right: the reference, whatever the size of the judge's
-    # side; one thread (Acero's pool would reserve address space a small process may not have)
-    model_side, reference_side = side(model, model_grades, "model"), side(reference, reference_grades, "reference")
-    joined = model_side.join(reference_side, keys=["qid", "docid"], join_type="inner", use_threads=False)
+    # The reference's keys hashed once (the smaller side), the judge's millions looked up in them:
+    # compute kernels, not Acero's join (which loads pyarrow.dataset and pandas with it)
+    found = pc.index_in(pair_keys(model.table), value_set=pair_keys(reference.table))
+    hit = arrays.numbers(pc.indices_nonzero(pc.is_valid(found))).astype(np.int64)
+    at = arrays.numbers(pc.take(found, arrays.from_numpy(hit))).astype(np.int64)
+    joined = pa.table(
+        {
+            "qid": pc.take(model.table.column("qid"), arrays.from_numpy(hit)),
+            "docid": pc.take(model.table.column("docid"), arrays.from_numpy(hit)),
+            "model": arrays.from_numpy(model_grades[hit]),
+            "reference": arrays.from_numpy(reference_grades[at]),
+        }
+    )
     joined = joined.sort_by([("qid", "ascending"), ("docid", "ascending")])
     return Joined(
         joined.column("qid").to_pylist(),
@@ -61,6 +66,12 @@ def joined_pairs(
         arrays.numbers(joined.column("reference")).astype(np.int64),
         arrays.numbers(joined.column("model")).astype(np.int64),
     )
+
+
+def pair_keys(table: pa.Table) -> pa.Array:
+    """A (qid, docid) key per row: the two joined by a tab, which no TREC field holds."""
+    qids, docids = table.column("qid").combine_chunks(), table.column("docid").combine_chunks()
+    return pc.binary_join_element_wise(qids, docids, arrays.repeated("\t", len(qids)))
 
 
 def queries_of(qrels: Qrels) -> set[str]:

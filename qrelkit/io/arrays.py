@@ -40,6 +40,15 @@ def strings(values: Sequence[str]) -> pa.Array:
     return pa.Array.from_buffers(kind, len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
 
 
+def repeated(text: str, count: int) -> pa.Array:
+    """``text`` ``count`` times as an Arrow string array (a separator for a kernel: `pa.scalar` of a
+    Python string asks the pandas shim too)."""
+    encoded = text.encode("utf-8")
+    offsets = (np.arange(count + 1, dtype=np.int64) * len(encoded)).astype(np.int32 if len(encoded) * count < 2**31 else np.int64)
+    kind = pa.string() if offsets.dtype == np.int32 else pa.large_string()
+    return pa.Array.from_buffers(kind, count, [None, pa.py_buffer(offsets), pa.py_buffer(encoded * count)])
+
+
 def column(values: Sequence | np.ndarray, kind: pa.DataType) -> pa.Array:
     """``values`` as an Arrow array of type ``kind`` (strings, or a numeric type)."""
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):

@@ -348,8 +348,10 @@ class VLLMJudge(BaseJudge[VLLMConfig]):
         from qrelkit.judges.startup import missing_model, missing_module
 
         vllm = missing_module("vllm", cls.name, f"{INSTALLS}; {SERVER_ROUTE}")
+        if vllm:  # the fix to make first: what else is missing is found once vLLM is there
+            return [vllm]
         needs = None if config.mode == "batch" else missing_module("transformers", cls.name, "pip install transformers")
-        return [p for p in (vllm, needs, missing_model(config.model, cls.name)) if p]
+        return [p for p in (needs, missing_model(config.model, cls.name)) if p]
 
     def __init__(self, config, template, context=None):
         super().__init__(config, template, context)
