@@ -154,6 +154,10 @@ def test_300_pairs_go_out_in_two_files_and_come_back_judged_as_the_live_route_ju
     assert (first.submitted, first.judged, first.in_batches, len(api.batches)) == (300, 0, 300, 2)
     assert sorted(len(api.input_lines(b)) for b in api.batches) == [100, 200]
     assert [state for _, state, _, _ in submissions(spec)] == ["submitted", "submitted"]
+    with Store(spec.database, read_only=True) as store:  # where each went, as the judge declared it
+        assert store.con.execute("SELECT DISTINCT endpoint, key_variable FROM batch_submissions").fetchall() == [
+            (api.base_url, "QRELKIT_FAKE_KEY")
+        ]
     folder = spec.database.with_name("b.duckdb.batches")
     assert len(list(folder.glob("qrelkit-*.jsonl"))) == 2  # the request files, kept while their batches are open
     sent = {parse_custom_id(line["custom_id"])[1:]: line["body"] for b in api.batches for line in api.input_lines(b)}

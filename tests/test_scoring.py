@@ -12,7 +12,7 @@ import pytest
 
 from qrelkit.io import Document, Topic
 from qrelkit.judges import Pair, create_judge
-from qrelkit.judges.openai import read_reply
+from qrelkit.judges.chat_completions import read_reply
 from qrelkit.judges.scoring import (
     answer_candidates,
     candidates_from_logits,
