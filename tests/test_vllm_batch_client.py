@@ -151,7 +151,8 @@ def vllm_batch_job(tmp_path, monkeypatch):
 
 def test_a_vllm_batch_records_this_machines_runner_and_is_collected_by_batches_whatever_endpoint_it_is_given(vllm_batch_job):
     from qrelkit.jobs import run_job
-    from qrelkit.jobs.batch_api_job import Endpoint, check_batches
+    from qrelkit.jobs.batch_api_job import check_batches
+    from qrelkit.judges.batch_api import BatchEndpoint
     from qrelkit.judges.vllm_batch import ENDPOINT
     from qrelkit.storage import Store
     from qrelkit.storage.batch_api import submissions
@@ -164,7 +165,7 @@ def test_a_vllm_batch_records_this_machines_runner_and_is_collected_by_batches_w
         assert "base_url" not in sub.options
         wait_until_terminal(LocalBatchClient(spec.database.with_name(spec.database.name + ".batches") / "vllm"), sub.batch_id)
         # `qrelkit batches` with the command line's default endpoint (OpenAI's): a local batch is only read
-        (collected,) = check_batches(store, spec.database, Endpoint())
+        (collected,) = check_batches(store, spec.database, BatchEndpoint.remote(None, "OPENAI_API_KEY"))
         assert (collected.state, collected.judged) == ("collected", 3)
         rows = store.con.execute("SELECT status, score, raw_output, model_id FROM judgments ORDER BY docid").fetchall()
     assert rows == [("ok", 2.0, "Relevance: 2", "/m")] * 3  # the judge's model, not the name the runner served it under

@@ -7,7 +7,8 @@ from pathlib import Path
 from qrelkit.commands.requests import BatchCancelRequest, BatchesRequest
 from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import StoreError
-from qrelkit.jobs.batch_api_job import Endpoint, cancel_batch, check_batches
+from qrelkit.jobs.batch_api_job import cancel_batch, check_batches
+from qrelkit.judges.batch_api import BatchEndpoint
 from qrelkit.storage.batch_api import Submission, submissions
 
 
@@ -35,6 +36,6 @@ def _existing(workspace: Workspace) -> Path:
     return workspace.db
 
 
-def _endpoint(request: BatchesRequest | BatchCancelRequest) -> Endpoint | None:
+def _endpoint(request: BatchesRequest | BatchCancelRequest) -> BatchEndpoint | None:
     """Where requests go: the command line's endpoint, or (None) the one stored with each batch."""
-    return None if request.use_stored_endpoint else Endpoint(request.base_url, request.api_key_env)
+    return None if request.use_stored_endpoint else BatchEndpoint.remote(request.base_url, request.api_key_env)

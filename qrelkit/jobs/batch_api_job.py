@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -135,27 +134,16 @@ def _fill(report: JobReport, store: Store, judge_run_id: str, driver: BatchDrive
 # -- a database's batches, without its job file ------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    """Where `qrelkit batches` sends requests and which environment variable's key goes with them:
-    the command line's (or the judge's defaults), never the database's. A database is data: the
-    endpoint and key variable recorded with a batch are only shown and compared (and taken on trust
-    only with `--use-stored-endpoint`)."""
-
-    base_url: str | None = None  # None: the judge's default endpoint
-    api_key_env: str = "OPENAI_API_KEY"
-
-
-def trusted_options(sub: recorded.Submission, endpoint: Endpoint | None) -> dict[str, Any]:
+def trusted_options(sub: recorded.Submission, endpoint: BatchEndpoint | None) -> dict[str, Any]:
     """The judge options to reach a submission's batch with: those stored with it, sent where the
-    batch went, once ``endpoint`` (the command line's) is checked to be that endpoint with that key
-    variable (EndpointMismatch names both otherwise); ``endpoint`` None: the stored endpoint taken
-    on trust (`--use-stored-endpoint`). A batch of a runner on this machine is only read from its
-    folder: nothing is sent or started."""
+    batch went, once ``endpoint`` (the command line's, never the database's) is checked to be that
+    endpoint with that key variable (EndpointMismatch names both otherwise); ``endpoint`` None: the
+    stored endpoint taken on trust (`--use-stored-endpoint`). A batch of a runner on this machine is
+    only read from its folder: nothing is sent or started."""
     stored = submission_endpoint(sub)
     if stored.on_this_machine:
         return dict(sub.options)
-    given = stored if endpoint is None else BatchEndpoint.remote(endpoint.base_url, endpoint.api_key_env)
+    given = endpoint or stored
     if stored != given:
         raise EndpointMismatch(
             f"batch {sub.batch_id or sub.submission_id} (judge run {sub.judge_run_id}) was sent to {stored.url} with the key in "
@@ -180,7 +168,7 @@ def driver_for(store: Store, database: Path, judge_run_id: str, options: dict[st
     return BatchDriver(store, judge_run_id, judge, options, batch_folder(database), elsewhere="skip")
 
 
-def check_batches(store: Store, database: Path, endpoint: Endpoint | None) -> list[recorded.Submission]:
+def check_batches(store: Store, database: Path, endpoint: BatchEndpoint | None) -> list[recorded.Submission]:
     """Reconcile and check every open batch of the database, collecting the finished ones (no new
     batch is created here: a half-done submission is finished by running its job again). Every
     open batch's endpoint is checked against ``endpoint`` before any request is sent."""
@@ -199,7 +187,7 @@ def check_batches(store: Store, database: Path, endpoint: Endpoint | None) -> li
     return recorded.submissions(store)
 
 
-def cancel_batch(store: Store, database: Path, ref: str, endpoint: Endpoint | None) -> recorded.Submission:
+def cancel_batch(store: Store, database: Path, ref: str, endpoint: BatchEndpoint | None) -> recorded.Submission:
     """Ask the API to cancel a batch (by batch id or submission id); its answered requests are kept
     when it is collected, the rest go back to pending."""
     sub = recorded.submission_for(store, ref)

@@ -1,14 +1,9 @@
-"""The OpenAI Chat Completions wire format, for every backend that speaks it: the `openai` judge (a
-live request per pair, or the same requests as Batch API lines) and the `vllm` judge's `mode: batch`
-(vLLM's run_batch answers the same lines). How a pair becomes a request body, and how a response body
-(a live one, or a batch output line's) becomes the answer, its token log-probabilities and usage, then
-a judgment under the one scoring rule (`judges.scoring`), are said here once. Nothing here sends.
-
-The shapes are the documented ones (OpenAI's API reference, "Create chat completion"): a request
-``{"model", "messages", "temperature", "max_tokens", "seed"?, "logprobs"?, "top_logprobs"?}``, a
-response ``{"choices": [{"message": {"content"}, "finish_reason", "logprobs": {"content": [...]}}],
-"usage": {"prompt_tokens", "completion_tokens"}, "system_fingerprint"}``; vLLM's chat API also
-continues an assistant message (``continue_final_message``), which an ``answer_prefix`` asks for.
+"""The OpenAI Chat Completions wire format, for every backend that speaks it: the `openai` judge (live,
+or its Batch API lines) and the `vllm` judge's `mode: batch` (vLLM's run_batch answers the same lines).
+How a pair becomes a request body, and how a response body (live, or a batch output line's) becomes
+the answer, its token log-probabilities and usage, then a judgment under the one scoring rule
+(`judges.scoring`), is said here once; nothing here sends. vLLM's chat API also continues an
+assistant message (``continue_final_message``), which an ``answer_prefix`` asks for.
 """
 
 from __future__ import annotations

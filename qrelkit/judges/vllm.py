@@ -216,16 +216,10 @@ SERVED_NAME = "qrelkit-vllm"  # the model's name in the batch files (the runner 
 def chat_options(config: VLLMConfig) -> ChatOptions:
     """The server route's requests for this judge's scoring, to the model as vLLM's runner serves it:
     the answer prefix continued, logprobs over ``logprobs`` alternatives (one token when expected)."""
-    expected = config.score == "expected"
+    one_token = config.score == "expected"
+    max_tokens, top = (1 if one_token else config.max_tokens), config.logprobs or 20
     return ChatOptions(
-        model=SERVED_NAME,
-        temperature=config.temperature,
-        seed=config.seed,
-        max_tokens=1 if expected else config.max_tokens,
-        logprobs=config.logprobs is not None,
-        top_logprobs=config.logprobs or 20,
-        answer_prefix=config.answer_prefix,
-        score=config.score,
+        SERVED_NAME, config.temperature, config.seed, max_tokens, config.logprobs is not None, top, config.answer_prefix, config.score
     )
 
 
