@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qrelkit.commands.fields import Request, option, strings
+from qrelkit.commands.fields import Request, declared, option, strings
 from qrelkit.commands.requests.parts import force_option
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import check_seed
@@ -113,18 +113,6 @@ class JudgeRequest(Request):
 
 # -- grading ------------------------------------------------------------------------------------------
 
-GRADE_FLAGS = {
-    "method": "--method",
-    "quantiles": "--quantiles",
-    "thresholds": "--thresholds",
-    "labels": "--labels",
-    "per_topic": "--per-topic/--global",
-    "ties": "--ties",
-    "map": "--map",
-    "score_from": "--score-from",
-    "name": "--name",
-}
-
 
 def _numbers(flag: str, integer: bool = False) -> Any:
     """A reader of comma-separated ASCII numbers (`1_0` or non-ASCII digits are refused, as in files;
@@ -219,16 +207,21 @@ class GradeRequest(Request):
 
     @property
     def spec(self) -> Any:
-        """The grading flags as the same validated specification a job file gives (and so the same
-        defaults: quantiles per topic, ties by mid-rank); `qrelkit.jobs.grade.GradingSpec`."""
-        from qrelkit.jobs.grade import grading_spec
+        """The grading flags as the same validated specification a job file gives, and so the same
+        defaults (quantiles per topic, ties by mid-rank) and checks: a field named as an option of
+        `qrelkit.jobs.grade.GradingSpec` is that option (its default None: not given), and an error
+        names its flag."""
+        from qrelkit.jobs.grade import GradingSpec, grading_spec
 
-        options: dict[str, Any] = {field: getattr(self, field) for field in GRADE_FLAGS}
-        if self.method is None and options["thresholds"] is not None:
-            options["method"] = "thresholds"  # --thresholds alone means fixed cut points
-        if self.method is None and options["map"] is not None:
-            options["method"] = "map"
-        return grading_spec({k: v for k, v in options.items() if v is not None}, option_names=GRADE_FLAGS)
+        flags = {
+            field.name: "/".join(filter(None, (f.flag, f.secondary)))
+            for field, f in declared(type(self))
+            if field.name in GradingSpec.model_fields
+        }
+        options = {name: getattr(self, name) for name in flags if getattr(self, name) is not None}
+        if self.method is None and ("thresholds" in options or "map" in options):  # --thresholds alone: fixed cut points
+            options["method"] = "map" if "map" in options else "thresholds"
+        return grading_spec(options, option_names=flags)
 
 
 # -- moving judgments in and out -------------------------------------------------------------------
