@@ -13,20 +13,37 @@ from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import check_seed
 from qrelkit.io.duplicates import on_duplicate
 
-JOB_HELP = "Job YAML: database, collection, pool, judge, template, grading."
-
 
 def _job(value: Any) -> Any:
     """A job file's path, or (from Python) a loaded `JobSpec` as it is."""
     return Path(value) if isinstance(value, str | Path) else value
 
 
-def quiet_option() -> Any:
-    return option("--quiet", "No progress output.", False, api=False)
+@dataclass(frozen=True)
+class JobRequest(Request):
+    """What a command that runs a job's judge is given (`judge`, `probe`): the job, the overrides of
+    its settings, whether a `module:Class` judge may be imported and failed pairs judged again."""
+
+    job: Any = option(
+        "JOB", "Job YAML: database, collection, pool, judge, template, grading.", None, cli=Path | None, parse=_job, argument=True
+    )
+    retry_failed: bool = option("--retry-failed", "Judge failed pairs (parse/model/input errors) again.", False)
+    sets: tuple[str, ...] = option(
+        "--set", "Override a job setting: KEY.PATH=VALUE (YAML value), e.g. judge.options.batch_size=32.", (), parse=strings
+    )
+    allow_import: bool = option("--allow-import", "Allow a `judge.name: module:Class` job to import and run that Python module.", False)
+    quiet: bool = option("--quiet", "No progress output.", False, api=False)
+
+    uses_db = False  # the job names its database
+
+    @property
+    def overrides(self) -> list[str]:
+        """The job overrides the request stands for, validated with the job."""
+        return list(self.sets)
 
 
 @dataclass(frozen=True)
-class JudgeRequest(Request):
+class JudgeRequest(JobRequest):
     """`qrelkit judge JOB.yaml`: judge what the job's pool still lacks (or a --sample of it), then grade
     as the job says. Resumable: running it again judges only what is missing.
 
@@ -38,7 +55,6 @@ class JudgeRequest(Request):
     --workers N` judges on Ray actors (the `ray` extra; see docs/ray.md); this process stays the
     only writer. A sweep job judges every cell, a judge run each (docs/compare.md)."""
 
-    job: Any = option("JOB", JOB_HELP, cli=Path, parse=_job, argument=True)
     limit: int | None = option(
         "--limit", "A cap on this run's calls: the first N pending pairs in pool order (not a sample: see --sample).", None
     )
@@ -61,11 +77,7 @@ class JudgeRequest(Request):
         "or vLLM; a judge run that judged before is estimated from its stored rate unless this is given; 0: no timing).",
         None,
     )
-    retry_failed: bool = option("--retry-failed", "Judge failed pairs (parse/model/input errors) again.", False)
     grade: bool = option("--grade", "Grade into qrels when the job has `grading`.", True, secondary="--no-grade")
-    sets: tuple[str, ...] = option(
-        "--set", "Override a job setting: KEY.PATH=VALUE (YAML value), e.g. judge.options.batch_size=32.", (), parse=strings
-    )
     executor: str | None = option("--executor", "local (one judge in this process) or ray (Ray actors); overrides the job's.", None)
     workers: int | None = option("--workers", "Ray workers, each with its own judge (with --executor ray).", None)
     on_duplicate: str | None = option(
@@ -74,17 +86,16 @@ class JudgeRequest(Request):
         None,
         parse=lambda value: None if value is None else on_duplicate(value).value,
     )
-    allow_import: bool = option("--allow-import", "Allow a `judge.name: module:Class` job to import and run that Python module.", False)
     mode: str | None = option("--mode", "sync (a live request per pair) or batch (the Batch API: half price, within 24 h).", None)
     wait: bool = option("--wait", "Batch mode: check with backoff until every batch is collected.", False)
-    quiet: bool = quiet_option()
 
     use_case = "qrelkit.commands.judge:run"
     document = "qrelkit.commands.documents.judging:judging"
     positional = ("job",)
-    uses_db = False  # the job names its database
 
     def check(self) -> None:
+        if self.job is None:
+            raise QrelkitError("give the job: qrelkit judge JOB.yaml")
         if self.mode is not None and self.mode not in ("sync", "batch"):
             raise QrelkitError(f"--mode {self.mode!r}: choose sync or batch")
         if self.executor is not None and self.executor not in ("local", "ray"):
