@@ -104,6 +104,22 @@ def test_request_and_output_lines_have_the_documented_shapes():
         read_output_line('{"response": {}}')
 
 
+def test_a_batch_answer_is_read_by_the_live_routes_reader_and_one_it_cannot_read_keeps_its_whole_body():
+    from qrelkit.judges.batch_api import BatchLine
+    from qrelkit.judges.chat_completions import ChatOptions, ChatRoute
+    from qrelkit.prompts import load_template
+
+    route = ChatRoute(ChatOptions("m"), load_template("trec-dl-graded"), "m")
+    answer = json.dumps({"choices": [{"message": {"content": "Relevance: 2"}}], "usage": {"prompt_tokens": 9, "completion_tokens": 1}})
+    ok = route.batch_judgment("q", "d", BatchLine("c", 200, answer))
+    assert (ok.status, ok.score, ok.tokens_in, ok.model_id) == ("ok", 2.0, 9, "m")
+    garbled = '{"choices": []}' + " " * 3000
+    bad = route.batch_judgment("q", "d", BatchLine("c", 200, garbled))
+    assert (bad.status, bad.error, bad.raw_output) == ("model_error", "malformed response: the body has no choices", garbled)
+    assert route.batch_judgment("q", "d", BatchLine("c", 503, "{}")) is None  # a later batch may answer it
+    assert route.batch_judgment("q", "d", BatchLine("c", 400, "{}")).status == "model_error"
+
+
 # -- a job against the fake Batch API --------------------------------------------------------------
 
 

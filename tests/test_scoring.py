@@ -55,7 +55,7 @@ def openai_judgment(probabilities, mode, answer="2"):
         TEMPLATE,
     )
     try:
-        return judge._judgment(PAIR, read_reply(openai_body(probabilities, answer)), 1, 1.0)
+        return judge.route.judgment(*PAIR.key, read_reply(openai_body(probabilities, answer)), 1, 1.0)
     finally:
         judge.close()
 

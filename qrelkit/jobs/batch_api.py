@@ -24,7 +24,7 @@ import os
 import secrets
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,9 +114,6 @@ class BatchDriver:
     def close(self) -> None:
         self.client.close()
 
-    def _remove_request_file(self, path: str | None) -> None:
-        remove_request_file(self.folder, path)
-
     def _open(self) -> list[recorded.Submission]:
         """This judge run's open submissions on this driver's endpoint, the endpoints compared in one
         spelling. One the database says went elsewhere stops a job (EndpointMismatch: its pairs would
@@ -155,7 +152,7 @@ class BatchDriver:
             else:
                 log.info("submission %s never reached the API; its %d pairs are pending again", sub.submission_id, sub.requests)
                 recorded.forget_submission(self.store, sub.submission_id)
-                self._remove_request_file(sub.request_file)
+                remove_request_file(self.folder, sub.request_file)
         if create_missing:
             for sub in self._open():
                 if sub.state == "uploaded":
@@ -188,7 +185,7 @@ class BatchDriver:
             except BatchApiError as exc:
                 if exc.refused:  # the server said no: no file exists, nothing can be paid
                     recorded.forget_submission(self.store, submission_id)
-                    self._remove_request_file(str(path))
+                    remove_request_file(self.folder, str(path))
                 raise
             crash_point("batch-after-upload")
             recorded.set_uploaded(self.store, submission_id, file_id)
@@ -303,7 +300,7 @@ class BatchDriver:
             judgments.append(judgment)
         crash_point("batch-before-collect")
         recorded.collect_submission(self.store, sub.submission_id, self.judge_run_id, judgments, again, sent)
-        self._remove_request_file(sub.request_file)
+        remove_request_file(self.folder, sub.request_file)
         self.activity.collected.append(sub.submission_id)
         self.activity.record(judgments)
         self.activity.resubmit += len(again)
@@ -442,6 +439,3 @@ def poll_delays(initial: float, maximum: float) -> Iterator[float]:
     while True:
         yield min(delay, maximum)
         delay = min(delay * 2, maximum)
-
-
-SleepFn = Callable[[float], Any]

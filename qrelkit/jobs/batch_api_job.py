@@ -159,7 +159,7 @@ def driver_for(store: Store, database: Path, judge_run_id: str, options: dict[st
     names is never imported or loaded otherwise."""
     info = judge_run(store, judge_run_id)
     cls = judge_class(info.judge)  # a `module:Class` name is refused: a database cannot allow an import
-    if not all(callable(getattr(cls, method, None)) for method in ("batch_endpoint", "batch_request", "batch_client", "batch_judgment")):
+    if not issubclass(cls, BatchJudge):
         raise JobError(
             f"judge run {judge_run_id} in {database} names judge {info.judge!r}, which has no batch mode: its batches are not qrelkit's"
         )

@@ -195,19 +195,39 @@ class ChatRoute:
         candidates = answer_candidates(positions, template=self.template, forced=o.answer_prefix is not None)
         return judgment_from_answer(qid, docid, text=text, template=self.template, mode=o.score, candidates=candidates, **common)
 
+    def answer(self, qid: str, docid: str, body: str, attempts: int | None = None, latency_ms: float | None = None) -> Judgment:
+        """The judgment of an answer's body (a live response's, or a batch line's). Never raises:
+        whatever goes wrong reading it, the raw body is kept as a model error's raw output, so the
+        pair is never sent again because of a problem after its answer came back. ``attempts``: the
+        live tries it took (a batch's are its driver's to count)."""
+        try:
+            return self.judgment(qid, docid, read_reply(body, logprobs=self.options.logprobs), attempts or 1, latency_ms)
+        except Exception as exc:  # noqa: BLE001 - a malformed body, or a bug reading an odd one
+            what = (
+                f"malformed response: {exc}"
+                if isinstance(exc, MalformedResponse)
+                else f"could not read the answer: {type(exc).__name__}: {exc}"
+            )
+            error = redact(what + ("" if attempts is None else f" (after {attempts} {'try' if attempts == 1 else 'tries'})"), self.secrets)
+            raw = redact(body, self.secrets)
+            return Judgment(
+                qid,
+                docid,
+                "model_error",
+                error=error,
+                raw_output=raw,
+                attempts=attempts or 1,
+                model_id=self.model_id,
+                latency_ms=latency_ms,
+            )
+
     def batch_judgment(self, qid: str, docid: str, line: BatchLine | None) -> Judgment | None:
         """A batch's answer for one pair, by the live route's reader and rules; None when the request
         never ran or failed in a way a later batch can fix (expired, cancelled, 429, 5xx)."""
         if line is None or line.status_code is None:
             return None
         if line.status_code == 200:
-            try:
-                reply = read_reply(line.body or "", logprobs=self.options.logprobs)
-            except MalformedResponse as exc:
-                body = (line.body or "")[:2000] or None
-                error = f"malformed response: {exc}"
-                return Judgment(qid, docid, "model_error", error=error, raw_output=redact(body, self.secrets), model_id=self.model_id)
-            return self.judgment(qid, docid, reply)
+            return self.answer(qid, docid, line.body or "")
         try:
             error_body: Any = json.loads(line.body) if line.body else None
         except ValueError:

@@ -49,11 +49,10 @@ from qrelkit.judges.batch_api import (
     BatchSettings,
 )
 from qrelkit.judges.bodies import bounded_client
-from qrelkit.judges.chat_completions import SERVER_FIELDS, ChatOptions, ChatRoute, Reply, read_reply
+from qrelkit.judges.chat_completions import SERVER_FIELDS, ChatOptions, ChatRoute
 from qrelkit.judges.http import (
     BackoffWait,
     DeadlineExceeded,
-    MalformedResponse,
     RateLimiter,
     classify_error,
     is_retryable,
@@ -382,33 +381,7 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
                 model_id=self.model_id,
                 latency_ms=latency_ms,
             )
-        return self._answer(pair, body, attempts, latency_ms)
-
-    def _answer(self, pair: Pair, body: str, attempts: int, latency_ms: float | None) -> Judgment:
-        """The judgment of an answer that arrived. Never raises: whatever goes wrong reading it, the
-        raw body is kept (as the raw output of a model error), so the pair is never sent again
-        because of a problem after its answer came back."""
-        try:
-            return self._judgment(pair, read_reply(body, logprobs=self.config.logprobs), attempts, latency_ms)
-        except Exception as exc:  # noqa: BLE001 - a malformed body, or a bug reading an odd one
-            what = (
-                f"malformed response: {exc}"
-                if isinstance(exc, MalformedResponse)
-                else f"could not read the answer: {type(exc).__name__}: {exc}"
-            )
-            return Judgment.failed(
-                pair,
-                "model_error",
-                f"{redact(what, self._secrets)} (after {attempts} {'try' if attempts == 1 else 'tries'})",
-                raw_output=redact(body, self._secrets),
-                attempts=attempts,
-                model_id=self.model_id,
-                latency_ms=latency_ms,
-            )
-
-    def _judgment(self, pair: Pair, reply: Reply, attempts: int, latency_ms: float | None) -> Judgment:
-        """A live reply as a judgment."""
-        return priced(self.route.judgment(*pair.key, reply, attempts, latency_ms), self.config.prices)
+        return priced(self.route.answer(*pair.key, body, attempts, latency_ms), c.prices)
 
     def _log_retry(self, pair: Pair, state: Any) -> None:
         exc = state.outcome.exception() if state.outcome else None

@@ -347,43 +347,47 @@ class DemoRequest(Request):
     uses_db = False
 
 
-def base_url_option() -> Any:
-    return option("--base-url", "The endpoint to ask (default: the openai judge's, https://api.openai.com/v1); never the database's.", None)
+@dataclass(frozen=True)
+class EndpointRequest(Request):
+    """Where `qrelkit batches` sends its requests, and with which key: the command line's endpoint and
+    key variable (checked against where each batch went), never the database's, unless
+    --use-stored-endpoint trusts it."""
 
-
-def key_env_option() -> Any:
-    return option("--api-key-env", "The environment variable holding the key sent there (never the database's).", "OPENAI_API_KEY")
-
-
-def stored_endpoint_option() -> Any:
-    return option(
+    base_url: str | None = option(
+        "--base-url", "The endpoint to ask (default: the openai judge's, https://api.openai.com/v1); never the database's.", None
+    )
+    api_key_env: str = option(
+        "--api-key-env", "The environment variable holding the key sent there (never the database's).", "OPENAI_API_KEY"
+    )
+    use_stored_endpoint: bool = option(
         "--use-stored-endpoint", "Send to the endpoint, with the key variable, stored with each batch (trust this database).", False
     )
 
+    @property
+    def endpoint(self) -> Any:
+        """The command line's endpoint (a `qrelkit.judges.batch_api.BatchEndpoint`); None: each batch's own."""
+        from qrelkit.judges.batch_api import BatchEndpoint
+
+        return None if self.use_stored_endpoint else BatchEndpoint.remote(self.base_url, self.api_key_env)
+
 
 @dataclass(frozen=True)
-class BatchesRequest(Request):
+class BatchesRequest(EndpointRequest):
     """`qrelkit batches [list]`: check every open Batch API submission of --db and collect the finished
     ones into judgments, then list them all."""
 
     check_open: bool = option("--check", "Ask the API about open batches and collect finished ones.", True, secondary="--no-check")
-    base_url: str | None = base_url_option()
-    api_key_env: str = key_env_option()
-    use_stored_endpoint: bool = stored_endpoint_option()
 
     use_case = "qrelkit.commands.batches:run"
     document = "qrelkit.commands.documents.judging:batches"
 
 
 @dataclass(frozen=True)
-class BatchCancelRequest(Request):
+class BatchCancelRequest(EndpointRequest):
     """`qrelkit batches cancel`: cancel a running batch. Its answered requests are kept when it is
     collected; the rest go back to pending (the next run of the job sends them again)."""
 
     batch_id: str = option("BATCH_ID", "The batch id (batch_...) or qrelkit's submission id.", argument=True)
-    base_url: str | None = base_url_option()
-    api_key_env: str = key_env_option()
-    use_stored_endpoint: bool = stored_endpoint_option()
 
     use_case = "qrelkit.commands.batches:run_cancel"
     document = "qrelkit.commands.documents.judging:cancelled"
