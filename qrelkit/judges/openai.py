@@ -1,12 +1,11 @@
 """`openai`: GPT-4V / GPT-4o and any OpenAI-compatible chat endpoint (vLLM's `vllm serve`,
 llama.cpp's server, others) through the official `openai` client.
 
-One judgment is one Chat Completions request (`chat_completions`: the wire format, shared with the
-`vllm` judge's batch route). A batch's requests run concurrently on the
-judge's own asyncio loop, at most `concurrency` at a time and within the `rpm`/`tpm` limits;
-each is tried up to `max_tries` times (tenacity; see `_http.py` for what is retried). The
-runner's `batch_size` should be at least `concurrency` (a few times it is best), or the
-slots are never all used.
+One judgment is one Chat Completions request (its wire format: `chat_completions`, shared with the
+`vllm` judge's batch route). A batch's requests run concurrently on the judge's own asyncio loop,
+at most `concurrency` at a time and within the `rpm`/`tpm` limits; each is tried up to `max_tries`
+times (tenacity; see `http.py` for what is retried). The runner's `batch_size` should be at least
+`concurrency` (a few times it is best), or the slots are never all used.
 
 The API key is read from the environment variable named by `api_key_env` when the judge is
 built. It is never part of the configuration, and any text that is stored or logged
