@@ -186,6 +186,18 @@ def test_the_job_file_and_the_command_line_get_the_same_errors(tmp_path, options
     assert result.exit_code != 0 and message.split()[0] in str(result.exception or result.output)
 
 
+def test_every_grading_option_of_a_job_file_is_a_flag_of_grade_and_its_errors_name_the_flag():
+    from qrelkit.commands.fields import declared
+    from qrelkit.commands.requests import GradeRequest
+
+    assert set(GradingSpec.model_fields) <= {field.name for field, _ in declared(GradeRequest)}  # one more option: one more flag
+    with pytest.raises(QrelkitError, match=r"^--ties: Input should be 'midrank' or 'at-or-above'"):
+        _ = GradeRequest(judge_run="x", ties="paper").spec
+    with pytest.raises(QrelkitError, match=r"^--per-topic/--global: Input should be a valid boolean"):
+        _ = GradeRequest(judge_run="x", per_topic="sometimes").spec
+    assert GradeRequest(judge_run="x", thresholds="0.5", labels="0,1").spec.method == "thresholds"  # cut points alone say the method
+
+
 # -- the tie rule and the one default (issue 23) ------------------------------------------------
 
 # docs/grading.md's worked example: half of a topic's ten scores are 80, the median is 80.

@@ -38,9 +38,7 @@ def server():
 def move_stored_endpoint(spec, base_url: str) -> None:
     """What the issue did: the endpoint the database records for the open batches, changed."""
     con = duckdb.connect(str(spec.database))
-    for submission_id, options in con.execute("SELECT submission_id, options FROM batch_submissions").fetchall():
-        moved = {**json.loads(options), "base_url": base_url}
-        con.execute("UPDATE batch_submissions SET options = ? WHERE submission_id = ?", [json.dumps(moved), submission_id])
+    con.execute("UPDATE batch_submissions SET endpoint = ?", [base_url])
     con.close()
 
 

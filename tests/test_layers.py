@@ -23,11 +23,10 @@ FORBIDDEN = {
     "report": {"storage", "jobs", "judges", "embed", "commands", "cli"},
     "commands": {"cli"},
 }
-# A judge backend may use these shared judge modules, and no other backend.
-JUDGE_SHARED = {"base", "registry", "scoring", "chat", "http", "bodies", "batch_api", "vllm_batch", "startup"}
-# The one backend that builds on another, and why: the `vllm` judge's `mode: batch` sends vLLM's
-# run_batch the server route's requests, which the `openai` judge writes and reads (one request format).
-BUILDS_ON = {("vllm", "openai")}
+# A judge backend may use these shared judge modules (wire formats among them: `chat_completions`, the
+# OpenAI chat request and response lines that the `openai` judge and the `vllm` judge's batch route
+# both write and read) and its own helper (`vllm_batch`, the `vllm` judge's runner), no other backend.
+JUDGE_SHARED = {"base", "registry", "scoring", "chat", "chat_completions", "http", "bodies", "batch_api", "vllm_batch", "startup"}
 SQL = re.compile(
     r"\b(SELECT\s+.+\s+FROM|INSERT\s+(OR\s+\w+\s+)?INTO|DELETE\s+FROM|UPDATE\s+\w+\s+SET|CREATE\s+TABLE|ALTER\s+TABLE)\b", re.I | re.S
 )
@@ -85,8 +84,6 @@ def test_judges_never_import_another_backend():
         for line, module in imported_modules(path):
             parts = module.split(".")
             if parts[:2] == ["qrelkit", "judges"] and len(parts) > 2 and parts[2] in backends and parts[2] != path.stem:
-                if (path.stem, parts[2]) in BUILDS_ON:
-                    continue
                 problems.append(f"judges/{path.name}:{line}: imports {module}")
     assert not problems, "\n".join(problems)
 

@@ -194,3 +194,17 @@ def test_the_python_api_is_a_page_of_declarations():
     assert len(source.splitlines()) < 100
     for name, function in PYTHON.items():
         assert function.__module__ == "qrelkit.api" and issubclass(function.request, Request), name
+
+
+def test_judge_and_probe_take_the_jobs_options_from_one_declaration():
+    """`judge` and `probe` both run a job's judge: its job, `--set`, `--retry-failed`, `--allow-import`
+    and `--quiet` are declared once (`JobRequest`), and `judge` alone still asks for its job."""
+    from qrelkit.commands.requests import JobRequest, JudgeRequest, ProbeRequest
+
+    shared = {field.name: flag for field, flag in declared(JobRequest)}
+    for request in (JudgeRequest, ProbeRequest):
+        assert {field.name: flag for field, flag in declared(request) if field.name in shared} == shared
+        assert all(flag is shared[field.name] for field, flag in declared(request) if field.name in shared)
+    from hostile import one_error, qrelkit
+
+    assert "give the job: qrelkit judge JOB.yaml" in one_error(qrelkit("judge"), 2)

@@ -104,6 +104,22 @@ def test_request_and_output_lines_have_the_documented_shapes():
         read_output_line('{"response": {}}')
 
 
+def test_a_batch_answer_is_read_by_the_live_routes_reader_and_one_it_cannot_read_keeps_its_whole_body():
+    from qrelkit.judges.batch_api import BatchLine
+    from qrelkit.judges.chat_completions import ChatOptions, ChatRoute
+    from qrelkit.prompts import load_template
+
+    route = ChatRoute(ChatOptions("m"), load_template("trec-dl-graded"), "m")
+    answer = json.dumps({"choices": [{"message": {"content": "Relevance: 2"}}], "usage": {"prompt_tokens": 9, "completion_tokens": 1}})
+    ok = route.batch_judgment("q", "d", BatchLine("c", 200, answer))
+    assert (ok.status, ok.score, ok.tokens_in, ok.model_id) == ("ok", 2.0, 9, "m")
+    garbled = '{"choices": []}' + " " * 3000
+    bad = route.batch_judgment("q", "d", BatchLine("c", 200, garbled))
+    assert (bad.status, bad.error, bad.raw_output) == ("model_error", "malformed response: the body has no choices", garbled)
+    assert route.batch_judgment("q", "d", BatchLine("c", 503, "{}")) is None  # a later batch may answer it
+    assert route.batch_judgment("q", "d", BatchLine("c", 400, "{}")).status == "model_error"
+
+
 # -- a job against the fake Batch API --------------------------------------------------------------
 
 
@@ -154,6 +170,10 @@ def test_300_pairs_go_out_in_two_files_and_come_back_judged_as_the_live_route_ju
     assert (first.submitted, first.judged, first.in_batches, len(api.batches)) == (300, 0, 300, 2)
     assert sorted(len(api.input_lines(b)) for b in api.batches) == [100, 200]
     assert [state for _, state, _, _ in submissions(spec)] == ["submitted", "submitted"]
+    with Store(spec.database, read_only=True) as store:  # where each went, as the judge declared it
+        assert store.con.execute("SELECT DISTINCT endpoint, key_variable FROM batch_submissions").fetchall() == [
+            (api.base_url, "QRELKIT_FAKE_KEY")
+        ]
     folder = spec.database.with_name("b.duckdb.batches")
     assert len(list(folder.glob("qrelkit-*.jsonl"))) == 2  # the request files, kept while their batches are open
     sent = {parse_custom_id(line["custom_id"])[1:]: line["body"] for b in api.batches for line in api.input_lines(b)}

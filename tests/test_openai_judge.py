@@ -41,9 +41,10 @@ from qrelkit.io.images import ImageError
 from qrelkit.jobs import load_job, run_job
 from qrelkit.judges import FatalJudgeError, JudgeError, create_judge, make_config
 from qrelkit.judges.chat import build_messages, image_data_url
+from qrelkit.judges.chat_completions import ChatOptions, read_reply
+from qrelkit.judges.chat_completions import Reply as ChatReply
 from qrelkit.judges.http import BackoffWait, MalformedResponse, RateLimiter, classify_error, redact, retry_after_seconds
-from qrelkit.judges.openai import OpenAIJudge, build_request, image_tokens, read_reply
-from qrelkit.judges.openai import Reply as ChatReply
+from qrelkit.judges.openai import OpenAIJudge, image_tokens
 from qrelkit.judges.scoring import answer_candidates, expected_grade
 from qrelkit.prompts import load_template
 from qrelkit.storage import Store
@@ -236,7 +237,7 @@ def test_a_documents_url_is_sent_only_when_the_config_allows(images):
 
 def test_requests_carry_the_sampling_options():
     config = make_config("openai", {"model": "gpt-4o", "seed": 7, "max_tokens": 5, "logprobs": True, "top_logprobs": 4})
-    assert build_request(config, [{"role": "user", "content": "x"}]) == {
+    assert ChatOptions.of(config).body([{"role": "user", "content": "x"}]) == {
         "model": "gpt-4o",
         "messages": [{"role": "user", "content": "x"}],
         "temperature": 0.0,
@@ -245,7 +246,7 @@ def test_requests_carry_the_sampling_options():
         "logprobs": True,
         "top_logprobs": 4,
     }
-    bare = build_request(make_config("openai", {"seed": None}), [])
+    bare = ChatOptions.of(make_config("openai", {"seed": None})).body([])
     assert "seed" not in bare and "logprobs" not in bare
 
 

@@ -75,16 +75,16 @@ def test_an_answer_with_odd_fields_is_stored_with_a_note_and_never_asked_again(j
 
 
 def test_a_bug_after_an_answer_arrived_keeps_the_raw_answer_and_sends_nothing_twice(job, server, monkeypatch):
-    from qrelkit.judges import openai as openai_judge
+    from qrelkit.judges.chat_completions import ChatRoute
 
-    judgment = openai_judge.OpenAIJudge._judgment
+    judgment = ChatRoute.judgment
 
-    def buggy(self, pair, reply, attempts, latency_ms):
-        if pair.document.docid == "d07":
+    def buggy(self, qid, docid, reply, attempts=1, latency_ms=None):
+        if docid == "d07":
             raise KeyError("a bug reading an answer")
-        return judgment(self, pair, reply, attempts, latency_ms)
+        return judgment(self, qid, docid, reply, attempts, latency_ms)
 
-    monkeypatch.setattr(openai_judge.OpenAIJudge, "_judgment", buggy)
+    monkeypatch.setattr(ChatRoute, "judgment", buggy)
     spec = load_job(job())
     report = run_job(spec, progress=False)
     stored = rows(spec.database)

@@ -12,7 +12,7 @@ import pytest
 
 from qrelkit.io import Document, Topic
 from qrelkit.judges import Pair, create_judge
-from qrelkit.judges.openai import read_reply
+from qrelkit.judges.chat_completions import read_reply
 from qrelkit.judges.scoring import (
     answer_candidates,
     candidates_from_logits,
@@ -55,7 +55,7 @@ def openai_judgment(probabilities, mode, answer="2"):
         TEMPLATE,
     )
     try:
-        return judge._judgment(PAIR, read_reply(openai_body(probabilities, answer)), 1, 1.0)
+        return judge.route.judgment(*PAIR.key, read_reply(openai_body(probabilities, answer)), 1, 1.0)
     finally:
         judge.close()
 

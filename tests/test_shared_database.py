@@ -43,11 +43,22 @@ def tamper(db, sql: str, params: list | None = None) -> None:
         con.close()
 
 
-def test_batches_whose_stored_endpoint_points_elsewhere_send_nothing_and_name_the_mismatch(submitted, tmp_path):
+def point_elsewhere(db, base_url: str, key_variable: str, recorded: bool) -> None:
+    """Say in the database that its batches went to ``base_url`` with the key in ``key_variable``: in
+    the endpoint recorded with each submission, or (``recorded`` False) as a database written before
+    endpoints were recorded said it, in the submission's judge options alone."""
+    if recorded:
+        tamper(db, "UPDATE batch_submissions SET endpoint = ?, key_variable = ?", [base_url, key_variable])
+        return
+    stored = {"model": "fake-gpt", "base_url": base_url, "api_key_env": key_variable, "mode": "batch"}
+    tamper(db, "UPDATE batch_submissions SET options = ?, endpoint = NULL, key_variable = NULL", [json.dumps(stored)])
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["recorded", "before-schema-11"])
+def test_batches_whose_stored_endpoint_points_elsewhere_send_nothing_and_name_the_mismatch(submitted, tmp_path, recorded):
     spec, api = submitted
     with FakeBatchAPI() as elsewhere:
-        stored = {"model": "fake-gpt", "base_url": elsewhere.base_url, "api_key_env": "USERS_SECRET_TOKEN", "mode": "batch"}
-        tamper(spec.database, "UPDATE batch_submissions SET options = ?", [json.dumps(stored)])
+        point_elsewhere(spec.database, elsewhere.base_url, "USERS_SECRET_TOKEN", recorded)
         env = {"USERS_SECRET_TOKEN": "s3cr3t-of-the-user", "QRELKIT_FAKE_KEY": "k"}
         sent_before = len(api.calls)
         before = snapshot(spec.database)
@@ -66,8 +77,11 @@ def test_batches_whose_stored_endpoint_points_elsewhere_send_nothing_and_name_th
         assert elsewhere.calls and {c.headers.get("authorization") for c in elsewhere.calls} == {"Bearer s3cr3t-of-the-user"}
 
 
-def test_the_matching_endpoint_collects_without_the_job_file(submitted):
+@pytest.mark.parametrize("recorded", [True, False], ids=["recorded", "before-schema-11"])
+def test_the_matching_endpoint_collects_without_the_job_file(submitted, recorded):
     spec, api = submitted
+    if not recorded:  # a submission recorded before its endpoint was: read from its options, as then
+        tamper(spec.database, "UPDATE batch_submissions SET endpoint = NULL, key_variable = NULL")
     api.complete()
     at = ["--base-url", api.base_url, "--api-key-env", "QRELKIT_FAKE_KEY"]
     done = qrelkit("batches", "--db", spec.database, "--json", *at, env={"QRELKIT_FAKE_KEY": "k"})

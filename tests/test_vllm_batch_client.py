@@ -124,3 +124,63 @@ def test_a_hostile_folder_names_no_file_outside_it_and_no_process_it_did_not_sta
         client.retrieve("vllm-2")
     with pytest.raises(BatchApiError, match="starts no batch"):
         client.create("x.jsonl", {})
+
+
+# -- the `vllm` judge's `mode: batch` as a job, its runner's answers from the script above ---------------------
+
+
+@pytest.fixture
+def vllm_batch_job(tmp_path, monkeypatch):
+    """A `vllm` job with `mode: batch`, whose runner is the script above: the job writes the chat
+    request lines (`qrelkit.judges.chat_completions`), the runner answers "2" to each."""
+    from fake_openai import openai_job, write_text_collection
+
+    from qrelkit.jobs import load_job
+    from qrelkit.judges import vllm
+
+    monkeypatch.setattr(vllm.VLLMJudge, "startup_problems", classmethod(lambda cls, config: []))  # no vLLM, no model here
+    monkeypatch.setattr(vllm.VLLMJudge, "preflight", lambda self: setattr(self, "_device", "cpu"))
+    monkeypatch.setattr(vllm, "run_batch_command", lambda config, device, source, output: command()(source, output))
+    docs = {f"d{i}": f"goldfish fact {i}" for i in range(3)}
+    write_text_collection(tmp_path, {"q1": "goldfish"}, docs, (("q1", d) for d in docs))
+    options = {"model": "/m", "mode": "batch", "batch_poll": 0.1, "batch_poll_max": 0.2}
+    job = openai_job(tmp_path, {})
+    job.write_text(job.read_text().replace("name: openai", "name: vllm").replace("options: {}", f"options: {json.dumps(options)}"))
+    return load_job(job)
+
+
+def test_a_vllm_batch_records_this_machines_runner_and_is_collected_by_batches_whatever_endpoint_it_is_given(vllm_batch_job):
+    from qrelkit.jobs import run_job
+    from qrelkit.jobs.batch_api_job import check_batches
+    from qrelkit.judges.batch_api import BatchEndpoint
+    from qrelkit.judges.vllm_batch import ENDPOINT
+    from qrelkit.storage import Store
+    from qrelkit.storage.batch_api import submissions
+
+    spec = vllm_batch_job
+    assert run_job(spec, progress=False).submitted == 3
+    with Store(spec.database) as store:
+        (sub,) = submissions(store)
+        assert (sub.endpoint, sub.key_variable) == (ENDPOINT, None)  # declared by the judge: no URL, no key
+        assert "base_url" not in sub.options
+        wait_until_terminal(LocalBatchClient(spec.database.with_name(spec.database.name + ".batches") / "vllm"), sub.batch_id)
+        # `qrelkit batches` with the command line's default endpoint (OpenAI's): a local batch is only read
+        (collected,) = check_batches(store, spec.database, BatchEndpoint.remote(None, "OPENAI_API_KEY"))
+        assert (collected.state, collected.judged) == ("collected", 3)
+        rows = store.con.execute("SELECT status, score, raw_output, model_id FROM judgments ORDER BY docid").fetchall()
+    assert rows == [("ok", 2.0, "Relevance: 2", "/m")] * 3  # the judge's model, not the name the runner served it under
+
+
+def test_a_vllm_batch_recorded_before_endpoints_were_is_read_as_this_machines_runner(vllm_batch_job):
+    from qrelkit.jobs import run_job
+    from qrelkit.storage import Store
+    from qrelkit.storage.batch_api import submissions
+
+    spec = vllm_batch_job
+    run_job(spec, progress=False)
+    with Store(spec.database) as store:  # what a database of schema 10 holds once migrated: no endpoint
+        store.con.execute("UPDATE batch_submissions SET endpoint = NULL, key_variable = NULL")
+        (sub,) = submissions(store)
+    wait_until_terminal(LocalBatchClient(spec.database.with_name(spec.database.name + ".batches") / "vllm"), sub.batch_id)
+    report = run_job(spec, progress=False)  # the job's own endpoint is the same runner: no mismatch, collected
+    assert (report.judged, report.statuses, report.in_batches) == (3, {"ok": 3}, 0)

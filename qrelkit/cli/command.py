@@ -29,7 +29,8 @@ DB_HELP_OPTIONAL = "The database of the judge runs and qrels sets (env QRELKIT_D
 def parameters(request_cls: type[Request]) -> list[inspect.Parameter]:
     """The typer parameters of a request class's fields: arguments first, then the fields the Python
     function takes by position (what the command is about: `--judge`, `--reference-qrels`, `--runs`),
-    then the others in the class's order, and last how it prints (`--format`, `--json`, `--verbose`)."""
+    then the others in the class's order (its own before those it inherits: a `JobRequest`'s), and
+    last how it prints (`--format`, `--json`, `--verbose`)."""
     hints = typing.get_type_hints(request_cls)
     found = []
     for field, flag in declared(request_cls):
@@ -41,11 +42,12 @@ def parameters(request_cls: type[Request]) -> list[inspect.Parameter]:
                 field.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[cli_type(flag, hints[field.name]), kind]
             )
         )
-    leading = request_cls.positional
+    leading, own = request_cls.positional, vars(request_cls).get("__annotations__", {})
 
-    def place(parameter: inspect.Parameter) -> tuple[bool, bool, int]:
+    def place(parameter: inspect.Parameter) -> tuple[bool, bool, int, bool]:
         argument = isinstance(typing.get_args(parameter.annotation)[1], typer.models.ArgumentInfo)
-        return parameter.name in PRESENTATION, not argument, leading.index(parameter.name) if parameter.name in leading else len(leading)
+        at = leading.index(parameter.name) if parameter.name in leading else len(leading)
+        return parameter.name in PRESENTATION, not argument, at, parameter.name not in own
 
     return sorted(found, key=place)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from qrelkit.commands.requests import BatchCancelRequest, BatchesRequest
 from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import StoreError
-from qrelkit.jobs.batch_api_job import Endpoint, cancel_batch, check_batches
+from qrelkit.jobs.batch_api_job import cancel_batch, check_batches
 from qrelkit.storage.batch_api import Submission, submissions
 
 
@@ -18,14 +18,14 @@ def run(request: BatchesRequest, workspace: Workspace) -> list[Submission]:
     sent there; --use-stored-endpoint takes the endpoint stored with each batch instead."""
     db = _existing(workspace)
     with workspace.writing() as store:
-        return check_batches(store, db, _endpoint(request)) if request.check_open else submissions(store)
+        return check_batches(store, db, request.endpoint) if request.check_open else submissions(store)
 
 
 def run_cancel(request: BatchCancelRequest, workspace: Workspace) -> Submission:
     """Cancel a running batch by its batch id (or submission id), at the endpoint (see `run`)."""
     db = _existing(workspace)
     with workspace.writing() as store:
-        return cancel_batch(store, db, request.batch_id, _endpoint(request))
+        return cancel_batch(store, db, request.batch_id, request.endpoint)
 
 
 def _existing(workspace: Workspace) -> Path:
@@ -33,8 +33,3 @@ def _existing(workspace: Workspace) -> Path:
         raise StoreError(f"database {workspace.db} does not exist")
     assert workspace.db is not None
     return workspace.db
-
-
-def _endpoint(request: BatchesRequest | BatchCancelRequest) -> Endpoint | None:
-    """Where requests go: the command line's endpoint, or (None) the one stored with each batch."""
-    return None if request.use_stored_endpoint else Endpoint(request.base_url, request.api_key_env)

@@ -11,6 +11,7 @@ from qrelkit.commands.requests import (
     ExportQrelsRequest,
     GradeRequest,
     ImportScoresRequest,
+    JobRequest,
     JudgeRequest,
     JudgesRequest,
     PromptsListRequest,
@@ -167,9 +168,9 @@ class JudgingOutcome(Result):
         return out
 
 
-def load_judging_job(request: JudgeRequest, cell: dict[str, Any] | None = None) -> JobSpec:
+def load_judging_job(request: JobRequest, cell: dict[str, Any] | None = None) -> JobSpec:
     """The request's job file (or one ``cell`` of a sweep job) with the overrides its flags stand for
-    (`JudgeRequest.overrides`); `--allow-import` lets a `module:Class` judge be imported. A job given
+    (`JobRequest.overrides`); `--allow-import` lets a `module:Class` judge be imported. A job given
     as a `JobSpec` (from Python) is taken as it is."""
     from qrelkit.jobs import load_job
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.probe_plan import dry_run
@@ -226,7 +227,7 @@ def probe_job(request: ProbeRequest, workspace: Workspace) -> ProbeResult:
     if request.dry_run:
         return dry_run(request, spec, probes, judge, workspace)
     sample, relevance = prepare(request, spec, probes, judge, workspace)
-    name = request.job.name if request.job is not None else "job"
+    name = request.job.name if isinstance(request.job, Path) else "job"
     reports = judge_all(request, spec, probes, judge, sample, lambda run: workspace.progress(f"probing {name} [{run}]"))
     result = ProbeResult.for_job(request, spec, judge, sample, relevance, reports.get(CONTROL), control_run_id(judge.judge_run_id))
     for probe in probes:

@@ -64,9 +64,8 @@ def control_record(judge_run_id: str) -> dict[str, Any]:
 def load_probe_job(request: ProbeRequest) -> JobSpec:
     """The job with the request's `--set` overrides; its grading and its own sample play no part in a probe."""
     from qrelkit.commands.judging import load_judging_job
-    from qrelkit.commands.requests import JudgeRequest
 
-    spec = load_judging_job(JudgeRequest(job=request.job, sets=request.sets, allow_import=request.allow_import))
+    spec = load_judging_job(request)
     if spec.judge.options.get("mode") == "batch":
         raise QrelkitError(
             f"{request.job}: judge.options.mode: a probe judges its copies live; set mode: sync (--set judge.options.mode=sync)"

@@ -24,7 +24,7 @@ import os
 import secrets
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from qrelkit.judges.batch_api import (
     META_JUDGE_RUN,
     META_SUBMISSION,
     BatchApiError,
+    BatchEndpoint,
     BatchInfo,
     BatchLine,
     custom_id_for,
@@ -81,24 +82,23 @@ class EndpointMismatch(QrelkitError):
     """A batch was sent to another endpoint, or with another key variable, than this command would use."""
 
 
-def endpoint_of(options: dict[str, Any]) -> str:
-    """The endpoint a batch's judge options reach, in one spelling (`normalized_endpoint`); the `vllm`
-    judge's batches (options without a `base_url`) run on this machine (`qrelkit.judges.vllm_batch`)."""
-    from qrelkit.judges.http import normalized_endpoint
-    from qrelkit.judges.openai import DEFAULT_BASE_URL
-    from qrelkit.judges.vllm_batch import ENDPOINT as LOCAL
+def submission_endpoint(sub: recorded.Submission) -> BatchEndpoint:
+    """Where a submission's batch went: as its judge declared it, recorded with it. A submission
+    recorded before endpoints were (schema 11) is read here, and only here, the way qrelkit read it
+    then, from its judge options: options without a `base_url` were the `vllm` judge's (its runner on
+    this machine); the others went to their base_url (OpenAI's when None) with the key in api_key_env."""
+    if sub.endpoint is not None:
+        return BatchEndpoint(sub.endpoint, sub.key_variable)
+    if "base_url" not in sub.options:
+        from qrelkit.judges.vllm_batch import ENDPOINT as LOCAL_RUNNER
 
-    if "base_url" not in options:
-        return LOCAL
-
-    try:
-        return normalized_endpoint(str(options.get("base_url") or DEFAULT_BASE_URL))
-    except ValueError:
-        return str(options.get("base_url"))  # a stored value that is no URL: compared as it is, never reached
+        return BatchEndpoint(LOCAL_RUNNER)
+    return BatchEndpoint.remote(sub.options.get("base_url"), str(sub.options.get("api_key_env") or "OPENAI_API_KEY"))
 
 
 class BatchDriver:
-    """The batches of one judge run, driven through one judge (`qrelkit.judges.base.BatchJudge`).
+    """The batches of one judge run, driven through one judge (`qrelkit.judges.base.BatchJudge`), to
+    the endpoint the judge declares.
     ``elsewhere``: what to do about an open batch of the judge run that the database says was sent
     to another endpoint: `refuse` (a job: stop with the mismatch line, before anything is sent) or
     `skip` (`qrelkit batches`, which drives each endpoint's batches with a driver of its own)."""
@@ -107,31 +107,28 @@ class BatchDriver:
         self.store, self.judge_run_id, self.judge, self.options = store, judge_run_id, judge, options
         self.folder, self.elsewhere = folder, elsewhere
         self.settings = judge.batch_settings()
+        self.endpoint: BatchEndpoint = judge.batch_endpoint()
         self.client = judge.batch_client(folder)
         self.activity = BatchActivity()
 
     def close(self) -> None:
         self.client.close()
 
-    def _remove_request_file(self, path: str | None) -> None:
-        remove_request_file(self.folder, path)
-
     def _open(self) -> list[recorded.Submission]:
         """This judge run's open submissions on this driver's endpoint, the endpoints compared in one
         spelling. One the database says went elsewhere stops a job (EndpointMismatch: its pairs would
         wait forever, or be paid twice), and is left to its own driver in `qrelkit batches`."""
-        endpoint = endpoint_of(self.options)
+        endpoint = self.endpoint.url
         found = recorded.submissions(self.store, self.judge_run_id, open_only=True)
-        other = [s for s in found if endpoint_of(s.options) != endpoint]
+        other = [s for s in found if submission_endpoint(s).url != endpoint]
         if other and self.elsewhere == "refuse":
-            sub = other[0]
+            sub, went = other[0], submission_endpoint(other[0]).url
             raise EndpointMismatch(
                 f"batch {sub.batch_id or sub.submission_id} of judge run {self.judge_run_id} ({sub.requests} pairs) was sent to "
-                f"{endpoint_of(sub.options)}, the database says; this job reaches {endpoint}, so nothing was checked or sent. "
-                f"Check it with `qrelkit batches --base-url {endpoint_of(sub.options)}` if you trust that endpoint, or set the job's "
-                "base_url to it"
+                f"{went}, the database says; this job reaches {endpoint}, so nothing was checked or sent. "
+                f"Check it with `qrelkit batches --base-url {went}` if you trust that endpoint, or set the job's base_url to it"
             )
-        return [s for s in found if endpoint_of(s.options) == endpoint]
+        return [s for s in found if submission_endpoint(s).url == endpoint]
 
     # -- reconciling what a crash left -------------------------------------------------------
 
@@ -155,7 +152,7 @@ class BatchDriver:
             else:
                 log.info("submission %s never reached the API; its %d pairs are pending again", sub.submission_id, sub.requests)
                 recorded.forget_submission(self.store, sub.submission_id)
-                self._remove_request_file(sub.request_file)
+                remove_request_file(self.folder, sub.request_file)
         if create_missing:
             for sub in self._open():
                 if sub.state == "uploaded":
@@ -176,6 +173,8 @@ class BatchDriver:
                 pairs=keys,
                 size=size,
                 options=self.options,
+                endpoint=self.endpoint.url,
+                key_variable=self.endpoint.key_variable,
                 created_unix=int(time.time()),
             )
             crash_point("batch-after-record")
@@ -186,7 +185,7 @@ class BatchDriver:
             except BatchApiError as exc:
                 if exc.refused:  # the server said no: no file exists, nothing can be paid
                     recorded.forget_submission(self.store, submission_id)
-                    self._remove_request_file(str(path))
+                    remove_request_file(self.folder, str(path))
                 raise
             crash_point("batch-after-upload")
             recorded.set_uploaded(self.store, submission_id, file_id)
@@ -301,7 +300,7 @@ class BatchDriver:
             judgments.append(judgment)
         crash_point("batch-before-collect")
         recorded.collect_submission(self.store, sub.submission_id, self.judge_run_id, judgments, again, sent)
-        self._remove_request_file(sub.request_file)
+        remove_request_file(self.folder, sub.request_file)
         self.activity.collected.append(sub.submission_id)
         self.activity.record(judgments)
         self.activity.resubmit += len(again)
@@ -440,6 +439,3 @@ def poll_delays(initial: float, maximum: float) -> Iterator[float]:
     while True:
         yield min(delay, maximum)
         delay = min(delay * 2, maximum)
-
-
-SleepFn = Callable[[float], Any]

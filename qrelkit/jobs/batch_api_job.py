@@ -11,17 +11,16 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qrelkit.jobs.batch_api import BatchDriver, EndpointMismatch, batch_folder, endpoint_of, poll_delays
+from qrelkit.jobs.batch_api import BatchDriver, EndpointMismatch, batch_folder, poll_delays, submission_endpoint
 from qrelkit.jobs.plan import JobPlan
 from qrelkit.jobs.report import JobReport
 from qrelkit.jobs.spec import JobError
 from qrelkit.jobs.stream import PendingStream
 from qrelkit.judges import BatchJudge, JudgeContext, JudgeFactory, Pair, judge_class
-from qrelkit.judges.vllm_batch import ENDPOINT as LOCAL
+from qrelkit.judges.batch_api import BatchEndpoint
 from qrelkit.prompts import PromptTemplate
 from qrelkit.storage import Store
 from qrelkit.storage import batch_api as recorded
@@ -135,38 +134,23 @@ def _fill(report: JobReport, store: Store, judge_run_id: str, driver: BatchDrive
 # -- a database's batches, without its job file ------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    """Where `qrelkit batches` sends requests and which environment variable's key goes with them:
-    the command line's (or the judge's defaults), never the database's. A database is data: the
-    endpoint and key variable stored with a batch are only shown and compared."""
-
-    base_url: str | None = None  # None: the judge's default endpoint
-    api_key_env: str = "OPENAI_API_KEY"
-
-
-DEFAULT_ENDPOINT = Endpoint()
-
-
-def _endpoint_of(options: dict[str, Any]) -> tuple[str, str]:
-    return endpoint_of(options), str(options.get("api_key_env") or Endpoint.api_key_env)
-
-
-def trusted_options(sub: recorded.Submission, endpoint: Endpoint | None) -> dict[str, Any]:
-    """The judge options to reach a submission's batch with: those stored with it, with the endpoint
-    and key variable of ``endpoint`` after checking that they are the stored ones (EndpointMismatch
-    names both otherwise); ``endpoint`` None: the stored ones, taken as they are (`--use-stored-endpoint`)."""
-    if endpoint is None or endpoint_of(sub.options) == LOCAL:
-        return dict(sub.options)  # a local runner's batch: read from its folder, nothing is sent or started
-    stored = _endpoint_of(sub.options)
-    given = _endpoint_of({"base_url": endpoint.base_url, "api_key_env": endpoint.api_key_env})
+def trusted_options(sub: recorded.Submission, endpoint: BatchEndpoint | None) -> dict[str, Any]:
+    """The judge options to reach a submission's batch with: those stored with it, sent where the
+    batch went, once ``endpoint`` (the command line's, never the database's) is checked to be that
+    endpoint with that key variable (EndpointMismatch names both otherwise); ``endpoint`` None: the
+    stored endpoint taken on trust (`--use-stored-endpoint`). A batch of a runner on this machine is
+    only read from its folder: nothing is sent or started."""
+    stored = submission_endpoint(sub)
+    if stored.on_this_machine:
+        return dict(sub.options)
+    given = endpoint or stored
     if stored != given:
         raise EndpointMismatch(
-            f"batch {sub.batch_id or sub.submission_id} (judge run {sub.judge_run_id}) was sent to {stored[0]} with the key in "
-            f"${stored[1]}, the database says; this command would reach {given[0]} with ${given[1]}, so nothing was sent. "
-            "If you trust that endpoint, give --base-url and --api-key-env for it (or --use-stored-endpoint)"
+            f"batch {sub.batch_id or sub.submission_id} (judge run {sub.judge_run_id}) was sent to {stored.url} with the key in "
+            f"${stored.key_variable}, the database says; this command would reach {given.url} with ${given.key_variable}, so nothing "
+            "was sent. If you trust that endpoint, give --base-url and --api-key-env for it (or --use-stored-endpoint)"
         )
-    return {**sub.options, "base_url": endpoint.base_url, "api_key_env": endpoint.api_key_env}
+    return {**sub.options, "base_url": stored.url, "api_key_env": stored.key_variable}
 
 
 def driver_for(store: Store, database: Path, judge_run_id: str, options: dict[str, Any]) -> BatchDriver:
@@ -175,7 +159,7 @@ def driver_for(store: Store, database: Path, judge_run_id: str, options: dict[st
     names is never imported or loaded otherwise."""
     info = judge_run(store, judge_run_id)
     cls = judge_class(info.judge)  # a `module:Class` name is refused: a database cannot allow an import
-    if not all(callable(getattr(cls, method, None)) for method in ("batch_request", "batch_client", "batch_judgment")):
+    if not issubclass(cls, BatchJudge):
         raise JobError(
             f"judge run {judge_run_id} in {database} names judge {info.judge!r}, which has no batch mode: its batches are not qrelkit's"
         )
@@ -184,14 +168,14 @@ def driver_for(store: Store, database: Path, judge_run_id: str, options: dict[st
     return BatchDriver(store, judge_run_id, judge, options, batch_folder(database), elsewhere="skip")
 
 
-def check_batches(store: Store, database: Path, endpoint: Endpoint | None) -> list[recorded.Submission]:
+def check_batches(store: Store, database: Path, endpoint: BatchEndpoint | None) -> list[recorded.Submission]:
     """Reconcile and check every open batch of the database, collecting the finished ones (no new
     batch is created here: a half-done submission is finished by running its job again). Every
     open batch's endpoint is checked against ``endpoint`` before any request is sent."""
     newest: dict[tuple[str, str | None], tuple[recorded.Submission, dict[str, Any]]] = {}
     for sub in recorded.submissions(store, open_only=True):
         options = trusted_options(sub, endpoint)
-        newest[(sub.judge_run_id, endpoint_of(sub.options))] = (sub, options)  # one driver per judge run and endpoint
+        newest[(sub.judge_run_id, submission_endpoint(sub).url)] = (sub, options)  # one driver per judge run and endpoint
     for (judge_run_id, _), (_, options) in newest.items():
         driver = driver_for(store, database, judge_run_id, options)
         try:
@@ -203,7 +187,7 @@ def check_batches(store: Store, database: Path, endpoint: Endpoint | None) -> li
     return recorded.submissions(store)
 
 
-def cancel_batch(store: Store, database: Path, ref: str, endpoint: Endpoint | None) -> recorded.Submission:
+def cancel_batch(store: Store, database: Path, ref: str, endpoint: BatchEndpoint | None) -> recorded.Submission:
     """Ask the API to cancel a batch (by batch id or submission id); its answered requests are kept
     when it is collected, the rest go back to pending."""
     sub = recorded.submission_for(store, ref)

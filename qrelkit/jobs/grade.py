@@ -95,27 +95,21 @@ def parse_map_key(key: Any) -> tuple[float, float]:
 
 
 class GradingSpec(BaseModel):
-    """How to turn a judge run's scores into qrels (see the module docstring)."""
+    """How to turn a judge run's scores into qrels (see the module docstring): a job file's `grading:`.
+    Each option is also a flag of `qrelkit grade`, where its help is (`GradeRequest`, whose field of
+    the same name is the option)."""
 
     model_config = ConfigDict(extra="forbid")
 
     method: Literal["quantile", "thresholds", "identity", "map"] = "quantile"
-    quantiles: list[float] = Field(default_factory=lambda: [0.5, 0.75], description="Cut points as quantiles of the scores.")
-    thresholds: list[float] | None = Field(None, description="Fixed cut points (method thresholds).")
-    labels: list[int] | None = Field(
-        None, description="Grades, low to high (default 0,1,2; thresholds: one per interval, any grades; identity: any integer)."
-    )
-    per_topic: bool = Field(True, description="Quantiles within each topic (the default) or, false, over all scores (global).")
-    ties: Literal["midrank", "at-or-above"] = Field(
-        "midrank",
-        description="Tied scores: midrank (a tied block is placed by its mid-rank percentile, never split) or at-or-above "
-        "(seed 003's rule: a grade is reached when the score is >= the quantile value).",
-    )
-    map: dict[str, int] | None = Field(None, description="Score or LOW-HIGH range -> grade (method map).")
-    score_from: Literal["score", "parsed", "expected"] = Field(
-        "score", description="Which stored score to grade: the judge's own score, its parsed grade, or its expected grade."
-    )
-    name: str | None = Field(None, description="Name of the qrels set (default: graded-<judge run id>).")
+    quantiles: list[float] = Field(default_factory=lambda: [0.5, 0.75])
+    thresholds: list[float] | None = None
+    labels: list[int] | None = None  # default DEFAULT_LABELS
+    per_topic: bool = True
+    ties: Literal["midrank", "at-or-above"] = "midrank"
+    map: dict[str, int] | None = None
+    score_from: Literal["score", "parsed", "expected"] = "score"
+    name: str | None = None  # default graded-<judge run id>
 
     @model_validator(mode="before")
     @classmethod

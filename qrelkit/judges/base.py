@@ -110,7 +110,10 @@ class Judge(Protocol):
 class BatchJudge(Protocol):
     """A judge that can also run through a Batch API (files of requests answered within hours, at a
     lower price). It still never writes: the job's batch driver records, submits and collects, and
-    asks the judge only for request bodies, a client, and the judgment an answer line makes."""
+    asks the judge only where its batches go, for request bodies, a client, and the judgment an
+    answer line makes."""
+
+    def batch_endpoint(self) -> Any: ...  # a BatchEndpoint, recorded with each submission and compared before any is checked
 
     def batch_settings(self) -> Any: ...  # qrelkit.judges.batch_api.BatchSettings
 

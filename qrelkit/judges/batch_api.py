@@ -25,8 +25,9 @@ from typing import Any, Final
 from urllib.parse import quote, unquote
 
 from qrelkit.judges.base import FatalJudgeError
-from qrelkit.judges.http import ErrorVerdict, classify_error, redact
+from qrelkit.judges.http import ErrorVerdict, classify_error, normalized_endpoint, redact
 
+OPENAI_BASE_URL: Final = "https://api.openai.com/v1"  # an endpoint's base URL when none is given
 ENDPOINT: Final = "/v1/chat/completions"
 COMPLETION_WINDOW: Final = "24h"
 MAX_REQUESTS_PER_FILE = 50_000
@@ -92,6 +93,33 @@ def read_output_line(text: str) -> BatchLine:
         code = str(error["code"]) if error.get("code") is not None else None
         message = str(error.get("message") or "")
     return BatchLine(data["custom_id"], status, body, code, message)
+
+
+# -- where batches go --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchEndpoint:
+    """Where a judge's batches go, as the judge declares it (`BatchJudge.batch_endpoint`) and each
+    submission records: a Batch API at ``url``, sent the key in the environment variable
+    ``key_variable``; or, without a key variable, a runner on this machine that ``url`` names (its
+    batches are files beside the database: nothing is sent anywhere)."""
+
+    url: str
+    key_variable: str | None = None
+
+    @property
+    def on_this_machine(self) -> bool:
+        return self.key_variable is None
+
+    @classmethod
+    def remote(cls, base_url: str | None, key_variable: str) -> BatchEndpoint:
+        """A Batch API's endpoint in one spelling (`normalized_endpoint`; None: OpenAI's); a value that
+        is no URL (a database's) is kept as it is: compared, never reached."""
+        try:
+            return cls(normalized_endpoint(base_url or OPENAI_BASE_URL), key_variable)
+        except ValueError:
+            return cls(str(base_url), key_variable)
 
 
 # -- batches -----------------------------------------------------------------------------------

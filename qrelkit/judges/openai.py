@@ -1,11 +1,11 @@
 """`openai`: GPT-4V / GPT-4o and any OpenAI-compatible chat endpoint (vLLM's `vllm serve`,
 llama.cpp's server, others) through the official `openai` client.
 
-One judgment is one Chat Completions request. A batch's requests run concurrently on the
-judge's own asyncio loop, at most `concurrency` at a time and within the `rpm`/`tpm` limits;
-each is tried up to `max_tries` times (tenacity; see `_http.py` for what is retried). The
-runner's `batch_size` should be at least `concurrency` (a few times it is best), or the
-slots are never all used.
+One judgment is one Chat Completions request (its wire format: `chat_completions`, shared with the
+`vllm` judge's batch route). A batch's requests run concurrently on the judge's own asyncio loop,
+at most `concurrency` at a time and within the `rpm`/`tpm` limits; each is tried up to `max_tries`
+times (tenacity; see `http.py` for what is retried). The runner's `batch_size` should be at least
+`concurrency` (a few times it is best), or the slots are never all used.
 
 The API key is read from the environment variable named by `api_key_env` when the judge is
 built. It is never part of the configuration, and any text that is stored or logged
@@ -24,43 +24,44 @@ Token estimates (for `--dry-run` and the `tpm` limiter) are approximations:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import JsonDict
 
-from qrelkit.errors import PairInputError
 from qrelkit.io.files import open_under_root
 from qrelkit.io.limits import limits
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
-from qrelkit.judges.batch_api import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, BatchClient, BatchLine, BatchSettings
+from qrelkit.judges.batch_api import (
+    MAX_BYTES_PER_FILE,
+    MAX_REQUESTS_PER_FILE,
+    OPENAI_BASE_URL,
+    BatchClient,
+    BatchEndpoint,
+    BatchLine,
+    BatchSettings,
+)
 from qrelkit.judges.bodies import bounded_client
-from qrelkit.judges.chat import build_messages
+from qrelkit.judges.chat_completions import SERVER_FIELDS, ChatOptions, ChatRoute
 from qrelkit.judges.http import (
     BackoffWait,
     DeadlineExceeded,
-    MalformedResponse,
     RateLimiter,
     classify_error,
-    classify_status,
     is_retryable,
     normalized_endpoint,
     redact,
 )
-from qrelkit.judges.scoring import TokenPositions, answer_candidates, first_line, judgment_from_answer
 from qrelkit.prompts import ImagePart, PromptTemplate, RenderedPrompt, TemplateError, TextPart
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OPENAI_TOP_LOGPROBS = 20  # the most alternatives per position OpenAI's API gives
 LOCAL_PLACEHOLDER_KEY = "no-key-needed"  # local servers without --api-key accept any bearer token
 # How the judge runs, not what it judges: a change should resume the same judge run. The runner
@@ -150,32 +151,6 @@ class OpenAIConfig(JudgeConfig):
         return self
 
 
-# -- request building ------------------------------------------------------------------------
-
-
-# Request fields of vLLM's chat API beyond OpenAI's: the openai client sends them as `extra_body`.
-SERVER_FIELDS = ("continue_final_message", "add_generation_prompt")
-
-
-def build_request(config: OpenAIConfig, messages: list[dict[str, Any]]) -> dict[str, Any]:
-    if config.answer_prefix is not None:
-        # the answer continues an assistant message holding the prefix, as vLLM's chat API allows
-        messages = [*messages, {"role": "assistant", "content": config.answer_prefix}]
-    request: dict[str, Any] = {
-        "model": config.model,
-        "messages": messages,
-        "temperature": config.temperature,
-        "max_tokens": config.max_tokens,
-    }
-    if config.seed is not None:
-        request["seed"] = config.seed
-    if config.logprobs:
-        request.update(logprobs=True, top_logprobs=config.top_logprobs)
-    if config.answer_prefix is not None:
-        request.update(continue_final_message=True, add_generation_prompt=False)
-    return request
-
-
 # -- token and cost estimates ------------------------------------------------------------------
 
 
@@ -214,6 +189,12 @@ def cost_of(tokens_in: int | None, tokens_out: int | None, prices: Prices | None
     return (tokens_in * prices.input_per_million + tokens_out * prices.output_per_million) / 1e6
 
 
+def priced(judgment: Judgment, prices: Prices | None) -> Judgment:
+    """The judgment with the cost of its tokens (billed whatever its status)."""
+    judgment.cost = cost_of(judgment.tokens_in, judgment.tokens_out, prices)
+    return judgment
+
+
 BATCH_DISCOUNT = 0.5  # OpenAI's Batch API: "50% lower costs" than the same requests made live
 
 
@@ -225,87 +206,6 @@ def batch_prices(config: OpenAIConfig) -> Prices | None:
         input_per_million=config.prices.input_per_million * BATCH_DISCOUNT,
         output_per_million=config.prices.output_per_million * BATCH_DISCOUNT,
     )
-
-
-# -- response reading --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Reply:
-    text: str | None
-    finish_reason: str | None = None
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-    fingerprint: str | None = None
-    # per generated token: (token, its logprob, {alternative token: logprob}); None when the response has no logprobs
-    logprobs: list[tuple[str, float, dict[str, float]]] | None = None
-
-    def positions(self) -> TokenPositions | None:
-        """Per generated token, its text and every candidate's log-probability, itself included."""
-        if self.logprobs is None:
-            return None
-        return [(token, {**alternatives, token: logprob}) for token, logprob, alternatives in self.logprobs]
-
-
-def _content_text(content: Any) -> str | None:
-    """The answer's text: a string, or the text parts of a list of content parts joined (some
-    servers answer so); any other content kept as its JSON, so a paid answer is never lost."""
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [str(part["text"]) for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)]
-        if texts:
-            return "".join(texts)
-    return json.dumps(content, ensure_ascii=False)
-
-
-def _positions(logprobs: Any) -> list[tuple[str, float, dict[str, float]]] | None:
-    """Per generated token (token, logprob, {alternative: logprob}); None when the field is absent
-    or not the documented shape (a malformed field never fails an answer)."""
-    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
-        return None
-    positions = []
-    try:
-        for item in logprobs["content"]:
-            if isinstance(item, dict) and isinstance(item.get("token"), str):
-                alternatives = item.get("top_logprobs") or []
-                top = {alt["token"]: float(alt["logprob"]) for alt in alternatives if isinstance(alt, dict) and "token" in alt}
-                positions.append((item["token"], float(item.get("logprob", -math.inf)), top))
-    except (TypeError, ValueError, KeyError):
-        return None
-    return positions
-
-
-def read_reply(body: str, *, logprobs: bool = True) -> Reply:
-    """A Chat Completions response body; MalformedResponse when it is not one. ``logprobs``: read the
-    token log-probabilities (only when they were asked for)."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        raise MalformedResponse("the body is not JSON", body) from None
-    choices = data.get("choices") if isinstance(data, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise MalformedResponse("the body has no choices", body)
-    message = choices[0].get("message")
-    if not isinstance(message, dict):
-        raise MalformedResponse("the first choice has no message", body)
-    text = _content_text(message.get("content"))
-    if text is None and isinstance(message.get("refusal"), str):
-        text = message["refusal"]  # kept as the raw output; it will not parse
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    positions = _positions(choices[0].get("logprobs")) if logprobs else None
-    return Reply(
-        text,
-        choices[0].get("finish_reason"),
-        _int(usage.get("prompt_tokens")),
-        _int(usage.get("completion_tokens")),
-        data.get("system_fingerprint"),
-        positions,
-    )
-
-
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 # -- the judge ---------------------------------------------------------------------------------
@@ -349,7 +249,7 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
         from qrelkit.judges.startup import endpoint_problem
 
         key = os.environ.get(config.api_key_env) or LOCAL_PLACEHOLDER_KEY
-        url = (config.base_url or DEFAULT_BASE_URL).rstrip("/") + "/models"
+        url = (config.base_url or OPENAI_BASE_URL).rstrip("/") + "/models"
         return endpoint_problem(url, {"Authorization": f"Bearer {key}"}, cls.name, timeout=min(config.timeout, 10.0))
 
     def __init__(self, config: OpenAIConfig, template: PromptTemplate | None, context=None):
@@ -357,7 +257,8 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
         from openai import AsyncOpenAI
 
         self._secrets = [api_key(config)]
-        self._base_url = config.base_url or DEFAULT_BASE_URL
+        self._base_url = config.base_url or OPENAI_BASE_URL
+        self.route = ChatRoute(ChatOptions.of(config), self.template, self.model_id, self._secrets)
         self._client = AsyncOpenAI(
             api_key=self._secrets[0],
             base_url=self._base_url,
@@ -414,20 +315,8 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
         arrived, self._arrived = list(self._arrived.values()), {}
         return arrived
 
-    def _prepare(self, pair: Pair) -> tuple[dict[str, Any], RenderedPrompt] | Judgment:
-        """The pair's Chat Completions request (and its rendered prompt), or its input_error."""
-        c = self.config
-        try:
-            rendered = self.template.render(pair.topic, pair.document)
-            messages = build_messages(
-                rendered, detail=c.detail, image_urls=c.image_urls, image_root=pair.document.image_root, url_hosts=c.image_url_hosts
-            )
-        except (TemplateError, PairInputError) as exc:
-            return Judgment.failed(pair, "input_error", str(exc), model_id=self.model_id)
-        return build_request(c, messages), rendered
-
     async def _judge_pair(self, pair: Pair) -> Judgment:
-        prepared = self._prepare(pair)
+        prepared = self.route.request(pair)
         if isinstance(prepared, Judgment):
             return prepared
         request, rendered = prepared
@@ -491,59 +380,7 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
                 model_id=self.model_id,
                 latency_ms=latency_ms,
             )
-        return self._answer(pair, body, attempts, latency_ms)
-
-    def _answer(self, pair: Pair, body: str, attempts: int, latency_ms: float | None) -> Judgment:
-        """The judgment of an answer that arrived. Never raises: whatever goes wrong reading it, the
-        raw body is kept (as the raw output of a model error), so the pair is never sent again
-        because of a problem after its answer came back."""
-        try:
-            return self._judgment(pair, read_reply(body, logprobs=self.config.logprobs), attempts, latency_ms)
-        except Exception as exc:  # noqa: BLE001 - a malformed body, or a bug reading an odd one
-            what = (
-                f"malformed response: {exc}"
-                if isinstance(exc, MalformedResponse)
-                else f"could not read the answer: {type(exc).__name__}: {exc}"
-            )
-            return Judgment.failed(
-                pair,
-                "model_error",
-                f"{redact(what, self._secrets)} (after {attempts} {'try' if attempts == 1 else 'tries'})",
-                raw_output=redact(body, self._secrets),
-                attempts=attempts,
-                model_id=self.model_id,
-                latency_ms=latency_ms,
-            )
-
-    def _judgment(self, pair: Pair, reply: Reply, attempts: int, latency_ms: float | None) -> Judgment:
-        """A live reply as a judgment."""
-        return self._reply_judgment(*pair.key, reply, attempts, latency_ms, self.config.prices)
-
-    def _reply_judgment(
-        self, qid: str, docid: str, reply: Reply, attempts: int, latency_ms: float | None, prices: Prices | None
-    ) -> Judgment:
-        """A reply as a judgment under the one scoring rule and status policy (live or from a batch)."""
-        c = self.config
-        common: dict[str, Any] = dict(
-            raw_output=redact(reply.text, self._secrets),
-            tokens_in=reply.tokens_in,
-            tokens_out=reply.tokens_out,
-            latency_ms=latency_ms,
-            cost=cost_of(reply.tokens_in, reply.tokens_out, prices),
-            attempts=attempts,
-            model_id=self.model_id,
-            system_fingerprint=reply.fingerprint,
-        )
-        if reply.finish_reason == "content_filter":
-            return Judgment(qid, docid, "model_error", error="the answer was withheld by the content filter", **common)
-        positions = reply.positions() if c.logprobs else None
-        text = reply.text
-        if c.answer_prefix is not None and text is not None:
-            # the server continued the prefix: the answer is both, its first generated token the answer position
-            text = c.answer_prefix + first_line(text)
-            common["raw_output"] = redact(text, self._secrets)
-        candidates = answer_candidates(positions, template=self.template, forced=c.answer_prefix is not None)
-        return judgment_from_answer(qid, docid, text=text, template=self.template, mode=c.score, candidates=candidates, **common)
+        return priced(self.route.answer(*pair.key, body, attempts, latency_ms), c.prices)
 
     def _log_retry(self, pair: Pair, state: Any) -> None:
         exc = state.outcome.exception() if state.outcome else None
@@ -587,10 +424,12 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
         c = self.config
         return BatchSettings(c.batch_max_requests, c.batch_max_bytes, c.max_tries, c.batch_poll, c.batch_poll_max)
 
+    def batch_endpoint(self) -> BatchEndpoint:
+        return BatchEndpoint.remote(self.config.base_url, self.config.api_key_env)
+
     def batch_request(self, pair: Pair) -> dict[str, Any] | Judgment:
         """The request body a batch line carries: the very request the live route sends, images included."""
-        prepared = self._prepare(pair)
-        return prepared if isinstance(prepared, Judgment) else prepared[0]
+        return self.route.body(pair)
 
     def batch_client(self, folder: Path | None = None) -> BatchClient:
         """The endpoint's `/files` and `/batches` (``folder``, where a local runner keeps its batches, is not needed)."""
@@ -606,26 +445,9 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
         )
 
     def batch_judgment(self, qid: str, docid: str, line: BatchLine | None) -> Judgment | None:
-        """A batch's answer for one pair, by the live route's reader and rules; None when the request
-        never ran or failed in a way a later batch can fix (expired, cancelled, 429, 5xx)."""
-        if line is None or line.status_code is None:
-            return None
-        if line.status_code == 200:
-            try:
-                reply = read_reply(line.body or "", logprobs=self.config.logprobs)
-            except MalformedResponse as exc:
-                body = (line.body or "")[:2000] or None
-                error = f"malformed response: {exc}"
-                return Judgment(qid, docid, "model_error", error=error, raw_output=redact(body, self._secrets), model_id=self.model_id)
-            return self._reply_judgment(qid, docid, reply, 1, None, batch_prices(self.config))
-        try:
-            error_body: Any = json.loads(line.body) if line.body else None
-        except ValueError:
-            error_body = line.body
-        verdict = classify_status(line.status_code, error_body)
-        if verdict.action == "retry":
-            return None
-        return Judgment(qid, docid, "model_error", error=redact(verdict.message, self._secrets), model_id=self.model_id)
+        """A batch's answer for one pair (`ChatRoute.batch_judgment`), at the batch price."""
+        judgment = self.route.batch_judgment(qid, docid, line)
+        return None if judgment is None else priced(judgment, batch_prices(self.config))
 
     def preflight(self) -> None:
         """One `GET /models` before the first batch, with a short deadline and no retries: a dead

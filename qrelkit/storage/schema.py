@@ -228,6 +228,15 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # 11: a Batch API submission records where its batch went, as its judge declared it
+    # (`BatchJudge.batch_endpoint`): the endpoint, and the environment variable whose key was sent
+    # there (NULL: a runner on this machine, which is sent nothing). Submissions recorded before have
+    # neither; `qrelkit.jobs.batch_api.submission_endpoint` reads them from their judge options, as
+    # qrelkit did when they were sent.
+    ["ALTER TABLE batch_submissions ADD COLUMN endpoint TEXT", "ALTER TABLE batch_submissions ADD COLUMN key_variable TEXT"]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # The tables of the current schema version as `qrelkit.storage.catalog` reads them from a file's
@@ -266,6 +275,8 @@ CURRENT_TABLES: dict[str, tuple[str, ...]] = {
         "created_at TIMESTAMP DEFAULT current_timestamp",
         "checked_at TIMESTAMP",
         "collected_at TIMESTAMP",
+        "endpoint VARCHAR",
+        "key_variable VARCHAR",
     ),
     "design_pairs": (
         "design VARCHAR",

@@ -7,13 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qrelkit.commands.fields import Request, option, strings
+from qrelkit.commands.fields import Request, declared, option, strings
 from qrelkit.commands.requests.parts import force_option
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import check_seed
 from qrelkit.io.duplicates import on_duplicate
-
-JOB_HELP = "Job YAML: database, collection, pool, judge, template, grading."
 
 
 def _job(value: Any) -> Any:
@@ -21,12 +19,31 @@ def _job(value: Any) -> Any:
     return Path(value) if isinstance(value, str | Path) else value
 
 
-def quiet_option() -> Any:
-    return option("--quiet", "No progress output.", False, api=False)
+@dataclass(frozen=True)
+class JobRequest(Request):
+    """What a command that runs a job's judge is given (`judge`, `probe`): the job, the overrides of
+    its settings, whether a `module:Class` judge may be imported and failed pairs judged again."""
+
+    job: Any = option(
+        "JOB", "Job YAML: database, collection, pool, judge, template, grading.", None, cli=Path | None, parse=_job, argument=True
+    )
+    retry_failed: bool = option("--retry-failed", "Judge failed pairs (parse/model/input errors) again.", False)
+    sets: tuple[str, ...] = option(
+        "--set", "Override a job setting: KEY.PATH=VALUE (YAML value), e.g. judge.options.batch_size=32.", (), parse=strings
+    )
+    allow_import: bool = option("--allow-import", "Allow a `judge.name: module:Class` job to import and run that Python module.", False)
+    quiet: bool = option("--quiet", "No progress output.", False, api=False)
+
+    uses_db = False  # the job names its database
+
+    @property
+    def overrides(self) -> list[str]:
+        """The job overrides the request stands for, validated with the job."""
+        return list(self.sets)
 
 
 @dataclass(frozen=True)
-class JudgeRequest(Request):
+class JudgeRequest(JobRequest):
     """`qrelkit judge JOB.yaml`: judge what the job's pool still lacks (or a --sample of it), then grade
     as the job says. Resumable: running it again judges only what is missing.
 
@@ -38,7 +55,6 @@ class JudgeRequest(Request):
     --workers N` judges on Ray actors (the `ray` extra; see docs/ray.md); this process stays the
     only writer. A sweep job judges every cell, a judge run each (docs/compare.md)."""
 
-    job: Any = option("JOB", JOB_HELP, cli=Path, parse=_job, argument=True)
     limit: int | None = option(
         "--limit", "A cap on this run's calls: the first N pending pairs in pool order (not a sample: see --sample).", None
     )
@@ -61,11 +77,7 @@ class JudgeRequest(Request):
         "or vLLM; a judge run that judged before is estimated from its stored rate unless this is given; 0: no timing).",
         None,
     )
-    retry_failed: bool = option("--retry-failed", "Judge failed pairs (parse/model/input errors) again.", False)
     grade: bool = option("--grade", "Grade into qrels when the job has `grading`.", True, secondary="--no-grade")
-    sets: tuple[str, ...] = option(
-        "--set", "Override a job setting: KEY.PATH=VALUE (YAML value), e.g. judge.options.batch_size=32.", (), parse=strings
-    )
     executor: str | None = option("--executor", "local (one judge in this process) or ray (Ray actors); overrides the job's.", None)
     workers: int | None = option("--workers", "Ray workers, each with its own judge (with --executor ray).", None)
     on_duplicate: str | None = option(
@@ -74,17 +86,16 @@ class JudgeRequest(Request):
         None,
         parse=lambda value: None if value is None else on_duplicate(value).value,
     )
-    allow_import: bool = option("--allow-import", "Allow a `judge.name: module:Class` job to import and run that Python module.", False)
     mode: str | None = option("--mode", "sync (a live request per pair) or batch (the Batch API: half price, within 24 h).", None)
     wait: bool = option("--wait", "Batch mode: check with backoff until every batch is collected.", False)
-    quiet: bool = quiet_option()
 
     use_case = "qrelkit.commands.judge:run"
     document = "qrelkit.commands.documents.judging:judging"
     positional = ("job",)
-    uses_db = False  # the job names its database
 
     def check(self) -> None:
+        if self.job is None:
+            raise QrelkitError("give the job: qrelkit judge JOB.yaml")
         if self.mode is not None and self.mode not in ("sync", "batch"):
             raise QrelkitError(f"--mode {self.mode!r}: choose sync or batch")
         if self.executor is not None and self.executor not in ("local", "ray"):
@@ -112,18 +123,6 @@ class JudgeRequest(Request):
 
 
 # -- grading ------------------------------------------------------------------------------------------
-
-GRADE_FLAGS = {
-    "method": "--method",
-    "quantiles": "--quantiles",
-    "thresholds": "--thresholds",
-    "labels": "--labels",
-    "per_topic": "--per-topic/--global",
-    "ties": "--ties",
-    "map": "--map",
-    "score_from": "--score-from",
-    "name": "--name",
-}
 
 
 def _numbers(flag: str, integer: bool = False) -> Any:
@@ -219,16 +218,21 @@ class GradeRequest(Request):
 
     @property
     def spec(self) -> Any:
-        """The grading flags as the same validated specification a job file gives (and so the same
-        defaults: quantiles per topic, ties by mid-rank); `qrelkit.jobs.grade.GradingSpec`."""
-        from qrelkit.jobs.grade import grading_spec
+        """The grading flags as the same validated specification a job file gives, and so the same
+        defaults (quantiles per topic, ties by mid-rank) and checks: a field named as an option of
+        `qrelkit.jobs.grade.GradingSpec` is that option (its default None: not given), and an error
+        names its flag."""
+        from qrelkit.jobs.grade import GradingSpec, grading_spec
 
-        options: dict[str, Any] = {field: getattr(self, field) for field in GRADE_FLAGS}
-        if self.method is None and options["thresholds"] is not None:
-            options["method"] = "thresholds"  # --thresholds alone means fixed cut points
-        if self.method is None and options["map"] is not None:
-            options["method"] = "map"
-        return grading_spec({k: v for k, v in options.items() if v is not None}, option_names=GRADE_FLAGS)
+        flags = {
+            field.name: "/".join(filter(None, (f.flag, f.secondary)))
+            for field, f in declared(type(self))
+            if field.name in GradingSpec.model_fields
+        }
+        options = {name: getattr(self, name) for name in flags if getattr(self, name) is not None}
+        if self.method is None and ("thresholds" in options or "map" in options):  # --thresholds alone: fixed cut points
+            options["method"] = "map" if "map" in options else "thresholds"
+        return grading_spec(options, option_names=flags)
 
 
 # -- moving judgments in and out -------------------------------------------------------------------
@@ -343,43 +347,47 @@ class DemoRequest(Request):
     uses_db = False
 
 
-def base_url_option() -> Any:
-    return option("--base-url", "The endpoint to ask (default: the openai judge's, https://api.openai.com/v1); never the database's.", None)
+@dataclass(frozen=True)
+class EndpointRequest(Request):
+    """Where `qrelkit batches` sends its requests, and with which key: the command line's endpoint and
+    key variable (checked against where each batch went), never the database's, unless
+    --use-stored-endpoint trusts it."""
 
-
-def key_env_option() -> Any:
-    return option("--api-key-env", "The environment variable holding the key sent there (never the database's).", "OPENAI_API_KEY")
-
-
-def stored_endpoint_option() -> Any:
-    return option(
+    base_url: str | None = option(
+        "--base-url", "The endpoint to ask (default: the openai judge's, https://api.openai.com/v1); never the database's.", None
+    )
+    api_key_env: str = option(
+        "--api-key-env", "The environment variable holding the key sent there (never the database's).", "OPENAI_API_KEY"
+    )
+    use_stored_endpoint: bool = option(
         "--use-stored-endpoint", "Send to the endpoint, with the key variable, stored with each batch (trust this database).", False
     )
 
+    @property
+    def endpoint(self) -> Any:
+        """The command line's endpoint (a `qrelkit.judges.batch_api.BatchEndpoint`); None: each batch's own."""
+        from qrelkit.judges.batch_api import BatchEndpoint
+
+        return None if self.use_stored_endpoint else BatchEndpoint.remote(self.base_url, self.api_key_env)
+
 
 @dataclass(frozen=True)
-class BatchesRequest(Request):
+class BatchesRequest(EndpointRequest):
     """`qrelkit batches [list]`: check every open Batch API submission of --db and collect the finished
     ones into judgments, then list them all."""
 
     check_open: bool = option("--check", "Ask the API about open batches and collect finished ones.", True, secondary="--no-check")
-    base_url: str | None = base_url_option()
-    api_key_env: str = key_env_option()
-    use_stored_endpoint: bool = stored_endpoint_option()
 
     use_case = "qrelkit.commands.batches:run"
     document = "qrelkit.commands.documents.judging:batches"
 
 
 @dataclass(frozen=True)
-class BatchCancelRequest(Request):
+class BatchCancelRequest(EndpointRequest):
     """`qrelkit batches cancel`: cancel a running batch. Its answered requests are kept when it is
     collected; the rest go back to pending (the next run of the job sends them again)."""
 
     batch_id: str = option("BATCH_ID", "The batch id (batch_...) or qrelkit's submission id.", argument=True)
-    base_url: str | None = base_url_option()
-    api_key_env: str = key_env_option()
-    use_stored_endpoint: bool = stored_endpoint_option()
 
     use_case = "qrelkit.commands.batches:run_cancel"
     document = "qrelkit.commands.documents.judging:cancelled"

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from qrelkit.commands.fields import Request, option, strings
-from qrelkit.commands.requests.judging import quiet_option
+from qrelkit.commands.fields import option, strings
+from qrelkit.commands.requests.judging import JobRequest
 from qrelkit.commands.requests.parts import interval_option, resamples_option
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import DEFAULT_PERMUTATIONS, check_resamples, check_seed
@@ -23,7 +22,7 @@ def _grades(value: Any) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class ProbeRequest(Request):
+class ProbeRequest(JobRequest):
     """`qrelkit probe`: can the job's judge be fooled? Judge a sample of the job's pool that the
     reference calls non-relevant as it is and as each probe perturbs it (query terms or an instruction
     injected, padding, truncation, shuffled sentences; text drawn into an image, a blank or noise
@@ -31,13 +30,6 @@ class ProbeRequest(Request):
     with paired intervals over queries and a paired randomisation test (docs/probes.md). Resumable:
     a run killed is run again, and nothing judged is judged twice."""
 
-    job: Path | None = option(
-        "JOB",
-        "Job YAML: its database, collection, pool, judge and template.",
-        None,
-        parse=lambda v: None if v is None else Path(v),
-        argument=True,
-    )
     probes: tuple[str, ...] = option(
         "--probe", "A probe: a built-in id (qrelkit probe --list) or a probe YAML file; repeatable.", (), parse=strings
     )
@@ -70,18 +62,11 @@ class ProbeRequest(Request):
     )
     interval: str = interval_option()
     dry_run: bool = option("--dry-run", "Only count the calls each run would make (and their cost, where a judge estimates it).", False)
-    retry_failed: bool = option("--retry-failed", "Judge failed pairs (parse/model/input errors) again.", False)
-    sets: tuple[str, ...] = option(
-        "--set", "Override a job setting: KEY.PATH=VALUE (YAML value), e.g. judge.options.batch_size=32.", (), parse=strings
-    )
-    allow_import: bool = option("--allow-import", "Allow a `judge.name: module:Class` job to import and run that Python module.", False)
     list_probes: bool = option("--list", "List the built-in probes and what each tests.", False, api=False)
-    quiet: bool = quiet_option()
 
     use_case = "qrelkit.commands.probe:run"
     document = "qrelkit.commands.documents.probe:probe"
     positional = ("job", "probes")
-    uses_db = False  # the job names its database
 
     def check(self) -> None:
         if self.list_probes:
