@@ -167,8 +167,8 @@ def _alike(segment: list[tuple[int, str]], printed: list[tuple[int, str]], at: i
 def regenerate(shown: list[str], printed_text: str) -> list[str]:
     """The shown block rewritten from what was printed: the whole output when the page elides
     nothing (or a segment has no like lines), else each segment's lines taken again from where its
-    lines' words best match, elision lines kept. A line equal to the page's up to the masks keeps
-    the page's text (its readable path, its measured time, its note)."""
+    lines' words best match, elision lines kept. A line equal to the page's but for a path keeps the
+    page's text (its readable path, its note)."""
     printed_lines = [line.rstrip() for line in printed_text.rstrip("\n").splitlines()]
     if not any(is_elision(line) for line in shown):
         return _keep_equal(shown, printed_lines)
@@ -184,17 +184,17 @@ def regenerate(shown: list[str], printed_text: str) -> list[str]:
         for offset, (index, _) in enumerate(segment):
             if best + offset < len(kept):
                 new = printed_lines[kept[best + offset][0]]
-                fresh[index] = shown[index] if _key(mask(ANNOTATION.sub("", shown[index]))) == _key(mask(new)) else new
+                fresh[index] = shown[index] if _key(shown[index]) == _key(new) else new
         position = best + len(segment)
     return [fresh.get(i, line) for i, line in enumerate(shown) if i in fresh or not line.strip() or is_elision(line)]
 
 
 def _keep_equal(shown: list[str], printed: list[str]) -> list[str]:
     """``printed``, where a line equal to one of ``shown`` up to the masks keeps the shown text."""
-    bare = [mask(ANNOTATION.sub("", line).rstrip()) for line in shown]
-    fresh = [mask(line) for line in printed]
+    bare = [_key(line) for line in shown]
+    fresh = [_key(line) for line in printed]
     out = list(printed)
-    matcher = difflib.SequenceMatcher(a=[_key(b) for b in bare], b=[_key(f) for f in fresh], autojunk=False)
+    matcher = difflib.SequenceMatcher(a=bare, b=fresh, autojunk=False)
     for tag, a0, a1, b0, _ in matcher.get_opcodes():
         if tag == "equal":
             for k in range(a1 - a0):
@@ -203,8 +203,10 @@ def _keep_equal(shown: list[str], printed: list[str]) -> list[str]:
 
 
 def _key(line: str) -> str:
-    """A line as --update compares it with the page's: masked, spaces collapsed."""
-    return re.sub(r"\s+", " ", line).strip()
+    """A line as --update compares it with the page's: its note cut, its paths masked (a time or a
+    rate is taken as printed, so a block's figures agree), spaces collapsed."""
+    path_mask, path = MASKS[0]
+    return re.sub(r"\s+", " ", path.sub(path_mask, ANNOTATION.sub("", line))).strip()
 
 
 # -- JSON --
@@ -303,16 +305,24 @@ def rewritten_json(shown: Any, printed: Any) -> Any:
 
 
 def dump_json(value: Any, indent: int = 0, width: int = 110) -> str:
-    """JSON laid out as the pages do: a value on one line when it fits, else one key a line."""
+    """JSON laid out as the pages do: a value on one line when it fits, else its items packed into
+    lines of at most ``width`` characters, an item too long for one line laid out the same way."""
     flat = json.dumps(value, ensure_ascii=False)
     if len(flat) + indent <= width or not isinstance(value, dict | list) or not value:
         return flat
-    pad = " " * (indent + 1)
     if isinstance(value, dict):
-        items = [f"{pad}{json.dumps(k, ensure_ascii=False)}: {dump_json(v, indent + 1, width)}" for k, v in value.items()]
-        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
-    items = [pad + dump_json(v, indent + 1, width) for v in value]
-    return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
+        keys = [json.dumps(k, ensure_ascii=False) + ": " for k in value]
+        items = [key + dump_json(v, indent + 1 + len(key), width) for key, v in zip(keys, value.values())]
+    else:
+        items = [dump_json(v, indent + 1, width) for v in value]
+    lines: list[str] = []
+    for item in items:
+        if lines and "\n" not in item and "\n" not in lines[-1] and indent + 1 + len(lines[-1]) + 2 + len(item) <= width:
+            lines[-1] += ", " + item
+        else:
+            lines.append(item)
+    opener, closer = ("{", "}") if isinstance(value, dict) else ("[", "]")
+    return opener + (",\n" + " " * (indent + 1)).join(lines) + closer
 
 
 # -- numbers quoted in prose --

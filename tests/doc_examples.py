@@ -58,8 +58,8 @@ How it compares (tests/doc_compare.py)
 - A failure names the page, the example and the first shown line that differs, beside the printed one.
 
 --update reruns the examples and rewrites each shown block that differs from what was printed, keeping
-the page's elisions, and a line equal to the page's up to the masks as the page has it (its readable
-path, its measured time, its note); printed paths under the example's folder or the data folder are
+the page's elisions, and a line that differs from the page's only in a path as the page has it (its
+readable path, its note); printed paths under the example's folder or the data folder are
 written as `/home/you/qrelkit/...`, `$D/...`, `$E/...`. Quotes are not rewritten: a quote that fails
 is reported, and the sentence is fixed by hand from the printed output.
 """
@@ -72,6 +72,7 @@ import contextlib
 import io
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -149,6 +150,24 @@ class Session:
                         raise RuntimeError(f"could not fetch {name} from {shared_data()}: {done.stdout[-2000:]}{done.stderr[-2000:]}")
         return self._data
 
+    def shared_run(self, name: str) -> tuple[str, Path]:
+        """What the example marked `shared NAME` printed, and its folder: run once a session (and, in
+        a --keep folder, once across sessions: taken again from there while its code is the same)."""
+        if name not in self.shared:
+            example = next((e for page in pages(ROOT) for e in page.examples if e.marker("shared") == name), None)
+            if example is None:
+                raise ValueError(f"no example of the docs is marked `shared {name}`")
+            folder = self.base / f"shared-{name}"
+            saved = folder / ".doctest-printed"
+            if saved.is_file() and saved.read_text(encoding="utf-8").startswith(example.code):
+                printed = saved.read_text(encoding="utf-8")[len(example.code) :]
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+                printed, _ = run_shell(example.code, fresh_folder(folder), self.environment(folder))
+                saved.write_text(example.code + printed, encoding="utf-8")
+            self.shared[name] = (printed, folder)
+        return self.shared[name]
+
     def tools(self) -> Path:
         folder = self.base / "bin"
         if not folder.is_dir():
@@ -174,6 +193,24 @@ class Session:
             "D": str(data / "trec-dl-2019"),
             "E": str(data / "extrapolate-eval"),
         }
+
+
+def run_shell(code: str, folder: Path, env: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """A command block run by bash in ``folder``: what it printed (stdout and stderr in one stream)
+    and the variables it left set."""
+    state = folder / ".doctest-state"
+    script = f"set -ea\ncd {shlex.quote(str(folder))}\n{code}\nenv -0 > {shlex.quote(str(state))}\n"
+    done = subprocess.run(["bash", "-c", script], cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=3600)
+    printed = done.stdout.decode("utf-8", "replace")
+    if done.returncode:
+        raise RuntimeError(f"exit code {done.returncode}; it printed:\n{printed[-4000:]}")
+    variables = {}
+    for item in state.read_bytes().split(b"\0"):
+        key, _, value = item.decode("utf-8", "replace").partition("=")
+        if key and key not in ("PWD", "OLDPWD", "SHLVL", "_") and key.isidentifier():
+            variables[key] = value
+    state.unlink()
+    return printed, variables
 
 
 def fresh_folder(folder: Path) -> Path:
@@ -239,13 +276,13 @@ class PageRun:
                 self._copy_shared(uses)
             shared = example.marker("shared")
             if shared:
-                printed = self._shared_run(shared, example)
+                printed = self._shared_run(shared)
             elif example.kind == "python":
                 if "notebook" not in self.page.settings:
                     self.namespace = {"__name__": "__main__"}
                 printed = self._python(example)
             else:
-                printed = self._shell(example.code, self.folder)
+                printed = self._shell(example.code)
             return Outcome(printed=self._readable(printed))
         except Skip as skip:
             return Outcome(skipped=str(skip))
@@ -268,25 +305,14 @@ class PageRun:
                     if not target.name.startswith("."):
                         (self.folder / target.name).symlink_to(target)
 
-    def _shell(self, code: str, folder: Path, env: dict[str, str] | None = None) -> str:
-        env = dict(env or self.env)
-        state = folder / ".doctest-state"
-        script = f"set -ea\ncd {folder}\n{code}\nenv -0 > {state}\n"
-        done = subprocess.run(["bash", "-c", script], cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=3600)
-        printed = done.stdout.decode("utf-8", "replace")
-        if done.returncode:
-            raise RuntimeError(f"exit code {done.returncode}; it printed:\n{printed[-4000:]}")
-        if env is self.env or folder == self.folder:
-            for item in state.read_bytes().split(b"\0"):
-                key, _, value = item.decode("utf-8", "replace").partition("=")
-                if key and key not in ("PWD", "OLDPWD", "SHLVL", "_") and key.isidentifier():
-                    self.env[key] = value
-            state.unlink()
+    def _shell(self, code: str) -> str:
+        printed, variables = run_shell(code, self.folder, self.env)
+        self.env.update(variables)
         return printed
 
     def shell(self, code: str) -> str:
         """A shell command run in this page's folder, in its shell state; what it printed."""
-        return self._readable(self._shell(code, self.folder))
+        return self._readable(self._shell(code))
 
     def _python(self, example: Example) -> str:
         tree = ast.parse(example.code)
@@ -308,26 +334,14 @@ class PageRun:
             os.environ.update(saved_env)
         return out.getvalue()
 
-    def _shared_run(self, name: str, example: Example) -> str:
-        """The example run once a session, in a folder of its own (kept, with what it printed, in a
-        --keep folder, and taken from there again); its files copied here."""
-        if name not in self.session.shared:
-            folder = self.session.base / f"shared-{name}"
-            saved = folder / ".doctest-printed"
-            if saved.is_file() and saved.read_text(encoding="utf-8").startswith(example.code):
-                printed = saved.read_text(encoding="utf-8")[len(example.code) :]
-            else:
-                shutil.rmtree(folder, ignore_errors=True)
-                printed = self._shell(example.code, fresh_folder(folder), self.session.environment(folder))
-                saved.write_text(example.code + printed, encoding="utf-8")
-            self.session.shared[name] = (printed, folder)
+    def _shared_run(self, name: str) -> str:
+        """What the shared run printed, as if here; its files copied here."""
+        printed, folder = self.session.shared_run(name)
         self._copy_shared(name)
-        return self.session.shared[name][0].replace(str(self.session.shared[name][1]), str(self.folder))
+        return printed.replace(str(folder), str(self.folder))
 
     def _copy_shared(self, name: str) -> None:
-        if name not in self.session.shared:
-            raise Skip(f"the shared run {name!r} has not run (the page that runs it is not selected, or it was skipped)")
-        source = self.session.shared[name][1]
+        _, source = self.session.shared_run(name)
         for path in source.iterdir():
             if path.is_file() and not path.name.startswith(".") and not (self.folder / path.name).exists():
                 shutil.copy2(path, self.folder / path.name)
@@ -362,7 +376,7 @@ class PageRun:
         if not source.startswith(":"):
             raise ValueError(f"{self.page.name}: a quote's source is 'above' or ': COMMAND', not {source!r}")
         self.outcome(after)
-        return self._shell(source[1:].strip(), self.folder)
+        return self._shell(source[1:].strip())
 
 
 BLOCK_TAGS = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "section", "table", "ul", "ol", "figure", "details", "summary"}

@@ -7,7 +7,7 @@ import json
 
 import pytest
 from doc_blocks import read_page
-from doc_compare import align, mask, matching_node, numbers, regenerate, rewritten_json, unquoted
+from doc_compare import align, dump_json, mask, matching_node, numbers, regenerate, rewritten_json, unquoted
 
 PRINTED = """umbrela-gpt4o ranks 37 runs with Kendall τ-b 0.916 [0.795, 1.000] on nDCG@10.
 model qrels: the file /tmp/pytest-7/data/trec-dl-2019/umbrela-gpt4o.qrels
@@ -69,13 +69,15 @@ def test_a_trailing_note_on_a_shown_line_is_the_pages_own():
     assert align(shown.splitlines(), PRINTED)[1] == []
 
 
-def test_update_writes_what_was_printed_keeping_the_pages_elisions_paths_and_times():
+def test_update_writes_what_was_printed_keeping_the_pages_elisions_paths_and_notes():
     shown = [
         "umbrela-gpt4o ranks 37 runs with Kendall τ-b 0.900 [0.795, 1.000] on nDCG@10.",
         "…",
         "judged 9260 pairs in 99s (1/s): ok 9260",
     ]
-    assert regenerate(shown, PRINTED) == [PRINTED.splitlines()[0], "…", "judged 9260 pairs in 99s (1/s): ok 9260"]
+    assert regenerate(shown, PRINTED) == [PRINTED.splitlines()[0], "…", PRINTED.splitlines()[-1]]
+    kept = ["…", "model qrels: the file $D/umbrela-gpt4o.qrels      … where `data fetch` put it", "…"]
+    assert regenerate(kept, PRINTED) == kept
     assert regenerate(["old layout │ 0.5790 │"], PRINTED) == PRINTED.rstrip("\n").splitlines()
 
 
@@ -165,3 +167,10 @@ def test_an_unknown_marker_is_an_error_naming_its_line(tmp_path):
     (tmp_path / "page.md").write_text("<!-- doctest: skipp typo -->\n", encoding="utf-8")
     with pytest.raises(ValueError, match="page.md:1: an unknown doctest marker"):
         read_page(tmp_path / "page.md", tmp_path)
+
+
+def test_a_rewritten_excerpt_is_laid_out_as_the_pages_lay_json_out():
+    value = {"embedder": "minilm", "runs": {"a": {"FD@10": 0.5499, "n_ret": 430} | {f"k{i}": i for i in range(12)}}, "warnings": []}
+    text = dump_json(value, width=60)
+    assert json.loads(text) == value and max(map(len, text.splitlines())) <= 60
+    assert text.startswith('{"embedder": "minilm",') and dump_json({"n": 1}) == '{"n": 1}'

@@ -9,27 +9,31 @@ from doc_compare import json_in
 from doc_examples import ROOT, PageRun, Session, problems, quote_problems, shared_data
 
 PAGES = pages(ROOT)
-EXAMPLES = [
-    pytest.param(page.name, example.number, id=example.id, marks=_marks)
-    for page in PAGES
-    for example in page.examples
-    for _marks in [[pytest.mark.slow] if example.marker("slow") is not None or example.marker("shared") is not None else []]
-]
+
+
+def _marks(example) -> list:
+    return [pytest.mark.slow] if example.marker("slow") is not None or example.marker("shared") is not None else []
+
+
+EXAMPLES = [pytest.param(page.name, example.number, id=example.id, marks=_marks(example)) for page in PAGES for example in page.examples]
+
+
+class _Runs(dict):
+    """A page's run, made on its first test."""
+
+    def __init__(self, session: Session):
+        super().__init__()
+        self.session = session
+
+    def __missing__(self, name: str) -> PageRun:
+        self[name] = PageRun(next(p for p in PAGES if p.name == name), self.session)
+        return self[name]
 
 
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory) -> dict[str, PageRun]:
-    """One folder a page, made on first use; the session's data folder and shared runs."""
-    session = Session(tmp_path_factory.mktemp("doc-examples"))
-    made: dict[str, PageRun] = {}
-
-    class Runs(dict):
-        def __missing__(self, name: str) -> PageRun:
-            made[name] = PageRun(next(p for p in PAGES if p.name == name), session)
-            self[name] = made[name]
-            return made[name]
-
-    return Runs()
+    """One folder a page; the session's data folder and shared runs."""
+    return _Runs(Session(tmp_path_factory.mktemp("doc-examples")))
 
 
 @pytest.mark.parametrize(("page", "number"), EXAMPLES)
