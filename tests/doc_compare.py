@@ -134,7 +134,7 @@ def _run_length(segment: list[tuple[int, str]], printed: list[tuple[int, str]], 
     return count
 
 
-def align(shown: list[str], printed_text: str) -> tuple[list[tuple[list[tuple[int, str]], int]], list[str]]:
+def align(shown: list[str], printed_text: str, first: int = 0) -> tuple[list[tuple[list[tuple[int, str]], int]], list[str]]:
     """Each segment of the shown lines with the index (in the printed non-blank lines) where it
     matches, and the problems: a shown line with no printed counterpart, or printed lines the page
     does not show and does not elide."""
@@ -151,7 +151,8 @@ def align(shown: list[str], printed_text: str) -> tuple[list[tuple[list[tuple[in
         if matched < len(segment):
             index, line = segment[matched]
             there = printed[best + matched][1] if best + matched < len(printed) else "(nothing more)"
-            problems.append(f"line {index + 1} of the block: the page shows\n    {line}\n  the program printed\n    {there}")
+            where = f"line {first + index + 1} of the page" if first else f"line {index + 1} of the block"
+            problems.append(f"{where}: the page shows\n    {line}\n  the program printed\n    {there}")
             return placed, problems
         position = best + matched
     if parts and not closes and position < len(printed):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from doc_blocks import pages
 from doc_compare import json_in
-from doc_examples import ROOT, PageRun, Session, problems, quote_problems, shared_data
+from doc_examples import problems, quote_problems
+from doc_runner import ROOT, PageRun, Session, shared_data
 
 PAGES = pages(ROOT)
 
