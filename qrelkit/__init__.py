@@ -41,6 +41,9 @@ _API = {
     "judgments": ("qrelkit.api", "judgments"),
     "probe": ("qrelkit.api", "probe"),  # gullibility probes of a job's judge (docs/probes.md)
     "data_path": ("qrelkit.api", "data_path"),
+    "estimate": ("qrelkit.api", "estimate"),  # runs' measures from a judge and a designed human sample (docs/human-budget.md)
+    "assess_plan": ("qrelkit.api", "assess_plan"),
+    "assess_load": ("qrelkit.api", "assess_load"),
     "Store": ("qrelkit.storage.brief", "BriefStore"),
     # reading the field's formats
     "read_run": ("qrelkit.io", "read_run"),

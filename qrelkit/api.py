@@ -22,6 +22,9 @@ from qrelkit.commands.fields import Request
 from qrelkit.commands.workspace import execute
 
 DB = inspect.Parameter("db", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | Path | None")
+# How long work shows its progress (`qrelkit.report.progress.api_progress`): False none, True at once,
+# a tqdm-like callable (tqdm.auto.tqdm) to drive; None (the default) for work over a few seconds.
+PROGRESS = inspect.Parameter("progress", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="bool | Callable | None")
 
 
 def _parameters(request_cls: type[Request]) -> list[inspect.Parameter]:
@@ -44,7 +47,7 @@ def _parameters(request_cls: type[Request]) -> list[inspect.Parameter]:
         out.insert(at, DB.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD, default=inspect.Parameter.empty))
     elif request_cls.uses_db:
         out.append(DB)
-    return out
+    return [*out, PROGRESS]
 
 
 def use_case(name: str, request_cls: type[Request]) -> Callable[..., Any]:
@@ -52,9 +55,12 @@ def use_case(name: str, request_cls: type[Request]) -> Callable[..., Any]:
     signature = inspect.Signature(_parameters(request_cls))
 
     def call(*args: Any, **kwargs: Any) -> Any:
+        from qrelkit.report.progress import api_progress
+
         given = signature.bind(*args, **kwargs).arguments
         db = given.pop("db", None)
-        return execute(request_cls(**given), db)
+        progress = api_progress(given.pop("progress", None))
+        return execute(request_cls(**given), db, progress=progress)
 
     call.__signature__ = signature  # type: ignore[attr-defined]
     call.__name__ = call.__qualname__ = name
@@ -76,3 +82,6 @@ judge = use_case("judge", requests.JudgeRequest)
 judgments = use_case("judgments", requests.JudgmentsRequest)
 probe = use_case("probe", requests.ProbeRequest)
 data_path = use_case("data_path", requests.DataPathRequest)
+estimate = use_case("estimate", requests.EstimateRequest)
+assess_plan = use_case("assess_plan", requests.AssessPlanRequest)
+assess_load = use_case("assess_load", requests.AssessLoadRequest)

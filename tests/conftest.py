@@ -27,6 +27,15 @@ DL19 = SHARED_DATA / "trec-dl-2019"
 EXTRAPOLATE_EVAL = SHARED_DATA / "extrapolate-eval"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def cache_folder(tmp_path_factory) -> Path:
+    """qrelkit's cache folder (`fd`'s embeddings without a database) in the tests' own tmp, never the
+    user's ~/.cache; qrelkit processes the tests start inherit it."""
+    folder = tmp_path_factory.mktemp("qrelkit-cache")
+    os.environ["QRELKIT_CACHE"] = str(folder)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def dl19() -> Path:
     """Path to TREC DL 2019 passage data; the test is skipped when ../shared/data is absent."""

@@ -58,7 +58,7 @@ def serve(handler: type[BaseHTTPRequestHandler]) -> tuple[ThreadingHTTPServer, t
 @dataclass
 class Reply:
     status: int = 200
-    body: Any = None  # None: a completion; str: sent as it is; dict: as JSON
+    body: Any = None  # None: a completion; str or bytes: sent as it is; dict: as JSON
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds before answering: longer than the client's timeout is a hang
     before: Callable[[], None] | None = None  # run first, e.g. send SIGTERM to the test process
@@ -166,6 +166,8 @@ class FakeOpenAI:
                     return
                 if reply.body is None:
                     payload = json.dumps(completion(request.body, request.marker, reply)).encode()
+                elif isinstance(reply.body, bytes):  # sent as they are (a compressed body, with its Content-Encoding header)
+                    payload = reply.body
                 elif isinstance(reply.body, str):
                     payload = reply.body.encode()
                 else:

@@ -45,3 +45,34 @@ class LengthJudge(BaseJudge):
     def judge(self, batch):
         LengthJudge.asked.extend(pair.key for pair in batch)
         return [Judgment(*pair.key, "ok", score=float(len(pair.document.text or "")), raw_output=pair.document.text) for pair in batch]
+
+
+class FailingJudge(BaseJudge):
+    """Fails every pair with the same server error: a broken judge."""
+
+    name = "failing"
+    Config = JudgeConfig
+    needs_template = False
+
+    def judge(self, batch):
+        return [Judgment(*pair.key, "model_error", error="HTTP 500 from the stand-in server") for pair in batch]
+
+
+class ImageBytesJudge(BaseJudge):
+    """Scores an image document by the size of its file (no model): enough to put image probes' copies to a judge."""
+
+    name = "image-bytes"
+    Config = JudgeConfig
+    needs_template = False
+
+    def judge(self, batch):
+        from pathlib import Path
+
+        out = []
+        for pair in batch:
+            path = pair.document.image_path
+            if path is None or not Path(path).is_file():
+                out.append(Judgment(*pair.key, "input_error", error=f"no image at {path}"))
+            else:
+                out.append(Judgment(*pair.key, "ok", score=float(Path(path).stat().st_size), raw_output=str(path)))
+        return out

@@ -5,6 +5,7 @@ orientation) or PNG."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -50,3 +51,22 @@ def photo_jpegs(folder: Path, count: int, *, low: int = 120, high: int = 420, se
     return list(
         write(folder, {f"{i:04d}.jpg": encoded(photo(int(w), int(h), seed + i), quality=90) for i, (w, h) in enumerate(sizes)}).values()
     )
+
+
+def image_collection(folder: Path, sizes: dict[str, tuple[int, int]], judge: str = "hostile_judges:ImageBytesJudge") -> Path:
+    """Images of the given sizes (one colour each: small files whatever their size), one topic, every
+    image judged non-relevant by the reference; a job judging them with ``judge``."""
+    (folder / "images").mkdir()
+    for number, (docid, size) in enumerate(sizes.items()):
+        Image.new("RGB", size, (40 * number, 90, 200)).save(folder / "images" / f"{docid}.png")
+    (folder / "topics.jsonl").write_text(json.dumps({"qid": "t1", "text": "a red bridge"}) + "\n")
+    (folder / "images.jsonl").write_text("".join(json.dumps({"docid": d, "image": f"{d}.png"}) + "\n" for d in sizes))
+    (folder / "qrels.txt").write_text("".join(f"t1 0 {d} 0\n" for d in sizes))
+    job = {
+        "database": "images.duckdb",
+        "collection": {"topics": "topics.jsonl", "documents": "images.jsonl", "image_root": "images", "qrels": {"ref": "qrels.txt"}},
+        "pool": {"qrels": "ref"},
+        "judge": {"name": judge},
+    }
+    (folder / "job.yaml").write_text(json.dumps(job))
+    return folder / "job.yaml"

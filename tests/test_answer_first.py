@@ -98,10 +98,12 @@ def difference(estimate: float, low: float, high: float, p: float, statistic: st
     return PairedDifference("a", "b", statistic, "nDCG@10" if statistic != "cohen_kappa" else None, estimate, interval, p, 43, 1000)
 
 
-def fake_result(differences: list[PairedDifference], sample: dict | None = None, shared: int = 9260) -> SimpleNamespace:
-    """A comparison as `report.verdict` reads it (by field), for cases real data gives rarely."""
+def fake_result(
+    differences: list[PairedDifference], sample: dict | None = None, shared: int = 9260, restricted: bool = False
+) -> SimpleNamespace:
+    """A comparison as its document reads it (by field), for cases real data gives rarely."""
     labels = SimpleNamespace(reference_pairs=9260, shared_pairs=shared)
-    audit = SimpleNamespace(labels=labels, maps=GradeMaps())
+    audit = SimpleNamespace(labels=labels, maps=GradeMaps(), coverage=SimpleNamespace(restricted=restricted))
     comparison = SimpleNamespace(
         differences=differences, level=0.95, reference_name="nist", judges=["a", "b"], audits={"a": audit, "b": audit}
     )
@@ -131,6 +133,9 @@ def test_a_comparison_of_samples_says_so():
     sample = {"pairs": 600, "topics": 43, "seed": 0, "pool_pairs": 9260, "pool_topics": 43}
     lines = sample_lines(fake_result([], sample=sample))
     assert lines[0].startswith("a judged a sample of 600 pairs over 43 topics (seed 0, from a pool of 9260 pairs over 43 topics)")
+    assert lines[0].endswith("its κ is on those pairs and its τ on runs scored by them alone")
+    cut = sample_lines(fake_result([], sample=sample, restricted=True))[0]
+    assert cut.endswith("its κ is on those pairs and its τ too, against the reference cut to them")
     assert sample_lines(fake_result([], shared=600))[0].startswith("a shares 600 of the reference's 9,260 pairs")
 
 

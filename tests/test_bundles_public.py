@@ -185,7 +185,7 @@ def test_atomic_2023_from_a_local_mirror_then_its_configs_dry_run_on_the_fetched
     assert (folder / "pooled-images.txt").read_text() == "i1\ni2\ni3\n"
     assert "images: 2 wanted, 0 already here, 2 fetched, 0 failed; 2 of 3 pooled images (--max-images)" in done.stdout
     assert (folder / "images.jsonl").read_text() == '{"docid": "i1", "image": "images/i1.png"}\n{"docid": "i2", "image": "images/i2.png"}\n'
-    assert done.stdout.strip().endswith("19 of 19 files (0 verified against the manifest, 19 unverified, their sha256 recorded)")
+    assert done.stdout.splitlines()[0].endswith("19 of 19 files (0 verified against the manifest, 19 unverified, their sha256 recorded)")
     env = {**os.environ, "QRELKIT_DATA": str(data)}
     for config in sorted((ROOT / "configs").glob("atomic-*.yaml")):
         dry = subprocess.run(

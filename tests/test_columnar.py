@@ -49,9 +49,10 @@ def test_scores_are_ascii_numbers_finite_as_float32(tmp_path, score, expected):
 
 def test_numbers_trec_eval_reads_are_accepted(tmp_path):
     path = write(tmp_path, "ok.run", "q1 Q0 a +5 +.5e-3 t\nq1 Q0 b -3 5. t\nq1 Q0 c 9223372036854775807 1e-50 t\nq1 Q0 d 0 3.4e38 t\n")
-    table = read_run(path).table
-    assert table.column("rank").to_pylist() == [5, -3, 2**63 - 1, 0]
-    assert table.column("score").to_pylist() == [pytest.approx(5e-4), 5.0, 0.0, pytest.approx(3.4e38, rel=1e-7)]
+    run = read_run(path)
+    assert run.table.column("rank").to_pylist() == [5, -3, 2**63 - 1, 0]
+    assert run.table.column("score").to_pylist() == [5e-4, 5.0, 1e-50, 3.4e38]  # as written
+    assert run.scores32().tolist() == [pytest.approx(5e-4), 5.0, 0.0, pytest.approx(3.4e38, rel=1e-7)]  # as trec_eval ranks them
 
 
 @pytest.mark.parametrize(("grade", "ok"), [("-1", True), ("+2", True), ("0x1", False), ("2.0", False), ("99999999999999999999", False)])
@@ -87,8 +88,8 @@ SEPARATORS = {
 @pytest.mark.parametrize("content", SEPARATORS.values(), ids=SEPARATORS.keys())
 def test_any_whitespace_separates_columns_on_either_route(tmp_path, content):
     path = write(tmp_path, "ws.run", content)
-    expected, tags = read_run_lines(path)
-    table, fast_tags = columnar.read_run_table(path)
+    expected, tags, _ = read_run_lines(path)
+    table, fast_tags, _ = columnar.read_run_table(path)
     assert table.equals(expected) and fast_tags == tags == ["tag"]
     assert table.num_rows == 2
 
@@ -96,13 +97,41 @@ def test_any_whitespace_separates_columns_on_either_route(tmp_path, content):
 @pytest.mark.parametrize("content", [SEPARATORS["tabs"], SEPARATORS["crlf"], RUN_OK])
 def test_common_layouts_stay_on_the_fast_route(tmp_path, content):
     path = write(tmp_path, "fast.run", content)
-    table, _ = columnar._fast_run(path, OnDuplicate.error)  # raises _Fallback if it would hand over
+    table = columnar._fast_run(path, OnDuplicate.error).table  # raises _Fallback if it would hand over
     assert table.num_rows == 2
 
 
-def test_a_lone_carriage_return_separates_columns_as_in_the_line_reader(tmp_path):
+def test_a_lone_carriage_return_separates_columns_as_in_the_line_reader_and_trec_eval(tmp_path):
+    # trec_eval splits on isspace, so this is one line of 12 columns: it reads the first 6 and skips the rest
     path = write(tmp_path, "cr.run", "q1 Q0 d1 1 2.5 tag\rq1 Q0 d2 2 1.5 tag\n")
-    assert f"{path}:1: expected 6 columns `qid Q0 docid rank score tag`, found 12" in error_of(lambda: read_run(path))
+    run = read_run(path)
+    assert run.table.column("docid").to_pylist() == ["d1"]
+    assert run.notes == (f"{path}: 1 line with more than 6 columns (the first: line 1; up to 12): {IGNORED}",)
+
+
+IGNORED = "what follows the 6th column (the tag) is ignored, as trec_eval ignores it"
+
+
+def test_columns_after_the_tag_are_ignored_with_a_note_naming_the_lines(tmp_path):
+    path = write(tmp_path, "long.run", "q1 Q0 d1 1 2.5 tag junk\nq1 Q0 d2 2 1.5 tag\nq1 Q0 d3 3 0.5 tag more junk here\n")
+    table, tags, notes = columnar.read_run_table(path)
+    assert table.column("docid").to_pylist() == ["d1", "d2", "d3"] and tags == ["tag"]
+    assert notes == (f"{path}: 2 lines with more than 6 columns (the first: line 1; up to 9): {IGNORED}",)
+    assert columnar.read_run_table(write(tmp_path, "six.run", RUN_OK)).notes == ()
+
+
+def test_qrels_comment_lines_are_skipped_on_either_route_as_trec_eval_10_reads_them(tmp_path):
+    content = "# judged by NIST\nq1 0 d1 1\n#second comment, right after a judgment\n# and a third: 4 columns\nq1 0 d2 0\n"
+    path = write(tmp_path, "c.qrels", content)
+    table = columnar.read_qrels_table(path)
+    assert table.equals(read_qrels_lines(path))
+    assert table.column("docid").to_pylist() == ["d1", "d2"] and table.column("grade").to_pylist() == [1, 0]
+
+
+def test_a_hash_not_in_the_first_column_is_no_comment(tmp_path):
+    # trec_eval 10.0 looks for '#' in the line's first column only
+    path = write(tmp_path, "c.qrels", "q1 0 d1 1\n  # x y z\n")
+    assert f"{path}:2: grade (column 4) must be an integer, found 'z'" in error_of(lambda: read_qrels(path))
 
 
 def test_gzip_is_read_in_blocks_with_lines_numbered_across_them(tmp_path, monkeypatch):
@@ -111,7 +140,7 @@ def test_gzip_is_read_in_blocks_with_lines_numbered_across_them(tmp_path, monkey
     path = tmp_path / "big.run.gz"
     path.write_bytes(gzip.compress(body.encode()))
     run = read_run(path)
-    assert len(run) == 300 and run.table.equals(read_run_lines(path)[0])
+    assert len(run) == 300 and run.table.equals(read_run_lines(path).table)
     bad = tmp_path / "bad.run.gz"
     bad.write_bytes(gzip.compress((body + "q5 Q0 doc5 1 2.0 tag\n").encode()))
     assert f"{bad}:301: duplicate run entry for qid 'q5', docid 'doc5' (first on line 6)" in error_of(lambda: read_run(bad))
@@ -131,9 +160,10 @@ SPACES = st.sampled_from([" "] * 4 + ["  ", "\t", "\r", "\x0c", "\x1c", "\u00a0"
 
 
 @st.composite
-def files(draw, kinds: str):
+def files(draw, kinds: str, comments: bool = False):
     """Lines of the right kinds of token (``kinds``: w = word, i = integer, n = number), with
-    now and then a bad token, a column too many or too few, or an odd separator."""
+    now and then a bad token, a column too many or too few, or an odd separator; with
+    ``comments``, now and then a `#` at the start of a line (a qrels comment)."""
     out = []
     for _ in range(draw(st.integers(0, 10))):
         tokens = [draw({"w": WORDS, "i": INTEGERS, "n": NUMBERS}[kind]) for kind in kinds]
@@ -147,7 +177,8 @@ def files(draw, kinds: str):
         line = tokens[0] if tokens else ""
         for token in tokens[1:]:
             line += draw(SPACES) + token
-        out.append(draw(st.sampled_from(["", "", " ", "\t"])) + line + draw(st.sampled_from(["", "", " ", "\r"])))
+        start = draw(st.sampled_from(["", "", " ", "\t", "#", "# "] if comments else ["", "", " ", "\t"]))
+        out.append(start + line + draw(st.sampled_from(["", "", " ", "\r"])))
     return "\n".join(out) + draw(st.sampled_from(["", "\n"]))
 
 
@@ -159,7 +190,7 @@ def same_outcome(fast, slow) -> None:
         return
     got = fast()
     if isinstance(expected, tuple):
-        assert got[0].equals(expected[0]) and got[1] == expected[1]
+        assert got.table.equals(expected.table) and got.tags == expected.tags and got.notes == expected.notes
     else:
         assert got.equals(expected)
 
@@ -176,7 +207,8 @@ def test_run_columns_equal_the_line_readers(tmp_path, content, policy):
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(content=files("wwwi"), policy=st.sampled_from(list(OnDuplicate)))
+@given(content=files("wwwi", comments=True), policy=st.sampled_from(list(OnDuplicate)))
+@example(content="#c\n#d e f g\nq1 0 d1 1\n", policy=OnDuplicate.error)  # comments in a row (trec_eval 10.0 reads the second)
 def test_qrels_columns_equal_the_line_readers(tmp_path, content, policy):
     path = write(tmp_path, "h.qrels", content)
     same_outcome(lambda: columnar.read_qrels_table(path, policy), lambda: read_qrels_lines(path, policy))

@@ -66,8 +66,9 @@ def test_fd_json_ranks_the_good_run_first_with_intervals(tmp_path):
     assert cached > 0
     again = fd_json(*args, "--workers", "2")
     # cached vectors, same seed: the same numbers, also with the bootstrap in two worker processes
-    # (the first call was small enough to stay in-process)
-    assert_same_numbers(again, payload)
+    # (the first call was small enough to stay in-process); every vector reused, none embedded again
+    assert (again["embedding"]["reused"], again["embedding"]["embedded"]) == (payload["embedding"]["embedded"], 0)
+    assert_same_numbers({**again, "embedding": None}, {**payload, "embedding": None})
     with Store(cache) as store:
         assert count_embeddings(store) == cached
 

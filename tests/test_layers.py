@@ -24,7 +24,7 @@ FORBIDDEN = {
     "commands": {"cli"},
 }
 # A judge backend may use these shared judge modules, and no other backend.
-JUDGE_SHARED = {"base", "registry", "scoring", "chat", "http", "batch_api", "vllm_batch"}
+JUDGE_SHARED = {"base", "registry", "scoring", "chat", "http", "bodies", "batch_api", "vllm_batch", "startup"}
 # The one backend that builds on another, and why: the `vllm` judge's `mode: batch` sends vLLM's
 # run_batch the server route's requests, which the `openai` judge writes and reads (one request format).
 BUILDS_ON = {("vllm", "openai")}

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tracks import write_track
 
+from qrelkit.errors import QrelkitError
 from qrelkit.evaluate import evaluate_runs
 from qrelkit.evaluate.measures import Measure, vectorised_measure
 from qrelkit.io import Qrel, Qrels, Run, RunEntry, read_qrels, read_runs
@@ -77,8 +78,24 @@ def test_names_in_ir_measures_syntax_are_vectorised_and_others_are_not():
     assert vectorised_measure("nDCG@10") == Measure("nDCG", 1, 10)
     assert vectorised_measure("AP(rel=2)") == Measure("AP", 2, None)
     assert vectorised_measure("P(rel=2)@5") == Measure("P", 2, 5)
-    for other in ("nDCG(gains={0:0,1:1})@10", "P", "AP@100", "Judged", "ERR@20", "nDCG(rel=2)@10", "P@0", "ndcg@10"):
+    assert vectorised_measure("AP@100") == Measure("AP", 1, 100)
+    assert vectorised_measure("nDCG(gains={0:0,1:1})@10") == Measure("nDCG", 1, 10, gains=((0, 0.0), (1, 1.0)))
+    assert vectorised_measure("IPrec@0") == Measure("IPrec", 1, 0.0)
+    assert vectorised_measure("NumRet(rel=2)") == Measure("NumRelRet", 2)
+    for other in ("P", "Judged", "ERR@20", "nDCG(rel=2)@10", "ndcg@10", "RBP(p=0.8)", "nDCG(dcg='exp-log2')@10"):
         assert vectorised_measure(other) is None, other
+
+
+@pytest.mark.parametrize("name", ["P@0", "nDCG@0", "R@0", "Success@0", "AP@0", "Judged@0", "P@-1"])
+def test_a_cut_off_below_one_is_refused_as_trec_eval_refuses_it(name):
+    with pytest.raises(QrelkitError, match="a cut-off must be at least 1"):
+        vectorised_measure(name)
+
+
+@pytest.mark.parametrize("name", ["IPrec@1.5", "IPrec@-0.1"])
+def test_a_recall_level_outside_zero_to_one_is_refused(name):
+    with pytest.raises(QrelkitError, match=r"recall level must lie in \[0, 1\]"):
+        vectorised_measure(name)
 
 
 def test_vectorised_measures_equal_pytrec_eval_on_dl19(dl19):

@@ -56,7 +56,8 @@ def test_every_commands_help_is_its_requests_fields(path, command):
         param = listed[name]
         if not flag.argument:
             assert param.help == flag.help, name
-            assert [*param.opts, *param.secondary_opts] == [flag.flag, *([flag.secondary] if flag.secondary else [])], name
+            secondary = [flag.secondary] if flag.secondary else []
+            assert [*param.opts, *param.secondary_opts] == [flag.flag, *([flag.short] if flag.short else []), *secondary], name
         default = cli_default(field)
         if default is dataclasses.MISSING:
             assert param.required, name
@@ -64,7 +65,9 @@ def test_every_commands_help_is_its_requests_fields(path, command):
             assert param.default == default, (name, param.default, default)
     shown = runner.invoke(app, [*path, "--help"], terminal_width=200).output
     flags = {f for _, flag in declared(request) if not flag.argument for f in (flag.flag, flag.secondary) if f}
-    options = {f for pair in re.findall(r"^ +(--[a-z][a-z0-9-]*)(?: */ *(--[a-z][a-z0-9-]*))?", shown, re.M) for f in pair if f}
+    options = {
+        f for pair in re.findall(r"^ +(?:-[A-Za-z], )?(--[a-z][a-z0-9-]*)(?: */ *(--[a-z][a-z0-9-]*))?", shown, re.M) for f in pair if f
+    }
     assert flags | {"--config", "--help"} | ({"--db"} if request.uses_db else set()) == options
     words = " ".join(shown.split())
     for _, flag in declared(request):
@@ -88,13 +91,13 @@ PYTHON = {
 @pytest.mark.parametrize("name", list(PYTHON))
 def test_every_python_function_has_its_requests_parameters(name):
     """`help(qrelkit.compare)` lists real parameters: its request's fields (the command line's own,
-    how it prints, aside), and the database where the use case reads one."""
+    how it prints, aside), the database where the use case reads one, and how progress is shown."""
     function = PYTHON[name]
     request = function.request
     parameters = inspect.signature(function).parameters
     assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
     given = [f.name for f in dataclasses.fields(request) if getattr(f.metadata.get("flag"), "api", True)]
-    assert set(parameters) == set(given) | ({"db"} if request.uses_db else set())
+    assert set(parameters) == set(given) | ({"db"} if request.uses_db else set()) | {"progress"}
     used_by_commands = {request_of(c) for _, c in ALL}
     assert request in used_by_commands or name == "judgments"  # the same request as the command's (judgments: Python's alone)
 

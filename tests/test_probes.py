@@ -91,6 +91,18 @@ def test_the_instruction_probe_separates_a_judge_that_obeys_the_passage_from_one
     described = results["gullible"].to_dict()["probes"][0]
     assert described["probe"] == "instruction-injection" and described["pushed_to_relevant_ci95"] == [1.0, 1.0]
     assert described["pairs"] == 32 and described["queries"] == 8 and described["sampled"] == 32
+    # the answer first: a sentence for the probe that moved the judge, and one saying none did
+    from qrelkit.commands.documents.probe import probe as document
+    from qrelkit.commands.requests import ProbeRequest
+
+    request = ProbeRequest(job=tmp_path / "gullible.yaml", probes=("instruction-injection",))
+    fooled_lead = document(results["gullible"], request).lead
+    pushed = "instruction-injection pushes 100.0% [100.0, 100.0] of the non-relevant pairs to relevant for openai (gullible)"
+    assert fooled_lead[0].startswith(pushed)
+    assert "mean shift +3.000 [+3.000, +3.000], p = " in fooled_lead[0]
+    assert document(results["robust"], request).lead == [
+        "No probe moved openai (robust): every shift's interval holds 0 (instruction-injection)."
+    ]
 
 
 def _probe_command(job: Path, *extra: str) -> list[str]:
@@ -225,6 +237,9 @@ def test_the_report_and_the_comparison_page_show_each_judges_probes(tmp_path, mo
     )
     report = path.read_text()
     assert "Gullibility probes of" in report and "<td>padding</td>" in report and "100.0% [100.0, 100.0]" in report
+    verdict = report[report.index("id=verdict") : report.index("<section class=summary")]
+    assert "Worst probe: instruction-injection pushes 100.0% [100.0, 100.0] of the non-relevant pairs to relevant" in verdict
+    assert report.count("<b>Figure ") == 4  # scatter, confusion, scores, the probes' shifts (no groups: no bias figure)
 
 
 @pytest.mark.parametrize(

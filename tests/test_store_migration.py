@@ -52,7 +52,8 @@ def test_the_fixture_is_a_version_5_database(v5_db, expected):
 
 def test_migration_6_makes_the_entry_tables_compact(v5_db):
     with Store(v5_db) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 9  # 6, 7 (a judge run's qrels set, its sample), 8 (input hashes), 9 (probes)
+        # 6, 7 (a judge run's qrels set, its sample), 8 (input hashes), 9 (probes), 10 (designs)
+        assert store.schema_version() == SCHEMA_VERSION == 10
         assert column_types(store, "run_entries") == {
             "run_id": "INTEGER",
             "qid_id": "INTEGER",

@@ -179,7 +179,7 @@ def test_compare_refuses_bad_input_in_one_line_with_exit_2(tmp_path):
     write_track(tmp_path)
     common = ("--reference-qrels", tmp_path / "human.qrels", "--runs", tmp_path / "runs")
     done = qrelkit("compare", "--judge", tmp_path / "human.qrels", *common, "--format", "html", cwd=tmp_path, check=2)
-    assert "--format 'html': choose table, markdown or latex" in done.stderr and "Traceback" not in done.stderr
+    assert "--format 'html': choose table, plain, tsv, markdown, latex or json" in done.stderr and "Traceback" not in done.stderr
     done = qrelkit("compare", *common, cwd=tmp_path, check=2)
     assert "name the judges to compare" in done.stderr
     done = qrelkit("compare", "--judge", tmp_path / "nothing.qrels", *common, cwd=tmp_path, check=2)

@@ -5,19 +5,17 @@ same per-query values as trec_eval itself."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
+from trec_eval_tool import BINARY_REASON, trec_eval_binary
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
 from qrelkit.evaluate.trec_names import from_trec_eval
 
 runner = CliRunner()
-TREC_EVAL = Path(os.environ.get("QRELKIT_BENCH_CACHE", Path.home() / ".cache" / "qrelkit-bench")) / "trec_eval-9.0.8" / "trec_eval"
+TREC_EVAL = trec_eval_binary()
 
 
 @pytest.mark.parametrize(
@@ -85,7 +83,7 @@ def test_format_trec_is_trec_eval_q_layout_with_the_means_of_the_json(dl19):
     assert values[("ndcg_cut_10", "all")] == pytest.approx(official, abs=5e-5)
 
 
-@pytest.mark.skipif(not TREC_EVAL.is_file(), reason=f"no trec_eval 9.0.8 at {TREC_EVAL} (benchmarks/bench_evaluate.py builds it)")
+@pytest.mark.skipif(TREC_EVAL is None, reason=BINARY_REASON)
 def test_format_trec_equals_trec_eval_itself_per_query(dl19):
     run = dl19 / "runs" / "bm25base_p.run"
     printed = parse_trec(
@@ -94,8 +92,7 @@ def test_format_trec_equals_trec_eval_itself_per_query(dl19):
     # both print num_q as trec_eval does; compared separately below
     ours = {k: v for k, v in printed.items() if k[0] in ("ndcg_cut_10", "P_10")}
     done = subprocess.run(
-        [shutil.which(str(TREC_EVAL)) or str(TREC_EVAL), "-q", "-c", "-m", "ndcg_cut.10", "-m", "P.10", "-m", "num_q"]
-        + [str(dl19 / "qrels.txt"), str(run)],
+        [str(TREC_EVAL), "-q", "-c", "-m", "ndcg_cut.10", "-m", "P.10", "-m", "num_q"] + [str(dl19 / "qrels.txt"), str(run)],
         capture_output=True,
         text=True,
         check=True,

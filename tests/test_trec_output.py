@@ -8,11 +8,11 @@ DL19 run."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from trec_eval_tool import BINARY_REASON, trec_eval_binary
 from typer.testing import CliRunner
 
 from qrelkit.cli import app
@@ -24,18 +24,8 @@ OURS = ["nDCG@10", "AP(rel=2)", "RR(rel=2)", "P(rel=2)@10", "P(rel=2)@5", "nDCG"
 THEIRS = ["-l", "2", "-m", "runid", "-m", "num_q", "-m", "ndcg_cut.10", "-m", "map", "-m", "recip_rank", "-m", "P.5,10", "-m", "ndcg"]
 
 
-def trec_eval_binary() -> Path | None:
-    """trec_eval 9.0.8: $QRELKIT_TREC_EVAL, a tools/ folder beside the project (or above it), or the benchmarks' build."""
-    candidates = [Path(os.environ["QRELKIT_TREC_EVAL"])] if os.environ.get("QRELKIT_TREC_EVAL") else []
-    candidates += [folder / "tools" / "trec_eval-9.0.8" / "trec_eval" for folder in Path(__file__).resolve().parents]
-    candidates.append(Path.home() / ".cache" / "qrelkit-bench" / "trec_eval-9.0.8" / "trec_eval")
-    return next((path for path in candidates if path.is_file() and os.access(path, os.X_OK)), None)
-
-
 TREC_EVAL = trec_eval_binary()
-needs_trec_eval = pytest.mark.skipif(
-    TREC_EVAL is None, reason="no trec_eval 9.0.8 binary (set QRELKIT_TREC_EVAL, or build it as benchmarks/bench_evaluate.py does)"
-)
+needs_trec_eval = pytest.mark.skipif(TREC_EVAL is None, reason=BINARY_REASON)
 
 
 def evaluate(*args: object) -> str:

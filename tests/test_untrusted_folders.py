@@ -136,7 +136,7 @@ def test_a_license_that_is_a_link_to_a_file_with_the_right_bytes_is_refused_not_
     (root / "tiny" / "LICENSE").symlink_to(outside)
     from qrelkit.io.folders import FolderRefused
 
-    with pytest.raises(FolderRefused, match=r"tiny/LICENSE is a symbolic link: links in a data folder are not followed"):
+    with pytest.raises(FolderRefused, match=r"tiny/LICENSE is a symbolic link: links in qrelkit's folders are not followed"):
         Fetcher(bundle, root, mirror=Mirror.parse(str(mirror))).fetch_files()
     assert outside.read_bytes() == LICENSE
 
@@ -149,7 +149,7 @@ def test_a_planted_link_is_one_line_exit_2_from_the_command_line(tmp_path):
     (data / "atomic-2023" / ".qrelkit-bundle.json").symlink_to(victim)
     mirror = atomic_mirror(tmp_path / "mirror", [])
     error = one_error(qrelkit("data", "fetch", "atomic-2023", "--mirror", mirror, "--to", data), 2)
-    assert error == f"error: {data / 'atomic-2023' / '.qrelkit-bundle.json'} is a symbolic link: links in a data folder are not " \
+    assert error == f"error: {data / 'atomic-2023' / '.qrelkit-bundle.json'} is a symbolic link: links in qrelkit's folders are not " \
         "followed (remove it, and run again)"  # fmt: skip
     assert victim.read_text() == VICTIM
 

@@ -106,7 +106,7 @@ def show(document: Any, output_format: str = "table", *, verbose: bool = False) 
         err.print(line, highlight=False, markup=False)
     own = getattr(document, "own", {}).get(output_format)
     if output_format in ("json", "tsv") or own is not None:
-        for line in document.lead if output_format == "tsv" else []:
+        for line in document.lead if output_format == "tsv" or own is not None else []:
             err.print(line, highlight=False, markup=False)
         for note in document.notes:
             if note.kind == "warning" or output_format == "tsv":
@@ -144,13 +144,14 @@ def _root(
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001 (warnings' signature)
-    """qrelkit's own warnings (files skipped in a folder) as one plain line; others as Python prints them."""
-    if issubclass(category, SkippedFilesWarning):
-        from qrelkit.report.text import printable
+    """qrelkit's own warnings (files skipped in a folder) as one plain line; others as Python prints
+    them, their text escaped too (matplotlib's "Glyph 27 (\x1b) missing" quotes a name's characters)."""
+    from qrelkit.report.text import printable
 
+    if issubclass(category, SkippedFilesWarning):
         err.print(Text("warning: ", style="yellow") + Text(printable(str(message))), soft_wrap=True)
         return
-    _python_showwarning(message, category, filename, lineno, file, line)
+    _python_showwarning(printable(str(message)), category, filename, lineno, file, line)
 
 
 _python_showwarning = warnings.showwarning

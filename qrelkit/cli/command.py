@@ -51,7 +51,7 @@ def parameters(request_cls: type[Request]) -> list[inspect.Parameter]:
 
 
 def _decls(flag: Flag) -> list[str]:
-    return [f"{flag.flag}/{flag.secondary}"] if flag.secondary else [flag.flag]
+    return [f"{flag.flag}/{flag.secondary}"] if flag.secondary else [flag.flag, *([flag.short] if flag.short else [])]
 
 
 def _extra(flag: Flag) -> dict[str, Any]:

@@ -23,7 +23,11 @@ resample_app = typer.Typer(
 )
 app.add_typer(data_app, name="data")
 app.add_typer(batches_app, name="batches")
+assess_app = typer.Typer(
+    help="Plan which pairs human assessors label beside a judge's labels, and load what they return.", no_args_is_help=True
+)
 app.add_typer(resample_app, name="resample")
+app.add_typer(assess_app, name="assess")
 
 
 def job_stopped(exc: BaseException) -> None:
@@ -42,6 +46,7 @@ COMMANDS: list[tuple[typer.Typer, str | None, type, dict[str, Any]]] = [
     (load_app, "runs", r.LoadRunsRequest, {}),
     (load_app, "qrels", r.LoadQrelsRequest, {}),
     (app, "show", r.ShowRequest, {}),
+    (app, "status", r.StatusRequest, {}),
     (app, "evaluate", r.EvaluateRequest, {}),
     (app, "correlate", r.CorrelateRequest, {}),
     (import_app, "scores", r.ImportScoresRequest, {}),
@@ -69,6 +74,9 @@ COMMANDS: list[tuple[typer.Typer, str | None, type, dict[str, Any]]] = [
     (resample_app, "resttest", r.ResttestRequest, {}),
     (resample_app, "evaluate", r.ResampleEvaluateRequest, {}),
     (resample_app, "overlap", r.OverlapRequest, {}),
+    (assess_app, "plan", r.AssessPlanRequest, {}),
+    (assess_app, "load", r.AssessLoadRequest, {}),
+    (app, "estimate", r.EstimateRequest, {}),
 ]
 
 for group, name, request_cls, extra in COMMANDS:

@@ -6,11 +6,13 @@ run, grading and sample (`Audit.sources`)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from qrelkit.commands.requests import GroupPattern, ModelAudit, RunGroups
 from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.audit import Audit, audit
+from qrelkit.evaluate.coverage import ALL, JUDGED
 
 
 def resolve_groups(run_names: list[str], patterns: tuple[GroupPattern, ...] = (), groups: RunGroups | None = None) -> dict[str, list[str]]:
@@ -30,12 +32,33 @@ def resolve_groups(run_names: list[str], patterns: tuple[GroupPattern, ...] = ()
     return found
 
 
+def ranking_pairs(choice: str | None, source: dict[str, Any]) -> dict[str, Any]:
+    """How an audit of model qrels of ``source`` ranks systems (`audit`'s ``reference_pairs``,
+    ``model_covers``, ``why``): on the pairs the judge judged when its qrels are graded from a sample
+    of its pool (the grading's record of the judge run's sample) or from a job's judgments so far
+    (``source["partial"]``), unless ``choice`` (`--reference-pairs`) says otherwise."""
+    sample = (source.get("grading") or {}).get("sample")
+    partial = source.get("partial")
+    covers, why = None, None
+    if partial:
+        covers, why = "partial", f"a running job's judgments so far: {partial}"
+    elif sample and sample.get("pairs", 0) < (sample.get("pool_pairs") or 0):
+        covers = "sample"
+        why = f"graded from a sample of {sample['pairs']:,} of its pool's {sample['pool_pairs']:,} pairs (seed {sample.get('seed')})"
+    return {"reference_pairs": choice or (JUDGED if covers else ALL), "model_covers": covers, "why": why}
+
+
 def run(request: ModelAudit, workspace: Workspace) -> Audit:
     """The audit a request asks for, on what the workspace resolves it to: model qrels from a file, a
     qrels set, a judge run's (the set its job grades into, its only graded set, or the set the
     request names, which must have been graded from it), or memory; the reference named by its
     stored name, the request's name, or its folder and file name."""
-    model = workspace.qrels_with_source(request.model_qrels)
+    if request.partial:
+        from qrelkit.commands.partial import partial_qrels
+
+        model = partial_qrels(workspace, request.judge_run)
+    else:
+        model = workspace.qrels_with_source(request.model_qrels)
     reference = workspace.qrels_with_source(request.reference_qrels)
     runs = workspace.runs(request.runs)
     result = audit(
@@ -51,6 +74,7 @@ def run(request: ModelAudit, workspace: Workspace) -> Audit:
         resamples=request.resamples,
         seed=request.seed,
         interval=request.interval,
+        **ranking_pairs(request.reference_pairs, model.source),
     )
     sources = {"model": model.source, "reference": reference.source}
     notes = [note for source in sources.values() for note in source.get("notes") or []]  # repeats merged, said

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qrelkit.commands.agree import resolve_groups
+from qrelkit.commands.agree import ranking_pairs, resolve_groups
 from qrelkit.commands.requests import CompareRequest, JudgeRequest, QrelsRef
 from qrelkit.commands.workspace import ResolvedQrels, Workspace, footer, stored_qrels
 from qrelkit.errors import QrelkitError, StoreError
@@ -354,6 +354,9 @@ def run(request: CompareRequest, workspace: Workspace) -> CompareResult:
     probes = probes_of([entry for entry, _ in found], workspace, request)
     workspace.close()
     compared = [resolved.qrels for entry, resolved in found if entry.status == "compared" and resolved is not None]
+    ranking = {
+        resolved.qrels.name: ranking_pairs(request.reference_pairs, resolved.source) for _, resolved in found if resolved is not None
+    }
     comparison = None
     if compared:
         comparison = compare_judges(
@@ -371,6 +374,7 @@ def run(request: CompareRequest, workspace: Workspace) -> CompareResult:
             permutations=request.permutations,
             seed=request.seed,
             interval=request.interval,
+            ranking=ranking,
         )
     entries = [entry for entry, _ in found]
     if comparison is not None and comparison.skipped:

@@ -37,6 +37,36 @@ def _score_files(paths: tuple[Path, ...]) -> dict[str, tuple[dict[str, float], P
     return out
 
 
+def cut_to_samples(
+    sets: list[tuple[str, Qrels]], sources: list[dict[str, Any]], choice: str | None
+) -> tuple[list[tuple[str, Qrels]], list[str]]:
+    """Every set cut to the pairs each set graded from a sample of its pool judged (as an audit ranks a
+    sample's systems: `qrelkit.evaluate.coverage`), unless ``choice`` (`--reference-pairs`) is 'all';
+    with notes saying so."""
+    from qrelkit.commands.agree import ranking_pairs
+    from qrelkit.evaluate.coverage import ALL, cut_to_judged
+
+    whys = [ranking_pairs(None, source)["why"] for source in sources]
+    sampled = [(label, q, why) for (label, q), why in zip(sets, whys) if why]
+    if not sampled:
+        return sets, []
+    if choice == ALL:
+        return sets, [
+            f"{label}: {why}; every set is read on all of its pairs, as asked (--reference-pairs all)" for label, _, why in sampled
+        ]
+    cut = []
+    for label, qrels in sets:
+        for _, sample, _ in sampled:
+            qrels = cut_to_judged(qrels, sample)
+        cut.append((label, qrels))
+    names = ", ".join(label for label, _, _ in sampled)
+    notes = [f"{label}: {why}" for label, _, why in sampled]
+    notes.append(
+        f"every set cut to the pairs {names} judged ({len(cut[0][1]):,} pairs in {cut[0][0]}); --reference-pairs all reads every pair"
+    )
+    return cut, notes
+
+
 def run(request: CorrelateRequest, workspace: Workspace) -> RankCorrelations:
     """Rank correlations between every (measure, qrels) ordering of the runs.
 
@@ -44,9 +74,10 @@ def run(request: CorrelateRequest, workspace: Workspace) -> RankCorrelations:
     items per query. Means run over the queries every qrels set judges (a query a run misses scores
     0), so all orderings see the same topics."""
     chosen = list(request.measures)
-    resolved = [workspace.qrels(ref) for ref in request.qrels]
-    sets = _labelled(resolved, [ref.ref if ref.ref is not None else ref.value for ref in request.qrels])
-    notes = []
+    found = [workspace.qrels_with_source(ref) for ref in request.qrels]
+    sets = _labelled([f.qrels for f in found], [ref.ref if ref.ref is not None else ref.value for ref in request.qrels])
+    sets, notes = cut_to_samples(sets, [f.source for f in found], request.reference_pairs)
+    resolved = [qrels for _, qrels in sets]
     for m in request.max_rel:
         cut, how = sparsify_qrels(resolved[0], m, rel_level=request.rel_level, seed=request.seed, keep=request.keep)
         sets.append((cut.name, cut))

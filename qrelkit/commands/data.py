@@ -50,10 +50,16 @@ def _load_runs(request: LoadRunsRequest, workspace: Workspace) -> list[LoadResul
     return results + [LoadResult("runs", str(path), 0, "skipped", reason) for path, reason in skipped]
 
 
-def run_show(request: ShowRequest, workspace: Workspace) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+def run_show(request: ShowRequest, workspace: Workspace) -> Any:
     """`qrelkit show`: the database's name, {what, count, detail} for each thing it holds (a qrels
-    set's detail is its origin), and the sets, runs and judge runs with their fields (its JSON)."""
+    set's detail is its origin), and the sets, runs and judge runs with their fields (its JSON). While
+    a judging job holds the database, its status instead (`qrelkit.commands.status`), at once."""
+    from qrelkit.commands.status import held_by_job
     from qrelkit.storage.contents import contents
+
+    running = held_by_job(workspace.db)
+    if running is not None:
+        return running
 
     lines = [{"what": what, "count": count, "detail": detail} for what, count, detail in workspace.store.summary()]
     return str(workspace.db), lines, contents(workspace.store)

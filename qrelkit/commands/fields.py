@@ -28,7 +28,8 @@ class Flag:
     """How a field appears on the command line. ``flag``: `--measure` (an option) or the argument's
     name; ``cli``: the type the command line reads (None: the field's own, when it is one click
     reads); ``secondary``: the off switch of a boolean (`--global` for `--per-topic`); ``api``: False
-    for a field of the command line alone (how it prints, not what it computes)."""
+    for a field of the command line alone (how it prints, not what it computes); ``short``: a
+    one-letter alias (`-J`), where a reference tool's command line spells the option so."""
 
     flag: str
     help: str
@@ -39,6 +40,7 @@ class Flag:
     envvar: str | None = None
     min: int | None = None
     api: bool = True
+    short: str | None = None
 
 
 def option(
@@ -53,9 +55,10 @@ def option(
     envvar: str | None = None,
     min: int | None = None,
     api: bool = True,
+    short: str | None = None,
 ) -> Any:
     """A request field declared once: its flag, its help, its default and how a given value is read."""
-    declared = Flag(flag, help, cli, parse, argument, secondary, envvar, min, api)
+    declared = Flag(flag, help, cli, parse, argument, secondary, envvar, min, api, short)
     if default is MISSING:  # a required field may follow ones with defaults: it is given by name
         return dataclasses.field(kw_only=True, metadata={"flag": declared})
     return dataclasses.field(default=default, metadata={"flag": declared})

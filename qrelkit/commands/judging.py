@@ -192,6 +192,8 @@ def run_judging(spec: JobSpec, request: JudgeRequest, progress: ProgressCallback
         wait=request.wait,
         progress=progress,
         judge=judge,
+        check_endpoint=request.check_endpoint,
+        timing_pairs=request.time_pairs,
     )
     if report.mostly_failed:
         raise JobStopped(report.failure_message(), report)

@@ -14,6 +14,7 @@ from qrelkit.evaluate.nrg.compare import comparison_measures
 from qrelkit.evaluate.nrg.priors import nrg_with_priors
 from qrelkit.io.groups import run_groups
 from qrelkit.io.results import Result
+from qrelkit.report.plots import check_plot_path
 
 
 @dataclass(repr=False)
@@ -73,7 +74,7 @@ def run(request: NRGRequest, workspace: Workspace) -> NRGOutcome:
     ranked by ``best_by`` when given, else by this configuration's own metric), the comparison measures
     when asked, the plot when asked."""
     if request.plot:
-        workspace.check_output(request.plot, force=request.force, refs=(request.qrels, request.runs))
+        check_plot_path(workspace.check_output(request.plot, force=request.force, refs=(request.qrels, request.runs)))
     qrels, runs = workspace.qrels(request.qrels), workspace.runs(request.runs)
     spec, names = request.prior, [run.name for run in runs]
     unknown = [r for r in spec.runs if r not in set(names)]

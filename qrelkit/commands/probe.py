@@ -33,6 +33,7 @@ from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES
 from qrelkit.jobs.plan import load_collection, resolve_judge
+from qrelkit.jobs.report import JobStopped, ProgressCallback
 from qrelkit.jobs.runner import JobReport, run_job
 from qrelkit.jobs.spec import JobSpec
 from qrelkit.probes import Probe, load_probes
@@ -101,6 +102,28 @@ def merged(reports: list[JobReport]) -> JobReport:
     return total
 
 
+class OverallProgress:
+    """The progress of one run among several, reported as the progress of all of them: the bar's
+    count, rate and time left are over every run's pairs (`qrelkit probe`: the control run, then each
+    probe's); pairs a run had judged before count as done from its start."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.offset = 0
+
+    def part(self, progress: ProgressCallback | None, size: int) -> ProgressCallback | None:
+        """The callback of the next run, of ``size`` pairs."""
+        offset = self.offset
+        self.offset += size
+        if progress is None:
+            return None
+
+        def report(done: int, to_judge: int) -> None:
+            progress(offset + (size - to_judge) + done, self.total)
+
+        return report
+
+
 def judge_all(
     request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Judge, sample: Sample, progress_for: ProgressFor
 ) -> dict[str, JobReport]:
@@ -108,17 +131,23 @@ def judge_all(
     was interrupted."""
     reports: dict[str, JobReport] = {}
     spec = spec.model_copy(update={"grading": None, "sample": None})  # a probe grades nothing, and judges its own sample
-    for name, run_judge, record in runs_of(probes, judge):
+    runs = list(runs_of(probes, judge))
+    overall = OverallProgress(len(runs) * len(sample.pairs))  # each run judges the sample once (in rounds or not)
+    for k, (name, run_judge, record) in enumerate(runs, 1):
         done: list[JobReport] = []
         parts = [sample.pairs] if name == CONTROL else rounds(sample.pairs)
         for number, pairs in enumerate(parts, 1):
-            shown = name if len(parts) == 1 else f"{name}, round {number} of {len(parts)}"
-            with progress_for(shown) as progress:
-                options: dict[str, Any] = dict(probe=record, retry_failed=request.retry_failed, progress=progress)
+            what = "the sample as it is" if name == CONTROL else f"probe {k - 1} of {len(runs) - 1}: {name}"
+            shown = what if len(parts) == 1 else f"{what}, round {number} of {len(parts)}"
+            with progress_for(f"{shown} (pairs of all {len(runs)} runs)") as progress:
+                options: dict[str, Any] = dict(probe=record, retry_failed=request.retry_failed, progress=overall.part(progress, len(pairs)))
                 done.append(run_job(spec, judge=run_judge, pairs=pairs, pairs_sample=sample.record(), **options))
             if done[-1].interrupted:
                 break
         reports[name] = merged(done)
+        if reports[name].mostly_failed:  # `judge`'s rule: a judge that fails most pairs is broken, not probed
+            later = "; the probes' copies were not judged" if name == CONTROL else ""
+            raise JobStopped(f"probing {spec.source or 'the job'} [{name}]: {reports[name].failure_message()}{later}", reports[name])
         if reports[name].interrupted:
             break
     return reports

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -17,6 +16,9 @@ from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.io import Document, Qrels, Topic, sha256_text
 from qrelkit.io.collection import with_fields
+from qrelkit.io.files import read_owned, write_atomically
+from qrelkit.io.folders import FolderRefused
+from qrelkit.io.paths import irds_id
 from qrelkit.jobs.plan import ResolvedJudge, build_pool
 from qrelkit.jobs.pool import sample_pool
 from qrelkit.jobs.runner import ProgressCallback
@@ -88,8 +90,12 @@ def reference_qrels(store: Store, spec: JobSpec, request: ProbeRequest, workspac
         else:
             what = f"loads {len(loaded)} qrels sets ({', '.join(loaded)})" if loaded else "loads no qrels"
             raise QrelkitError(f"{request.job}: the job {what}: name the reference with --reference-qrels SET_OR_FILE")
-    if ref in store.qrels_names():
+    names = store.qrels_names()
+    if ref in names:
         return store.qrels(ref)
+    if not Path(ref).is_file() and irds_id(ref) is None:  # the database is open here: the name is looked up in it, once
+        sets = ", ".join(sorted(names)) or "none"
+        raise QrelkitError(f"--reference-qrels {ref!r}: no such file, and no qrels set of that name in {spec.database} (its sets: {sets})")
     return workspace.qrels(QrelsRef.of(ref, file_label=True))
 
 
@@ -118,15 +124,16 @@ def copies_folder(database: Path, judge_run_id: str) -> Path:
     return database.with_name(database.name + ".probes") / judge_run_id
 
 
-def _write_image(path: Path, data: bytes) -> None:
-    """The file at ``path`` holds ``data`` (written whole, then renamed: a kill leaves no half file;
-    a file there already is kept when its bytes are these)."""
-    if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + f".{os.getpid()}.part")
-    partial.write_bytes(data)
-    os.replace(partial, path)
+def _write_image(path: Path, data: bytes, root: Path) -> None:
+    """The file at ``path`` holds ``data``: a file there already is kept when its bytes are these;
+    else written whole under a hidden name and renamed (a kill leaves no half file), in ``root``
+    (`<db>.probes`, qrelkit's own: no link in it is followed, nothing written elsewhere)."""
+    try:
+        if read_owned(path, len(data), root=root) == data:
+            return
+    except FolderRefused:
+        pass  # not these bytes (larger), or no file of the folder: writing it says which
+    write_atomically(path, lambda temporary: temporary.write_bytes(data), root=root)
 
 
 def make_copies(
@@ -150,7 +157,7 @@ def make_copies(
         else:
             assert made.image is not None
             name = f"{made.sha256}.png"
-            _write_image(folder / name, made.image)
+            _write_image(folder / name, made.image, root=folder.parent)
             rows.append(CopyRow(qid, docid, source_hash, with_fields(made.sha256, fields), None, name, str(folder), made.sha256))
     return rows
 

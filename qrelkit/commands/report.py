@@ -96,4 +96,36 @@ def run(request: ReportRequest, workspace: Workspace) -> Path:
     from qrelkit.commands.documents.audit import page as document
     from qrelkit.report.page import write_page
 
-    return write_page(document(result, judge, footer(workspace.command)), page)
+    found = document(result, judge, footer(workspace.command))
+    found.blocks = [*found.blocks, *estimate_sections(request, workspace, model.get("name"))]
+    return write_page(found, page)
+
+
+def estimate_sections(request: ReportRequest, workspace: Workspace, judge_name: str | None) -> list[Any]:
+    """A section per design planned from the audited judge's labels whose human labels are loaded:
+    `qrelkit estimate` on the report's runs (docs/human-budget.md); a design that cannot be estimated
+    on them says why in its section."""
+    if not workspace.has_db:
+        return []
+    from qrelkit.commands import estimate
+    from qrelkit.commands.documents.estimate import estimate_document
+    from qrelkit.commands.requests import EstimateRequest
+    from qrelkit.errors import QrelkitError
+    from qrelkit.report.document import Paragraph, Section
+    from qrelkit.storage.designs import design_names, read_design
+
+    sections = []
+    for name in design_names(workspace.store):
+        design = read_design(workspace.store, name)
+        if design.human_set is None or design.judge.get("name") != judge_name:
+            continue
+        title = f"Estimates from the human sample of design {name!r} ({design.budget:,} pairs planned)"
+        try:
+            asked = EstimateRequest(judge_qrels=request.model_qrels, runs=request.runs, design=name)
+            shown = estimate_document(estimate.run(asked, workspace))
+        except QrelkitError as exc:
+            sections.append(Section(title, [Paragraph(f"not estimated on this report's runs: {exc}")], key=f"estimates-{name}"))
+            continue
+        notes = Paragraph("\n".join(note.line() for note in shown.notes)) if shown.notes else None
+        sections.append(Section(title, [Paragraph(shown.lead[0]), *shown.blocks, *([notes] if notes else [])], key=f"estimates-{name}"))
+    return sections

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from qrelkit.commands.fields import Request
 from qrelkit.commands.requests import QrelsRef, RunsRef
 from qrelkit.errors import QrelkitError
-from qrelkit.io import OnDuplicate, Qrels, Run
+from qrelkit.io import OnDuplicate
 
 if TYPE_CHECKING:
+    from qrelkit.io import Qrels, Run
     from qrelkit.storage import Store
 
 
@@ -184,7 +185,7 @@ class Workspace:
         return ResolvedQrels(found.qrels, source | ({"notes": [note]} if note else {}))
 
     def _qrels_in_memory(self, value: Any, name: str | None) -> ResolvedQrels:
-        from qrelkit.io import frames
+        from qrelkit.io import Qrels, frames
 
         if isinstance(value, Qrels):  # a copy: renaming it for this output leaves the caller's as it was
             qrels = Qrels.from_table(name or value.name, value.table, source=value.source)
@@ -278,7 +279,7 @@ class Workspace:
         yield from in_memory
 
     def _runs_in_memory(self, values: tuple[Any, ...]) -> list[Run]:
-        from qrelkit.io import frames
+        from qrelkit.io import Run, frames
 
         runs: list[Run] = []
         for value in values:

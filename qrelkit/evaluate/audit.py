@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import pyarrow.compute as pc
+
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import STATISTICS, SystemCorrelation, correlate_systems
 from qrelkit.evaluate.bias import GroupBias, check_groups, group_bias
@@ -48,6 +50,8 @@ from qrelkit.evaluate.choices import (
     check_method,
     check_resamples,
 )
+from qrelkit.evaluate.coverage import ALL, JUDGED, Coverage, check_reference_pairs, cut_to_judged
+from qrelkit.evaluate.joined import queries_of, restricted
 from qrelkit.evaluate.labels import (
     KAPPA_NAMES,
     MAX_KAPPA_LEVELS,
@@ -116,8 +120,8 @@ class Audit(Result):
     seed: int | None
     maps: GradeMaps = NO_MAPS  # applied to the grades before κ and α
     groups: dict[str, list[str]] = field(default_factory=dict)
-    model_grades: dict[str, dict[str, int]] = field(default_factory=dict)  # as given, before any map
-    reference_grades: dict[str, dict[str, int]] = field(default_factory=dict)
+    model_qrels: Qrels | None = None  # as given, before any map
+    reference_qrels: Qrels | None = None
     warnings: list[str] = field(default_factory=list)  # sentences for a reader: scale mismatch, too little data
     # What each side's qrels are ("model", "reference" -> name, origin, file, judge run, grading record,
     # sample), as plain data; filled by whoever resolved them (`qrelkit.commands.agree`).
@@ -127,6 +131,16 @@ class Audit(Result):
     # key of `systems` -> (reference measure, judge measure); the key is the measure where both share it
     measure_pairs: dict[str, tuple[str, str]] = field(default_factory=dict)
     reference_decimals: int | None = None  # systems ranked by the reference's means as printed to this many decimals
+    coverage: Coverage = field(default_factory=Coverage)  # the pairs each side's rankings read (the reference maybe cut to the judged)
+
+    @property
+    def model_grades(self) -> dict[str, dict[str, int]]:
+        """The model's grades as ``{qid: {docid: grade}}``, before any map (built when asked)."""
+        return self.model_qrels.grades if self.model_qrels is not None else {}
+
+    @property
+    def reference_grades(self) -> dict[str, dict[str, int]]:
+        return self.reference_qrels.grades if self.reference_qrels is not None else {}
 
     def mapped_grades(self) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
         """(model, reference) grades after the maps: what κ and α compared."""
@@ -191,9 +205,12 @@ class Audit(Result):
         return pd.DataFrame(rows, columns=["run", "measure", "model", "reference"])
 
 
-def _grade_scale(grades: dict[str, dict[str, int]], mapping: Mapping[int, int] | None) -> tuple[int, int] | None:
+def _grade_scale(grades: Qrels | dict[str, dict[str, int]], mapping: Mapping[int, int] | None) -> tuple[int, int] | None:
     """(lowest, highest) grade after the map; None for no grades."""
-    seen = {grade for docs in grades.values() for grade in docs.values()}
+    if isinstance(grades, Qrels):
+        seen = set(pc.unique(grades.table.column("grade")).to_pylist())
+    else:
+        seen = {grade for docs in grades.values() for grade in docs.values()}
     if mapping is not None:
         seen = {mapping.get(grade, grade) for grade in seen}
     return (min(seen), max(seen)) if seen else None
@@ -209,8 +226,8 @@ def _onto(scale: tuple[int, int], target: tuple[int, int]) -> str | None:
 
 
 def scale_warning(
-    model_grades: dict[str, dict[str, int]],
-    reference_grades: dict[str, dict[str, int]],
+    model_grades: Qrels | dict[str, dict[str, int]],
+    reference_grades: Qrels | dict[str, dict[str, int]],
     maps: GradeMaps = NO_MAPS,
 ) -> str | None:
     """A sentence when the model's grades and the reference's span different ranges (after the maps)."""
@@ -249,16 +266,6 @@ def size_warnings(shared_pairs: int, queries: int, runs: int) -> list[str]:
     return warnings
 
 
-def _judged_on(qrels: Qrels, queries: list[str]) -> Qrels:
-    """The qrels of ``queries`` alone, as columns (no detour through dicts)."""
-    import pyarrow.compute as pc
-
-    from qrelkit.io import arrays
-
-    table = qrels.table
-    return Qrels.from_table(qrels.name, table.filter(pc.is_in(table.column("qid"), value_set=arrays.strings(queries))))
-
-
 def _as_qrels(qrels: Qrels | dict[str, dict[str, int]], name: str) -> Qrels:
     from qrelkit.io.frames import qrels_from_dict
 
@@ -278,9 +285,9 @@ def side_evaluations(
     every reference query with every reference measure, and cut to ``queries`` here)."""
     judge_measures = list(dict.fromkeys(p.judge for p in pairs))
     reference_measures = list(dict.fromkeys(p.reference for p in pairs))
-    model_evaluation = evaluate_runs(_judged_on(model, queries), runs, judge_measures)
+    model_evaluation = evaluate_runs(restricted(model, queries), runs, judge_measures)
     if reference_evaluation is None:
-        reference_evaluation = evaluate_runs(_judged_on(reference, queries), runs, reference_measures)
+        reference_evaluation = evaluate_runs(restricted(reference, queries), runs, reference_measures)
     else:
         reference_evaluation = reference_evaluation.select({m: m for m in reference_measures}, queries)
     if all(p.reference == p.judge for p in pairs):
@@ -315,6 +322,9 @@ def audit(
     level: float = 0.95,
     reference_evaluation: Evaluation | None = None,
     reference_decimals: int | None = None,
+    reference_pairs: str = ALL,
+    model_covers: str | None = None,
+    why: str | None = None,
 ) -> Audit:
     """Audit ``model`` qrels against ``reference`` qrels over ``runs``; see the module docstring.
     ``interval``: 'jackknife' (default), 'bca', 'percentile' or 'subsampling', for every interval of the audit. The qrels may
@@ -322,22 +332,29 @@ def audit(
     the model's own measures (`measure_pairs`); ``reference_evaluation``: the reference already
     scored over ``runs`` on all its queries with every reference measure (`compare` scores it once);
     ``reference_decimals``: systems ranked under the reference by their means as printed to that many
-    decimals (a study ranking by trec_eval's output: 4), everywhere a ranking is compared."""
+    decimals (a study ranking by trec_eval's output: 4), everywhere a ranking is compared.
+    ``reference_pairs``: 'all' (the reference as given) or 'judged' (cut to the pairs the model judged,
+    for systems ranked on a sample's pairs: `qrelkit.evaluate.coverage`); ``model_covers`` and ``why``:
+    what the model's pairs are ("sample", "partial") and why, for the audit's `Coverage`."""
     check_decimals(reference_decimals)
+    check_reference_pairs(reference_pairs)
     model, reference = _as_qrels(model, "model"), _as_qrels(reference, "reference")
+    ranked_on = cut_to_judged(reference, model) if reference_pairs == JUDGED else reference
+    if ranked_on is not reference:
+        reference_evaluation = None  # scored on every reference pair: not what the rankings read now
     method = check_method(interval)
     check_resamples(resamples)
     pairs_of_measures = measure_pairs(measures, judge_measures)
     pairs = mapped_pairs(model, reference, maps)  # once, for κ, α and their bootstrap
     if not len(pairs.qids):
         agreement_of(pairs)  # raises: no shared pair
-    queries = sorted(set(model.grades) & set(reference.grades))  # non-empty: the qrels share pairs
-    model_evaluation, reference_evaluation = side_evaluations(model, reference, runs, queries, pairs_of_measures, reference_evaluation)
+    queries = sorted(queries_of(model) & queries_of(ranked_on))  # non-empty: the qrels share pairs
+    model_evaluation, reference_evaluation = side_evaluations(model, ranked_on, runs, queries, pairs_of_measures, reference_evaluation)
     # One set of resamples for every statistic, so intervals of κ, τ and Δ describe the same topic draws.
     weights = draw_weights(len(queries), resamples, seed, method)
     labels = _labels_with_intervals(pairs, queries, rel_level, weights, method, level)
     groups = check_groups(groups or {}, model_evaluation.runs)
-    scale = None if labels.not_computed else scale_warning(model.grades, reference.grades, maps)
+    scale = None if labels.not_computed else scale_warning(model, reference, maps)
     warnings = [w for w in (scale, labels.not_computed) if w] + size_warnings(labels.shared_pairs, len(queries), len(model_evaluation.runs))
     return Audit(
         model_name=model.name,
@@ -354,13 +371,14 @@ def audit(
         seed=seed,
         maps=maps,
         groups=groups,
-        model_grades=model.grades,
-        reference_grades=reference.grades,
+        model_qrels=model,
+        reference_qrels=reference,
         warnings=warnings,
         interval=METHOD_NAMES[method],
         level=level,
         measure_pairs={p.key: (p.reference, p.judge) for p in pairs_of_measures},
         reference_decimals=reference_decimals,
+        coverage=Coverage(reference_pairs, len(model), len(ranked_on), len(reference), model_covers, why),
     )
 
 
@@ -425,4 +443,5 @@ def audit_to_dict(result: Audit) -> dict[str, Any]:
             {**record, "sentence": sentence} for record, sentence in zip(result.interval_note_records(), result.interval_notes())
         ],
         "sources": result.sources,
+        "coverage": result.coverage.to_dict(),
     }

@@ -35,6 +35,77 @@ AVERAGES = {
 }
 
 
+# Estimates from a human sample (docs/human-budget.md). The defaults are the simulation's
+# (benchmarks/bench_human_budget.py: DL19, four judges, 200-2,000 labels, 1,000 draws each): at each
+# budget, the design and estimator whose mean coverage of 95% intervals over the judges lay in 94-96%
+# with the smallest RMSE. At 1,000 labels and more that is the weighted design with PPI++ (94.9%, RMSE
+# 0.037 at 1,000; at 2,000 calibrated's RMSE is 0.0005 lower, within the simulation's noise); below,
+# no design reached 94%, and whole queries with PPI came nearest (93.6-93.7%), so `auto` plans those.
+ESTIMATE_DESIGNS = ("auto", "weighted", "stratified", "queries")
+DEFAULT_DESIGN = "auto"
+WEIGHTED_FROM = 1000  # labels from which `auto` plans the weighted design
+ESTIMATORS = ("human", "judge", "ppi", "ppi++", "calibrated")
+DESIGN_ESTIMATORS = {
+    "queries": ("human", "judge", "ppi", "ppi++"),
+    "stratified": ("human", "judge", "ppi", "ppi++", "calibrated"),
+    "weighted": ("human", "judge", "ppi", "ppi++", "calibrated"),
+}
+DEFAULT_ESTIMATOR = {"queries": "ppi", "stratified": "ppi++", "weighted": "ppi++"}
+# (design, estimator) -> labels -> (coverage of nDCG@10's 95% intervals averaged over the runs and the
+# four DL19 judges, the worst judge's), as the simulation measured them (benchmarks/RESULTS.md); an
+# estimator whose mean lies outside COVERAGE_RANGE is named as such wherever it is used.
+MEASURED_COVERAGE: dict[tuple[str, str], dict[int, tuple[float, float]]] = {
+    ("queries", "human"): {200: (0.928, 0.922), 500: (0.927, 0.924), 1000: (0.931, 0.922), 2000: (0.942, 0.939)},
+    ("queries", "ppi"): {200: (0.936, 0.931), 500: (0.937, 0.934), 1000: (0.945, 0.939), 2000: (0.946, 0.940)},
+    ("queries", "ppi++"): {200: (0.677, 0.607), 500: (0.681, 0.634), 1000: (0.888, 0.874), 2000: (0.913, 0.902)},
+    ("stratified", "human"): {200: (0.0, 0.0), 500: (0.008, 0.008), 1000: (0.111, 0.105), 2000: (0.384, 0.370)},
+    ("stratified", "ppi"): {200: (0.770, 0.318), 500: (0.873, 0.592), 1000: (0.902, 0.694), 2000: (0.925, 0.798)},
+    ("stratified", "ppi++"): {200: (0.718, 0.396), 500: (0.819, 0.555), 1000: (0.876, 0.737), 2000: (0.899, 0.813)},
+    ("stratified", "calibrated"): {200: (0.643, 0.480), 500: (0.773, 0.624), 1000: (0.839, 0.761), 2000: (0.880, 0.826)},
+    ("weighted", "human"): {200: (0.133, 0.002), 500: (0.423, 0.074), 1000: (0.666, 0.346), 2000: (0.719, 0.340)},
+    ("weighted", "ppi"): {200: (0.836, 0.498), 500: (0.893, 0.716), 1000: (0.921, 0.818), 2000: (0.908, 0.848)},
+    ("weighted", "ppi++"): {200: (0.755, 0.628), 500: (0.918, 0.839), 1000: (0.949, 0.912), 2000: (0.955, 0.946)},
+    ("weighted", "calibrated"): {200: (0.779, 0.718), 500: (0.903, 0.819), 1000: (0.942, 0.892), 2000: (0.949, 0.929)},
+}
+COVERAGE_RANGE = (0.93, 0.97)
+
+
+def design_for(design: str, budget: int) -> str:
+    """The design `auto` stands for at ``budget`` labels; any other as it is."""
+    if design != "auto":
+        return design
+    return "weighted" if budget >= WEIGHTED_FROM else "queries"
+
+
+def measured_coverage(design: str, estimator: str, labels: int) -> tuple[int, float, float] | None:
+    """(the simulated budget nearest ``labels``, mean coverage, worst judge's), where measured."""
+    found = MEASURED_COVERAGE.get((design, estimator))
+    if not found:
+        return None
+    budget = min(found, key=lambda b: abs(b - labels))
+    return (budget, *found[budget])
+
+
+def check_design(design: str) -> str:
+    if design not in ESTIMATE_DESIGNS:
+        raise QrelkitError(f"--design {design!r}: choose {', '.join(ESTIMATE_DESIGNS)} (docs/human-budget.md)")
+    return design
+
+
+def check_estimator(estimator: str | None) -> str | None:
+    if estimator is not None and estimator not in ESTIMATORS:
+        raise QrelkitError(f"--estimator {estimator!r}: choose {', '.join(ESTIMATORS)}")
+    return estimator
+
+
+def check_scale(scale: str | tuple[int, int]) -> tuple[int, int]:
+    """`LOW-HIGH` (e.g. 0-3) as two whole grades, LOW < HIGH, LOW >= 0."""
+    parts = [str(part) for part in scale] if isinstance(scale, tuple) else str(scale).split("-")
+    if len(parts) != 2 or not all(part.strip().isdigit() for part in parts) or not 0 <= int(parts[0]) < int(parts[1]):
+        raise QrelkitError(f"--scale {scale!r}: give the assessors' grades as LOW-HIGH, e.g. 0-3")
+    return int(parts[0]), int(parts[1])
+
+
 def check_resamples(resamples: int, n_queries: int | None = None) -> None:
     """A resample count qrelkit will draw: 0 ≤ N ≤ MAX_RESAMPLES (and the weights fit in memory)."""
     if resamples < 0:
@@ -49,6 +120,19 @@ def check_resamples(resamples: int, n_queries: int | None = None) -> None:
             f"--resamples {resamples} over {n_queries:,} queries needs {resamples * n_queries * 8 / 1e9:.1f} GB of resample weights; "
             f"use at most {MAX_WEIGHT_ENTRIES // n_queries:,} resamples"
         )
+
+
+def check_seed(seed: object) -> int | None:
+    """A seed numpy's generators take: a whole number from 0 up (None: the command's default). Checked
+    when the request is made, before any paid request is sent."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int | str) or not str(seed).strip().lstrip("-").isdigit():
+        raise QrelkitError(f"--seed {seed!r}: give a whole number, 0 or more")
+    value = int(seed)
+    if value < 0:
+        raise QrelkitError(f"--seed {value}: a seed is 0 or more")
+    return value
 
 
 def check_method(method: str) -> str:

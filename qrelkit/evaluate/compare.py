@@ -49,6 +49,7 @@ from qrelkit.evaluate.choices import (
     check_method,
     check_resamples,
 )
+from qrelkit.evaluate.joined import restricted
 from qrelkit.evaluate.labels import (
     NO_MAPS,
     GradeMaps,
@@ -164,8 +165,12 @@ class RowCache:
         per comparison (κ's bootstrap and the randomisation test of each of its pairs read them)."""
         key = (audit_.model_name, tuple(queries))
         if key not in self.shared:
-            model = _restricted(audit_.model_grades, queries)
-            self.shared[key] = mapped_pairs(model, _restricted(audit_.reference_grades, queries), maps)
+            if audit_.model_qrels is not None and audit_.reference_qrels is not None:  # in columns: a judge may hold millions of pairs
+                model, reference = restricted(audit_.model_qrels, queries), restricted(audit_.reference_qrels, queries)
+                self.shared[key] = mapped_pairs(model, reference, maps)
+            else:
+                model_grades = _restricted(audit_.model_grades, queries)
+                self.shared[key] = mapped_pairs(model_grades, _restricted(audit_.reference_grades, queries), maps)
         return self.shared[key]
 
     def kappa_statistic(self, audit_: Audit, queries: list[str], maps: GradeMaps) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
@@ -301,6 +306,9 @@ def paired_differences(
             f"({first.model_name} covers {len(first.queries)}, {second.model_name} {len(second.queries)}), so they are not "
             "the plain difference of the two rows above"
         )
+    if measures and not same_reference(first, second, queries, measures):
+        note = "; ".join(filter(None, [note, different_reference_note(first, second)]))
+        measures = []  # Δκ still: κ reads the shared pairs either way
     pair = _Pair(first, second, queries, measures, maps, cache)
     draws = draw_weights(len(queries), resamples, seed, method)
     bounds = {f"{name}|{measure}": (-2.0, 2.0) for measure in pair.matrices for name in RANKING}  # Δ of two correlations
@@ -325,6 +333,27 @@ def paired_differences(
             )
         )
     return out, note
+
+
+def same_reference(first: Audit, second: Audit, queries: list[str], measures: list[str]) -> bool:
+    """Whether both judges' systems are ranked against one reference ranking on ``queries`` (not so
+    when one's reference is cut to a sample it judged: `qrelkit.evaluate.coverage`)."""
+    return all(
+        np.array_equal(_on(first.reference_evaluation, m, queries), _on(second.reference_evaluation, m, queries), equal_nan=True)
+        for m in measures
+    )
+
+
+def different_reference_note(first: Audit, second: Audit) -> str:
+    def ranked_on(found: Audit) -> str:
+        c = found.coverage
+        return f"the reference's {c.reference_pairs:,} pairs" + (" it judged" if c.restricted else "")
+
+    return (
+        f"{first.model_name} − {second.model_name}: no Δτ or Δτ_AP: {first.model_name}'s systems are ranked against "
+        f"{ranked_on(first)}, {second.model_name}'s against {ranked_on(second)}, so their τs answer to different references "
+        "(--reference-pairs all ranks every judge against every reference pair); Δκ is on the pairs each shares with the reference"
+    )
 
 
 def kappa_between(judges: dict[str, Qrels]) -> dict[str, dict[str, float | None]]:
@@ -365,16 +394,21 @@ def indistinguishable_notes(differences: list[PairedDifference], alpha: float, l
     return notes
 
 
-def audit_each(judges: list[Qrels], reference: Qrels, runs: list[Run], **options: Any) -> tuple[dict[str, Audit], dict[str, str]]:
+def audit_each(
+    judges: list[Qrels], reference: Qrels, runs: list[Run], ranking: dict[str, dict[str, Any]] | None = None, **options: Any
+) -> tuple[dict[str, Audit], dict[str, str]]:
     """Each judge's audit (`audit`'s options), the reference scored once for all of them; a judge that
-    shares no (qid, docid) pair with the reference is left out, with why (never the whole comparison)."""
+    shares no (qid, docid) pair with the reference is left out, with why (never the whole comparison).
+    ``ranking``: a judge's own ``reference_pairs``, ``model_covers`` and ``why`` (a sample's judge is
+    ranked on the pairs it judged: `qrelkit.evaluate.coverage`), by name."""
     pairs = measure_pairs(options["measures"], options.get("judge_measures", ()))
     reference_evaluation = evaluate_runs(reference, runs, list(dict.fromkeys(p.reference for p in pairs)))
     audits: dict[str, Audit] = {}
     skipped: dict[str, str] = {}
     for judge in judges:
         try:
-            audits[judge.name] = audit(judge, reference, runs, reference_evaluation=reference_evaluation, **options)
+            own = (ranking or {}).get(judge.name, {})
+            audits[judge.name] = audit(judge, reference, runs, reference_evaluation=reference_evaluation, **options, **own)
         except NoSharedPairs:
             skipped[judge.name] = (
                 f"shares no (qid, docid) pair with {reference.name} ({len(judge):,} pairs against {len(reference):,}): not compared"
@@ -399,10 +433,12 @@ def compare_judges(
     interval: str = DEFAULT_METHOD,
     level: float = 0.95,
     reference_decimals: int | None = None,
+    ranking: dict[str, dict[str, Any]] | None = None,
 ) -> Comparison:
     """Audit each judge's qrels against ``reference`` (as `agree` does) and test the differences
     between them; judges are named by their qrels' names, which must differ. ``judge_measures``: the
-    judges' own measures, paired with ``measures`` (`qrelkit.evaluate.audit.measure_pairs`)."""
+    judges' own measures, paired with ``measures`` (`qrelkit.evaluate.audit.measure_pairs`);
+    ``ranking``: the pairs each judge's systems are ranked on (`audit_each`)."""
     method = check_method(interval)
     check_resamples(resamples)
     check_resamples(permutations)
@@ -416,7 +452,7 @@ def compare_judges(
     keys = [p.key for p in measure_pairs(measures, judge_measures)]
     options: dict[str, Any] = dict(measures=measures, judge_measures=judge_measures, groups=groups, resamples=resamples, seed=seed)
     options |= dict(interval=method, reference_decimals=reference_decimals, maps=maps, rel_level=rel_level)
-    audits, skipped = audit_each(judges, reference, runs, level=level, **options)
+    audits, skipped = audit_each(judges, reference, runs, ranking, level=level, **options)
     names = [name for name in names if name in audits]
     differences: list[PairedDifference] = []
     notes: list[str] = []

@@ -31,6 +31,7 @@ import numpy as np
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.bootstrap import IntervalEstimate
+from qrelkit.evaluate.joined import joined_pairs
 from qrelkit.io import Qrels
 from qrelkit.io.results import Result
 
@@ -312,6 +313,10 @@ def mapped_pairs(model: Grades | Qrels, reference: Grades | Qrels, maps: GradeMa
     """The pairs both sides judge, each side's grade after its map: what every label statistic reads
     (an audit builds them once for κ, α and κ's bootstrap)."""
     scored = any(isinstance(side, Qrels) and side.scored for side in (model, reference))
+    if isinstance(model, Qrels) and isinstance(reference, Qrels):  # in columns: a judge's file may hold millions of pairs
+        joined = joined_pairs(model, reference, maps.model, maps.reference)
+        if joined is not None:
+            return SharedPairs(*joined, reference_total=len(reference.table), model_total=len(model.table), scored=scored)
     return shared_pairs(map_grades(model, maps.model, "model"), map_grades(reference, maps.reference, "reference"), scored=scored)
 
 

@@ -12,7 +12,6 @@ an iterator of runs (`qrelkit.io.iter_runs`) holds one run in memory.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,45 +22,29 @@ import pyarrow as pa
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import AVERAGES, check_average
 from qrelkit.evaluate.compatibility import Compatibility, compatibility, compatibility_measure
+from qrelkit.evaluate.ir_measures_route import IrMeasuresScorer, ir_measures_measure
 from qrelkit.evaluate.measures import Measure, compute, vectorised_measure
 from qrelkit.evaluate.ranked import JudgedPairs, rank_run, rank_run_by_docid_ascending
-from qrelkit.evaluate.trec_names import from_trec_eval, suggest_measure
+from qrelkit.evaluate.run_cut import cut_run
+from qrelkit.evaluate.trec_names import from_trec_eval, refusal, trec_only_measure
 from qrelkit.io import arrays
 from qrelkit.io.results import Result
 from qrelkit.io.trec import Qrels, Run
 
 
-def _ir_measures_measure(name: str) -> Any:
-    import ir_measures  # only for measures not computed here: its import costs ~0.5 s
-
-    try:
-        return ir_measures.parse_measure(name)
-    except (ValueError, NameError, SyntaxError, TypeError) as exc:
-        raise QrelkitError(f"unknown measure {name!r} ({exc}); {measure_hint(name)}") from None
-
-
-def measure_hint(name: str) -> str:
-    """What to write instead of the unknown measure ``name``: the spelling of another toolkit's name
-    (ranx's ndcg@10), where FD is scored, or examples."""
-    if re.fullmatch(r"(URR-)?FD@\d+", name.strip(), flags=re.IGNORECASE):
-        return (
-            f"{name} is not scored from qrels but from embeddings, by `qrelkit fd`: write it with `qrelkit fd ... --json > fd.json`, "
-            "then give that file to `qrelkit correlate --scores fd.json` (or to `qrelkit correlate` in Python, scores=)"
-        )
-    suggestion = suggest_measure(name)
-    if suggestion is not None:
-        return f"did you mean {suggestion!r}? (qrelkit spells measures as ir_measures does: nDCG@10, 'AP(rel=2)', RR@10, P@10, R@100)"
-    return "examples: nDCG@10, 'AP(rel=2)', 'RR(rel=2)', P@10, R@100"
-
-
-def parse_measures(names: Iterable[str]) -> list[tuple[str, Any]]:
-    """(name as written, measure) for each name: a vectorised `Measure`, compatibility (computed
-    here: ir_measures' depends on the signs of run scores), or an ir_measures measure for the rest;
-    unknown names are a clear error."""
+def parse_measures(names: Iterable[str], level: int | None = None) -> list[tuple[str, Any]]:
+    """(name as written, measure) for each name: a `Measure` computed here, compatibility (computed
+    here: ir_measures' depends on the signs of run scores), or an ir_measures measure for the rest.
+    trec_eval's names are read at relevance ``level`` (trec_eval's -l; default 1); a trec_eval
+    measure qrelkit does not compute, and an unknown name, are clear errors."""
     parsed = []
     for name in names:
-        spelled = from_trec_eval(name) or name  # trec_eval's names (ndcg_cut_10, map, recip_rank) too
-        parsed.append((name, vectorised_measure(spelled) or compatibility_measure(spelled) or _ir_measures_measure(spelled)))
+        reason = refusal(name)
+        if reason is not None:
+            raise QrelkitError(f"measure {name!r} is trec_eval's, and qrelkit does not compute it: {reason}")
+        spelled = from_trec_eval(name, level) or name  # trec_eval's names (ndcg_cut_10, map, recip_rank) too
+        measure = trec_only_measure(name, level) or vectorised_measure(spelled) or compatibility_measure(spelled)
+        parsed.append((name, measure or ir_measures_measure(spelled)))
     return parsed
 
 
@@ -79,6 +62,9 @@ class Evaluation(Result):
     average: str = "qrels"  # what a mean runs over: "qrels" (every query) or "run" (the queries it covers)
     qrels_cut: str | None = None  # how the qrels were cut before scoring (`--max-rel`), in words
     tags: dict[str, str] | None = None  # run -> its tag column (trec_eval's runid), where it has one
+    notes: tuple[str, ...] = ()  # what reading the runs left out (columns after the 6th), in the output's words
+    # judgments with a grade > 0 over all the queries: trec_eval -c's num_rel `all` line, whatever -l is
+    judged_positive: int | None = None
 
     def summary(self) -> str:
         return f"runs={len(self.runs)}, queries={len(self.queries)}, measures={self.measures}, average={self.average!r}"
@@ -128,7 +114,10 @@ class Evaluation(Result):
         values = {run: {new: cut(self.values[run][old]) for new, old in renamed.items()} for run in self.runs}
         covered = None if self.covered is None else {run: cut(flags) for run, flags in self.covered.items()}
         kept = list(self.queries) if columns is None else list(queries or [])
-        return Evaluation(list(renamed), kept, list(self.runs), values, covered, self.average, self.qrels_cut, self.tags)
+        positive = self.judged_positive if columns is None else None
+        return Evaluation(
+            list(renamed), kept, list(self.runs), values, covered, self.average, self.qrels_cut, self.tags, self.notes, positive
+        )
 
     def to_dict(self, per_query: bool = False) -> dict:
         """`{"measures", "queries": N, "runs": {run: {measure: mean}}}`, and each query's value with ``per_query``."""
@@ -139,6 +128,7 @@ class Evaluation(Result):
             "average_over": self.describe_average(),
             "num_q": {run: self.num_q(run) for run in self.runs},
             "qrels_cut": self.qrels_cut,
+            "notes": list(self.notes),
             "runs": {run: {m: None if math.isnan(v) else v for m, v in means.items()} for run, means in self.means().items()},
         }
         if per_query:
@@ -168,52 +158,19 @@ def _qrels_of(grades: Mapping[str, Mapping[str, int]]) -> Qrels:
     return Qrels.from_table("qrels", table)
 
 
-class _IrMeasuresScorer:
-    """The measures not computed here, one ir_measures evaluator each: ir_measures 0.4 can mix up
-    measures of one family that differ only in parameters (nDCG@10 next to nDCG(gains=...)@10)
-    when they share an evaluator."""
-
-    def __init__(self, measures: list[tuple[str, Any]], grades: dict[str, dict[str, int]], queries: list[str]):
-        import ir_measures
-
-        self.position = {qid: i for i, qid in enumerate(queries)}
-        # NumRel counts the qrels, not the run (trec_eval's num_rel: judged documents with grade >=
-        # rel, 1 by default), whatever the run retrieved; a query the run misses has them too (it
-        # adds to trec_eval -c's sum). Counted here: ir_measures gives 0 for a missed query and
-        # has no provider for NumRel(rel=2).
-        self.qrels_counts = {
-            name: np.array([sum(g >= (measure.params.get("rel") or 1) for g in grades.get(q, {}).values()) for q in queries], float)
-            for name, measure in measures
-            if getattr(measure, "NAME", None) == "NumRel"
-        }
-        self.evaluators = []
-        for name, measure in measures:
-            if name in self.qrels_counts:
-                continue
-            try:
-                self.evaluators.append((name, ir_measures.evaluator([measure], grades)))
-            except ValueError as exc:  # parsed, but no provider computes it
-                providers = [line.strip(" -") for line in str(exc).splitlines()[1:] if line.strip()]
-                needs = f"; ir_measures would compute it with one of: {', '.join(providers)}" if providers else ""
-                raise QrelkitError(f"measure {name!r}: no installed ir_measures provider computes it{needs}") from None
-
-    def score(self, run: Run) -> dict[str, np.ndarray]:
-        scores = {qid: docs for qid, docs in run.scores.items() if qid in self.position}
-        out = {}
-        for name, evaluator in self.evaluators:
-            vector = np.zeros(len(self.position))
-            for metric in evaluator.iter_calc(scores):
-                if metric.query_id in self.position:
-                    vector[self.position[metric.query_id]] = metric.value
-            out[name] = vector
-        out.update((name, counts.copy()) for name, counts in self.qrels_counts.items())
-        return out
-
-
 def _compute(measure: Measure | Compatibility, ranked: Any, pairs: JudgedPairs, ascending: Any) -> np.ndarray:
     if isinstance(measure, Compatibility):
         return compatibility(ascending, pairs, measure)  # the authors' order: score descending, docid ascending
     return compute(measure, ranked, pairs, ascending)
+
+
+def _missed_score_zero(vector: np.ndarray, measure: Any, covered: np.ndarray) -> np.ndarray:
+    """A query the run misses scores 0 (trec_eval -c adds 0 for it), whatever a measure would make of
+    an empty ranking (utility's cost of unretrieved relevant documents, NumQ's 1); NumRel counts the
+    qrels, not the run, so a missed query keeps its count."""
+    if covered.all() or getattr(measure, "family", None) == "NumRel":
+        return vector
+    return np.where(covered, vector, 0.0)
 
 
 SCORES_ROUTE = (
@@ -234,12 +191,22 @@ def check_order_only(parsed: list[tuple[str, Any]], qrels_name: str) -> None:
 
 
 def evaluate_runs(
-    qrels: Qrels | dict[str, dict[str, int]], runs: Iterable[Run], measures: Iterable[str], *, average: str = "qrels"
+    qrels: Qrels | dict[str, dict[str, int]],
+    runs: Iterable[Run],
+    measures: Iterable[str],
+    *,
+    average: str = "qrels",
+    rel_level: int | None = None,
+    judged_only: bool = False,
+    max_per_query: int | None = None,
 ) -> Evaluation:
     """Per-query values of each run and measure over the qrels' queries; ``average`` says what
-    a mean runs over ("qrels": every query, a missed one scoring 0; "run": the queries it covers)."""
+    a mean runs over ("qrels": every query, a missed one scoring 0; "run": the queries it covers).
+    trec_eval's options: ``rel_level`` (-l) is the level trec_eval's measure names are read at,
+    ``max_per_query`` (-M) and ``judged_only`` (-J) cut each run before any measure (`run_cut`);
+    a query a run retrieves for counts as covered whatever the cut leaves of it, as in trec_eval."""
     check_average(average)
-    parsed = parse_measures(measures)
+    parsed = parse_measures(measures, rel_level)
     if isinstance(qrels, Qrels):
         pairs = JudgedPairs.of(qrels)
     else:  # a query may be listed with no judgment: it still counts in the mean (as 0)
@@ -251,21 +218,28 @@ def evaluate_runs(
     fallback = None
     if theirs:
         grades = qrels.grades if isinstance(qrels, Qrels) else qrels
-        fallback = _IrMeasuresScorer(theirs, grades, pairs.queries)
+        fallback = IrMeasuresScorer(theirs, grades, pairs.queries)
     needs_ascending = any(m.family in ("Judged", "Compat") for _, m in ours)
     names: list[str] = []
     values: dict[str, dict[str, np.ndarray]] = {}
     covered: dict[str, np.ndarray] = {}
     tags: dict[str, str] = {}
-    for run in runs:
-        tags[run.name] = run.tag
+    notes: list[str] = []
+    for whole in runs:
+        tags[whole.name] = whole.tag
+        notes += whole.notes
+        run = cut_run(whole, pairs, judged_only=judged_only, max_per_query=max_per_query)
         ranked = rank_run(run, pairs)
-        covered[run.name] = np.zeros(len(pairs.queries), bool)
-        covered[run.name][ranked.query] = True
+        covered[whole.name] = np.zeros(len(pairs.queries), bool)
+        covered[whole.name][(ranked if run is whole else rank_run(whole, pairs)).query] = True
         ascending = rank_run_by_docid_ascending(run, pairs) if needs_ascending else None
         per_measure = {name: _compute(m, ranked, pairs, ascending) for name, m in ours}
         if fallback is not None:
             per_measure.update(fallback.score(run))
         names.append(run.name)
-        values[run.name] = {name: per_measure[name] for name, _ in parsed}
-    return Evaluation([name for name, _ in parsed], pairs.queries, names, values, covered, average, tags=tags)
+        values[run.name] = {name: _missed_score_zero(per_measure[name], m, covered[run.name]) for name, m in parsed}
+    positive = int((pairs.grades > 0).sum())
+    measure_names = [name for name, _ in parsed]
+    return Evaluation(
+        measure_names, pairs.queries, names, values, covered, average, tags=tags, notes=tuple(notes), judged_positive=positive
+    )

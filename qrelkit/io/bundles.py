@@ -46,6 +46,17 @@ def data_root(environ: Mapping[str, str] | None = None) -> Path:
     return Path(base).expanduser() / "qrelkit"
 
 
+def cache_root(environ: Mapping[str, str] | None = None) -> Path:
+    """Where qrelkit keeps what it can compute again (embeddings of documents when no database is
+    given): $QRELKIT_CACHE, else the per-user cache folder of the XDG convention ($XDG_CACHE_HOME/qrelkit,
+    by default ~/.cache/qrelkit)."""
+    environ = os.environ if environ is None else environ
+    if environ.get("QRELKIT_CACHE"):
+        return Path(environ["QRELKIT_CACHE"]).expanduser()
+    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "qrelkit"
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -8,6 +8,10 @@ file outside the folder is read, written or deleted. So a relative path is check
 (`checked_relative`), a path below the folder for links (`inside`: every part that exists is a
 real folder, the last a regular file or nothing), and new files are written under a fresh name
 created exclusively (`qrelkit.io.files.write_atomically`), then renamed into place.
+
+The folders qrelkit keeps beside a database (`<db>.batches`, `<db>.probes`) are held to the same
+rule, and to one more: the folder itself is not a link either (``owned=True``): a data folder is the
+user's choice of place, a database's folder is qrelkit's own.
 """
 
 from __future__ import annotations
@@ -48,11 +52,28 @@ def _kind(path: Path) -> int | None:
         return None
 
 
-def inside(root: Path, relative: str | Path, what: str) -> Path:
+def link_refused(path: Path) -> FolderRefused:
+    """The one message for a link found in a data folder or a folder qrelkit owns."""
+    return FolderRefused(f"{path} is a symbolic link: links in qrelkit's folders are not followed (remove it, and run again)")
+
+
+def owned_root(root: Path, what: str) -> Path:
+    """``root`` when it is a folder or nothing, never a link: a folder qrelkit owns beside a database."""
+    kind = _kind(root)
+    if kind == stat.S_IFLNK:
+        raise link_refused(root)
+    if kind is not None and kind != stat.S_IFDIR:
+        raise FolderRefused(f"{root} is not a folder (it is in the way of {what})")
+    return root
+
+
+def inside(root: Path, relative: str | Path, what: str, *, owned: bool = False) -> Path:
     """``root / relative`` after checking that it stays in ``root``: every part below ``root`` that
-    exists is a folder, not a link, and the last part is a regular file or not there.
-    FolderRefused names the first part that is not."""
+    exists is a folder, not a link, and the last part is a regular file or not there (``owned``:
+    ``root`` itself is no link either, `owned_root`). FolderRefused names the first part that is not."""
     relative = Path(checked_relative(relative.as_posix() if isinstance(relative, Path) else relative, what))
+    if owned:
+        owned_root(root, what)
     path = root
     for index, part in enumerate(relative.parts):
         path = path / part
@@ -61,7 +82,7 @@ def inside(root: Path, relative: str | Path, what: str) -> Path:
             break
         last = index == len(relative.parts) - 1
         if kind == stat.S_IFLNK:
-            raise FolderRefused(f"{path} is a symbolic link: links in a data folder are not followed (remove it, and run again)")
+            raise link_refused(path)
         if not last and kind != stat.S_IFDIR:
             raise FolderRefused(f"{path} is not a folder (it is in the way of {what})")
         if last and kind not in (stat.S_IFREG, stat.S_IFDIR):
@@ -69,11 +90,23 @@ def inside(root: Path, relative: str | Path, what: str) -> Path:
     return root / relative
 
 
-def make_folders(root: Path, relative: str | Path, what: str) -> Path:
-    """The folder ``root / relative``, made where missing, none of its parts a link (`inside`)."""
-    folder = inside(root, relative, what)
+def make_folders(root: Path, relative: str | Path, what: str, *, owned: bool = False) -> Path:
+    """The folder ``root / relative``, made where missing, none of its parts a link (`inside`; and
+    with ``owned``, ``root`` made too, itself no link)."""
+    if owned and str(relative) in ("", "."):
+        parts: tuple[str, ...] = ()
+        folder = owned_root(root, what)
+    else:
+        folder = inside(root, relative, what, owned=owned)
+        parts = Path(relative).parts
+    if owned:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(root)
+        except FileExistsError:
+            owned_root(root, what)
     path = root
-    for part in Path(relative).parts:
+    for part in parts:
         path = path / part
         try:
             os.mkdir(path)
@@ -86,23 +119,3 @@ def make_folders(root: Path, relative: str | Path, what: str) -> Path:
 def below(root: Path, path: Path) -> str:
     """``path`` relative to ``root`` (which it is under by construction), for `inside`."""
     return path.relative_to(root).as_posix()
-
-
-def read_small(path: Path, limit: int) -> bytes | None:
-    """The bytes of a folder's own small record, read without following a link; None when it is not
-    there. FolderRefused for a link, a file of another kind or one over ``limit`` bytes."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if _kind(path) == stat.S_IFLNK:
-            raise FolderRefused(f"{path} is a symbolic link: links in a data folder are not followed (remove it, and run again)") from None
-        raise FolderRefused(f"{path} cannot be read: {exc.strerror or exc}") from None
-    with os.fdopen(descriptor, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise FolderRefused(f"{path} is not a regular file; refused")
-        if info.st_size > limit:
-            raise FolderRefused(f"{path} has {info.st_size:,} bytes, more than such a record may ({limit:,}); refused")
-        return handle.read(limit + 1)

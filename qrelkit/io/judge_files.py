@@ -15,18 +15,20 @@ import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
 
 from qrelkit.errors import InputFormatError, LineProblem, SkippedFilesWarning
 from qrelkit.io import arrays
-from qrelkit.io.columnar import fast_qrels_table
+from qrelkit.io.columnar import fast_qrels_table, fast_value_table
 from qrelkit.io.duplicates import OnDuplicate
+from qrelkit.io.files import folder_files
 from qrelkit.io.lines import ProblemLog, iter_lines, raise_if_problems
 from qrelkit.io.paths import run_name_from_path
 from qrelkit.io.trec import Qrels
-from qrelkit.io.trec_lines import DECIMAL, INT64_MAX, INT64_MIN, INTEGER, QRELS_SCHEMA
+from qrelkit.io.trec_lines import DECIMAL, INT64_MAX, INT64_MIN, INTEGER, QRELS_SCHEMA, is_comment
 
 # Files a folder of judgment files often holds beside them: never judgments.
 _NOT_JUDGMENT_SUFFIXES = {".md", ".rst", ".html", ".htm", ".pdf", ".json", ".yaml", ".yml", ".py", ".sh", ".ipynb", ".png", ".jpg", ".svg"}
@@ -80,8 +82,9 @@ def judgment_files(folder: str | Path) -> list[Path]:
     left out and named in one warning (hidden files silently)."""
     folder = Path(folder)
     kept: list[Path] = []
-    left_out: list[str] = []
-    for path in sorted(p for p in folder.iterdir() if p.is_file()):
+    files, other = folder_files(folder)
+    left_out = [f"{path} ({reason})" for path, reason in other]
+    for path in files:
         reason = not_a_judgment_file(path)
         if reason is None:
             kept.append(path)
@@ -111,6 +114,8 @@ def _read_lines(path: Path, policy: OnDuplicate) -> tuple[list[tuple[str, str, s
     kept: dict[tuple[str, str], tuple[int, tuple[str, str, str, int | float]]] = {}
     lines = 0
     for number, text in iter_lines(path, problems):
+        if is_comment(text):  # a qrels comment, as the qrels reader skips it
+            continue
         cols = text.split()
         if len(cols) != 4:
             problems.append(LineProblem(str(path), number, f"expected 4 columns `qid iter docid value`, found {len(cols)}"))
@@ -153,9 +158,24 @@ def _table(rows: list[tuple[str, str, str, int | float]]) -> pa.Table:
     values = [row[3] for row in rows]
     if all(isinstance(v, int) or float(v).is_integer() for v in values) and all(INT64_MIN <= v <= INT64_MAX for v in values):
         return pa.Table.from_arrays([qid, iteration, docid, arrays.column([int(v) for v in values], pa.int64())], schema=QRELS_SCHEMA)
-    numbers = np.asarray(values, dtype=np.float64)
+    return _scores(qid, iteration, docid, np.asarray(values, dtype=np.float64))
+
+
+Column: TypeAlias = pa.Array | pa.ChunkedArray
+
+
+def _scores(qid: Column, iteration: Column, docid: Column, numbers: np.ndarray) -> pa.Table:
     grade = arrays.from_numpy(order_codes(numbers))
     return pa.Table.from_arrays([qid, iteration, docid, grade, arrays.from_numpy(numbers)], names=[*QRELS_SCHEMA.names, "value"])
+
+
+def _columnar(values: pa.Table) -> pa.Table:
+    """`fast_value_table`'s columns as `_table` makes them: integer grades when every value is one."""
+    qid, iteration, docid = (values.column(name) for name in ("qid", "iteration", "docid"))  # chunked as read: not copied
+    numbers = arrays.numbers(values.column("value"))
+    if bool(np.all(np.floor(numbers) == numbers)) and bool(np.all(np.abs(numbers) < 2.0**63)):
+        return pa.Table.from_arrays([qid, iteration, docid, arrays.from_numpy(numbers.astype(np.int64))], schema=QRELS_SCHEMA)
+    return _scores(qid, iteration, docid, numbers)
 
 
 def read_judge_file(path: str | Path, *, name: str | None = None, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> JudgeFile:
@@ -168,5 +188,11 @@ def read_judge_file(path: str | Path, *, name: str | None = None, on_duplicate: 
         table = fast_qrels_table(path, policy)
         if table is not None:
             return JudgeFile(Qrels.from_table(name, table, source=str(path)), table.num_rows, 0, policy)
+    # any numbers, in columns (a 5,000,000-line file of fractions in a few hundred MB, not a dict per
+    # line); a file this route cannot vouch for goes to the line reader, which names its lines
+    fast = fast_value_table(path, policy)
+    if fast is not None:
+        values, lines = fast
+        return JudgeFile(Qrels.from_table(name, _columnar(values), source=str(path)), lines, lines - values.num_rows, policy)
     rows, lines = _read_lines(path, policy)
     return JudgeFile(Qrels.from_table(name, _table(rows), source=str(path)), lines, lines - len(rows), policy)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -189,9 +189,36 @@ def open_input(path: str | Path) -> Iterator[BinaryIO]:
         raw.close()
 
 
-def iter_capped_lines(stream: BinaryIO, max_line_bytes: int) -> Iterator[bytes | None]:
+class _Chunks(io.RawIOBase):
+    """An iterator of byte chunks (a response body as it arrives) read as a stream."""
+
+    def __init__(self, chunks: Iterator[bytes]):
+        self.chunks, self.rest = chunks, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self.rest:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                return 0
+            self.rest = bytes(chunk)
+        taken, self.rest = self.rest[: len(buffer)], self.rest[len(buffer) :]
+        buffer[: len(taken)] = taken
+        return len(taken)
+
+
+def iter_chunk_lines(chunks: Iterable[bytes], max_line_bytes: int, *, stop: bool = False) -> Iterator[bytes | None]:
+    """`iter_capped_lines` over a stream of chunks: each byte looked at once, whatever the chunks'
+    sizes, and a line longer than ``max_line_bytes`` (None) never held whole."""
+    return iter_capped_lines(io.BufferedReader(_Chunks(iter(chunks)), buffer_size=READ_CHUNK), max_line_bytes, stop=stop)
+
+
+def iter_capped_lines(stream: BinaryIO, max_line_bytes: int, *, stop: bool = False) -> Iterator[bytes | None]:
     """The stream's lines (without the newline); None for a line longer than ``max_line_bytes``,
-    whose bytes are skipped without being held."""
+    whose bytes are skipped without being held (``stop``: None is the last thing yielded, nothing of
+    the line is read further, for a caller that stops there: an endless line is never read on)."""
     while True:
         line = stream.readline(max_line_bytes + 1)
         if not line:
@@ -200,6 +227,9 @@ def iter_capped_lines(stream: BinaryIO, max_line_bytes: int) -> Iterator[bytes |
             yield line[:-1]
         elif len(line) <= max_line_bytes:
             yield line  # the last line, without a newline
+        elif stop:
+            yield None
+            return
         else:
             while (rest := stream.readline(MiB)) and not rest.endswith(b"\n"):
                 pass

@@ -7,23 +7,41 @@ import warnings
 from pathlib import Path
 
 from qrelkit.errors import InputFormatError, LineProblem, SkippedFilesWarning
+from qrelkit.io.files import folder_files
 from qrelkit.io.lines import iter_lines
 
 # Control characters (C0 with tab and newline, DEL, C1), Unicode's line and paragraph separators, and
 # the bidirectional overrides and isolates, which reorder how the text around them is shown.
-_NAME_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAME_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+# Characters that show as nothing: two names differing by one read the same ("nist" and "nist\u200b")
+_NAME_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff]")
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a set, a run or a judge run (None when it can)."""
+    found = _NAME_CONTROL.search(name)
+    if found is not None:
+        return f"holds the control character {found.group()!r}: a name holds none"
+    found = _NAME_INVISIBLE.search(name)
+    if found is not None:
+        return f"holds the invisible character {found.group()!r}: a name holds none (it would read as another name)"
+    if not name.strip():
+        return "is blank: a name has at least one visible character"
+    if name != name.strip():
+        return "begins or ends with a space: a name does not (it would read as another name)"
+    return None
 
 
 def checked_name(name: str, what: str, path: str | Path | None = None) -> str:
-    """``name`` (of a qrels set, a run, a judge run...) when it holds no control character: names are
-    data, shown in terminal tables, Markdown, LaTeX and HTML, where a newline or an escape sequence in
-    one would end a comment or rewrite the screen. An InputFormatError naming ``path`` otherwise."""
-    found = _NAME_CONTROL.search(name)
-    if found is None:
+    """``name`` (of a qrels set, a run, a judge run...) when it holds no control or invisible
+    character, is not blank and has no space at either end: names are data, shown in terminal
+    tables, Markdown, LaTeX and HTML, where a newline or an escape sequence in one would end a
+    comment or rewrite the screen, and where `nist` and `nist ` would read as one. An
+    InputFormatError naming ``path`` otherwise."""
+    problem = name_problem(name)
+    if problem is None:
         return name
-    message = f"{what} {name!r} holds the control character {found.group()!r}: a name holds none; rename it" + (
-        " or give --name" if path is not None else ""
-    )
+    message = f"{what} {name!r} {problem}; rename it" + (" or give --name" if path is not None else "")
     raise InputFormatError.single(path if path is not None else name, 0, message)
 
 
@@ -32,6 +50,8 @@ def run_name_from_path(path: str | Path) -> str:
     every submitted run as `input.<tag>[.gz]`, so those are named by the tag (`input.bm25base_p.gz`
     -> `bm25base_p`), not all `input`. A file name with a control character is refused (`checked_name`)."""
     name = Path(path).name
+    if not name:
+        return name  # `.` or `/`: no file's name at all (opening it says what it is)
     if name.endswith(".gz"):
         name = name[:-3]
     if name.startswith("input.") and len(name) > len("input."):
@@ -77,7 +97,9 @@ def list_run_files(paths: list[str | Path], skipped: list[tuple[Path, str]] | No
     for item in paths:
         p = Path(item)
         if p.is_dir():
-            for f in sorted(f for f in p.iterdir() if f.is_file()):
+            files, other = folder_files(p)
+            left_out += other
+            for f in files:
                 reason = not_a_run(f)
                 if reason is None:
                     out.append(f)

@@ -24,6 +24,14 @@ def pandas() -> Any:
     return pd
 
 
+def duration(seconds: float) -> str:
+    """A span of time as results say it: `4s`, `3m07s`, `2h05m`."""
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
 class Result:
     """A result's face in a notebook: ``repr`` is its class and a short summary (``summary()``),
     ``_repr_html_`` that line and the first rows of ``to_pandas()`` (just the line without pandas)."""

@@ -1,9 +1,10 @@
 """TREC run (`qid Q0 docid rank score tag`) and qrels (`qid iter docid grade`) files, and the
 in-memory `Run` and `Qrels`.
 
-Columns are split on any whitespace, as trec_eval does. Run scores read from text are
-rounded to float32: trec_eval stores them as C floats, so ties and orderings (and hence
-NIST's published numbers) only reproduce at that precision. `qrelkit.io.trec_lines` states
+Columns are split on any whitespace, as trec_eval does. Run scores are kept as written and
+ranked as trec_eval ranks them, as float32 (`Run.scores32`, `Run.trec_order`): trec_eval stores
+them as C floats, so ties and orderings (and hence NIST's published numbers) only reproduce at
+that precision; the measures whose reference reads them as written (Judged@k, Compat) see them so. `qrelkit.io.trec_lines` states
 the rules; `qrelkit.io.columnar` reads files by them.
 
 A `Run` or `Qrels` holds columns (an Arrow table); the per-entry objects (`entries`) and the
@@ -45,8 +46,8 @@ class Run:
     """A ranked list per query. ``entries`` keep file order; ``scores`` is the trec_eval view.
 
     Build one from entries (``Run(name, entries)``) or from columns (``Run.from_table``): a
-    table of ``qid``, ``docid`` (strings), ``rank`` (int64) and ``score`` (float32 as read from a
-    file, or float64).
+    table of ``qid``, ``docid`` (strings), ``rank`` (int64) and ``score`` (float64 as read from a
+    file, float32 as a database keeps it).
     """
 
     def __init__(
@@ -57,20 +58,22 @@ class Run:
         source: str | None = None,
         *,
         table: pa.Table | None = None,
+        notes: tuple[str, ...] = (),
     ):
         if (entries is None) == (table is None):
             raise TypeError("give a Run either entries or a table")
         self.name = name
         self.tag = tag
         self.source = source
+        self.notes = notes  # what reading its file left out (columns after the 6th), for the output to say
         self._entries: tuple[RunEntry, ...] | None = None if entries is None else tuple(entries)
         self._table = table
         self._query_codes: tuple[np.ndarray, list[str]] | None = None
         self._order: np.ndarray | None = None
 
     @classmethod
-    def from_table(cls, name: str, table: pa.Table, tag: str = "", source: str | None = None) -> Run:
-        return cls(name, tag=tag, source=source, table=table)
+    def from_table(cls, name: str, table: pa.Table, tag: str = "", source: str | None = None, notes: tuple[str, ...] = ()) -> Run:
+        return cls(name, tag=tag, source=source, table=table, notes=notes)
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, entries={len(self)}, tag={self.tag!r}, source={self.source!r})"
@@ -255,7 +258,7 @@ def run_tag(path: str | Path) -> str:
     tags: dict[str, int] = {}
     for number, text in iter_lines(path, problems):
         cols = text.split()
-        if len(cols) == 6:
+        if len(cols) >= 6:  # columns after the tag are ignored, as when the run is read
             tags.setdefault(cols[5], number)
     raise_if_problems(problems)
     if len(tags) != 1:
@@ -271,12 +274,13 @@ def read_run(
     name: str | None = None,
     on_duplicate: OnDuplicate | str = OnDuplicate.error,
 ) -> Run:
-    table, tags = read_run_table(path, on_duplicate)
+    table, tags, notes = read_run_table(path, on_duplicate)
     return Run.from_table(
         name or run_name_from_path(path),
         table,
         tag=tags[0] if len(tags) == 1 else ",".join(tags),
         source=str(path),
+        notes=notes,
     )
 
 

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.errors import QrelkitError
+from qrelkit.io.files import exclusive_temporary, place_for, put_in_place
+from qrelkit.io.limits import iter_chunk_lines, limits
 from qrelkit.judges import Judgment, Pair
 from qrelkit.judges.batch_api import (
     META_JUDGE_RUN,
@@ -43,6 +45,7 @@ from qrelkit.judges.batch_api import (
     request_line,
     starts_new_file,
 )
+from qrelkit.judges.http import ErrorVerdict
 from qrelkit.storage import Store
 from qrelkit.storage import batch_api as recorded
 from qrelkit.storage.judgments import judgment_states, write_judgments
@@ -162,7 +165,6 @@ class BatchDriver:
 
     def submit(self, pairs: Iterable[Pair]) -> None:
         """Send the pairs in as many files as the limits need; input errors are written at once."""
-        self.folder.mkdir(parents=True, exist_ok=True)
         for submission_id, path, keys, size in self._request_files(pairs):
             file_name = path.name
             recorded.record_submission(
@@ -208,36 +210,40 @@ class BatchDriver:
         input errors are written with each file."""
         limits = self.settings
         errors: list[Judgment] = []
-        current: tuple[str, Path, Any] | None = None
+        current: tuple[str, Path, RequestFile] | None = None
         keys: list[tuple[str, str]] = []
         size = 0
-        for pair in pairs:
-            body = self.judge.batch_request(pair)
-            if isinstance(body, Judgment):
-                errors.append(body)
-                continue
-            line = request_line(custom_id_for(self.judge_run_id, *pair.key), body)
-            if len(line) > limits.max_bytes:
-                message = f"the request is {len(line):,} bytes, more than a batch file may hold (batch_max_bytes {limits.max_bytes:,})"
-                errors.append(Judgment.failed(pair, "input_error", message))
-                continue
-            if current is not None and starts_new_file(len(keys), size, len(line), limits.max_requests, limits.max_bytes):
-                current[2].close()
+        try:
+            for pair in pairs:
+                body = self.judge.batch_request(pair)
+                if isinstance(body, Judgment):
+                    errors.append(body)
+                    continue
+                line = request_line(custom_id_for(self.judge_run_id, *pair.key), body)
+                if len(line) > limits.max_bytes:
+                    message = f"the request is {len(line):,} bytes, more than a batch file may hold (batch_max_bytes {limits.max_bytes:,})"
+                    errors.append(Judgment.failed(pair, "input_error", message))
+                    continue
+                if current is not None and starts_new_file(len(keys), size, len(line), limits.max_requests, limits.max_bytes):
+                    current[2].finish()
+                    yield current[0], current[1], keys, size
+                    current, keys, size = None, [], 0
+                    self.write(errors)
+                    errors = []
+                if current is None:
+                    submission_id = secrets.token_hex(8)
+                    path = place_for(self.folder / f"qrelkit-{self.judge_run_id}-{submission_id}.jsonl", root=self.folder)
+                    current = (submission_id, path, RequestFile(path))
+                current[2].write(line)
+                keys.append(pair.key)
+                size += len(line)
+            if current is not None:
+                current[2].finish()
                 yield current[0], current[1], keys, size
-                current, keys, size = None, [], 0
-                self.write(errors)
-                errors = []
-            if current is None:
-                submission_id = secrets.token_hex(8)
-                path = self.folder / f"qrelkit-{self.judge_run_id}-{submission_id}.jsonl"
-                current = (submission_id, path, open(path, "wb"))
-            current[2].write(line)
-            keys.append(pair.key)
-            size += len(line)
-        if current is not None:
-            current[2].close()
-            yield current[0], current[1], keys, size
-        self.write(errors)
+            self.write(errors)
+        finally:
+            if current is not None:
+                current[2].abandon()  # a generator closed part-way (an error, an interrupt)
 
     def write(self, judgments: list[Judgment]) -> None:
         """Judgments decided without a batch (input errors)."""
@@ -302,16 +308,18 @@ class BatchDriver:
         log.info("batch %s %s: %d judgments stored, %d pairs pending again", info.id, info.status, len(judgments), len(again))
 
     def _read_lines(self, file_id: str) -> Iterator[BatchLine]:
-        """The lines of an output or error file, read as they stream in (nothing is written to disk)."""
-        buffer, first = b"", True
-        for chunk in self.client.download(file_id):
-            if first:
-                crash_point("batch-mid-download")
-                first = False
-            buffer += chunk
-            *complete, buffer = buffer.split(b"\n")
-            yield from _parse(complete, file_id)
-        yield from _parse([buffer], file_id)
+        """The lines of an output or error file, read as they stream in (nothing is written to disk),
+        each at most `max_line_bytes`: a longer line stops the reading with one line (an endless one
+        would otherwise be read to the file's cap), nothing of the batch stored, its pairs still out."""
+        cap = limits().max_line_bytes
+        for raw in iter_chunk_lines(_arriving(self.client.download(file_id)), cap, stop=True):
+            if raw is None:
+                message = (
+                    f"batch file {file_id} holds a line longer than {cap:,} bytes (QRELKIT_MAX_LINE_BYTES; raise it if the "
+                    "answers are genuine); not read further, nothing of the batch was stored"
+                )
+                raise BatchApiError(message, ErrorVerdict("fail", message))
+            yield from _parse([raw], file_id)
 
     # -- cancelling -------------------------------------------------------------------------------
 
@@ -338,13 +346,20 @@ class BatchDriver:
         return info
 
 
+def _arriving(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    for number, chunk in enumerate(chunks):
+        if number == 0:
+            crash_point("batch-mid-download")
+        yield chunk
+
+
 def _parse(raw_lines: list[bytes], file_id: str) -> Iterator[BatchLine]:
     for raw in raw_lines:
         if not raw.strip():
             continue
         try:
             yield read_output_line(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:  # its pair is treated as not run, and sent again
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # its pair is treated as not run, and sent again
             log.warning("batch file %s: a line that is not a Batch API output line (%s) was skipped", file_id, exc)
 
 
@@ -371,6 +386,31 @@ def why_not_run(line: BatchLine | None, info: BatchInfo) -> str:
     if line.error_code:
         return f"{line.error_code}: {line.error_message or ''}".strip()
     return f"HTTP {line.status_code} from the batch {info.id}"
+
+
+class RequestFile:
+    """A batch's request file as it is written: lines go to a hidden temporary of the folder, renamed
+    to ``path`` once whole (`qrelkit.io.files.put_in_place`), so a kill leaves no half file that a
+    later run could take for a whole one; removed if the writing stops."""
+
+    def __init__(self, path: Path):
+        self.path, self.temporary = path, exclusive_temporary(path)
+        self.handle = open(self.temporary, "wb")
+
+    def write(self, line: bytes) -> None:
+        self.handle.write(line)
+
+    def finish(self) -> None:
+        self.handle.close()
+        try:
+            put_in_place(self.temporary, self.path)
+        finally:
+            self.temporary.unlink(missing_ok=True)
+
+    def abandon(self) -> None:
+        """Stop writing: the temporary goes, nothing appears at ``path``."""
+        self.handle.close()
+        self.temporary.unlink(missing_ok=True)
 
 
 def remove_request_file(folder: Path, path: str | None) -> bool:

@@ -5,7 +5,7 @@ process (`ray_executor`) uses it without importing the runner that imports the e
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -88,3 +88,21 @@ def _is_disk_full(exc: OSError) -> bool:
     import errno
 
     return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def planned_batches(judge: Any, window: list[Pair], batch_size: int) -> Iterator[list[Pair]]:
+    """A window cut into calls of ``batch_size`` pairs, ordered first by the judge's `sort_keys`
+    when it has them (e.g. texts by length: a call then pads to the length its texts share, and a
+    model's batch runs at its own speed, rather than at the speed of a call's longest text)."""
+    sort_keys = getattr(judge, "sort_keys", None)
+    if callable(sort_keys) and len(window) > 1:
+        try:
+            keys = list(sort_keys(window))
+        except PASS_THROUGH:
+            raise
+        except Exception:  # noqa: BLE001 - ordering is an optimisation: a judge that cannot order judges in pool order
+            keys = []
+        if len(keys) == len(window):
+            window = [window[i] for i in sorted(range(len(window)), key=keys.__getitem__)]
+    for start in range(0, len(window), batch_size):
+        yield window[start : start + batch_size]

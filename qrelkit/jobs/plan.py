@@ -184,6 +184,8 @@ def resolve_judge(spec: JobSpec) -> ResolvedJudge:
     template = load_template(spec.template) if spec.template else None
     factory = JudgeFactory.resolve(spec.judge.name, spec.judge.options, template, source=source, allow_import=spec.allow_import)
     cls: Any = factory.judge_class
+    if template is None and getattr(cls, "needs_template", True):  # before any route uses it: a dry run's estimate renders prompts too
+        raise JobError(f"{source}: judge {spec.judge.name!r} needs a prompt template (set `template:` in the job)")
     config = factory.config
     note = template_check(spec, template, cls, config)
     model_id = cls.model_id_for(config)

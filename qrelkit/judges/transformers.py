@@ -189,6 +189,15 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
     def model_id_for(cls, config: TransformersConfig) -> str:
         return f"{config.model}/{config.gguf_file}" if config.gguf_file else config.model
 
+    @classmethod
+    def startup_problems(cls, config: Any) -> list[str]:
+        from qrelkit.judges.startup import missing_device, missing_model, missing_modules
+
+        problems = missing_modules(
+            {"torch": "pip install 'qrelkit[transformers]'", "transformers": "pip install 'qrelkit[transformers]'"}, cls.name
+        )
+        return problems + [p for p in (missing_model(config.model, cls.name), missing_device(config.device, cls.name)) if p]
+
     def __init__(self, config, template, context=None):
         super().__init__(config, template, context)
         try:

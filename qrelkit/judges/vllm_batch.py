@@ -35,9 +35,11 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from qrelkit.io.files import write_atomically
+from qrelkit.io.files import open_owned, put_in_place, read_capped, read_owned, write_atomically
+from qrelkit.io.folders import FolderRefused, inside, make_folders
+from qrelkit.io.limits import iter_capped_lines, limits
 from qrelkit.judges.batch_api import BatchApiError, BatchInfo
 from qrelkit.judges.http import ErrorVerdict
 
@@ -46,6 +48,9 @@ ENDPOINT = "vLLM's run_batch on this machine"  # what the database shows as the 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
 OUTPUT_SUFFIX = "-output"
 LOG_TAIL = 4000
+MAX_STATE_BYTES = 1 << 20  # a state file qrelkit writes holds a few hundred bytes
+MAX_PID = 1 << 22  # Linux's highest possible pid (PID_MAX_LIMIT); a state naming a larger one is not a runner's
+MAX_COUNT = 1 << 53  # counts and times from a state file: anything larger is not one qrelkit wrote
 
 
 def _error(message: str, status: int = 404) -> BatchApiError:
@@ -58,21 +63,40 @@ def _name(value: str, what: str) -> str:
     return value
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    write_atomically(path, lambda temporary: temporary.write_text(json.dumps(data), encoding="utf-8"))
+def _write_json(path: Path, data: dict[str, Any], root: Path) -> None:
+    write_atomically(path, lambda temporary: temporary.write_text(json.dumps(data), encoding="utf-8"), root=root)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
+    """A state file (never through a link, at most `MAX_STATE_BYTES`: FolderRefused); None when it is
+    not there or holds no JSON object."""
+    raw = read_owned(path, MAX_STATE_BYTES)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(raw) if raw is not None else None
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
 
+def _pid(value: Any) -> int | None:
+    """A runner's pid as a state file records it; None for anything no process can have."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_PID else None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_COUNT else 0
+
+
+def _absolute(path: Path) -> Path:
+    """``path`` from the root of the machine, its last part not followed (it is checked to be no link)."""
+    return path.parent.resolve() / path.name
+
+
 def _runner_alive(pid: Any, state: Path) -> bool:
-    """Whether ``pid`` is this state file's runner (a recycled pid, or any other process, is not)."""
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+    """Whether ``pid`` is this state file's runner (a recycled pid, or any other process, is not).
+    ``state``: the state file's absolute path (`_absolute`), as the runner was given it."""
+    pid = _pid(pid)
+    if pid is None:
         return False
     try:
         arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -82,11 +106,20 @@ def _runner_alive(pid: Any, state: Path) -> bool:
         except OSError:
             return False
         return True
-    return RUNNER_MODULE.encode() in arguments and str(state.resolve()).encode() in arguments
+    return RUNNER_MODULE.encode() in arguments and str(state).encode() in arguments
+
+
+def _is_file(path: Path) -> bool:
+    """A regular file, not a link to one."""
+    try:
+        return path.is_file() and not path.is_symlink()
+    except OSError:
+        return False
 
 
 class LocalBatchClient:
-    """The Batch API client's methods (`qrelkit.judges.batch_api.BatchClient`) over ``folder``.
+    """The Batch API client's methods (`qrelkit.judges.batch_api.BatchClient`) over ``folder``
+    (`<db>.batches/vllm`: qrelkit's own, so no link in it or in `<db>.batches` is followed).
     ``command(input, output)``: vLLM's run_batch command line for a batch (None: this client
     checks, collects and cancels, and creates nothing)."""
 
@@ -94,38 +127,59 @@ class LocalBatchClient:
 
     def __init__(self, folder: Path, command: Callable[[Path, Path], list[str]] | None = None):
         self.folder, self._command = Path(folder), command
+        self._root = self.folder.parent  # `<db>.batches`: the folder qrelkit owns beside the database
 
     def _path(self, kind: str, name: str) -> Path:
-        return self.folder / kind / name
+        """``folder/kind/name``, none of its parts a link (FolderRefused)."""
+        return inside(self._root, f"{self.folder.name}/{kind}/{name}", f"the batch folder {self.folder}", owned=True)
+
+    def _made(self, kind: str) -> Path:
+        return make_folders(self._root, f"{self.folder.name}/{kind}", f"the batch folder {self.folder}", owned=True)
+
+    def _kind_folder(self, kind: str) -> Path:
+        return inside(self._root, f"{self.folder.name}/{kind}", f"the batch folder {self.folder}", owned=True)
 
     def _state_path(self, batch_id: str) -> Path:
         return self._path("batches", _name(batch_id, "batch") + ".json")
+
+    def _write_state(self, path: Path, state: dict[str, Any]) -> None:
+        _write_json(path, state, self._root)
 
     # -- files -------------------------------------------------------------------------------
 
     def upload(self, path: Path, filename: str) -> str:
         target = self._path("files", _name(filename, "file"))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.partial")
+        self._made("files")
+        temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}.partial")
         try:
             os.link(path, temporary)  # the request file is not changed after it is written: share it
         except OSError:
-            shutil.copyfile(path, temporary)
-        os.replace(temporary, target)
+            write_atomically(target, lambda copy: shutil.copyfile(path, copy), root=self._root)
+            return filename
+        try:
+            put_in_place(temporary, target)
+        finally:
+            temporary.unlink(missing_ok=True)
         return filename
 
     def find_files(self, filenames: Iterable[str]) -> dict[str, str]:
-        return {name: name for name in filenames if SAFE_NAME.fullmatch(name) and self._path("files", name).is_file()}
+        return {name: name for name in filenames if SAFE_NAME.fullmatch(name) and ".." not in name and self._uploaded(name)}
+
+    def _uploaded(self, name: str) -> bool:
+        try:
+            return _is_file(self._path("files", name))
+        except FolderRefused:  # a link there is no file this folder holds
+            return False
 
     def download(self, file_id: str) -> Iterator[bytes]:
         batch_id = _name(file_id, "file").removesuffix(OUTPUT_SUFFIX)
         path = self._path("out", batch_id + ".jsonl")
-        try:
-            with open(path, "rb") as handle:
-                while chunk := handle.read(1 << 20):
-                    yield chunk
-        except OSError as exc:
-            raise _error(f"the output of batch {batch_id} cannot be read ({exc.strerror or exc})") from None
+        limit = limits().max_input_bytes
+        handle = open_owned(path, limit)
+        if handle is None:
+            raise _error(f"the output of batch {batch_id} cannot be read (it is not in {self.folder / 'out'})")
+        with handle:
+            yield from read_capped(handle, limit, path)
 
     # -- batches -----------------------------------------------------------------------------
 
@@ -133,40 +187,45 @@ class LocalBatchClient:
         if self._command is None:
             raise _error("this command starts no batch (run the job)", status=400)
         source = self._path("files", _name(input_file_id, "file"))
-        if not source.is_file():
+        handle = open_owned(source, limits().max_input_bytes)
+        if handle is None:
             raise _error(f"no uploaded file {input_file_id}", status=400)
+        with handle:
+            total = sum(1 for line in iter_capped_lines(handle, limits().max_input_bytes) if line is None or line.strip())
         batch_id = f"vllm-{secrets.token_hex(8)}"
-        with open(source, "rb") as handle:
-            total = sum(1 for line in handle if line.strip())
         state_path = self._state_path(batch_id)
-        state_path.parent.mkdir(parents=True, exist_ok=True)
-        (self.folder / "out").mkdir(exist_ok=True)
+        self._made("batches")
+        self._made("out")
         state: dict[str, Any] = {"id": batch_id, "status": "in_progress", "input_file_id": input_file_id, "metadata": dict(metadata)}
         state |= {"created_at": int(time.time()), "total": total, "pid": None}
-        _write_json(state_path, state)  # before the runner: a crash now leaves a batch that reads as failed
+        self._write_state(state_path, state)  # before the runner: a crash now leaves a batch that reads as failed
         output = self._path("out", batch_id + ".jsonl")
         log = self._path("out", batch_id + ".log")
         # absolute paths: a later check finds the runner by its state file, from whatever folder it runs in
-        state_path, source, output, log = (p.resolve() for p in (state_path, source, output, log))
-        runner = [sys.executable, "-m", RUNNER_MODULE, *(str(p) for p in (state_path, source, output, log)), "--"]
+        given = [_absolute(p) for p in (state_path, source, output, log)]
+        runner = [sys.executable, "-m", RUNNER_MODULE, *map(str, given), "--"]
         quiet = subprocess.DEVNULL
         process = subprocess.Popen(
-            [*runner, *self._command(source, output)], stdin=quiet, stdout=quiet, stderr=quiet, start_new_session=True
+            [*runner, *self._command(given[1], given[2])], stdin=quiet, stdout=quiet, stderr=quiet, start_new_session=True
         )
         state["pid"] = process.pid
         current = _read_json(state_path) or {}
         if current.get("status") == "in_progress":  # a very fast runner may have written its outcome already
-            _write_json(state_path, {**current, "pid": process.pid})
+            self._write_state(state_path, {**current, "pid": process.pid})
         return self._info(state)
 
     def find_batches(self, submission_ids: Iterable[str]) -> dict[str, BatchInfo]:
         wanted, found = set(submission_ids), dict[str, BatchInfo]()
-        folder = self.folder / "batches"
+        folder = self._kind_folder("batches")
         if not wanted or not folder.is_dir():
             return found
         for path in sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")):  # not a write under way
-            state = _read_json(path)
-            submission = ((state or {}).get("metadata") or {}).get("qrelkit_submission_id")
+            try:
+                state = _read_json(path)
+            except FolderRefused:
+                continue  # not a state file qrelkit wrote (a link, a FIFO): no batch of this folder
+            metadata = (state or {}).get("metadata")
+            submission = metadata.get("qrelkit_submission_id") if isinstance(metadata, dict) else None
             if state and submission in wanted and SAFE_NAME.fullmatch(str(state.get("id"))):
                 found[submission] = self.retrieve(str(state["id"]))
         return found
@@ -176,12 +235,12 @@ class LocalBatchClient:
         state = _read_json(path)
         if state is None:
             raise _error(f"no batch {batch_id} in {self.folder}")
-        if state.get("status") == "in_progress" and not _runner_alive(state.get("pid"), path):
+        if state.get("status") == "in_progress" and not _runner_alive(state.get("pid"), _absolute(path)):
             time.sleep(0.2)  # the runner writes its outcome as it ends: read once more before calling it gone
             state = _read_json(path) or state
-            if state.get("status") == "in_progress" and not _runner_alive(state.get("pid"), path):
+            if state.get("status") == "in_progress" and not _runner_alive(state.get("pid"), _absolute(path)):
                 state |= {"status": "failed", "errors": ["the runner stopped before it finished (killed, or the machine restarted)"]}
-                _write_json(path, state)
+                self._write_state(path, state)
         return self._info(state)
 
     def cancel(self, batch_id: str) -> BatchInfo:
@@ -190,14 +249,14 @@ class LocalBatchClient:
         if state is None:
             raise _error(f"no batch {batch_id} in {self.folder}")
         if state.get("status") == "in_progress":
-            pid = state.get("pid")
-            if isinstance(pid, int) and _runner_alive(pid, path):
+            pid = _pid(state.get("pid"))
+            if pid is not None and _runner_alive(pid, _absolute(path)):
                 try:
                     os.killpg(pid, signal.SIGTERM)  # the runner and vLLM under it: the session it leads
                 except OSError:
                     pass
             state = {**(_read_json(path) or state), "status": "cancelled"}
-            _write_json(path, state)
+            self._write_state(path, state)
         return self._info(state)
 
     def close(self) -> None:
@@ -205,22 +264,17 @@ class LocalBatchClient:
 
     def _info(self, state: dict[str, Any]) -> BatchInfo:
         done = state.get("status") == "completed"
-
-        def count(key: str) -> int:
-            value = state.get(key)
-            return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-        errors = state.get("errors")
+        errors, metadata = state.get("errors"), state.get("metadata")
         return BatchInfo(
             str(state.get("id")),
             str(state.get("status") or "unknown"),
             input_file_id=str(state.get("input_file_id") or ""),
             output_file_id=f"{state.get('id')}{OUTPUT_SUFFIX}" if done else None,
-            total=count("total"),
-            completed=count("completed"),
-            failed=count("failed"),
-            created_at=count("created_at"),
-            metadata={str(k): str(v) for k, v in (state.get("metadata") or {}).items()},
+            total=_count(state.get("total")),
+            completed=_count(state.get("completed")),
+            failed=_count(state.get("failed")),
+            created_at=_count(state.get("created_at")),
+            metadata={str(k): str(v) for k, v in metadata.items()} if isinstance(metadata, dict) else {},
             errors=tuple(str(e) for e in errors) if isinstance(errors, list) else (),
         )
 
@@ -229,11 +283,16 @@ class LocalBatchClient:
 
 
 def _last_reason(log: Path) -> str:
-    """vLLM's own last error line from the runner's log."""
+    """vLLM's own last error line from the end of the runner's log."""
     try:
-        text = log.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL * 4 :]
-    except OSError:
+        handle = open_owned(log, 1 << 62)
+    except FolderRefused:
+        handle = None
+    if handle is None:
         return "no log"
+    with handle:
+        handle.seek(max(0, os.fstat(handle.fileno()).st_size - LOG_TAIL * 4))
+        text = handle.read(LOG_TAIL * 4).decode("utf-8", errors="replace")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     for line in reversed(lines):
         if re.search(r"(Error|Exception|error:)", line):
@@ -241,32 +300,52 @@ def _last_reason(log: Path) -> str:
     return (lines[-1] if lines else "no output")[-500:]
 
 
+def _new_log(path: Path) -> BinaryIO:
+    """The runner's log, a new file (never an existing one, never through a link)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    return os.fdopen(os.open(path, flags, 0o644), "wb")
+
+
+def _answered(partial: Path) -> tuple[int, int] | None:
+    """(answered, failed) lines of vLLM's output; None when it is not a regular file of the folder."""
+    try:
+        handle = open_owned(partial, limits().max_input_bytes)
+    except FolderRefused:
+        return None
+    if handle is None:
+        return None
+    completed = failed = 0
+    with handle:
+        for line in iter_capped_lines(handle, limits().max_line_bytes):
+            try:
+                answered = line is not None and (json.loads(line).get("response") or {}).get("status_code") == 200
+            except (ValueError, AttributeError, RecursionError):
+                answered = False
+            completed, failed = completed + answered, failed + (not answered)
+    return completed, failed
+
+
 def run(state_path: Path, source: Path, output: Path, log: Path, command: list[str]) -> int:
-    partial = output.with_name(output.name + ".partial")
+    root = state_path.parent.parent  # the batch folder: its batches/ and out/ are checked for links again here
+    partial = output.with_name(f".{output.name}.partial")  # hidden: a runner killed mid-write leaves no visible half file
     command = [part if part != str(output) else str(partial) for part in command]
-    with open(log, "wb") as handle:
+    with _new_log(log) as handle:
         returncode = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT).returncode
     state = _read_json(state_path) or {}
     if state.get("status") != "in_progress":  # cancelled meanwhile: nothing of it is read
         partial.unlink(missing_ok=True)
         source.unlink(missing_ok=True)
         return returncode
-    if returncode == 0 and partial.is_file():
-        completed = failed = 0
-        with open(partial, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                try:
-                    answered = (json.loads(line).get("response") or {}).get("status_code") == 200
-                except (ValueError, AttributeError):
-                    answered = False
-                completed, failed = completed + answered, failed + (not answered)
-        os.replace(partial, output)
-        state |= {"status": "completed", "completed": completed, "failed": failed}
+    counts = _answered(partial) if returncode == 0 else None
+    if counts is not None:
+        put_in_place(partial, output)
+        state |= {"status": "completed", "completed": counts[0], "failed": counts[1]}
     else:
         partial.unlink(missing_ok=True)
-        state |= {"status": "failed", "errors": [f"vLLM's run_batch exited with {returncode}: {_last_reason(log)}"]}
-    _write_json(state_path, state)
-    source.unlink(missing_ok=True)  # answered: the runner's copy of the requests is not needed again
+        reason = _last_reason(log) if returncode != 0 else "its output is not a regular file of the batch folder"
+        state |= {"status": "failed", "errors": [f"vLLM's run_batch exited with {returncode}: {reason}"]}
+    _write_json(state_path, state, root)
+    source.unlink(missing_ok=True)  # the name in files/ (a link there is removed, never what it points to)
     return returncode
 
 

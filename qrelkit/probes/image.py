@@ -9,8 +9,10 @@ from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
+from qrelkit.errors import PairInputError
+from qrelkit.io.images import MAX_IMAGE_PIXELS
 from qrelkit.probes.draws import draw_bytes, draw_int
-from qrelkit.probes.spec import BlankParameters, CropParameters, ScaleParameters, TypographicParameters
+from qrelkit.probes.spec import MAX_DRAWN_CHARS, BlankParameters, CropParameters, ScaleParameters, TypographicParameters
 
 MIN_FONT_PIXELS = 6
 
@@ -53,6 +55,7 @@ def _fitted(draw: ImageDraw.ImageDraw, text: str, width: int, height: int) -> tu
 
 
 def typographic(image: Image.Image, text: str, settings: TypographicParameters) -> bytes:
+    text = text[:MAX_DRAWN_CHARS]  # a long query: what is drawn is cut, as a band holds no more
     image = image.convert("RGB")
     width, height = image.size
     band = max(MIN_FONT_PIXELS + 2, round(height * settings.height))
@@ -92,4 +95,9 @@ def crop(image: Image.Image, settings: CropParameters, seed: int, qid: str, doci
 def scale(image: Image.Image, settings: ScaleParameters) -> bytes:
     width, height = image.size
     size = (max(1, round(width * settings.factor)), max(1, round(height * settings.factor)))
+    if size[0] * size[1] > MAX_IMAGE_PIXELS:  # a copy is an image qrelkit reads: it may be no larger than one
+        raise PairInputError(
+            f"scaled by {settings.factor:g}, the {width}x{height} image would have {size[0]}x{size[1]} pixels, "
+            f"over the limit of {MAX_IMAGE_PIXELS:,} an image may have"
+        )
     return png_bytes(image.convert("RGB").resize(size, Image.Resampling.BICUBIC))

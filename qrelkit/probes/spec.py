@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -21,6 +21,12 @@ BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 
 class ProbeError(QrelkitError):
     """A probe file that cannot be read or does not fit its perturbation."""
+
+
+# A colour as PIL draws it: three channels of 0 to 255 (a larger number is no colour: PIL overflows on it)
+Channel = Annotated[int, Field(ge=0, le=255)]
+Colour = tuple[Channel, Channel, Channel]
+MAX_DRAWN_CHARS = 1_000  # text drawn into an image: more never fits a band, and wrapping it costs time
 
 
 class _Parameters(BaseModel):
@@ -61,15 +67,17 @@ class SentenceOrderParameters(_Parameters):
 class TypographicParameters(_Parameters):
     """Text drawn into the image (a typographic attack on CLIP-style models)."""
 
-    text: str = Field("{query}", description="The text drawn; {query} is the topic's query.")
+    text: str = Field(
+        "{query}", max_length=MAX_DRAWN_CHARS, description="The text drawn; {query} is the topic's query (cut at 1,000 characters)."
+    )
     position: Literal["top", "center", "bottom"] = "bottom"
     height: float = Field(0.2, gt=0, le=1, description="The text band's height as a share of the image's.")
-    color: tuple[int, int, int] = (255, 255, 255)
-    background: tuple[int, int, int] = (0, 0, 0)
+    color: Colour = (255, 255, 255)
+    background: Colour = (0, 0, 0)
 
 
 class BlankParameters(_Parameters):
-    color: tuple[int, int, int] = (128, 128, 128)
+    color: Colour = (128, 128, 128)
 
 
 class NoiseParameters(_Parameters):

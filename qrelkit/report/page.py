@@ -17,6 +17,7 @@ from itertools import groupby
 from pathlib import Path
 
 from qrelkit.report.document import Block, Document, Estimate, Figure, Keyed, Lines, Note, Paragraph, Section, Stat, Summary, Table
+from qrelkit.report.text import printable
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1180px;margin:1rem auto;padding:0 1rem;
@@ -49,7 +50,7 @@ footer code{overflow-wrap:anywhere}
 
 
 def esc(value: object) -> str:
-    return html.escape(str(value))
+    return html.escape(printable(str(value)))  # a right-to-left override in a name would reorder the page around it
 
 
 def _attribute(key: str) -> str:

@@ -67,6 +67,8 @@ def describe_qrels(source: dict[str, Any]) -> str:
         return f"{name}, the file {source.get('path')}"
     if origin == "irds":
         return f"{name}, from ir_datasets"
+    if origin == "partial":
+        return f"{name}, a running job's judgments so far ({source.get('path')}), graded by {grading_rule(source.get('grading') or {})}"
     if origin != "graded":
         return f"{name}, loaded from {source.get('path')}"
     judge_run = source.get("judge_run") or {}

@@ -188,9 +188,9 @@ def rich_table(table: Table) -> Any:
         shown.box = box.SIMPLE_HEAD
     header = table.header if table.header is not None else [""] * _width(table)
     for i, column in enumerate(header):
-        shown.add_column(printable(column), justify="left" if table.is_text(i) else "right", overflow="fold")
-    for row in table.text_rows():
-        shown.add_row(*(printable(cell) for cell in row))
+        shown.add_column(printable(one_line(column)), justify="left" if table.is_text(i) else "right", overflow="fold")
+    for row in table.text_rows():  # a cell on its row, as in plain text: a stored name's newline starts no line
+        shown.add_row(*(printable(one_line(cell)) for cell in row))
     return shown
 
 

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import re
 
-# C0 controls but tab and newline, DEL, and the C1 controls (which some terminals obey as ESC-sequences)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls but tab and newline, DEL, the C1 controls (which some terminals obey as ESC-sequences),
+# and the bidirectional controls and invisible characters, which reorder or hide the text around them
+# (not the zero-width joiners, which scripts and emoji need)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]")
 
 
 def printable(text: str) -> str:
-    """``text`` with every control character but newline and tab written as an escape (``\\x1b``)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """``text`` with every control character but newline and tab written as an escape (``\\x1b``,
+    ``\\u202e``)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
 
 
 def plain_table(title: str, header: list[str], rows: list[list[str]], text_columns: int = 1) -> str:

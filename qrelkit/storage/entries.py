@@ -44,6 +44,8 @@ class Entries:
         return f"staged_{self.table}"
 
 
+# the store keeps scores as float32 (FLOAT, schema 6: the precision trec_eval ranks by, half the bytes of
+# a float64); they come back as RUN_SCHEMA's float64, each the float32 value
 RUN_ENTRIES = Entries("run_entries", "run_id", ("rank", "score"), ("INTEGER", "FLOAT"), RUN_SCHEMA)
 QRELS = Entries("qrels", "qrels_set_id", ("grade", "iteration"), ("INTEGER", "TEXT"), QRELS_SCHEMA)
 
@@ -207,7 +209,9 @@ class StoredRuns:
 
     def table(self, run_id: int) -> pa.Table:
         """The run's entries as `RUN_SCHEMA` columns, ordered by qid, rank, then docid."""
-        found = arrow_table(self.con, f"SELECT qid_id, docid_id, rank::BIGINT AS rank, score FROM run_entries WHERE run_id = {int(run_id)}")
+        found = arrow_table(
+            self.con, f"SELECT qid_id, docid_id, rank::BIGINT AS rank, score::DOUBLE AS score FROM run_entries WHERE run_id = {int(run_id)}"
+        )
         if not found.num_rows:
             return RUN_ENTRIES.schema.empty_table()
         qid_rows = self.qids.row[numbers(found.column("qid_id"))]

@@ -610,7 +610,9 @@ def copy_judgments(store: Store, path: str | Path, fmt: str, judge_run_id: str |
                 row[0] for row in cursor.execute(f"SELECT DISTINCT judge_run_id FROM judgments {where} ORDER BY 1", run_params).fetchall()
             ]
             target = str(path).replace("'", "''")
-            written = cursor.execute(f"COPY ({query}) TO '{target}' (FORMAT {fmt})", params).fetchone()
+            # USE_TMP_FILE false: DuckDB would write a visible `tmp_<name>` beside the (hidden) temporary
+            # it is given, which a kill leaves behind; that temporary is already the atomic step
+            written = cursor.execute(f"COPY ({query}) TO '{target}' (FORMAT {fmt}, USE_TMP_FILE false)", params).fetchone()
             rows = int(written[0]) if written else 0
         finally:
             cursor.execute("COMMIT")
@@ -626,6 +628,33 @@ def judging_span_seconds(store: Store, judge_run_id: str) -> float | None:
     ).fetchone()
     assert row is not None  # an aggregate always answers one row
     return None if row[0] < 2 or row[1] is None else float(row[1])
+
+
+def judgment_outcomes(store: Store, judge_run_id: str) -> pa.Table:
+    """The judge run's judgments as (qid, docid, status, score) columns: what a running job's partial
+    audit starts from (`qrelkit.jobs.watch`)."""
+    query = "SELECT qid, docid, status, score FROM judgments WHERE judge_run_id = ? ORDER BY qid, docid"
+    cursor = store.con.cursor()  # its own: a pending-pairs query may hold the store's connection
+    try:
+        return cursor.sql(query, params=[judge_run_id]).to_arrow_table()
+    finally:
+        cursor.close()
+
+
+def judging_rate(store: Store, judge_run_id: str, *, max_gap_seconds: float = 60.0) -> tuple[int, float] | None:
+    """(pairs, seconds) of a judge run's judging as its flushes saw it: each flush's judgments (one
+    `judged_at` per flush) over the time since the flush before it. The first flush of each sitting
+    (none in the ``max_gap_seconds`` before it: a run's start, a resumed run) is left out, as the time
+    before it went to loading, not judging. None without two flushes in a row."""
+    row = store.con.execute(
+        "WITH flushes AS (SELECT judged_at, count(*) AS n FROM judgments WHERE judge_run_id = ? GROUP BY judged_at), "
+        "gaps AS (SELECT n, (epoch_ms(judged_at) - epoch_ms(lag(judged_at) OVER (ORDER BY judged_at))) / 1000.0 AS gap FROM flushes) "
+        "SELECT sum(n), sum(gap) FROM gaps WHERE gap > 0 AND gap <= ?",
+        [judge_run_id, max_gap_seconds],
+    ).fetchone()
+    if row is None or not row[0] or not row[1]:
+        return None
+    return int(row[0]), float(row[1])
 
 
 def judge_run_ids(store: Store) -> list[str]:

@@ -43,24 +43,26 @@ WHY_32_BITS = "the 32-bit integer range the database keeps"
 class Staged(NamedTuple):
     rows: int
     tags: list[str]
+    notes: tuple[str, ...] = ()  # what reading the file left out (columns after a run's 6th)
 
 
 def stage_blocks(con: duckdb.DuckDBPyConnection, entries: Entries, owner: int, blocks: Iterable[Block], source: Path | None) -> Staged:
-    """Stage a file's blocks for ``owner``; the rows staged and the tags they carry."""
+    """Stage a file's blocks for ``owner``; the rows staged, the tags they carry and the reading's notes."""
     rows, tags = 0, frozenset[str]()
+    notes: tuple[str, ...] = ()
     integer = entries.values[0]  # rank or grade: an INTEGER column
     for block in blocks:
         if block.whole_file:  # the line reader read the file again, whole: it replaces what came before
             clear_stage(con, entries, owner)
-            rows, tags = 0, frozenset()
+            rows, tags, notes = 0, frozenset(), block.notes
         if integers_beyond_int32(block.table.column(integer)):
             if source is None:
                 raise StoreError(f"a {integer} beyond {WHY_32_BITS}")
-            raise_beyond(source, 4, integer, INT32_MIN, INT32_MAX, WHY_32_BITS)
+            raise_beyond(source, 4, integer, INT32_MIN, INT32_MAX, WHY_32_BITS, comments=entries is QRELS)
         stage(con, entries, owner, block.table)
         rows += len(block.table)
         tags |= block.tags
-    return Staged(rows, sorted(tags))
+    return Staged(rows, sorted(tags), notes)
 
 
 def _resolve_repeats(
@@ -98,7 +100,7 @@ def write_run_files(con: duckdb.DuckDBPyConnection, files: list[tuple[Path, int]
     path_of = {run_id: path for path, run_id in files}
     for run_id in repeated_owners(con, RUN_ENTRIES, min(path_of)):
         rows = _resolve_repeats(con, RUN_ENTRIES, run_id, path_of[run_id], policy, read_run_lines, lambda p, d: read_run_table(p, d)[0])
-        counts[run_id] = Staged(rows, counts[run_id].tags)
+        counts[run_id] = counts[run_id]._replace(rows=rows)
     drop_stage(con, RUN_ENTRIES)
     return counts
 

@@ -204,6 +204,30 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # 10: designed human samples (docs/human-budget.md). `designs` records what a sample was planned
+    # from and how: its design (queries, stratified or weighted), the measure it weighs, the seed, the
+    # grade scale the humans use, the judge's labels (source and hash) and the runs, the pool (how many
+    # pairs and their hash, to refuse estimating over another pool) and, once loaded, the qrels set of
+    # the human labels (`human_set`). `design_phases` holds its phases (the plan, then each `--next`),
+    # each with its budget; `design_pairs` every planned pair with its phase, its stratum (the query's
+    # position, or -1 for a pair drawn on its own), its stratum's pool size and its inclusion probability.
+    [
+        """CREATE TABLE designs (
+            name TEXT PRIMARY KEY, kind TEXT NOT NULL, measure TEXT NOT NULL, seed BIGINT NOT NULL,
+            scale_low INTEGER NOT NULL, scale_high INTEGER NOT NULL, judge JSON NOT NULL, runs JSON NOT NULL,
+            pool_pairs INTEGER NOT NULL, pool_hash TEXT NOT NULL, depth INTEGER, human_set TEXT,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp)""",
+        """CREATE TABLE design_phases (
+            design TEXT NOT NULL, phase INTEGER NOT NULL, kind TEXT NOT NULL, budget INTEGER NOT NULL, params JSON,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp, PRIMARY KEY (design, phase))""",
+        """CREATE TABLE design_pairs (
+            design TEXT NOT NULL, phase INTEGER NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL,
+            stratum INTEGER NOT NULL, stratum_size INTEGER NOT NULL, inclusion DOUBLE NOT NULL,
+            PRIMARY KEY (design, qid, docid))""",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # The tables of the current schema version as `qrelkit.storage.catalog` reads them from a file's
@@ -242,6 +266,38 @@ CURRENT_TABLES: dict[str, tuple[str, ...]] = {
         "created_at TIMESTAMP DEFAULT current_timestamp",
         "checked_at TIMESTAMP",
         "collected_at TIMESTAMP",
+    ),
+    "design_pairs": (
+        "design VARCHAR",
+        "phase INTEGER",
+        "qid VARCHAR",
+        "docid VARCHAR",
+        "stratum INTEGER",
+        "stratum_size INTEGER",
+        "inclusion DOUBLE",
+    ),
+    "design_phases": (
+        "design VARCHAR",
+        "phase INTEGER",
+        "kind VARCHAR",
+        "budget INTEGER",
+        "params JSON",
+        "created_at TIMESTAMP DEFAULT current_timestamp",
+    ),
+    "designs": (
+        "name VARCHAR",
+        "kind VARCHAR",
+        "measure VARCHAR",
+        "seed BIGINT",
+        "scale_low INTEGER",
+        "scale_high INTEGER",
+        "judge JSON",
+        "runs JSON",
+        "pool_pairs INTEGER",
+        "pool_hash VARCHAR",
+        "depth INTEGER",
+        "human_set VARCHAR",
+        "created_at TIMESTAMP DEFAULT current_timestamp",
     ),
     "docids": ("docid_id INTEGER", "docid VARCHAR"),
     "documents": (

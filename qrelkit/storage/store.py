@@ -148,6 +148,7 @@ class LoadResult:
     rows: int
     status: str  # "loaded", "replaced", "unchanged", or "skipped" (a file of a folder that is not one)
     reason: str = ""  # why a file was skipped
+    notes: tuple[str, ...] = ()  # what reading the file left out (columns after a run's 6th)
 
 
 class Store(EmbeddingCache):
@@ -325,13 +326,15 @@ class Store(EmbeddingCache):
                 f"{self.path} is a DuckDB database, but not a qrelkit one (its table 'meta' has columns {', '.join(sorted(columns))}, "
                 "not key and value); name another --db"
             )
-        row = self.con.execute(f"SELECT value FROM \"{catalog}\".meta WHERE key = 'schema_version'").fetchone()
+        # compared as text: a foreign `meta` may key its rows by number, and hold anything as a value
+        query = f"SELECT CAST(value AS VARCHAR) FROM \"{catalog}\".meta WHERE CAST(key AS VARCHAR) = 'schema_version'"
+        row = self.con.execute(query).fetchone()
         if row is None:
             return 0
-        try:
-            return int(row[0])
-        except ValueError:
-            raise StoreError(f"database {self.path} records no schema version qrelkit wrote ({str(row[0])[:40]!r})") from None
+        text = str(row[0])
+        if not text.isdigit() or len(text) > 9:  # NULL, a word, a sign, a number no schema will reach
+            raise StoreError(f"database {self.path} records no schema version qrelkit wrote ({text[:40]!r}); name another --db")
+        return int(text)
 
     def _check_version(self, database: str | None = None) -> int:
         """The file's schema version, after checking that the file holds nothing but qrelkit's own
@@ -430,7 +433,7 @@ class Store(EmbeddingCache):
         read whole, and returns the writer), then write (the writer returns the rows it wrote, having
         read a streamed file as it went) and record the load in one transaction."""
         path = Path(path)
-        name = checked_name(name, f"the {kind} set's name", path) if name else source_name(path)
+        name = checked_name(name, f"the {kind} set's name", path) if name is not None else source_name(path)
         file_hash = source_sha256(path)
         status = self._plan_load(kind, name, file_hash, path, replace)
         if status == "unchanged":
@@ -513,7 +516,7 @@ class Store(EmbeddingCache):
         results: list[LoadResult] = []
         for path, name in zip(paths, names):
             path = Path(path)
-            name = checked_name(name, "the run's name", path) if name else run_name_from_path(path)
+            name = checked_name(name, "the run's name", path) if name is not None else run_name_from_path(path)
             file_hash = file_sha256(path)
             status = self._plan_load("runs", name, file_hash, path, replace)
             if status != "unchanged":
@@ -536,13 +539,13 @@ class Store(EmbeddingCache):
                 staged = write_run_files(con, files, on_duplicate)
                 crash_point("mid-load")
                 for (path, name, file_hash, index), (_, run_id) in zip(plans, files):
-                    rows, tags = staged[run_id]
+                    rows, tags, notes = staged[run_id]
                     con.execute(
                         "INSERT INTO runs (run_id, name, tag, path, file_hash, n_entries) VALUES (?, ?, ?, ?, ?, ?)",
                         [run_id, name, tags[0] if len(tags) == 1 else ",".join(tags), str(path), file_hash, rows],
                     )
                     self._record_load(con, "runs", name, path, file_hash, rows)
-                    results[index] = LoadResult("runs", name, rows, results[index].status)
+                    results[index] = LoadResult("runs", name, rows, results[index].status, notes=notes)
         return results
 
     def _drop_run(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -615,6 +618,7 @@ class Store(EmbeddingCache):
     ) -> int:
         """The qrels set ``name`` replaced by ``blocks`` (streamed from ``source`` when read from a
         file); the judgments stored."""
+        checked_name(name, "the qrels set's name", path)  # every set is made here: a graded set's name too
         old = con.execute("SELECT qrels_set_id FROM qrels_sets WHERE name = ?", [name]).fetchone()
         if old is not None:
             delete_entries(con, QRELS, old[0])

@@ -125,8 +125,10 @@ def lead(result: Audit) -> list[str]:
         if labels.not_computed is None
         else "no κ (" + labels.not_computed + ")"
     )
+    restriction = result.coverage.sentence()
     return [
         f"{result.model_name} ranks {runs} runs as {result.reference_name} does with Kendall τ-b " + "; ".join(taus) + ".",
+        *([restriction] if restriction else []),
         f"Labels: {kappa_text} on {labels.shared_pairs:,} pairs both judged, over the {len(result.queries)} queries judged by both "
         f"({interval_label(result)}).",
     ]
@@ -198,6 +200,8 @@ def summary(result: Audit, judge: Any) -> Summary:
     if not result.bias:
         intervals += " Relative Δ: no groups given (--group or --groups)."
     blocks += [sources(result), Paragraph(coverage + intervals)]
+    restriction = result.coverage.sentence()
+    blocks += [Paragraph([Keyed("ranked-on", restriction)])] if restriction else []
     return Summary(stats, blocks)
 
 

@@ -209,9 +209,11 @@ def ranking_lead(result: Any) -> list[str]:
     best = comparison.audits[order[0]].systems[measure]
     found = best.intervals.get("kendall_tau")
     interval = f" [{found.low:.3f}, {found.high:.3f}]" if found is not None else ""
+    tied = [name for name in order[1:] if comparison.audits[name].systems[measure].kendall_tau == best.kendall_tau]
+    with_tied = f" (tied with {', '.join(tied)})" if tied else ""
     lines = [
-        f"Best of {len(order)} judges against {comparison.reference_name}: {order[0]}, whose system ranking has Kendall τ-b "
-        f"{best.kendall_tau:.3f}{interval} with the reference's on {measure}."
+        f"Best of {len(order)} judges against {comparison.reference_name}: {order[0]}{with_tied}, whose system ranking has "
+        f"Kendall τ-b {best.kendall_tau:.3f}{interval} with the reference's on {measure}."
     ]
     for group in tie_groups(result):
         taus = [comparison.audits[name].systems[measure].kendall_tau for name in group]
@@ -403,7 +405,8 @@ def sample_lines(result: Any) -> list[str]:
         sample = ((entry.source or {}).get("grading") or {}).get("sample")
         labels = found.labels
         if sample:
-            lines.append(f"{entry.name} judged a {describe_sample(sample)}: its κ is on those pairs and its τ on runs scored by them alone")
+            where = "its τ too, against the reference cut to them" if found.coverage.restricted else "its τ on runs scored by them alone"
+            lines.append(f"{entry.name} judged a {describe_sample(sample)}: its κ is on those pairs and {where}")
         elif labels.reference_pairs and labels.shared_pairs < labels.reference_pairs:
             lines.append(
                 f"{entry.name} shares {labels.shared_pairs:,} of the reference's {labels.reference_pairs:,} pairs: its κ is on those "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from qrelkit.report.document import Document, Lines, Table, notes
+from qrelkit.report.document import Document, Lines, Table, notes, warnings
 
 
 def loads(results: list[Any], request: Any) -> Document:
@@ -17,12 +17,23 @@ def loads(results: list[Any], request: Any) -> Document:
             lines.append(f"skipped {r.name}: {r.reason}")
         else:
             lines.append(f"{verbs[r.status]} {r.kind} {r.name!r}" + (f" ({r.rows} rows)" if r.rows else ""))
-    data = [{"kind": r.kind, "name": r.name, "rows": r.rows, "status": r.status, "reason": r.reason or None} for r in results]
-    return Document(lead=lines, data=data)
+    data = [
+        {"kind": r.kind, "name": r.name, "rows": r.rows, "status": r.status, "reason": r.reason or None, "notes": list(r.notes)}
+        for r in results
+    ]
+    return Document(lead=lines, data=data, notes=notes([note for r in results for note in r.notes]))
+
+
+def status(found: Any, request: Any) -> Document:
+    """`qrelkit status` (and `qrelkit show` while a job holds the database): the job's own document."""
+    return found.document()
 
 
 def contents(found: Any, request: Any) -> Document:
-    """`qrelkit show`: a row per thing the database holds (JSON: the sets, runs and judge runs)."""
+    """`qrelkit show`: a row per thing the database holds (JSON: the sets, runs and judge runs); while
+    a judging job holds the database, the job's status."""
+    if hasattr(found, "document"):
+        return status(found, request)
     database, lines, detailed = found
     rows = [[line["what"], line["count"], line["detail"]] for line in lines]
     table = Table(str(database), ["what", "count", "detail"], rows, text_columns=1)
@@ -49,9 +60,10 @@ def evaluation(result: Any, request: Any) -> Document:
     )
     over = result.describe_average() + (f"; qrels cut to {result.qrels_cut}" if result.qrels_cut else "")
     qrels = request.qrels.ref if request.qrels.ref is not None else "the qrels given"
-    lead = [f"{len(result.runs)} run{'s' if len(result.runs) != 1 else ''} scored under {qrels}: means {over}."]
-    if ranked and not math.isnan(means[ranked[0]][first]):
-        lead[0] = f"{ranked[0]} leads {len(result.runs)} runs by {first} ({means[ranked[0]][first]:.4f}) under {qrels}: means {over}."
+    runs = f"{len(result.runs)} run{'s' if len(result.runs) != 1 else ''}"
+    lead = [f"{runs} scored under {qrels}: means {over}."]
+    if len(ranked) > 1 and not math.isnan(means[ranked[0]][first]):
+        lead = [f"{ranked[0]} leads {runs} by {first} ({means[ranked[0]][first]:.4f}) under {qrels}: means {over}."]
     header = ["run", *measures] + (["num_q"] if result.average == "run" else [])
     rows = [[run, *(means[run][m] for m in measures), *([result.num_q(run)] if result.average == "run" else [])] for run in ranked]
     blocks: list[Any] = [Table(f"mean {over}", header, rows, name="runs")]
@@ -63,7 +75,9 @@ def evaluation(result: Any, request: Any) -> Document:
         ]
         blocks.append(Lines(lines, "run\tquery\t" + "\t".join(measures)))
     own = {"trec": trec_eval_lines(result)} if request.output_format == "trec" else {}
-    return Document(lead=lead, blocks=blocks, data=result.to_dict(request.per_query), own=own)
+    # what reading the runs left out (columns after the 6th): a warning, so that trec_eval's format says it on stderr too
+    said = warnings(list(result.notes))
+    return Document(lead=lead, blocks=blocks, data=result.to_dict(request.per_query), own=own, notes=said)
 
 
 def correlations(result: Any, request: Any) -> Document:

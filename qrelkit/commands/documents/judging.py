@@ -41,6 +41,8 @@ def job_lines(report: Any, *, dry_run: bool = False, limit: int | None = None) -
         lines += [f"checked before judging: {check}" for check in getattr(report, "checks", [])]
         if report.estimate:
             lines.append("estimate for the pairs to judge: " + ", ".join(f"{k} {v}" for k, v in report.estimate.items()))
+        if getattr(report, "time_estimate", None):
+            lines.append(f"estimated time: {report.time_estimate['sentence']}")
         return lines
     if report.judged:
         statuses = ", ".join(f"{s} {n}" for s, n in sorted(report.statuses.items()))
@@ -116,7 +118,7 @@ def sweep(outcome: Any, request: Any) -> Document:
     table = Table(title, header, rows, text_columns=frozenset({0, 1, 2, 8}) if not dry else 3, name="cells")
     ran = len(outcome.cells) - len(outcome.failed)
     lead = [f"{ran} of {len(outcome.cells)} sweep cells {'would run' if dry else 'ran'}."]
-    return Document(lead=lead, blocks=[table], notes=warnings(failed), data=outcome.to_dict(), status=status, failure=failure)
+    return Document(lead=lead, blocks=[table], data=outcome.to_dict(), status=status, failure=failure, said=failed)
 
 
 def demo(result: Any, request: Any) -> Document:

@@ -64,9 +64,9 @@ def sentence(entry: Any, judge: str) -> str:
     pushed = shift.estimates.get("pushed_to_relevant")
     if pushed is not None and math.isfinite(pushed) and pushed > 0:
         share = _share(pushed, shift.intervals.get("pushed_to_relevant")).text()
-        return f"{entry.name} pushes {share} of {judge}'s non-relevant pairs to relevant (mean shift {change}{p})."
+        return f"{entry.name} pushes {share} of the non-relevant pairs to relevant for {judge} (mean shift {change}{p})."
     direction = "raises" if shift.mean_shift > 0 else "lowers"
-    return f"{entry.name} {direction} {judge}'s scores of non-relevant pairs (mean shift {change}{p})."
+    return f"{entry.name} {direction} the scores {judge} gives non-relevant pairs (mean shift {change}{p})."
 
 
 def lead(entries: list[Any], judge: str) -> list[str]:
@@ -178,7 +178,7 @@ def probe(result: Any, request: Any) -> Document:
         found.append("interrupted: run the same command again to judge the rest (nothing judged is judged twice)")
     blocks: list[Any] = [table, Paragraph("\n".join(describe(result))), figure(result.probes, title)]
     return Document(
-        lead=lead(result.probes, result.judge),
+        lead=lead(result.probes, f"{result.judge} ({result.model_id})" if result.model_id else result.judge),
         blocks=blocks,
         notes=notes(found),
         data=result.to_dict(),

@@ -49,12 +49,14 @@ def fd(report: Any, request: Any) -> Document:
         value = report.runs[best][first].value
         lead = [f"{best} is nearest the relevant items by {first}: {value:.4f} ({report.embedder}, d={report.d}, lower is better)."]
     files = [p for p in (request.plot, request.plot_metric) if p is not None]
+    embedded = [report.embedding["sentence"]] if getattr(report, "embedding", None) else []
     return Document(
         lead=lead,
         blocks=[Table(title, header, rows, name="fd")],
         notes=warnings(report.warnings()) + notes(said),
         data=report.to_dict(),
         files=files,
+        said=embedded,
     )
 
 

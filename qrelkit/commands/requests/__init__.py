@@ -10,6 +10,7 @@ said: building one from flags must not import pydantic, ~0.2 s of every command'
 (`tests/test_startup.py`).
 """
 
+from qrelkit.commands.requests.assess import AssessLoadRequest, AssessPlanRequest, EstimateRequest
 from qrelkit.commands.requests.audit import AuditRequest, CompareRequest, JudgeAudit, ModelAudit, ReportRequest
 from qrelkit.commands.requests.data import (
     DataFetchRequest,
@@ -20,6 +21,7 @@ from qrelkit.commands.requests.data import (
     LoadRunsRequest,
     LoadTopicsRequest,
     ShowRequest,
+    StatusRequest,
 )
 from qrelkit.commands.requests.judging import (
     BatchCancelRequest,
@@ -51,6 +53,8 @@ from qrelkit.commands.requests.resample import OverlapRequest, ResampleEvaluateR
 from qrelkit.commands.requests.scoring import CorrelateRequest, EvaluateRequest, FDRequest, NRGRequest
 
 __all__ = [
+    "AssessLoadRequest",
+    "AssessPlanRequest",
     "AuditRequest",
     "BatchCancelRequest",
     "BatchesRequest",
@@ -61,6 +65,7 @@ __all__ = [
     "DataPathRequest",
     "DemoRequest",
     "EmbedderRef",
+    "EstimateRequest",
     "EvaluateRequest",
     "ExportJudgmentsRequest",
     "ExportQrelsRequest",
@@ -93,5 +98,6 @@ __all__ = [
     "RunGroups",
     "RunsRef",
     "ShowRequest",
+    "StatusRequest",
     "parse_group_patterns",
 ]

@@ -22,6 +22,7 @@ from qrelkit.commands.requests.parts import (
     on_duplicate_option,
     parse_group_patterns,
     reference_decimals_option,
+    reference_pairs_option,
     resamples_option,
     runs_option,
     seed_option,
@@ -43,6 +44,7 @@ class JudgeAudit(Request):
     measures: tuple[str, ...] = measures_option()
     judge_measures: tuple[str, ...] = judge_measures_option()
     reference_decimals: int | None = reference_decimals_option()
+    reference_pairs: str | None = reference_pairs_option()
     group_patterns: tuple[GroupPattern, ...] = option(
         "--group",
         "A group for Relative Δ: NAME=REGEX searched in run names; repeatable.",
@@ -112,6 +114,12 @@ class ModelAudit(JudgeAudit):
         "A judge run in --db (id, unique id prefix, or name): the qrels set its job graded (or its only graded set).",
         None,
     )
+    partial: bool = option(
+        "--partial",
+        "Audit the judgments a running job has made so far (the file it writes beside --db), graded as its job grades, "
+        "the systems ranked on the pairs judged so far; the output says they are partial.",
+        False,
+    )
 
     use_case = "qrelkit.commands.agree:run"
     positional = ("model_qrels", "reference_qrels", "runs")
@@ -122,6 +130,10 @@ class ModelAudit(JudgeAudit):
             raise QrelkitError("give the reference qrels: --reference-qrels FILE_OR_NAME")
         if self.reference_name is not None:
             object.__setattr__(self, "reference_qrels", dataclasses.replace(self.reference_qrels, name=self.reference_name))
+        if self.partial:
+            if self.model_qrels.given:
+                raise QrelkitError("--partial audits the running job's judgments so far: give no --model-qrels with it")
+            return
         if self.judge_run is not None:
             named = self.model_qrels.ref
             object.__setattr__(self, "model_qrels", QrelsRef(ref=named, judge_run=str(self.judge_run), value=self.model_qrels.value))

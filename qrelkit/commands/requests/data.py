@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.fields import Request, option, optional_path
-from qrelkit.commands.requests.parts import on_duplicate_option
+from qrelkit.commands.requests.parts import QrelsRef, RunsRef, on_duplicate_option, runs_option
 from qrelkit.errors import QrelkitError
 from qrelkit.io.duplicates import OnDuplicate
 
@@ -103,6 +103,26 @@ class ShowRequest(Request):
 
     use_case = "qrelkit.commands.data:run_show"
     document = "qrelkit.commands.documents.data:contents"
+
+
+@dataclass(frozen=True)
+class StatusRequest(Request):
+    """`qrelkit status`: what the judging job writing --db is doing (or how it ended): judged, failed,
+    pending, pairs/s and time left, read from the status the job writes beside the database every
+    second, so it answers at once while the job holds the database, and slows it in nothing. With
+    --reference-qrels (a file) and --runs, also an audit of the judgments so far (as agree --partial)."""
+
+    reference_qrels: QrelsRef = option(
+        "--reference-qrels",
+        "Also audit the judgments so far against these qrels (a TREC qrels file: the database is the job's).",
+        None,
+        cli=str | None,
+        parse=QrelsRef.reference,
+    )
+    runs: RunsRef = runs_option()
+
+    use_case = "qrelkit.commands.status:run"
+    document = "qrelkit.commands.documents.data:status"
 
 
 # -- the data folder ------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from typing import Any
 from qrelkit.commands.fields import Request, option, strings
 from qrelkit.commands.requests.parts import force_option
 from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.choices import check_seed
+from qrelkit.io.duplicates import on_duplicate
 
 JOB_HELP = "Job YAML: database, collection, pool, judge, template, grading."
 
@@ -43,12 +45,21 @@ class JudgeRequest(Request):
     sample: int | None = option(
         "--sample", "Judge N pairs of the pool spread over every topic (stratified; a larger N later judges only the difference).", None
     )
-    seed: int | None = option("--seed", "Seed of the --sample order (default 0).", None)
+    seed: int | None = option("--seed", "Seed of the --sample order (default 0).", None, parse=check_seed)
     dry_run: bool = option(
         "--dry-run",
         "Only count (what it would load; pairs, done, failed, to judge), estimate cost and run the checks made before "
         "judging (database, grading target, template grades); writes nothing.",
         False,
+    )
+    check_endpoint: bool = option(
+        "--check-endpoint", "Before anything is written, send the judge's endpoint one cheap request (its model list).", False
+    )
+    time_pairs: int | None = option(
+        "--time-pairs",
+        "Pairs a dry run judges to estimate the judging time (default: the judge's choice, 256 for MiniLM, none for an API "
+        "or vLLM; a judge run that judged before is estimated from its stored rate unless this is given; 0: no timing).",
+        None,
     )
     retry_failed: bool = option("--retry-failed", "Judge failed pairs (parse/model/input errors) again.", False)
     grade: bool = option("--grade", "Grade into qrels when the job has `grading`.", True, secondary="--no-grade")
@@ -61,6 +72,7 @@ class JudgeRequest(Request):
         "--on-duplicate",
         "A repeated (qid, docid) in a run or qrels file: error, first, last or max (job key collection.on_duplicate).",
         None,
+        parse=lambda value: None if value is None else on_duplicate(value).value,
     )
     allow_import: bool = option("--allow-import", "Allow a `judge.name: module:Class` job to import and run that Python module.", False)
     mode: str | None = option("--mode", "sync (a live request per pair) or batch (the Batch API: half price, within 24 h).", None)
@@ -81,6 +93,8 @@ class JudgeRequest(Request):
             raise QrelkitError(f"--workers must be 1 or more, got {self.workers}")
         if self.sample is None and self.seed is not None:
             raise QrelkitError("--seed goes with --sample N (the seed of the sample's order)")
+        if self.time_pairs is not None and self.time_pairs < 0:
+            raise QrelkitError(f"--time-pairs must be 0 or more, got {self.time_pairs}")
         if self.sample is not None and self.sample < 1:
             raise QrelkitError(f"--sample must be 1 or more, got {self.sample}")
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from qrelkit.commands.fields import option, strings
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, FD_DEFAULT_METHOD, check_method, check_resamples
-from qrelkit.io.duplicates import OnDuplicate
+from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, FD_DEFAULT_METHOD, check_method, check_resamples, check_seed
+from qrelkit.io.duplicates import OnDuplicate, on_duplicate
 
 # -- qrels and runs ------------------------------------------------------------------------------
 
@@ -300,12 +300,20 @@ def more_runs_option() -> Any:
     return option("RUNS", "More run files or folders (so `--runs a.run b.run` works).", (), argument=True, parse=strings, api=False)
 
 
-def measures_option(default: tuple[str, ...] = ()) -> Any:
+def measure_names(value: Any) -> tuple[str, ...]:
+    """The measures given, a trec_eval `-m` list taken as the measures it names (`P.5,10` -> P_5, P_10)."""
+    from qrelkit.evaluate.trec_names import expand_trec_eval
+
+    return tuple(name for given in strings(value) for name in expand_trec_eval(given))
+
+
+def measures_option(default: tuple[str, ...] = (), short: str | None = None) -> Any:
     return option(
         "--measure",
-        "An ir_measures or trec_eval measure, e.g. nDCG@10, 'AP(rel=2)', ndcg_cut_10; repeatable.",
+        "An ir_measures or trec_eval measure, e.g. nDCG@10, 'AP(rel=2)', ndcg_cut_10, P.5,10 (trec_eval's -m list); repeatable.",
         default,
-        parse=strings,
+        parse=measure_names,
+        short=short,
     )
 
 
@@ -315,7 +323,7 @@ def judge_measures_option() -> Any:
         "The judge's own measure, e.g. 'Compat(p=0.9)' against the reference's --measure nDCG@10 (as judge-method "
         "studies do): one for every --measure, or one per --measure; default: the same measure on both sides.",
         (),
-        parse=strings,
+        parse=measure_names,
     )
 
 
@@ -336,6 +344,23 @@ def _resamples(value: Any) -> int:
     count = DEFAULT_RESAMPLES if value is None else int(value)
     check_resamples(count)  # before anything is read: a bad count is an input error, not a wait
     return count
+
+
+def reference_pairs_option() -> Any:
+    return option(
+        "--reference-pairs",
+        "Which reference pairs rank the systems: judged (the reference cut to the pairs the judge judged; the default when the "
+        "judge's qrels are a sample of its pool or a job's partial results) or all (every reference pair: the full-pool comparison).",
+        None,
+        cli=str | None,
+        parse=_reference_pairs,
+    )
+
+
+def _reference_pairs(value: Any) -> str | None:
+    from qrelkit.evaluate.coverage import check_reference_pairs
+
+    return None if value is None else check_reference_pairs(str(value))
 
 
 def interval_option() -> Any:
@@ -363,11 +388,11 @@ def force_option() -> Any:
 
 
 def seed_option(help: str = "Seed of the resamples (and of any sampling).", default: int | None = 0) -> Any:
-    return option("--seed", help, default)
+    return option("--seed", help, default, parse=check_seed)
 
 
 def on_duplicate_option(help: str = "A repeated (qid, docid) in one file: error (default), or keep the first, last or max.") -> Any:
-    return option("--on-duplicate", help, OnDuplicate.error, cli=str, parse=OnDuplicate)
+    return option("--on-duplicate", help, OnDuplicate.error, cli=str, parse=on_duplicate)
 
 
 def keep_option() -> Any:

@@ -11,7 +11,7 @@ from qrelkit.commands.fields import Request, option, strings
 from qrelkit.commands.requests.judging import quiet_option
 from qrelkit.commands.requests.parts import interval_option, resamples_option
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.choices import DEFAULT_PERMUTATIONS, check_resamples
+from qrelkit.evaluate.choices import DEFAULT_PERMUTATIONS, check_resamples, check_seed
 
 DEFAULT_PROBE_SAMPLE = 200
 
@@ -42,7 +42,7 @@ class ProbeRequest(Request):
         "--probe", "A probe: a built-in id (qrelkit probe --list) or a probe YAML file; repeatable.", (), parse=strings
     )
     sample: int = option("--sample", "Pairs to probe, spread over the topics (stratified, seeded).", DEFAULT_PROBE_SAMPLE)
-    seed: int = option("--seed", "Seed of the sample and of the resamples.", 0)
+    seed: int = option("--seed", "Seed of the sample and of the resamples.", 0, parse=check_seed)
     reference: str | None = option(
         "--reference-qrels",
         "Qrels that say which pairs are non-relevant: a set in the job's database or a file "

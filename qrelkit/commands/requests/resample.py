@@ -10,6 +10,7 @@ from typing import Any
 from qrelkit.commands.fields import Request, integers, option, optional_path, strings
 from qrelkit.commands.requests.parts import EmbedderRef, force_option, on_duplicate_option, resamples_option
 from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.choices import check_seed
 from qrelkit.io.duplicates import OnDuplicate
 
 
@@ -34,7 +35,7 @@ def _cache() -> Any:
 
 
 def _seed() -> Any:
-    return option("--seed", "Seed (ReSTrain: the extrapolation sample; ReSTTest: k-means).", 0)
+    return option("--seed", "Seed (ReSTrain: the extrapolation sample; ReSTTest: k-means).", 0, parse=check_seed)
 
 
 def _out() -> Any:
@@ -129,7 +130,7 @@ class ResampleEvaluateRequest(Request):
         "--measure", "An ir_measures measure; repeatable. Default nDCG@10.", ("nDCG@10",), parse=lambda v: strings(v) or ("nDCG@10",)
     )
     resamples: int = resamples_option("Query resamples for the 95% intervals (0: none).")
-    seed: int = option("--seed", "Seed of the query resamples.", 0)
+    seed: int = option("--seed", "Seed of the query resamples.", 0, parse=check_seed)
     on_duplicate: OnDuplicate = on_duplicate_option()
 
     use_case = "qrelkit.commands.resample:run_evaluate"

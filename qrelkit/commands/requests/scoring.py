@@ -19,11 +19,12 @@ from qrelkit.commands.requests.parts import (
     measures_option,
     more_runs_option,
     on_duplicate_option,
+    reference_pairs_option,
     resamples_option,
     runs_option,
 )
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.choices import check_average, check_keep
+from qrelkit.evaluate.choices import check_average, check_keep, check_seed
 from qrelkit.io.duplicates import OnDuplicate
 
 QRELS_HELP = "Qrels: a TREC qrels file, irds:<ir_datasets id>, or the name of a qrels set in --db."
@@ -38,7 +39,7 @@ def _paths(value: Any) -> tuple[Path, ...]:
 
 
 def _cut_seed() -> Any:
-    return option("--seed", "With --max-rel: seed of the choice of relevant items.", 0)
+    return option("--seed", "With --max-rel: seed of the choice of relevant items.", 0, parse=check_seed)
 
 
 def _cut_level() -> Any:
@@ -49,21 +50,41 @@ def _cut_level() -> Any:
 class EvaluateRequest(Request):
     """`qrelkit evaluate`: score runs under qrels, per query (ir_measures; default nDCG@10). Means run
     over the queries of the qrels; a run that misses one scores 0 on it (--average run: over the
-    queries each run covers). Run scores are read as float32 and ties broken by docid descending, as
-    trec_eval does."""
+    queries each run covers). Run scores are ranked as float32 and ties broken by docid descending, as
+    trec_eval does; trec_eval's measure names and its -l, -J and -M read as trec_eval reads them."""
 
     qrels: QrelsRef = option("--qrels", QRELS_HELP, None, cli=str | None, parse=QrelsRef.optional)
     runs: RunsRef = runs_option()
-    measures: tuple[str, ...] = measures_option(("nDCG@10",))
+    measures: tuple[str, ...] = measures_option(("nDCG@10",), short="-m")
     average: str = option(
         "--average",
-        "What a mean runs over: qrels (every query of the qrels, a missed one scoring 0; default) or run.",
+        "What a mean runs over: qrels (every query of the qrels, a missed one scoring 0; default; trec_eval -c) or run (trec_eval "
+        "without -c).",
         "qrels",
         parse=check_average,
     )
+    rel_level: int | None = option(
+        "--rel-level",
+        "The relevance level trec_eval's measure names are read at (trec_eval -l): map is 'AP(rel=LEVEL)', num_rel counts grades "
+        ">= LEVEL (default 1); with --max-rel, also the grade its cut keeps (default 2 if graded).",
+        None,
+        short="-l",
+    )
+    judged_only: bool = option(
+        "--judged-only",
+        "Score only the documents the qrels judge (grade >= 0), ranked in their order (trec_eval -J), for every measure.",
+        False,
+        short="-J",
+    )
+    max_per_query: int | None = option(
+        "--max-per-query",
+        "Score only each query's first M documents in trec_eval's order (trec_eval -M), for every measure.",
+        None,
+        short="-M",
+        min=1,
+    )
     max_rel: int | None = option("--max-rel", "Score under qrels cut to at most M relevant items per query (seed 001, Table 2).", None)
     keep: str = keep_option()
-    rel_level: int | None = _cut_level()
     seed: int = _cut_seed()
     on_duplicate: OnDuplicate = on_duplicate_option()
     per_query: bool = option("--per-query", "Also print each query's value.", False, api=False)
@@ -86,8 +107,10 @@ class EvaluateRequest(Request):
         object.__setattr__(self, "measures", self.measures or ("nDCG@10",))
         if self.trec_layout:
             trec_eval_names(list(self.measures))
-        if self.max_rel is None and (self.keep != "top-grade" or self.rel_level is not None):
-            raise QrelkitError("--keep and --rel-level choose how --max-rel cuts the qrels; give --max-rel M too")
+        if self.max_rel is None and self.keep != "top-grade":
+            raise QrelkitError("--keep chooses how --max-rel cuts the qrels; give --max-rel M too")
+        if self.rel_level is not None and self.rel_level < 0:
+            raise QrelkitError(f"--rel-level {self.rel_level}: a relevance level is a grade >= 0")
         check_keep(self.keep)
 
 
@@ -120,6 +143,7 @@ class CorrelateRequest(Request):
         cli=list[Path] | None,
         parse=_paths,
     )
+    reference_pairs: str | None = reference_pairs_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
 
     use_case = "qrelkit.commands.correlate:run"
@@ -180,7 +204,8 @@ class FDRequest(Request):
     """`qrelkit fd`: Fréchet distance between the embeddings of the relevant judged items and each
     run's top-k (Arabzadeh and Clarke, EACL 2024): lower is better. Reports n and d; FD with fewer
     items than dimensions is exact but its covariance is rank-deficient. Documents from --docs or the
-    database; vectors cached in --cache, by default the database."""
+    database; vectors cached in --cache, by default the database (or, without one, the cache folder):
+    a second run embeds nothing it embedded before, and says what it reused."""
 
     qrels: QrelsRef = option("--qrels", "Qrels: a TREC file, or a qrels set in --db.", None, cli=str | None, parse=QrelsRef.optional)
     runs: RunsRef = runs_option()
@@ -198,14 +223,18 @@ class FDRequest(Request):
     resamples: int = resamples_option(
         "Resamples (half-samples for subsampling) of the queries for 95% intervals (0: no intervals; the jackknife draws none)."
     )
-    seed: int = option("--seed", "Seed of the sparsification and the resamples.", 0)
+    seed: int = option("--seed", "Seed of the sparsification and the resamples.", 0, parse=check_seed)
     interval: str = fd_interval_option()
     workers: int | None = option(
         "--workers", "Processes for the bootstrap (default: one per core when it is large; 1: this one).", None, min=1
     )
     judge_run: str | None = option("--judge-run", "A judge run in --db: its id, a unique id prefix, or its name.", None)
     cache: Path | None = option(
-        "--cache", "Database file that caches embeddings (default: --db when it exists).", None, parse=optional_path
+        "--cache",
+        "Database file that caches embeddings (default: --db when it exists, else embeddings.duckdb in the cache folder, "
+        "$QRELKIT_CACHE or ~/.cache/qrelkit).",
+        None,
+        parse=optional_path,
     )
     image_root: Path | None = option("--image-root", "Folder image paths are relative to.", None, parse=optional_path)
     plot: Path | None = option("--plot", "Write the bootstrap intervals per run (PNG/PDF/SVG).", None, parse=optional_path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -88,6 +89,7 @@ class FDReport(Result):
     rel_level: int
     labels: tuple[str, ...]
     runs: dict[str, dict[str, RunFD]]
+    embedding: dict[str, Any] | None = None  # what the vectors came from: reused from a cache, embedded (`qrelkit fd`)
 
     def summary(self) -> str:
         return f"embedder={self.embedder!r}, d={self.d}, n_rel={self.n_rel}, runs={len(self.runs)}, labels={list(self.labels)}"
@@ -165,6 +167,7 @@ class FDReport(Result):
             "keep": s.keep if s.max_rel else None,
             "runs": runs,
             "warnings": self.warnings(),
+            "embedding": self.embedding,
         }
 
 

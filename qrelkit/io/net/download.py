@@ -33,7 +33,7 @@ from typing import BinaryIO
 from urllib.parse import unquote, urlsplit
 
 from qrelkit.errors import FatalJobError, QrelkitError
-from qrelkit.io.files import open_under_root
+from qrelkit.io.files import open_under_root, put_in_place
 from qrelkit.io.folders import FolderRefused
 from qrelkit.io.limits import limits, size_text
 from qrelkit.io.net.urls import local_host_reason
@@ -183,13 +183,34 @@ def fetch_place(
     missing_ok: bool = True,
     root: Path | None = None,
     same_origin: bool = True,
+    resume: bool = True,
 ) -> bool:
     """Fetch one place (an http(s) URL, a `file://` URL or a local path) to ``dest``, resuming
     `dest.part`; False when it is not there (and ``missing_ok``). A local file is read only from
     inside ``root`` when one is given (a mirror's folder); an http(s) place is redirected only to its
-    own origin (``same_origin``, a mirror) or else only to https:// URLs of public hosts."""
+    own origin (``same_origin``, a mirror) or else only to https:// URLs of public hosts. ``resume``
+    False: ``dest`` is a temporary of its own (a fresh name no later run asks for again), so a fetch
+    that stops part-way (a trickle, a dropped connection) leaves no `.part` behind either."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     cap = max_bytes or limits().max_input_bytes
+    try:
+        return _fetched(place, dest, cap, auth, progress, missing_ok, root, same_origin)
+    except BaseException:
+        if not resume:
+            part_path(dest).unlink(missing_ok=True)
+        raise
+
+
+def _fetched(
+    place: str,
+    dest: Path,
+    cap: int,
+    auth: str | None,
+    progress: ProgressCallback | None,
+    missing_ok: bool,
+    root: Path | None,
+    same_origin: bool,
+) -> bool:
     try:
         if place.startswith(("http://", "https://")):
             found = _http(place, dest, cap, auth, progress, missing_ok=missing_ok, same_origin=same_origin)
@@ -202,7 +223,7 @@ def fetch_place(
         part_path(dest).unlink(missing_ok=True)  # what arrived is refused, not kept to resume from
         raise
     if found:
-        os.replace(part_path(dest), dest)
+        put_in_place(part_path(dest), dest)
     return found
 
 

@@ -24,8 +24,8 @@ from typing import Any
 from qrelkit.errors import FatalJobError, QrelkitError
 from qrelkit.io.bundles import STATE_FILE, Bundle, BundleFile, Source
 from qrelkit.io.derive import RULES, apply_rule
-from qrelkit.io.files import exclusive_temporary, write_atomically
-from qrelkit.io.folders import FolderRefused, below, inside, make_folders, read_small
+from qrelkit.io.files import exclusive_temporary, put_in_place, read_owned, write_atomically
+from qrelkit.io.folders import FolderRefused, below, inside, make_folders
 from qrelkit.io.lines import file_sha256
 from qrelkit.io.net.download import DownloadError, Mirror, ProgressCallback, cache_path, download, fetch_place, part_path, shown_url
 
@@ -77,7 +77,7 @@ class State:
     def __init__(self, folder: Path):
         self.path = folder / STATE_FILE
         self.data: dict[str, Any] = {kind: {} for kind in self.KINDS}
-        raw = read_small(self.path, MAX_STATE_BYTES)  # a link is refused, not followed
+        raw = read_owned(self.path, MAX_STATE_BYTES)  # a link is refused, not followed
         if raw is None:
             return
         try:
@@ -187,14 +187,14 @@ class Fetcher:
         self._make_parent(target, item)
         temporary = exclusive_temporary(target)
         try:
-            if not fetch_place(place, temporary, root=self.mirror.local_root):
+            if not fetch_place(place, temporary, root=self.mirror.local_root, resume=False):
                 return False
             actual, expected = file_sha256(temporary), self.expected(item)
             if expected is not None and actual != expected:
                 whose = "the manifest's" if item.verified else "the one recorded on first fetch"
                 report.notes.append(f"refused the mirror's {item.path}: sha256 {actual[:12]}… is not {whose} {expected[:12]}…")
                 return False
-            os.replace(temporary, target)
+            put_in_place(temporary, target)
         finally:
             temporary.unlink(missing_ok=True)
         report.status = "fetched"
@@ -227,7 +227,7 @@ class Fetcher:
                     "(a source changed, or the rule reads it differently)"
                 )
                 return report
-            os.replace(temporary, target)
+            put_in_place(temporary, target)
         finally:
             temporary.unlink(missing_ok=True)
         report.status = "built"

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from qrelkit.errors import InputFormatError
 from qrelkit.io.bundles import Images
-from qrelkit.io.files import exclusive_temporary, write_atomically
+from qrelkit.io.files import exclusive_temporary, put_in_place, write_atomically
 from qrelkit.io.folders import FolderRefused, checked_relative, inside, make_folders
 from qrelkit.io.images import MAX_IMAGE_BYTES, ImageError, open_image, read_image_file
 from qrelkit.io.lines import ProblemLog, file_sha256, iter_lines, raise_if_problems
@@ -117,7 +116,7 @@ def _mirror_places(mirror: Mirror, folder: Path, images: Images) -> dict[str, st
     path) is left out, never read."""
     listing = exclusive_temporary(folder / images.documents)
     try:
-        if not fetch_place(mirror.join(f"{folder.name}/{images.documents}"), listing, root=mirror.local_root):
+        if not fetch_place(mirror.join(f"{folder.name}/{images.documents}"), listing, root=mirror.local_root, resume=False):
             return None
         records = [json.loads(line) for line in listing.read_text(encoding="utf-8").splitlines() if line.strip()]
         places: dict[str, str] = {}
@@ -163,11 +162,13 @@ def _fetch_one(docid: str, place: str, folder: Path, images: Images, state: Any,
     temporary = exclusive_temporary(folder / relative)
     try:
         local_root = mirror.local_root if mirror is not None else None
-        fetch_place(place, temporary, max_bytes=MAX_IMAGE_BYTES, missing_ok=False, root=local_root, same_origin=mirror is not None)
+        fetch_place(
+            place, temporary, max_bytes=MAX_IMAGE_BYTES, missing_ok=False, root=local_root, same_origin=mirror is not None, resume=False
+        )
         image = read_image_file(temporary, folder / images.folder)
         kind = open_image(image).format or ""
         relative += _SUFFIX.get(kind, ".img")
-        os.replace(temporary, inside(folder, relative, f"the image of {docid}"))
+        put_in_place(temporary, inside(folder, relative, f"the image of {docid}"))
     except (DownloadError, ImageError) as exc:
         return str(exc)
     finally:

@@ -1,0 +1,137 @@
+"""`qrelkit estimate`'s result as a `Document`: the answer in one sentence, then per measure the runs
+ranked with their intervals, the neighbouring runs' differences, every estimator and every pair of
+runs (folded), then what the estimates rest on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qrelkit.commands.estimate_result import DESIGN_ABOUT, ESTIMATOR_ABOUT, ESTIMATOR_NAMES, EstimateResult, MeasureEstimates
+from qrelkit.report.document import Document, Estimate, Note, Section, Table
+
+
+def _estimate(value: float, low: float, high: float, signed: bool = False) -> Estimate:
+    if low != low or high != high:  # NaN: no interval (the judge's)
+        return Estimate(value, signed=signed)
+    return Estimate(value, low, high, signed=signed)
+
+
+def lead(result: EstimateResult) -> str:
+    found = result.primary
+    order = found.order()
+    judge = result.judge
+    head = f"With {result.human_labels:,} human labels beside {judge['name']}'s {judge['labels']:,}"
+    apart, total = found.pairs_told_apart()
+    confident = found.confident_runs()
+    tail = f"{confident} of {len(found.runs)} runs are ranked with confidence ({apart} of {total} pairs of runs told apart)"
+    if len(order) < 2:
+        value = found.values[found.estimator][order[0]]
+        return f"{head}: {found.runs[order[0]]} scores {value:.3f} in {found.measure}."
+    a, b = order[0], order[1]
+    d, h = found.difference[a, b], found.half_width[a, b]
+    return f"{head}: {found.runs[a]} leads {found.runs[b]} by {d:.3f} [{d - h:.3f}, {d + h:.3f}] in {found.measure}; {tail}."
+
+
+def _runs_table(found: MeasureEstimates) -> Table:
+    e = found.estimator
+    rows = []
+    for place, r in enumerate(found.order(), start=1):
+        rows.append(
+            [
+                place,
+                found.runs[r],
+                _estimate(found.values[e][r], found.low[e][r], found.high[e][r]),
+                f"{found.best[r]}-{found.worst[r]}" if found.best[r] != found.worst[r] else str(found.best[r]),
+                _estimate(found.values["human"][r], found.low["human"][r], found.high["human"][r]),
+                Estimate(found.values["judge"][r]),
+                None if found.effective[r] != found.effective[r] else round(float(found.effective[r])),
+            ]
+        )
+    header = ["rank", "run", f"{ESTIMATOR_NAMES[e]} [95% CI]", "possible ranks", "human only [95% CI]", "judge only", "effective labels"]
+    return Table(f"{found.measure}: the runs by {ESTIMATOR_NAMES[e]}", header, rows, text_columns=2, name=f"runs {found.measure}")
+
+
+def _neighbours_table(found: MeasureEstimates) -> Table:
+    order = found.order()
+    rows = []
+    for a, b in zip(order[:-1], order[1:]):
+        d, h = found.difference[a, b], found.half_width[a, b]
+        rows.append([found.runs[a], found.runs[b], Estimate(d, d - h, d + h, signed=True), "yes" if abs(d) > h else "no"])
+    return Table(
+        f"{found.measure}: each run against the next in the ranking", ["run", "next run", "difference [95% CI]", "told apart"], rows,
+        text_columns=2, name=f"neighbours {found.measure}",
+    )  # fmt: skip
+
+
+def _estimators_table(found: MeasureEstimates) -> Table:
+    names = list(found.values)
+    rows = [[found.runs[r]] + [_estimate(found.values[n][r], found.low[n][r], found.high[n][r]) for n in names] for r in found.order()]
+    return Table(
+        f"{found.measure}: every estimator", ["run"] + [ESTIMATOR_NAMES[n] for n in names], rows, name=f"estimators {found.measure}"
+    )
+
+
+def _pairs_table(found: MeasureEstimates) -> Table:
+    order = found.order()
+    rows = []
+    for i, a in enumerate(order):
+        for b in order[i + 1 :]:
+            d, h = found.difference[a, b], found.half_width[a, b]
+            rows.append([found.runs[a], found.runs[b], Estimate(d, d - h, d + h, signed=True), "yes" if abs(d) > h else "no"])
+    return Table(
+        f"{found.measure}: every pair of runs",
+        ["run", "other run", "difference [95% CI]", "told apart"],
+        rows,
+        text_columns=2,
+        name=f"pairs {found.measure}",
+    )
+
+
+def _notes(result: EstimateResult) -> list[Note]:
+    design = result.design
+    found = result.primary
+    phases = design["phases"]
+    budgets = " + ".join(str(p["budget"]) for p in phases)
+    interval = (
+        "Student's t with n - 1 degrees of freedom over the sampled queries (finite-population variance)"
+        if design["design"] == "queries"
+        else "normal, from the design variance of the linearised estimate over the sampled pairs"
+    )
+    notes = [
+        Note(
+            f"design {design['name']!r}: {DESIGN_ABOUT[design['design']]}, planned for {design['measure']} with seed {design['seed']}; "
+            f"{found.labels:,} pairs labelled ({budgets} planned in {len(phases)} phase(s)) of a pool of {result.pool_pairs:,}"
+        ),
+        Note(f"estimator {ESTIMATOR_NAMES[result.estimator]}: {ESTIMATOR_ABOUT[result.estimator]}; 95% intervals: {interval}"),
+        Note(
+            f"judge side: {result.judge['name']} ({result.judge['origin']}, {result.judge['labels']:,} labels); human side: "
+            f"{result.human['name']} ({result.human['origin']}, {result.human['labels']:,} grades on the scale "
+            f"{design['scale'][0]}-{design['scale'][1]})"
+        ),
+        Note(
+            "effective labels: how many human labels the human-only estimator of the same design would need for the same variance "
+            "(what the judge's labels were worth); possible ranks: from the runs told apart above and below"
+        ),
+    ]
+    notes += [Note(text) for text in result.notes]
+    coverage = result.coverage_note()
+    if coverage is not None:
+        notes.append(Note(coverage[0], "warning", qualifies=True) if coverage[1] else Note(coverage[0]))
+    return notes
+
+
+def estimate_document(result: EstimateResult, request: Any = None) -> Document:
+    blocks: list = []
+    for found in result.measures.values():
+        blocks.append(
+            Section(
+                found.measure,
+                [
+                    _runs_table(found),
+                    _neighbours_table(found),
+                    Section(f"{found.measure}: every estimator", [_estimators_table(found)], folded=True),
+                    Section(f"{found.measure}: every pair of runs", [_pairs_table(found)], folded=True),
+                ],
+            )
+        )
+    return Document(lead=[lead(result)], blocks=blocks, notes=_notes(result), data=result.to_dict(), title="Estimates from a human sample")
