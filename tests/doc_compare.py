@@ -165,29 +165,43 @@ def _alike(segment: list[tuple[int, str]], printed: list[tuple[int, str]], at: i
     return sum(1 for k, (_, line) in enumerate(segment) if at + k < len(printed) and words(line) == words(printed[at + k][1]))
 
 
+def _span_end(segment: list[tuple[int, str]], printed: list[tuple[int, str]], start: int) -> int:
+    """Where in ``printed`` a segment placed at ``start`` ends: the line nearest its expected place
+    with the words of the segment's last line (lines may have come or gone inside it)."""
+    expected = start + len(segment) - 1
+    near = sorted(range(max(start, expected - len(segment)), min(len(printed), expected + 20)), key=lambda i: abs(i - expected))
+    same = [i for i in near if _key(printed[i][1]) == _key(segment[-1][1])]  # the same line, if it is still printed
+    alike = [i for i in near if words(printed[i][1]) == words(segment[-1][1])]
+    return (same or alike or [min(expected, len(printed) - 1)])[0]
+
+
 def regenerate(shown: list[str], printed_text: str) -> list[str]:
     """The shown block rewritten from what was printed: the whole output when the page elides
-    nothing (or a segment has no like lines), else each segment's lines taken again from where its
-    lines' words best match, elision lines kept. A line equal to the page's but for a path keeps the
-    page's text (its readable path, its note)."""
+    nothing (or a segment has no like lines), else each segment taken again from the printed lines
+    it spans (from where its lines' words best match to where its last line is; from the first
+    printed line when the page does not elide the start, to the last when it does not elide the
+    end), elision lines kept. A line equal to the page's but for a path keeps the page's text (its
+    readable path, its note)."""
     printed_lines = [line.rstrip() for line in printed_text.rstrip("\n").splitlines()]
     if not any(is_elision(line) for line in shown):
         return _keep_equal(shown, printed_lines)
     kept = prepared(printed_lines)
-    parts, opens, _ = segments(shown)
-    fresh: dict[int, str] = {}
-    position = 0
+    parts, opens, closes = segments(shown)
+    out: list[str] = []
+    position, done = 0, 0  # in kept; in shown
     for number, segment in enumerate(parts):
-        starts = [position] if number == 0 and not opens else range(position, len(kept))
-        best = max(starts, key=lambda at: (_alike(segment, kept, at), -at), default=position)
-        if _alike(segment, kept, best) == 0:
+        anchored = number == 0 and not opens
+        starts = range(position, len(kept))
+        best = 0 if anchored else max(starts, key=lambda at: (_alike(segment, kept, at), -at), default=position)
+        if not anchored and _alike(segment, kept, best) == 0:
             return _keep_equal(shown, printed_lines)
-        for offset, (index, _) in enumerate(segment):
-            if best + offset < len(kept):
-                new = printed_lines[kept[best + offset][0]]
-                fresh[index] = shown[index] if _key(shown[index]) == _key(new) else new
-        position = best + len(segment)
-    return [fresh.get(i, line) for i, line in enumerate(shown) if i in fresh or not line.strip() or is_elision(line)]
+        end = len(kept) - 1 if number == len(parts) - 1 and not closes else _span_end(segment, kept, best)
+        first, last = segment[0][0], segment[-1][0]
+        out += shown[done:first]  # the elision lines (and blank lines) before it
+        span = printed_lines[kept[best][0] : kept[end][0] + 1] if best <= end and best < len(kept) else []
+        out += _keep_equal(shown[first : last + 1], span)
+        position, done = end + 1, last + 1
+    return out + shown[done:]
 
 
 def _keep_equal(shown: list[str], printed: list[str]) -> list[str]:

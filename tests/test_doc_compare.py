@@ -174,3 +174,16 @@ def test_a_rewritten_excerpt_is_laid_out_as_the_pages_lay_json_out():
     text = dump_json(value, width=60)
     assert json.loads(text) == value and max(map(len, text.splitlines())) <= 60
     assert text.startswith('{"embedder": "minilm",') and dump_json({"n": 1}) == '{"n": 1}'
+
+
+def test_update_takes_in_lines_the_program_now_prints_inside_and_before_a_shown_stretch():
+    shown = ["model qrels: the file $D/umbrela-gpt4o.qrels", "statistic    value", "…"]
+    printed = "progress 10/10\n" + PRINTED.split("\n", 1)[1].replace("statistic", "a new line\nstatistic")
+    assert regenerate(shown, printed) == [
+        "progress 10/10",
+        "model qrels: the file $D/umbrela-gpt4o.qrels",
+        "",
+        "a new line",
+        "statistic    value",
+        "…",
+    ]
