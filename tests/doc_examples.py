@@ -2,7 +2,7 @@
 
     python tests/doc_examples.py --check [PAGE ...]    # what tests/test_doc_examples.py checks, without pytest
     python tests/doc_examples.py --update [PAGE ...]   # rewrite what the pages show from what the examples print
-    ... --keep DIR       # run in DIR and keep it: the shared MiniLM job (minutes) runs once across calls
+    ... --keep DIR       # run in DIR and keep it: the shared MiniLM job (minutes) runs again only when qrelkit changed
 (docs/doc-examples.md says the same for whoever writes a page.)
 
 What is an example (tests/doc_blocks.py)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import hashlib
 import io
 import os
 import re
@@ -78,19 +79,21 @@ class Session:
 
     def shared_run(self, name: str) -> tuple[str, Path]:
         """What the example marked `shared NAME` printed, and its folder: run once a session (and, in
-        a --keep folder, once across sessions: taken again from there while its code is the same)."""
+        a --keep folder, once across sessions: taken again from there while its code and the
+        program are the same)."""
         if name not in self.shared:
             example = next((e for page in pages(ROOT) for e in page.examples if e.marker("shared") == name), None)
             if example is None:
                 raise ValueError(f"no example of the docs is marked `shared {name}`")
             folder = self.base / f"shared-{name}"
             saved = folder / ".doctest-printed"
-            if saved.is_file() and saved.read_text(encoding="utf-8").startswith(example.code):
-                printed = saved.read_text(encoding="utf-8")[len(example.code) :]
+            key = f"{program_fingerprint()}\n{example.code}"
+            if saved.is_file() and saved.read_text(encoding="utf-8").startswith(key):
+                printed = saved.read_text(encoding="utf-8")[len(key) :]
             else:
                 shutil.rmtree(folder, ignore_errors=True)
                 printed, _ = run_shell(example.code, fresh_folder(folder), self.environment(folder))
-                saved.write_text(example.code + printed, encoding="utf-8")
+                saved.write_text(key + printed, encoding="utf-8")
             self.shared[name] = (printed, folder)
         return self.shared[name]
 
@@ -119,6 +122,14 @@ class Session:
             "D": str(data / "trec-dl-2019"),
             "E": str(data / "extrapolate-eval"),
         }
+
+
+def program_fingerprint() -> str:
+    """The sha256 of qrelkit's sources and the example configs: a kept shared run is stale when it changes."""
+    digest = hashlib.sha256()
+    for path in sorted([*(ROOT / "qrelkit").rglob("*.py"), *(ROOT / "qrelkit").rglob("*.yaml"), *(ROOT / "configs").glob("*.yaml")]):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def run_shell(code: str, folder: Path, env: dict[str, str]) -> tuple[str, dict[str, str]]:
