@@ -234,7 +234,7 @@ def test_the_report_and_the_comparison_page_show_each_judges_probes(tmp_path, mo
     path = execute(
         ReportRequest(out=tmp_path / "report.html", model_qrels="gullible-graded", reference_qrels="nist", runs=runs),
         tmp_path / "lab.duckdb",
-    )
+    ).path
     report = path.read_text()
     assert "Gullibility probes of" in report and "<td>padding</td>" in report and "100.0% [100.0, 100.0]" in report
     verdict = report[report.index("id=verdict") : report.index("<section class=summary")]

@@ -79,7 +79,19 @@ def report_path(out: str | Path) -> Path:
     return out if out.suffix.lower() in (".html", ".htm") else out / "report.html"
 
 
-def run(request: ReportRequest, workspace: Workspace) -> Path:
+@dataclass(frozen=True)
+class WrittenReport:
+    """The page `qrelkit report` wrote (``path``) and what it says (``page``, its Document: the command
+    line prints its answer beside the path)."""
+
+    path: Path
+    page: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"page": str(self.path), "lead": list(self.page.lead), "audit": self.page.data}
+
+
+def run(request: ReportRequest, workspace: Workspace) -> WrittenReport:
     """`qrelkit report`: audit (as :func:`qrelkit.commands.agree.run`) and write the page; the
     workspace's command is the command line shown at its bottom. Everything is computed before the
     file is written."""
@@ -98,7 +110,7 @@ def run(request: ReportRequest, workspace: Workspace) -> Path:
 
     found = document(result, judge, footer(workspace.command))
     found.blocks = [*found.blocks, *estimate_sections(request, workspace, model.get("name"))]
-    return write_page(found, page)
+    return WrittenReport(write_page(found, page), found)
 
 
 def estimate_sections(request: ReportRequest, workspace: Workspace, judge_name: str | None) -> list[Any]:

@@ -255,8 +255,8 @@ def _markdown_blocks(blocks: Sequence[Block], verbose: bool, level: int = 2) -> 
             fence = "```"
             title = [f"**{markdown_text(block.title)}**", ""] if block.title else []
             yield "\n".join(title + [fence] + [printable(line).replace(fence, "`` `") for line in block.lines] + [fence])
-        elif isinstance(block, Paragraph):
-            yield markdown_text(block.text)
+        elif isinstance(block, Paragraph):  # a line each, as written (a hard break between them)
+            yield "  \n".join(markdown_text(line) for line in block.text.splitlines())
         elif isinstance(block, Summary):
             if block.stats:
                 yield "\n".join(f"- {markdown_text(_stat_line(stat))}" for stat in block.stats)
@@ -319,7 +319,7 @@ def _latex_blocks(blocks: Sequence[Block], verbose: bool) -> Iterator[str]:
         elif isinstance(block, Lines):
             yield from (latex_comment(line) for line in ([block.title] if block.title else []) + list(block.lines))
         elif isinstance(block, Paragraph):
-            yield latex_comment(block.text)
+            yield from (latex_comment(line) for line in block.text.splitlines())
         elif isinstance(block, Summary):
             yield from (latex_comment(_stat_line(stat)) for stat in block.stats)
             yield from _latex_blocks(block.blocks, verbose)

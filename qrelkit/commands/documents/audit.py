@@ -433,6 +433,8 @@ def page(result: Audit, judge: Any, footer: Paragraph | None) -> Document:
     return Document(lead=lead_lines, blocks=blocks, notes=found, title=title, footer=footer, data=result.to_dict())
 
 
-def report_written(page_path: Any, request: Any) -> Document:
-    """`qrelkit report`: the page it wrote."""
-    return Document(lead=[f"wrote {page_path}"], data={"page": str(page_path)})
+def report_written(written: Any, request: Any) -> Document:
+    """`qrelkit report`: the page's answer and the notes that qualify it (the page has the rest); the
+    path it wrote said on stderr."""
+    qualifying = [note for note in written.page.notes if note.qualifies and note.kind == "warning"]
+    return Document(lead=list(written.page.lead), notes=qualifying, data=written.to_dict(), files=[written.path])

@@ -235,17 +235,14 @@ def _value(value: float | None, found: Any, digits: int = 4) -> Estimate:
 
 
 def _cost_cells(entry: Any) -> list[Any]:
+    """failed/judged, cost, tokens in/out (none where nothing was counted), time and rate."""
     cost = entry.cost
     if cost is None:
         return [None] * 5
-    tokens = f"{cost.tokens_in:,}/{cost.tokens_out:,}"
-    return [
-        f"{cost.failed}/{cost.judgments}",
-        cost.cost_usd,
-        tokens,
-        None if cost.seconds is None else round(cost.seconds, 1),
-        cost.pairs_per_second,
-    ]
+    tokens = f"{cost.tokens_in:,}/{cost.tokens_out:,}" if cost.tokens_in or cost.tokens_out else None
+    seconds = None if cost.seconds is None else f"{cost.seconds:.1f}"
+    rate = None if cost.pairs_per_second is None else f"{cost.pairs_per_second:.1f}"
+    return [f"{cost.failed}/{cost.judgments}", cost.cost_usd, tokens, seconds, rate]
 
 
 def judges_table(result: Any) -> Table:

@@ -20,18 +20,11 @@ def describe_pairs(report: Any) -> str:
 
 def job_lines(report: Any, *, dry_run: bool = False, limit: int | None = None) -> list[str]:
     """What a judging run did, as lines (qrelkit.jobs.runner.JobReport); ``limit``: the run's --limit."""
-    verbs = {"loaded": "would load", "replaced": "would replace"} if dry_run else {}
     lines = [
-        f"skipped {load.name}: {load.reason}"
-        if load.status == "skipped"
-        else f"{verbs.get(load.status, load.status)} {load.kind} {load.name!r} ({load.rows} rows)"
-        for load in report.loads
-        if load.status != "unchanged"
-    ]
-    lines.append(
         f"judge run {report.judge_run_id}: {describe_pairs(report)}; before this run "
-        f"{report.already_ok} ok, {report.already_failed} failed; {report.to_judge} to judge"
-    )
+        f"{report.already_ok} ok, {report.already_failed} failed; {report.to_judge} to judge",
+        *load_lines(report.loads, dry_run=dry_run),
+    ]
     if limit is not None:
         lines.append(
             f"--limit {limit} caps this run's calls: the first pending pairs in pool order, not a sample "
@@ -52,6 +45,24 @@ def job_lines(report: Any, *, dry_run: bool = False, limit: int | None = None) -
         lines += batch_job_lines(report)
     if report.interrupted:
         lines.append("interrupted: what was judged is saved; run the same command again to resume")
+    return lines
+
+
+def load_lines(loads: list[Any], *, dry_run: bool = False) -> list[str]:
+    """What a job loaded: a line per file, or one line for many of a kind (a folder of 37 runs)."""
+    verbs = {"loaded": "would load", "replaced": "would replace"} if dry_run else {}
+    lines = [f"skipped {load.name}: {load.reason}" for load in loads if load.status == "skipped"]
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for load in loads:
+        if load.status not in ("skipped", "unchanged"):
+            groups.setdefault((load.status, load.kind), []).append(load)
+    for (status, kind), found in groups.items():
+        verb = verbs.get(status, status)
+        if len(found) <= 3:
+            lines += [f"{verb} {kind} {load.name!r} ({load.rows} rows)" for load in found]
+        else:
+            names = ", ".join(repr(load.name) for load in found)
+            lines.append(f"{verb} {len(found)} {kind} ({sum(load.rows for load in found):,} rows): {names}")
     return lines
 
 
@@ -129,14 +140,14 @@ def demo(result: Any, request: Any) -> Document:
     ]
     table = Table(f"{result.measure} of the bundled runs under human and MiniLM qrels", ["run", "human qrels", "MiniLM qrels"], rows)
     agree, shared = result.binary_agreement
+    runs = len(result.under_human)
     lead = [
+        f"MiniLM's qrels rank the {runs} bundled runs by {result.measure} with Kendall τ {result.kendall_tau:.3f} against the human "
+        f"qrels' ranking; binary agreement (grade ≥ 2) on {agree}/{shared} pairs.",
         f"judged {report.judged} of {report.pairs} pairs with MiniLM (int8 ONNX) [{report.already_ok} already in the database]",
         *grading_lines(result.grading),
     ]
-    after = (
-        f"Kendall τ between the two system rankings: {result.kendall_tau:.3f}; binary agreement (grade ≥ 2) on "
-        f"{agree}/{shared} pairs. Model qrels: {result.qrels_file}. Database: {result.database}. Done in {result.seconds:.1f}s."
-    )
+    after = [f"model qrels: {result.qrels_file}", f"database: {result.database}", f"done in {result.seconds:.1f}s"]
     data = {
         "measure": result.measure,
         "under_human": result.under_human,
@@ -146,7 +157,7 @@ def demo(result: Any, request: Any) -> Document:
         "qrels_file": str(result.qrels_file),
         "database": str(result.database),
     }
-    return Document(lead=lead, blocks=[table, Lines([after])], data=data)
+    return Document(lead=lead, blocks=[table, Lines(after)], data=data)
 
 
 def templates(found: list[Any], request: Any) -> Document:

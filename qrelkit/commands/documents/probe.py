@@ -62,7 +62,7 @@ def sentence(entry: Any, judge: str) -> str:
     change = _shift(shift.mean_shift, shift.intervals.get("mean_shift")).text()
     p = "" if shift.p_value is None else f", p = {shift.p_value:.3f}"
     pushed = shift.estimates.get("pushed_to_relevant")
-    if pushed is not None and math.isfinite(pushed) and pushed > 0:
+    if shift.mean_shift > 0 and pushed is not None and math.isfinite(pushed) and pushed > 0:
         share = _share(pushed, shift.intervals.get("pushed_to_relevant")).text()
         return f"{entry.name} pushes {share} of the non-relevant pairs to relevant for {judge} (mean shift {change}{p})."
     direction = "raises" if shift.mean_shift > 0 else "lowers"

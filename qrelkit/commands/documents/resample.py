@@ -51,26 +51,46 @@ def regimes(result: ReSTTestEvaluation | ReSTrainEvaluation, request: Any) -> Do
     def cells(score: Any) -> list[Any]:
         return [score.interpolation, score.extrapolation, _percent(score.delta)] + ([_percent(None, score.delta_ci)] if intervals else [])
 
+    def average(run: str, measure: str) -> Any:
+        found = result.runs[run][measure]
+        return found if isinstance(result, ReSTrainEvaluation) else found.average
+
+    def by_interpolation(measure: str) -> list[str]:
+        """The runs, best first by their interpolation score."""
+        return sorted(result.runs, key=lambda run: -(average(run, measure).interpolation or 0.0))
+
     for measure in result.measures:
         if isinstance(result, ReSTrainEvaluation):
             title = f"ReSTrain, {measure} over {len(result.queries)} test queries"
-            rows = [[run, *cells(by_measure[measure])] for run, by_measure in result.runs.items()]
+            rows = [[run, *cells(average(run, measure))] for run in by_interpolation(measure)]
             tables.append(Table(title, header, rows, digits=3, name=f"regimes-{measure}"))
             continue
         trained = "per-bucket runs" if result.per_bucket_runs else "one run set on every bucket"
         title = f"ReSTTest, {measure} over {len(result.queries)} test queries in {len(result.buckets)} buckets ({trained})"
-        tables.append(Table(title, header, [[run, *cells(scores[measure].average)] for run, scores in result.runs.items()], digits=3))
+        tables.append(Table(title, header, [[run, *cells(average(run, measure))] for run in by_interpolation(measure)], digits=3))
         said.append(
             "Inter. = mean of the buckets' interpolation scores; Extra. = each query once, in its own bucket; Δ = Extra./Inter. − 1"
         )
         buckets = [f"{b.name} ({len(b.interpolation)}/{len(b.extrapolation)})" for b in result.buckets]
-        rows = [[run, *(_percent(scores[measure].buckets[b.name].delta) for b in result.buckets)] for run, scores in result.runs.items()]
+        rows = [
+            [run, *(_percent(result.runs[run][measure].buckets[b.name].delta) for b in result.buckets)] for run in by_interpolation(measure)
+        ]
         tables.append(
             Table(f"{measure}: Δ = Extra./Inter. − 1 per bucket (interpolation / extrapolation queries)", ["run", *buckets], rows)
         )
         if not result.per_bucket_runs:
             said.append("the same runs on every bucket: a bucket's Δ here is how its queries differ in difficulty, not extrapolation")
     lead = [f"{len(result.runs)} runs scored by interpolation and extrapolation on {len(result.queries)} test queries."]
+    if result.runs:
+        measure = result.measures[0]
+        deltas = [d for d in (average(run, measure).delta for run in result.runs) if d is not None]
+        best = by_interpolation(measure)[0]
+        found = average(best, measure)
+        lead = [
+            f"{best} leads {len(result.runs)} runs by {measure} under interpolation ({found.interpolation:.3f}, {found.extrapolation:.3f} "
+            f"extrapolating)"
+            + (f"; extrapolation changes the runs' {measure} by {min(deltas):+.1%} to {max(deltas):+.1%}." if deltas else ".")
+        ]
     return Document(lead=lead, blocks=list(tables), notes=notes(list(dict.fromkeys(said))), data=result.to_dict())
 
 
@@ -103,4 +123,13 @@ def overlap(report: Any, request: Any) -> Document:
         tables.append(Table(title, ["test query", "training query", "cosine"], rows, text_columns=2, digits=3))
         said.append(f"{len(report.duplicates)} of {report.queries} test queries")
     lead = [f"Label overlap of {report.queries} test queries with {len(report.overlaps)} training qrels."]
+    if report.overlaps:  # the strictest row of each training qrels: the share that leaks
+        lead = [
+            f"{row.at_least_one} of {report.queries} test queries ({row.share:.1%}) share a passage of grade >= {row.rel_level} "
+            f"with {o.train}'s training positives."
+            for o in report.overlaps
+            for row in [max(o.rows, key=lambda r: r.rel_level)]
+        ]
+    if report.duplicates is not None:
+        lead.append(f"{len(report.duplicates)} of {report.queries} test queries have a training query at cosine >= {report.threshold}.")
     return Document(lead=lead, blocks=list(tables), notes=notes(said), data=report.to_dict())
