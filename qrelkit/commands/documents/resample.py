@@ -52,7 +52,7 @@ def regimes(result: ReSTTestEvaluation | ReSTrainEvaluation, request: Any) -> Do
         return [score.interpolation, score.extrapolation, _percent(score.delta)] + ([_percent(None, score.delta_ci)] if intervals else [])
 
     def average(run: str, measure: str) -> Any:
-        found = result.runs[run][measure]
+        found: Any = result.runs[run][measure]
         return found if isinstance(result, ReSTrainEvaluation) else found.average
 
     def by_interpolation(measure: str) -> list[str]:
