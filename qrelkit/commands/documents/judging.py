@@ -49,7 +49,8 @@ def job_lines(report: Any, *, dry_run: bool = False, limit: int | None = None) -
 
 
 def load_lines(loads: list[Any], *, dry_run: bool = False) -> list[str]:
-    """What a job loaded: a line per file, or one line for many of a kind (a folder of 37 runs)."""
+    """What a job loaded: a line per file, or one line for many of a kind (a folder of 37 runs: the first
+    three named, the rest counted; --json has every one)."""
     verbs = {"loaded": "would load", "replaced": "would replace"} if dry_run else {}
     lines = [f"skipped {load.name}: {load.reason}" for load in loads if load.status == "skipped"]
     groups: dict[tuple[str, str], list[Any]] = {}
@@ -61,7 +62,7 @@ def load_lines(loads: list[Any], *, dry_run: bool = False) -> list[str]:
         if len(found) <= 3:
             lines += [f"{verb} {kind} {load.name!r} ({load.rows} rows)" for load in found]
         else:
-            names = ", ".join(repr(load.name) for load in found)
+            names = ", ".join(repr(load.name) for load in found[:3]) + f" and {len(found) - 3} more"
             lines.append(f"{verb} {len(found)} {kind} ({sum(load.rows for load in found):,} rows): {names}")
     return lines
 
