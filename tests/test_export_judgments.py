@@ -77,3 +77,15 @@ def test_without_a_judge_run_every_run_is_exported(db, tmp_path):
 def test_an_unknown_suffix_names_the_formats(db, tmp_path):
     with pytest.raises(QrelkitError, match=r"judgments.xlsx: write .parquet, .csv or .jsonl"):
         runner.invoke(app, ["export", "judgments", str(tmp_path / "judgments.xlsx"), "--db", str(db[0])], catch_exceptions=False)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_an_export_by_duckdb_shows_its_progress_in_the_runs_rows(db, tmp_path, suffix, monkeypatch):
+    """DuckDB's COPY writes these; its own progress, polled, is the export's, counted in the rows of
+    the run asked for (2 of aaaa's, not the database's 3)."""
+    monkeypatch.setenv("QRELKIT_PROGRESS_SECONDS", "0")  # a line at every report
+    out = tmp_path / f"judgments{suffix}"
+    result = runner.invoke(app, ["export", "judgments", str(out), "--judge-run", "aaaa", "--db", str(db[0])])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith(f"exporting judgments to {out.name}: ")]
+    assert lines and lines[-1].startswith(f"exporting judgments to {out.name}: 2/2 rows (100.0%)"), result.output

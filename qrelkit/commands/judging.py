@@ -236,7 +236,9 @@ def run_export_judgments(request: ExportJudgmentsRequest, workspace: Workspace) 
     if suffix != ".csv":  # DuckDB writes these itself, a block at a time
         copied: list[tuple[int, list[str]]] = []
         fmt = "parquet" if suffix == ".parquet" else "json"
-        write_atomically(output, lambda temporary: copied.append(copy_judgments(store, temporary, fmt, judge_run_id)))
+        with workspace.progress(f"exporting judgments to {output.name}", unit="rows") as progress:
+            copy = partial(copy_judgments, store, fmt=fmt, judge_run_id=judge_run_id, progress=progress)
+            write_atomically(output, lambda temporary: copied.append(copy(temporary)))
         return copied[0]
     table = judgments_table(store, judge_run_id)
     workspace.close()

@@ -595,10 +595,14 @@ ISO_TIME = (
 )
 
 
-def copy_judgments(store: Store, path: str | Path, fmt: str, judge_run_id: str | None = None) -> tuple[int, list[str]]:
+def copy_judgments(
+    store: Store, path: str | Path, fmt: str, judge_run_id: str | None = None, *, progress: Any = None
+) -> tuple[int, list[str]]:
     """What `judgments_table` holds, written to ``path`` by DuckDB's own COPY (``fmt``: "parquet" or
     "json", one object a line): no table in Python memory, whatever the number of judgments.
-    Returns the rows written and the judge runs they belong to."""
+    ``progress(done, total)`` hears the rows as DuckDB's own progress counts them (the COPY runs in a
+    thread; this one asks DuckDB how far it is twice a second). Returns the rows written and the judge
+    runs they belong to."""
     if fmt not in ("parquet", "json"):
         raise ValueError(f"COPY writes parquet or json here, not {fmt!r}")
     query, params = _exported(judge_run_id, ISO_TIME if fmt == "json" else "j.judged_at", probes=_has_probe_runs(store.con, judge_run_id))
@@ -612,11 +616,46 @@ def copy_judgments(store: Store, path: str | Path, fmt: str, judge_run_id: str |
             target = str(path).replace("'", "''")
             # USE_TMP_FILE false: DuckDB would write a visible `tmp_<name>` beside the (hidden) temporary
             # it is given, which a kill leaves behind; that temporary is already the atomic step
-            written = cursor.execute(f"COPY ({query}) TO '{target}' (FORMAT {fmt}, USE_TMP_FILE false)", params).fetchone()
+            copy = f"COPY ({query}) TO '{target}' (FORMAT {fmt}, USE_TMP_FILE false)"
+            if progress is None:
+                written = cursor.execute(copy, params).fetchone()
+            else:
+                total = cursor.execute(f"SELECT count(*) FROM judgments {where}", run_params).fetchone()
+                written = _watched(cursor, copy, params, progress, int(total[0]) if total else 0)
             rows = int(written[0]) if written else 0
         finally:
             cursor.execute("COMMIT")
     return rows, runs
+
+
+def _watched(cursor: Any, statement: str, params: list[Any], progress: Any, total: int) -> Any:
+    """``statement``'s one result row, run in a thread while this one reports ``progress(done, total)``
+    from DuckDB's `query_progress` (a percentage of the plan's work; -1 before it knows)."""
+    import threading
+
+    cursor.execute("SET enable_progress_bar = true")  # DuckDB counts progress only with its bar on
+    cursor.execute("SET enable_progress_bar_print = false")  # ... and prints none of its own
+    answer: list[Any] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            answer.append(cursor.execute(statement, params).fetchone())
+        except BaseException as error:  # handed to the caller's thread below
+            failed.append(error)
+
+    worker = threading.Thread(target=run, name="qrelkit-export", daemon=True)
+    worker.start()
+    progress(0, total)
+    while worker.is_alive():
+        worker.join(0.5)
+        share = cursor.query_progress()
+        if worker.is_alive() and share >= 0:
+            progress(min(total, int(total * share / 100.0)), total)
+    if failed:
+        raise failed[0]
+    progress(total, total)
+    return answer[0]
 
 
 def judging_span_seconds(store: Store, judge_run_id: str) -> float | None:
