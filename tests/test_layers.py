@@ -475,7 +475,8 @@ def test_no_path_of_one_machine_in_the_tests_or_the_benchmarks():
         if path.name == "test_layers.py":
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if re.search(r"""["'](/work/|/home/|/root/|/Users/)""", line):
+            # /home/you is the docs' placeholder home (tests/doc_runner.py prints paths under it), no machine's
+            if re.search(r"""["'](/work/|/home/(?!you["'/])|/root/|/Users/)""", line):
                 found.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
     assert not found, "\n".join(found)
 
