@@ -1,5 +1,5 @@
 """`qrelkit compare --judge DIR` on a judge's file of 5,000,000 fractional scores (issue 41): its peak
-resident memory (`ru_maxrss` of the command's own process) and its wall time. Goal: under 1 GB.
+resident memory (VmHWM of the command's own process) and its wall time. Goal: under 1 GB.
 
 The workload is the shape of the exam and nugget judge methods' released files (a fraction per
 judged pair) at a scale a user's own method reaches: 500 queries × 10,000 judged passages each, the
@@ -23,11 +23,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-PEAK = (
-    "import resource, sys; sys.argv = ['qrelkit', *sys.argv[1:]]\n"
-    "from qrelkit.cli import main\n"
-    "try:\n    main()\nfinally:\n    print('peak-rss-kib', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
-)
+sys.path.insert(0, str(ROOT / "tests"))  # hostile.PEAK: the command with its own peak memory
+from hostile import PEAK  # noqa: E402
 
 
 def workload(folder: Path, queries: int, per_query: int) -> None:

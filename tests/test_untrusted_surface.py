@@ -26,7 +26,7 @@ import duckdb
 import numpy as np
 import pytest
 from fake_openai import FakeOpenAI, QuietHandler, Reply, judgment_rows, openai_job, serve, write_text_collection
-from hostile import ROOT, one_error, qrelkit
+from hostile import PEAK, ROOT, one_error, qrelkit
 from image_files import image_collection
 from test_output_paths import (  # noqa: F401 (fixtures: a small track with its database; a database of 60,000 judgments)
     OLD,
@@ -651,19 +651,6 @@ def test_a_fractional_judge_file_that_repeats_a_pair_under_error_is_still_named_
     path.write_text("q1 0 d1 0.25\nq1 0 d2 0.5\nq1 0 d1 0.75\n")
     with pytest.raises(InputFormatError, match=r"scores.txt:3: duplicate judgment for qid 'q1', docid 'd1' \(first on line 1\)"):
         judge_files.read_judge_file(path)
-
-
-# The peak as the kernel keeps it for this process's own memory (VmHWM), not `ru_maxrss`: Linux
-# carries a parent's high-water mark into a child across vfork and exec, so under a pytest process
-# that had grown to 2.3 GB the command "peaked" at 2.3 GB whatever it did.
-PEAK = (
-    "import sys; sys.argv = ['qrelkit', *sys.argv[1:]]\n"
-    "from qrelkit.cli import main\n"
-    "def hwm():\n"
-    "    with open('/proc/self/status') as status:\n"
-    "        return next(line.split()[1] for line in status if line.startswith('VmHWM:'))\n"
-    "try:\n    main()\nfinally:\n    print('peak-rss-kib', hwm(), file=sys.stderr)\n"
-)
 
 
 def test_compare_reads_a_judge_folder_of_2_000_000_fractions_in_columns_not_a_dict_per_line(tmp_path):
