@@ -106,8 +106,12 @@ def test_a_worker_killed_midway_is_a_failure_of_the_machine_not_a_hang():
     assert no_children_left()
 
 
+# Ctrl-C as a terminal's Python has it: a shell without job control (a CI runner's `cmd &`) starts its
+# background commands with SIGINT ignored, which every child inherits, and Python then installs no
+# KeyboardInterrupt; the interrupted process here sets the handler Python gives a terminal itself.
 CTRL_C_SCRIPT = """
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {tests!r})
 from process_helpers import no_children_left, slow_echo
 from qrelkit.io.workers.processes import ProcessMap
@@ -231,6 +235,7 @@ def test_a_decoding_process_killed_midway_stops_the_judge_with_a_clear_error(tin
 
 def test_ctrl_c_while_the_judge_decodes_in_processes_leaves_no_process(tiny_clip, many_jpegs, monkeypatch):
     monkeypatch.setattr(image_batches, "preprocess_chunk", process_helpers.slow_preprocess_chunk)
+    restore = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (see CTRL_C_SCRIPT)
     judge = create_judge("clipscore", {**tiny_clip, "device": "cpu", "image_decode": "cpu", "decode_workers": 2}, None)
 
     def interrupt_when_decoding() -> None:
@@ -248,4 +253,5 @@ def test_ctrl_c_while_the_judge_decodes_in_processes_leaves_no_process(tiny_clip
     finally:
         interrupter.join()
         judge.close()  # what the runner does on the way out
+        signal.signal(signal.SIGINT, restore)
     assert no_children_left()
