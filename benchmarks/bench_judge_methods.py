@@ -1,8 +1,10 @@
 """Time and check one `qrelkit compare` of Arabzadeh and Clarke's twelve GPT-4o judgment methods on TREC DL
 2019 (SIGIR 2025, "Benchmarking LLM-based Relevance Judgment Methods"; issue 34): the judgment files as
 published, NIST's nDCG@10 against each method's compatibility (p = 0.9), the reference's means as
-trec_eval prints them (4 decimals), 1,000 bootstrap resamples and 1,000 swaps of the randomisation
-test per pair of judges (66 pairs): the whole process, timed, its peak memory read from the kernel.
+trec_eval prints them (4 decimals), jackknife intervals over the queries (compare's default; its
+--resamples, passed here, counts only for a bootstrap or subsampling --interval) and 1,000 swaps of the
+randomisation test per pair of judges (66 pairs): the whole process, timed, its peak memory read from
+the kernel.
 
 Each row's τ is set beside the authors' published τ (their Compatibility/Taus/DL19_*.tau, on the full
 runs) and, with --authors-repo (a checkout of github.com/Narabzad/llm-relevance-judgement-comparison),
@@ -117,7 +119,7 @@ def authors_taus(repo: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="whole-process runs (the median is reported)")
-    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples and randomisation swaps (default 1000)")
+    parser.add_argument("--resamples", type=int, default=1000, help="randomisation swaps (and bootstrap resamples) (default 1000)")
     parser.add_argument("--authors-repo", type=Path, default=os.environ.get("QRELKIT_JUDGE_METHODS_REPO"), help="the authors' repository")
     args = parser.parse_args()
     if not (METHODS / "binary.txt").is_file():
@@ -130,7 +132,7 @@ def main() -> None:
         runs.append((wall, cpu, rss, before, os.getloadavg()[0]))
         print(f"run: {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {rss:.0f} MB, load average {before:.1f} before, {runs[-1][4]:.1f} after")
     wall, cpu, rss, _, _ = sorted(runs)[len(runs) // 2]
-    print(f"median: {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {rss:.0f} MB ({args.resamples} resamples, {args.resamples} swaps)")
+    print(f"median: {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {rss:.0f} MB (jackknife intervals, {args.resamples} swaps)")
     found = {j["name"]: j["audit"]["systems"][KEY]["kendall_tau"] for j in json.loads(stdout)["judges"]}
     script = authors_taus(args.authors_repo) if args.authors_repo else {}
     print("\n| method | qrelkit τ | authors' script, same runs | Δ | published (full runs) |")
