@@ -610,9 +610,9 @@ def copy_judgments(
     with store.con.cursor() as cursor:
         cursor.execute("BEGIN TRANSACTION")  # the count and the file: one snapshot
         try:
-            runs = [
-                row[0] for row in cursor.execute(f"SELECT DISTINCT judge_run_id FROM judgments {where} ORDER BY 1", run_params).fetchall()
-            ]
+            # the runs and their judgments' count in one scan: the count is the progress's total
+            counted = cursor.execute(f"SELECT judge_run_id, count(*) FROM judgments {where} GROUP BY 1 ORDER BY 1", run_params).fetchall()
+            runs, total = [row[0] for row in counted], sum(int(row[1]) for row in counted)
             target = str(path).replace("'", "''")
             # USE_TMP_FILE false: DuckDB would write a visible `tmp_<name>` beside the (hidden) temporary
             # it is given, which a kill leaves behind; that temporary is already the atomic step
@@ -620,8 +620,7 @@ def copy_judgments(
             if progress is None:
                 written = cursor.execute(copy, params).fetchone()
             else:
-                total = cursor.execute(f"SELECT count(*) FROM judgments {where}", run_params).fetchone()
-                written = _watched(cursor, copy, params, progress, int(total[0]) if total else 0)
+                written = _watched(cursor, copy, params, progress, total)
             rows = int(written[0]) if written else 0
         finally:
             cursor.execute("COMMIT")
