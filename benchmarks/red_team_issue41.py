@@ -18,7 +18,6 @@ links. Usage: python benchmarks/red_team_issue41.py [--only SUBSTRING]
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import shutil
@@ -28,7 +27,6 @@ import sys
 import tempfile
 import threading
 import time
-import zlib
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from fake_openai import FakeOpenAI, QuietHandler, Reply, judgment_rows, openai_job, serve, write_text_collection  # noqa: E402
+from fake_openai import FakeOpenAI, QuietHandler, Reply, bomb, judgment_rows, openai_job, serve, write_text_collection  # noqa: E402
 from hostile import qrelkit  # noqa: E402
 from image_files import image_collection  # noqa: E402
 
@@ -303,11 +301,8 @@ def killed_export(folder: Path) -> str:
 
 def judge_bomb(encoding: str) -> Callable[[Path], str]:
     def case(folder: Path) -> str:
-        body = b"[" * (64 << 20)
         with FakeOpenAI() as server:
-            server.script(
-                "d1", Reply(body=gzip.compress(body) if encoding == "gzip" else zlib.compress(body), headers={"Content-Encoding": encoding})
-            )
+            server.script("d1", Reply(body=bomb(encoding), headers={"Content-Encoding": encoding}))
             write_text_collection(folder, {"q1": "boil an egg"}, {"[d1]": "[d1] Eggs boil."}, [("q1", "[d1]")])
             options = {"model": "fake", "base_url": server.base_url, "api_key_env": "QRELKIT_FAKE_KEY", "max_tries": 1, "timeout": 20.0}
             done = run("judge", openai_job(folder, options), "--quiet", "--no-grade", env={"QRELKIT_MAX_RESPONSE_BYTES": str(1 << 20)})
@@ -324,16 +319,7 @@ class Endless(QuietHandler):
     stopping = threading.Event()
 
     def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        try:
-            while not self.stopping.wait(0.005):
-                self.wfile.write(b"10000\r\n" + b"x" * 0x10000 + b"\r\n")
-        except OSError:
-            pass
-        self.close_connection = True
+        self.send_endless(self.stopping, b"x", 0.005)
 
 
 def endless(what: str) -> Callable[[Path], str]:

@@ -10,11 +10,13 @@ recorded.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -44,6 +46,26 @@ class QuietHandler(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:
         pass
+
+    def send_endless(self, stopping: threading.Event, filler: bytes = b"[", pause: float = 0.01) -> None:
+        """A 200 JSON answer whose chunked body never ends (64 KiB of ``filler`` every ``pause`` s)
+        until ``stopping`` is set or the client hangs up (HTTP/1.1 handlers only)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            while not stopping.wait(pause):
+                self.wfile.write(b"10000\r\n" + filler * 0x10000 + b"\r\n")
+        except OSError:
+            pass
+        self.close_connection = True
+
+
+def bomb(encoding: str, size: int = 64 << 20) -> bytes:
+    """``size`` bytes of JSON-ish text, compressed as ``encoding`` ("gzip" or "deflate": tens of KB on the wire)."""
+    text = b"[" * size
+    return gzip.compress(text) if encoding == "gzip" else zlib.compress(text)
 
 
 def serve(handler: type[BaseHTTPRequestHandler]) -> tuple[ThreadingHTTPServer, threading.Thread]:

@@ -8,7 +8,6 @@ temporary database's own folders, and copies of input folders."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import shutil
@@ -19,13 +18,12 @@ import sys
 import threading
 import time
 import tracemalloc
-import zlib
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pytest
-from fake_openai import FakeOpenAI, QuietHandler, Reply, judgment_rows, openai_job, serve, write_text_collection
+from fake_openai import FakeOpenAI, QuietHandler, Reply, bomb, judgment_rows, openai_job, serve, write_text_collection
 from hostile import PEAK, ROOT, one_error, qrelkit
 from image_files import image_collection
 from test_output_paths import (  # noqa: F401 (fixtures: a small track with its database; a database of 60,000 judgments)
@@ -259,12 +257,6 @@ def test_crafted_batch_state_is_read_as_data_not_a_traceback(tmp_path, state):
 # -- every body an endpoint sends is capped once decoded, and whole within a deadline ---------------------
 
 
-def bomb(encoding: str, size: int = 64 << 20) -> bytes:
-    """``size`` bytes of JSON-ish text, compressed as ``encoding`` (tens of KB on the wire)."""
-    text = b"[" * size
-    return gzip.compress(text) if encoding == "gzip" else zlib.compress(text)
-
-
 @pytest.mark.parametrize("encoding", ["gzip", "deflate"])
 def test_a_judges_compressed_answer_is_capped_by_what_it_inflates_to(tmp_path, monkeypatch, encoding):
     monkeypatch.delenv("QRELKIT_FAKE_KEY", raising=False)
@@ -289,16 +281,7 @@ class HostileBatchAPI(QuietHandler):
     def do_GET(self) -> None:
         kind = self.path.split("/")[3]
         if kind == "endless":
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            try:
-                while not self.stopping.wait(0.01):
-                    self.wfile.write(b"10000\r\n" + b"[" * 0x10000 + b"\r\n")
-            except OSError:
-                pass
-            self.close_connection = True
+            self.send_endless(self.stopping)
             return
         headers = {"Content-Type": "application/json"}
         if kind == "bomb":
