@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from fake_openai import FakeOpenAI, QuietHandler, Reply, bomb, judgment_rows, openai_job, serve, write_text_collection  # noqa: E402
-from hostile import qrelkit  # noqa: E402
+from hostile import plant_batch_folder_link, qrelkit  # noqa: E402
 from image_files import image_collection  # noqa: E402
 
 KINDS = ("security", "data loss", "traceback", "hang", "wrong", "ok")
@@ -167,12 +167,7 @@ def folder_link(linked: str) -> Callable[[Path], str]:
         from qrelkit.errors import QrelkitError
         from qrelkit.judges.vllm_batch import LocalBatchClient
 
-        outside = folder / "outside"
-        outside.mkdir()
-        root = folder / "j.duckdb.batches"
-        planted = root / linked if linked != "." else root
-        planted.parent.mkdir(parents=True, exist_ok=True)
-        planted.symlink_to(outside, target_is_directory=True)
+        root, outside = plant_batch_folder_link(folder, linked)
         client = LocalBatchClient(root / "vllm", command())
         source = request_file(folder, ["a"])
         try:

@@ -62,3 +62,15 @@ PEAK = (
     "        return next(line.split()[1] for line in status if line.startswith('VmHWM:'))\n"
     "try:\n    main()\nfinally:\n    print('peak-rss-kib', hwm(), file=sys.stderr)\n"
 )
+
+
+def plant_batch_folder_link(folder: Path, linked: str) -> tuple[Path, Path]:
+    """``<folder>/j.duckdb.batches/<linked>`` (``"."``: the batch folder itself) made a link to an empty
+    ``<folder>/outside``, as an attacker would plant it; returns (the batch folder, outside)."""
+    outside = folder / "outside"
+    outside.mkdir()
+    root = folder / "j.duckdb.batches"
+    planted = root / linked if linked != "." else root
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.symlink_to(outside, target_is_directory=True)
+    return root, outside

@@ -24,7 +24,7 @@ import duckdb
 import numpy as np
 import pytest
 from fake_openai import FakeOpenAI, QuietHandler, Reply, bomb, judgment_rows, openai_job, serve, write_text_collection
-from hostile import PEAK, ROOT, one_error, qrelkit
+from hostile import PEAK, ROOT, one_error, plant_batch_folder_link, qrelkit
 from image_files import image_collection
 from test_output_paths import (  # noqa: F401 (fixtures: a small track with its database; a database of 60,000 judgments)
     OLD,
@@ -187,12 +187,7 @@ def test_a_link_in_files_never_makes_the_runner_delete_what_it_points_to(tmp_pat
 
 @pytest.mark.parametrize("linked", ["vllm/out", "vllm/batches", "vllm/files", "vllm", "."])
 def test_a_folder_link_beside_the_database_sends_no_write_outside(tmp_path, linked):
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    root = tmp_path / "j.duckdb.batches"
-    planted = root / linked if linked != "." else root
-    planted.parent.mkdir(parents=True, exist_ok=True)
-    planted.symlink_to(outside, target_is_directory=True)
+    root, outside = plant_batch_folder_link(tmp_path, linked)
     client = LocalBatchClient(root / "vllm", runner_command())
     source = request_file(tmp_path, ["a"])
     with pytest.raises(FolderRefused, match="is a symbolic link: links in qrelkit's folders are not followed"):
