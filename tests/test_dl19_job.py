@@ -106,6 +106,11 @@ def test_the_shipped_job_reads_its_data_root_from_qrelkit_data_and_a_dry_run_wri
     assert "judge run " in result.output and "9260 pairs in the pool; before this run 0 ok, 0 failed; 9260 to judge" in result.output
     assert re.search(r"would load 37 runs \(28,171 rows\): '[^']+', '[^']+', '[^']+' and 34 more\n", result.output), result.output
     assert list(tmp_path.iterdir()) == []  # no database, no WAL
+    data_env = {"QRELKIT_DATA": str(dl19.parent)}
+    as_json = CliRunner().invoke(app, ["judge", job, "--dry-run", "--json", "--set", f"database={database}"], env=data_env)
+    runs = [load for load in json.loads(as_json.stdout)["loads"] if load["kind"] == "runs"]  # the text's 34 more, every one named
+    assert sorted(load["name"] for load in runs) == sorted(p.stem for p in (dl19 / "runs").iterdir() if not p.name.startswith("."))
+    assert sum(load["rows"] for load in runs) == 28_171
     elsewhere = tmp_path / "no-data"
     moved = CliRunner().invoke(app, ["judge", job, "--dry-run", "--set", f"database={database}"], env={"QRELKIT_DATA": str(elsewhere)})
     assert isinstance(moved.exception, QrelkitError)

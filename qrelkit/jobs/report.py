@@ -69,6 +69,8 @@ class JobReport:
             "sample": self.sample,
             "checks": self.checks,
             "time_estimate": self.time_estimate,
+            # every file the job loaded (or, dry, would load): the text names three of a kind and counts the rest
+            "loads": [{"kind": load.kind, "name": load.name, "rows": load.rows, "status": load.status} for load in self.loads],
         }
 
 
