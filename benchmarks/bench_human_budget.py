@@ -263,7 +263,9 @@ def ideal_variants(task: tuple[str, int, int, int]) -> list[dict]:
     judge_ideal = ideal_curve(query_totals(setting.judge_features[None], pool)[0][..., 1:], 10)[0].sum(axis=-1)
     for start in range(0, draws, 5):
         part = sample.take(slice(start, start + 5))
-        estimated, _ = pairs.corrected(pairs.predictions("ppi++", setting.judge_features, setting.levels, human, part), human, part)
+        estimated, _ = pairs.corrected(
+            pairs.predictions("ppi++", setting.judge_features, setting.levels, human, part, pool.query), human, part
+        )
         listed = kernel.gather(estimated)
         dcg = (listed[..., 0] * kernel.discount).sum(axis=-1)
         plain_values.append(kernel.values(listed, query_totals(estimated, pool)).mean(axis=-1))
@@ -322,7 +324,7 @@ def next_study(
                 taken[sample.index[0][sample.present[0]]] = True
                 if how == "next":
                     estimated, _ = pairs.corrected(
-                        pairs.predictions("ppi++", setting.judge_features, setting.levels, human, sample), human, sample
+                        pairs.predictions("ppi++", setting.judge_features, setting.levels, human, sample, pool.query), human, sample
                     )
                     current = estimated[0].copy()
                     current[:, 1:] = np.clip(current[:, 1:], 0.0, 1.0)
@@ -497,6 +499,9 @@ def main() -> None:
                 f"  {how}: median {found[how]['median']:.0f}, mean {found[how]['mean']:.0f}, {found[how]['capped']} draws reached the cap"
             )
     if args.json is not None:
+        for row in rows:  # each run's coverage is kept for the weighted design's PPI++ at 1,000 labels (the goal) only
+            if (row["design"], row["estimator"], row["budget"]) != ("weighted", "ppi++", 1000):
+                row.pop("coverage_per_run", None)
         args.json.write_text(json.dumps({"draws": args.draws, "wall_seconds": wall, "rows": rows, **extra}, indent=1))
 
 

@@ -223,6 +223,76 @@ def test_a_census_gives_the_exact_values_of_every_measure():
             assert np.allclose(found.covariance, 0.0, atol=1e-18)
 
 
+def _reference_fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, query: np.ndarray, own: set[int]) -> tuple[float, dict[int, float], float]:
+    """Weighted least squares of y on [x, a column per query in ``own``, one shared column for the
+    rest] by numpy's lstsq: (slope, intercept per own query, shared intercept)."""
+    own_list = sorted(own)
+    columns = [x] + [(query == q).astype(float) for q in own_list] + [(~np.isin(query, own_list)).astype(float)]
+    design = np.stack(columns, axis=-1)
+    root = np.sqrt(w)[:, None]
+    beta = np.linalg.lstsq(design * root, y * root[:, 0], rcond=None)[0]
+    return float(beta[0]), dict(zip(own_list, beta[1:-1])), float(beta[-1])
+
+
+def test_ppi_plus_plus_fits_an_intercept_per_query_as_weighted_least_squares_does():
+    """PPI++'s predictions on a Poisson sample equal numpy's weighted least squares of each human
+    feature on the judge's with a column per query of two or more sampled pairs and one column
+    shared by the pairs of the others (a query with one sampled pair, and a query with none, take it)."""
+    qrels, _ = small_track(6, n_queries=5, n_docs=14)
+    pool, human = _pool(qrels)
+    rng = np.random.default_rng(6)
+    judge = np.clip(human + rng.integers(-1, 2, len(pool)), 0, 3).astype(float)
+    judge_features, y = features(judge, 3), features(human, 3)
+    pi = rng.uniform(0.3, 0.9, len(pool))
+    chosen = rng.random(len(pool)) < pi
+    first = np.flatnonzero(pool.query == 3)
+    chosen[pool.query == 3] = False
+    chosen[first[0]] = True  # query 3: one sampled pair
+    chosen[pool.query == 4] = False  # query 4: none
+    sample = pairs.sample_of(designs.Plan("weighted", 20, chosen[None], pi, np.full(len(pool), -1)))
+    predicted = pairs.predictions("ppi++", judge_features, pairs.level_matrix(judge), y, sample, pool.query)[0]
+    index = sample.index[0][sample.present[0]]
+    weight = sample.weight[0][sample.present[0]]
+    own = {q for q in range(pool.n_queries) if (pool.query[index] == q).sum() >= 2}
+    assert own == {0, 1, 2}
+    for f in range(y.shape[-1]):
+        slope, intercepts, shared = _reference_fit(judge_features[index, f], y[index, f], weight, pool.query[index], own)
+        expected = slope * judge_features[:, f] + np.array([intercepts.get(q, shared) for q in pool.query])
+        assert np.allclose(predicted[:, f], expected, atol=1e-9), f
+
+
+def test_ppi_plus_plus_keeps_one_intercept_for_a_stratified_sample():
+    """Strata are the queries: a stratified sample's PPI++ is the one-intercept GREG fit."""
+    qrels, _ = small_track(7, n_queries=4, n_docs=16)
+    pool, human = _pool(qrels)
+    rng = np.random.default_rng(7)
+    judge = np.clip(human + rng.integers(-1, 2, len(pool)), 0, 3).astype(float)
+    judge_features, y = features(judge, 3), features(human, 3)
+    plan = designs.plan("stratified", pool.query, 24, designs.uniforms(1, pool.qids, pool.docids))
+    sample = pairs.sample_of(plan)
+    predicted = pairs.predictions("ppi++", judge_features, pairs.level_matrix(judge), y, sample, pool.query)[0]
+    index = sample.index[0][sample.present[0]]
+    for f in range(y.shape[-1]):
+        slope, _, shared = _reference_fit(
+            judge_features[index, f], y[index, f], sample.weight[0][sample.present[0]], pool.query[index], set()
+        )
+        assert np.allclose(predicted[:, f], slope * judge_features[:, f] + shared, atol=1e-9), f
+    assert np.array_equal(pairs.fitted_intercepts_variance(sample, pool.query).coef, sample.coef)
+
+
+def test_a_query_with_its_own_intercept_has_its_variance_terms_scaled_by_n_over_n_minus_1():
+    """Residuals about a fitted mean understate the spread by (n_q - 1) / n_q: a Poisson pair's
+    variance coefficient is scaled back by n_q / (n_q - 1) in a query with n_q >= 2 sampled pairs."""
+    query = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2])
+    chosen = np.array([True, True, True, True, False, True, True, False, True])
+    pi = np.full(len(query), 0.5)
+    sample = pairs.sample_of(designs.Plan("weighted", 5, chosen[None], pi, np.full(len(query), -1)))
+    scaled = pairs.fitted_intercepts_variance(sample, query)
+    ratio = scaled.coef[0][sample.present[0]] / sample.coef[0][sample.present[0]]
+    expected = {0: 3 / 2, 1: 1.0, 2: 3 / 2}
+    assert np.allclose(ratio, [expected[q] for q in query[sample.index[0][sample.present[0]]]])
+
+
 @pytest.mark.parametrize("kind", ["weighted", "stratified", "queries"])
 @pytest.mark.parametrize("budget", [7, 40, 150])
 def test_inclusion_probabilities_sum_to_the_budget(kind, budget):

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from qrelkit.commands.estimate_result import DESIGN_ABOUT, ESTIMATOR_ABOUT, ESTIMATOR_NAMES, EstimateResult, MeasureEstimates
+from qrelkit.commands.estimate_result import (
+    DESIGN_ABOUT,
+    ESTIMATOR_ABOUT,
+    ESTIMATOR_NAMES,
+    QUERY_ESTIMATOR_ABOUT,
+    EstimateResult,
+    MeasureEstimates,
+)
 from qrelkit.report.document import Document, Estimate, Note, Section, Table
 
 
@@ -87,6 +94,11 @@ def _pairs_table(found: MeasureEstimates) -> Table:
     )
 
 
+def _about(estimator: str, design: str) -> str:
+    """What ``estimator`` does under ``design`` (PPI++ over whole queries is not the pairs' regression)."""
+    return QUERY_ESTIMATOR_ABOUT.get(estimator, ESTIMATOR_ABOUT[estimator]) if design == "queries" else ESTIMATOR_ABOUT[estimator]
+
+
 def _notes(result: EstimateResult) -> list[Note]:
     design = result.design
     found = result.primary
@@ -102,7 +114,7 @@ def _notes(result: EstimateResult) -> list[Note]:
             f"design {design['name']!r}: {DESIGN_ABOUT[design['design']]}, planned for {design['measure']} with seed {design['seed']}; "
             f"{found.labels:,} pairs labelled ({budgets} planned in {len(phases)} phase(s)) of a pool of {result.pool_pairs:,}"
         ),
-        Note(f"estimator {ESTIMATOR_NAMES[result.estimator]}: {ESTIMATOR_ABOUT[result.estimator]}; 95% intervals: {interval}"),
+        Note(f"estimator {ESTIMATOR_NAMES[result.estimator]}: {_about(result.estimator, design['design'])}; 95% intervals: {interval}"),
         Note(
             f"judge side: {result.judge['name']} ({result.judge['origin']}, {result.judge['labels']:,} labels); human side: "
             f"{result.human['name']} ({result.human['origin']}, {result.human['labels']:,} grades on the scale "

@@ -7,9 +7,14 @@ unbiased for every total whatever the predictions are. The predictions make it p
 
 - ``human``: none (p = 0): the human labels alone, expanded by their design weights;
 - ``ppi``: the judge's label as it is (prediction-powered inference with lambda = 1);
-- ``ppi++``: each feature's prediction a + lambda * (the judge's feature), a and lambda fitted on the
-  sample by design-weighted least squares: the power tuning of PPI++ (Angelopoulos, Duchi and
-  Zrnic, 2023) as a model-assisted (GREG) survey estimator;
+- ``ppi++``: each feature's prediction a_q + lambda * (the judge's feature), lambda and an intercept
+  a_q per query fitted on the sample by design-weighted least squares (a query with fewer than two
+  sampled pairs takes the intercept of the whole sample): the power tuning of PPI++ (Angelopoulos,
+  Duchi and Zrnic, 2023) as a model-assisted (GREG) survey estimator. The intercepts recalibrate the
+  judge query by query: a judge that says nothing of a level (a binary judge and grade 3) no longer
+  predicts every query's count of it from the pool's mean, which made nDCG's ideal DCG noisy (the
+  simulation: RMSE 0.055 -> 0.040 for the binary judge at 1,000 labels). The residuals of a fitted
+  intercept are centred in their query, so their variance terms are scaled by n_q / (n_q - 1);
 - ``calibrated``: the prediction fitted on indicators of the judge's own levels (its grade, on its
   scale): per judge grade, the human grades found there.
 
@@ -147,8 +152,11 @@ def _weighted_fit(design: np.ndarray, targets: np.ndarray, weights: np.ndarray) 
     return np.linalg.solve(gram + ridge, right)
 
 
-def predictions(estimator: str, judge_features: np.ndarray, levels: np.ndarray, human: np.ndarray, sample: PairSample) -> np.ndarray:
-    """(D, P, F) or (P, F): each pair's predicted features under ``estimator``."""
+def predictions(
+    estimator: str, judge_features: np.ndarray, levels: np.ndarray, human: np.ndarray, sample: PairSample, query: np.ndarray
+) -> np.ndarray:
+    """(D, P, F) or (P, F): each pair's predicted features under ``estimator`` (``query`` (P,) each
+    pair's query)."""
     if estimator == "human":
         return np.zeros_like(judge_features)
     if estimator in ("judge", "ppi"):
@@ -160,14 +168,72 @@ def predictions(estimator: str, judge_features: np.ndarray, levels: np.ndarray, 
         beta = _weighted_fit(levels[safe], observed, weights)
         return np.einsum("pk,dkf->dpf", levels, beta)
     if estimator == "ppi++":
-        n_features = judge_features.shape[-1]
-        out = np.empty((sample.draws,) + judge_features.shape)
-        for f in range(n_features):
-            design = np.stack([np.ones(judge_features.shape[0]), judge_features[:, f]], axis=-1)
-            beta = _weighted_fit(design[safe], observed[..., f : f + 1], weights)
-            out[..., f] = np.einsum("pk,dk->dp", design, beta[..., 0])
-        return out
+        return _query_intercepts(judge_features, observed, weights, safe, sample.present, query, sample.group >= 0)
     raise ValueError(f"unknown estimator {estimator!r}")
+
+
+def _own_intercepts(present: np.ndarray, safe: np.ndarray, query: np.ndarray, stratified: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(flat (D, n) the (draw, query) cell of each sampled pair, counts (D, Q) of sampled pairs in
+    the queries that get an intercept of their own: two or more pairs, in a draw without pairs of
+    a stratified design (``stratified`` (D, n)): its strata are the queries, and intercepts fitted
+    in strata of a few pairs measured worse there (coverage 0.88 -> 0.79 at 1,000 labels), so it
+    keeps the one intercept of the plain GREG fit)."""
+    draws, n_queries = present.shape[0], int(query.max(initial=-1)) + 1
+    flat = np.arange(draws)[:, None] * n_queries + query[safe]
+    counts = np.bincount(flat[present], minlength=draws * n_queries).reshape(draws, n_queries)
+    return flat, np.where((stratified & present).any(axis=-1)[:, None] | (counts < 2), 0, counts)
+
+
+def _query_intercepts(
+    judge_features: np.ndarray,
+    observed: np.ndarray,
+    weights: np.ndarray,
+    safe: np.ndarray,
+    present: np.ndarray,
+    query: np.ndarray,
+    stratified: np.ndarray,
+) -> np.ndarray:
+    """(D, P, F) PPI++'s predictions a_q + lambda_f * judge_f: per draw and feature, the design-
+    weighted least squares fit of the human feature on the judge's with an intercept for each query
+    that has one of its own (`_own_intercepts`) and one shared by the other sampled pairs, which the
+    queries without one take (the whole sample's where every sampled query has its own)."""
+    flat, counts = _own_intercepts(present, safe, query, stratified)
+
+    def per_cell(values: np.ndarray) -> np.ndarray:
+        return np.bincount(flat[present], weights=values[present], minlength=counts.size).reshape(counts.shape)
+
+    def mean(values: np.ndarray, mass: np.ndarray) -> np.ndarray:
+        return values / np.where(mass > 0, mass, 1.0)
+
+    own = counts > 0
+    pair_own = np.take_along_axis(own, query[safe], axis=1) & present
+    rest = np.where(pair_own, 0.0, weights)
+    shared = np.where(rest.sum(axis=-1, keepdims=True) > 0, rest, weights)  # the pairs the shared intercept is fitted on
+    mass = per_cell(weights)
+    out = np.empty((counts.shape[0],) + judge_features.shape)
+    for f in range(judge_features.shape[-1]):
+        x, y = judge_features[safe, f], observed[..., f]
+        x_query, y_query = mean(per_cell(weights * x), mass), mean(per_cell(weights * y), mass)
+        x_rest = mean((shared * x).sum(axis=-1), shared.sum(axis=-1))
+        y_rest = mean((shared * y).sum(axis=-1), shared.sum(axis=-1))
+        dx = x - np.where(pair_own, np.take_along_axis(x_query, query[safe], axis=1), x_rest[:, None])
+        dy = y - np.where(pair_own, np.take_along_axis(y_query, query[safe], axis=1), y_rest[:, None])
+        spread = (weights * dx * dx).sum(axis=-1)
+        lam = np.where(spread > 1e-12, (weights * dx * dy).sum(axis=-1) / np.where(spread > 1e-12, spread, 1.0), 0.0)
+        intercept = np.where(own, y_query - lam[:, None] * x_query, (y_rest - lam * x_rest)[:, None])
+        out[..., f] = intercept[:, query] + lam[:, None] * judge_features[None, :, f]
+    return out
+
+
+def fitted_intercepts_variance(sample: PairSample, query: np.ndarray) -> PairSample:
+    """``sample`` with the variance terms of its Poisson pairs scaled by n_q / (n_q - 1) where their
+    query's intercept was fitted on its n_q sampled pairs (PPI++'s predictions): the residuals about
+    a fitted mean understate the spread about the true one by that factor."""
+    safe = np.where(sample.present, sample.index, 0)
+    _, counts = _own_intercepts(sample.present, safe, query, sample.group >= 0)
+    n_q = np.take_along_axis(counts, query[safe], axis=1)
+    scale = np.where(sample.present & (n_q >= 2), n_q / np.maximum(n_q - 1.0, 1.0), 1.0)
+    return PairSample(sample.index, sample.weight, sample.coef * scale, sample.group)
 
 
 def corrected(prediction: np.ndarray, human: np.ndarray, sample: PairSample) -> tuple[np.ndarray, np.ndarray]:

@@ -91,7 +91,7 @@ def next_phase(
     at the estimates ``estimator`` makes of every pair's features."""
     human = features(grades, top)
     drawn = sample.pair_sample()
-    prediction = pairs.predictions(estimator, setting.judge_features, setting.levels, human, drawn)
+    prediction = pairs.predictions(estimator, setting.judge_features, setting.levels, human, drawn, setting.pool.query)
     estimated, _ = pairs.corrected(prediction, human, drawn)
     current = estimated[0]
     current[:, 1:] = np.clip(current[:, 1:], 0.0, 1.0)
