@@ -356,7 +356,3 @@ def linear_terms(kernel: Kernel, gradient: Gradient, pool: Pool, residual: np.nd
         u += np.take_along_axis(gradient.query[..., f], query, axis=2) * residual[:, None, :, f]
     return np.where(sample.present[:, None, :], u, 0.0) / pool.n_queries
 
-
-def judge_only(kernel: Kernel, pool: Pool, judge_features: np.ndarray) -> np.ndarray:
-    """(R,) the runs' means under the judge's labels alone."""
-    return kernel.values(kernel.gather(judge_features[None]), query_totals(judge_features[None], pool))[0].mean(axis=-1)

@@ -16,7 +16,6 @@ from qrelkit.evaluate.estimate import pairs
 from qrelkit.evaluate.estimate.estimators import Estimates, Setting, pair_estimates, query_estimates
 from qrelkit.evaluate.estimate.measures import features
 from qrelkit.evaluate.estimate.nextpairs import next_inclusion, next_sizes, residual_spread
-from qrelkit.evaluate.estimate.queries import QUERY_ESTIMATORS
 from qrelkit.evaluate.estimate.sizes import pair_gradients
 
 
@@ -77,10 +76,6 @@ def estimate_sample(setting: Setting, sample: RecordedSample, grades: np.ndarray
     for estimator in estimators:
         out[estimator] = pair_estimates(setting, human, drawn, estimator)
     return out
-
-
-def estimators_of(kind: str) -> list[str]:
-    return list(QUERY_ESTIMATORS) if kind == "queries" else list(pairs.PAIR_ESTIMATORS)
 
 
 def next_phase(
