@@ -131,6 +131,23 @@ def test_auto_plans_whole_queries_below_a_thousand_labels_and_weighted_pairs_fro
         assert json.loads(done.stdout)["design"]["design"] == "weighted"
 
 
+def test_the_estimate_says_what_ppi_plus_plus_is_under_each_design(track, tmp_path):
+    """PPI++ over whole queries is ppi_py's tuned lambda on per-query values, over pairs a regression
+    with an intercept per query: each estimate's note names the one it made."""
+    for design, said, not_said in (
+        ("queries", "over the sampled queries", "a_q"),
+        ("weighted", "an intercept a_q", "over the sampled queries"),
+    ):
+        folder = tmp_path / design
+        folder.mkdir()
+        db = plan(track, folder, design=design)
+        assert cli("assess", "load", returned(folder / "pairs.tsv", track["human"], folder / "human.qrels"), "--db", db).returncode == 0
+        done = cli("estimate", "--db", db, "--judge-qrels", track["judge"], "--runs", track["runs"], "--estimator", "ppi++")
+        assert done.returncode == 0, done.stderr
+        note = next(line for line in done.stdout.splitlines() if line.startswith("estimator PPI++"))
+        assert said in note and not_said not in note, (design, note)
+
+
 def test_a_census_estimate_equals_evaluate_under_the_human_qrels(track, tmp_path):
     """Every pair of the pool labelled: each estimate is the measure under the human qrels exactly."""
     import qrelkit
