@@ -79,13 +79,30 @@ def test_an_unknown_suffix_names_the_formats(db, tmp_path):
         runner.invoke(app, ["export", "judgments", str(tmp_path / "judgments.xlsx"), "--db", str(db[0])], catch_exceptions=False)
 
 
-@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
-def test_an_export_by_duckdb_shows_its_progress_in_the_runs_rows(db, tmp_path, suffix, monkeypatch):
-    """DuckDB's COPY writes these; its own progress, polled, is the export's, counted in the rows of
-    the run asked for (2 of aaaa's, not the database's 3)."""
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl", ".csv"])
+def test_an_export_shows_its_progress_in_the_runs_rows(db, tmp_path, suffix, monkeypatch):
+    """DuckDB's COPY writes Parquet and JSON Lines (its own progress, polled, is the export's),
+    qrelkit the CSV a batch at a time: counted in the rows of the run asked for (2 of aaaa's, not
+    the database's 3)."""
     monkeypatch.setenv("QRELKIT_PROGRESS_SECONDS", "0")  # a line at every report
     out = tmp_path / f"judgments{suffix}"
     result = runner.invoke(app, ["export", "judgments", str(out), "--judge-run", "aaaa", "--db", str(db[0])])
     assert result.exit_code == 0, result.output
     lines = [line for line in result.output.splitlines() if line.startswith(f"exporting judgments to {out.name}: ")]
     assert lines and lines[-1].startswith(f"exporting judgments to {out.name}: 2/2 rows (100.0%)"), result.output
+
+
+def test_a_csv_written_a_batch_at_a_time_is_the_csv_of_the_whole_table(db, tmp_path):
+    """One row a batch: the same bytes as the whole table written at once (one header, every cell
+    quoted and formula-safe as before), and the progress hears every batch."""
+    from qrelkit.io.tables import write_table
+    from qrelkit.storage.judgments import csv_judgments, judgments_table
+
+    with Store(db[0]) as store:
+        store.con.execute("UPDATE judgments SET raw_output = '=HYPERLINK(1)' WHERE docid = 'd3'")
+        heard: list[tuple[int, int]] = []
+        rows, runs = csv_judgments(store, tmp_path / "batched.csv", progress=lambda done, total: heard.append((done, total)), batch_rows=1)
+        write_table(judgments_table(store), tmp_path / "whole.csv")
+    assert (rows, runs) == (3, ["aaaa1111", "bbbb2222"]) and heard == [(1, 3), (2, 3), (3, 3)]
+    assert (tmp_path / "batched.csv").read_bytes() == (tmp_path / "whole.csv").read_bytes()
+    assert "'=HYPERLINK(1)" in (tmp_path / "batched.csv").read_text()

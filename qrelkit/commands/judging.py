@@ -225,25 +225,23 @@ def run_export_judgments(request: ExportJudgmentsRequest, workspace: Workspace) 
     """`qrelkit export judgments`: every stored field of a judge run's judgments (or of all runs)
     as Parquet, CSV or JSON Lines (an existing file only with --force); returns the row count and
     the judge runs written."""
-    from qrelkit.io.tables import table_format, write_table
-    from qrelkit.storage.judgments import copy_judgments, judgments_table
+    from qrelkit.io.tables import table_format
+    from qrelkit.storage.judgments import copy_judgments, csv_judgments
 
     output = request.output
     check_output(output, force=request.force, inputs={"--db": workspace.db})
     suffix = table_format(output)
     store = workspace.store
     judge_run_id = find_judge_run(store, request.judge_run).judge_run_id if request.judge_run is not None else None
-    if suffix != ".csv":  # DuckDB writes these itself, a block at a time
-        copied: list[tuple[int, list[str]]] = []
-        fmt = "parquet" if suffix == ".parquet" else "json"
-        with workspace.progress(f"exporting judgments to {output.name}", unit="rows") as progress:
+    copied: list[tuple[int, list[str]]] = []
+    with workspace.progress(f"exporting judgments to {output.name}", unit="rows") as progress:
+        if suffix == ".csv":  # the cells' quoting is ours: written here, a batch at a time
+            copy = partial(csv_judgments, store, judge_run_id=judge_run_id, progress=progress)
+        else:  # DuckDB writes these itself, a block at a time
+            fmt = "parquet" if suffix == ".parquet" else "json"
             copy = partial(copy_judgments, store, fmt=fmt, judge_run_id=judge_run_id, progress=progress)
-            write_atomically(output, lambda temporary: copied.append(copy(temporary)))
-        return copied[0]
-    table = judgments_table(store, judge_run_id)
-    workspace.close()
-    write_atomically(output, partial(write_table, table))  # CSV: the cells' quoting is ours
-    return table.num_rows, sorted(set(table.column("judge_run_id").to_pylist()))
+        write_atomically(output, lambda temporary: copied.append(copy(temporary)))
+    return copied[0]
 
 
 def run_import(request: ImportScoresRequest, workspace: Workspace) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -37,6 +38,22 @@ def formula_safe(table: pa.Table) -> pa.Table:
             column = pc.if_else(starts, pc.binary_join_element_wise("'", column, ""), column)
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=table.schema)
+
+
+def write_csv_batches(reader: pa.RecordBatchReader, path: str | Path, *, progress: Any = None) -> int:
+    """Write the batches of ``reader`` to ``path`` as `write_table` writes a CSV (a header, RFC 4180
+    quoting, formula-safe text), a batch at a time; ``progress(rows)`` hears the rows written after
+    each. Returns the rows written."""
+    import pyarrow.csv as pacsv
+
+    rows = 0
+    with pacsv.CSVWriter(str(path), reader.schema) as writer:
+        for batch in reader:
+            writer.write_table(formula_safe(pa.Table.from_batches([batch], schema=reader.schema)))
+            rows += batch.num_rows
+            if progress is not None:
+                progress(rows)
+    return rows
 
 
 def table_format(path: str | Path) -> str:

@@ -595,6 +595,29 @@ ISO_TIME = (
 )
 
 
+def csv_judgments(
+    store: Store, path: str | Path, judge_run_id: str | None = None, *, progress: Any = None, batch_rows: int = 50_000
+) -> tuple[int, list[str]]:
+    """What `judgments_table` holds, written to ``path`` as CSV a batch of ``batch_rows`` at a time
+    (`qrelkit.io.tables.write_csv_batches`: the formula-safe quoting is ours, so DuckDB's COPY cannot
+    write it), never the whole table in memory; ``progress(done, total)`` hears the rows written.
+    Returns the rows written and the judge runs they belong to."""
+    from qrelkit.io.tables import write_csv_batches
+
+    query, params = _exported(judge_run_id, probes=_has_probe_runs(store.con, judge_run_id))
+    where, run_params = ("WHERE judge_run_id = ?", [judge_run_id]) if judge_run_id is not None else ("", [])
+    with store.con.cursor() as cursor:
+        cursor.execute("BEGIN TRANSACTION")  # the count and the file: one snapshot
+        try:
+            counted = cursor.execute(f"SELECT judge_run_id, count(*) FROM judgments {where} GROUP BY 1 ORDER BY 1", run_params).fetchall()
+            runs, total = [row[0] for row in counted], sum(int(row[1]) for row in counted)
+            reader = cursor.sql(query, params=params).to_arrow_reader(batch_rows)
+            rows = write_csv_batches(reader, path, progress=None if progress is None else lambda done: progress(done, total))
+        finally:
+            cursor.execute("COMMIT")
+    return rows, runs
+
+
 def copy_judgments(
     store: Store, path: str | Path, fmt: str, judge_run_id: str | None = None, *, progress: Any = None
 ) -> tuple[int, list[str]]:
