@@ -355,4 +355,3 @@ def linear_terms(kernel: Kernel, gradient: Gradient, pool: Pool, residual: np.nd
     for f in on_query:
         u += np.take_along_axis(gradient.query[..., f], query, axis=2) * residual[:, None, :, f]
     return np.where(sample.present[:, None, :], u, 0.0) / pool.n_queries
-
