@@ -608,12 +608,15 @@ def csv_judgments(
     where, run_params = ("WHERE judge_run_id = ?", [judge_run_id]) if judge_run_id is not None else ("", [])
     with store.con.cursor() as cursor:
         cursor.execute("BEGIN TRANSACTION")  # the count and the file: one snapshot
+        reader = None
         try:
             counted = cursor.execute(f"SELECT judge_run_id, count(*) FROM judgments {where} GROUP BY 1 ORDER BY 1", run_params).fetchall()
             runs, total = [row[0] for row in counted], sum(int(row[1]) for row in counted)
             reader = cursor.sql(query, params=params).to_arrow_reader(batch_rows)
             rows = write_csv_batches(reader, path, progress=None if progress is None else lambda done: progress(done, total))
         finally:
+            if reader is not None:
+                reader.close()  # a write that failed midway (a full disk) leaves the result open: DuckDB runs nothing else before
             cursor.execute("COMMIT")
     return rows, runs
 
