@@ -96,12 +96,14 @@ def test_a_csv_written_a_batch_at_a_time_is_the_csv_of_the_whole_table(db, tmp_p
     """One row a batch: the same bytes as the whole table written at once (one header, every cell
     quoted and formula-safe as before), and the progress hears every batch."""
     from qrelkit.io.tables import write_table
-    from qrelkit.storage.judgments import csv_judgments, judgments_table
+    from qrelkit.storage.judgments import export_judgments, judgments_table
 
     with Store(db[0]) as store:
         store.con.execute("UPDATE judgments SET raw_output = '=HYPERLINK(1)' WHERE docid = 'd3'")
         heard: list[tuple[int, int]] = []
-        rows, runs = csv_judgments(store, tmp_path / "batched.csv", progress=lambda done, total: heard.append((done, total)), batch_rows=1)
+        rows, runs = export_judgments(
+            store, tmp_path / "batched.csv", "csv", progress=lambda done, total: heard.append((done, total)), batch_rows=1
+        )
         write_table(judgments_table(store), tmp_path / "whole.csv")
     assert (rows, runs) == (3, ["aaaa1111", "bbbb2222"]) and heard == [(1, 3), (2, 3), (3, 3)]
     assert (tmp_path / "batched.csv").read_bytes() == (tmp_path / "whole.csv").read_bytes()

@@ -226,7 +226,7 @@ def run_export_judgments(request: ExportJudgmentsRequest, workspace: Workspace) 
     as Parquet, CSV or JSON Lines (an existing file only with --force); returns the row count and
     the judge runs written."""
     from qrelkit.io.tables import table_format
-    from qrelkit.storage.judgments import copy_judgments, csv_judgments
+    from qrelkit.storage.judgments import export_judgments
 
     output = request.output
     check_output(output, force=request.force, inputs={"--db": workspace.db})
@@ -234,12 +234,9 @@ def run_export_judgments(request: ExportJudgmentsRequest, workspace: Workspace) 
     store = workspace.store
     judge_run_id = find_judge_run(store, request.judge_run).judge_run_id if request.judge_run is not None else None
     copied: list[tuple[int, list[str]]] = []
+    fmt = {".parquet": "parquet", ".jsonl": "json", ".csv": "csv"}[suffix]
     with workspace.progress(f"exporting judgments to {output.name}", unit="rows") as progress:
-        if suffix == ".csv":  # the cells' quoting is ours: written here, a batch at a time
-            copy = partial(csv_judgments, store, judge_run_id=judge_run_id, progress=progress)
-        else:  # DuckDB writes these itself, a block at a time
-            fmt = "parquet" if suffix == ".parquet" else "json"
-            copy = partial(copy_judgments, store, fmt=fmt, judge_run_id=judge_run_id, progress=progress)
+        copy = partial(export_judgments, store, fmt=fmt, judge_run_id=judge_run_id, progress=progress)
         write_atomically(output, lambda temporary: copied.append(copy(temporary)))
     return copied[0]
 

@@ -41,9 +41,10 @@ def formula_safe(table: pa.Table) -> pa.Table:
 
 
 def write_csv_batches(reader: pa.RecordBatchReader, path: str | Path, *, progress: Any = None) -> int:
-    """Write the batches of ``reader`` to ``path`` as `write_table` writes a CSV (a header, RFC 4180
-    quoting, formula-safe text), a batch at a time; ``progress(rows)`` hears the rows written after
-    each. Returns the rows written."""
+    """Write the batches of ``reader`` to ``path`` as CSV, a batch at a time: a header, RFC 4180
+    quoting (Arrow's writer), and the text cells that would start a spreadsheet formula neutralised
+    first (`formula_safe`; Arrow's writer and DuckDB's COPY know nothing of spreadsheets).
+    ``progress(rows)`` hears the rows written after each batch. Returns the rows written."""
     import pyarrow.csv as pacsv
 
     rows = 0
@@ -79,12 +80,7 @@ def write_table(table: pa.Table, path: str | Path) -> Path:
 
         pq.write_table(table, path)
     elif suffix == ".csv":
-        import pyarrow.csv as pacsv
-
-        # Arrow's writer quotes as RFC 4180 needs, but knows nothing of spreadsheets: the text cells
-        # that would start a formula are neutralised first (`formula_safe`). (DuckDB's COPY cannot
-        # do that either, so the CSV is written here.)
-        pacsv.write_csv(formula_safe(table), path)
+        write_csv_batches(table.to_reader(), path)
     else:
         with path.open("w", encoding="utf-8") as handle:
             for row in table.to_pylist():

@@ -595,60 +595,40 @@ ISO_TIME = (
 )
 
 
-def csv_judgments(
-    store: Store, path: str | Path, judge_run_id: str | None = None, *, progress: Any = None, batch_rows: int = 50_000
+def export_judgments(
+    store: Store, path: str | Path, fmt: str, judge_run_id: str | None = None, *, progress: Any = None, batch_rows: int = 50_000
 ) -> tuple[int, list[str]]:
-    """What `judgments_table` holds, written to ``path`` as CSV a batch of ``batch_rows`` at a time
-    (`qrelkit.io.tables.write_csv_batches`: the formula-safe quoting is ours, so DuckDB's COPY cannot
-    write it), never the whole table in memory; ``progress(done, total)`` hears the rows written.
-    Returns the rows written and the judge runs they belong to."""
+    """What `judgments_table` holds, written to ``path`` without the whole table in Python memory:
+    ``fmt`` "parquet" or "json" (one object a line) by DuckDB's own COPY, whose progress, polled
+    from a thread twice a second, is the export's; "csv" a batch of ``batch_rows`` at a time through
+    `qrelkit.io.tables.write_csv_batches` (the formula-safe quoting is ours, which COPY cannot do).
+    ``progress(done, total)`` hears the rows. Returns the rows written and the judge runs they belong to."""
     from qrelkit.io.tables import write_csv_batches
 
-    query, params = _exported(judge_run_id, probes=_has_probe_runs(store.con, judge_run_id))
+    if fmt not in ("parquet", "json", "csv"):
+        raise ValueError(f"judgments are exported as parquet, json or csv, not {fmt!r}")
+    query, params = _exported(judge_run_id, ISO_TIME if fmt == "json" else "j.judged_at", probes=_has_probe_runs(store.con, judge_run_id))
     where, run_params = ("WHERE judge_run_id = ?", [judge_run_id]) if judge_run_id is not None else ("", [])
     with store.con.cursor() as cursor:
         cursor.execute("BEGIN TRANSACTION")  # the count and the file: one snapshot
         reader = None
         try:
-            counted = cursor.execute(f"SELECT judge_run_id, count(*) FROM judgments {where} GROUP BY 1 ORDER BY 1", run_params).fetchall()
-            runs, total = [row[0] for row in counted], sum(int(row[1]) for row in counted)
-            reader = cursor.sql(query, params=params).to_arrow_reader(batch_rows)
-            rows = write_csv_batches(reader, path, progress=None if progress is None else lambda done: progress(done, total))
-        finally:
-            if reader is not None:
-                reader.close()  # a write that failed midway (a full disk) leaves the result open: DuckDB runs nothing else before
-            cursor.execute("COMMIT")
-    return rows, runs
-
-
-def copy_judgments(
-    store: Store, path: str | Path, fmt: str, judge_run_id: str | None = None, *, progress: Any = None
-) -> tuple[int, list[str]]:
-    """What `judgments_table` holds, written to ``path`` by DuckDB's own COPY (``fmt``: "parquet" or
-    "json", one object a line): no table in Python memory, whatever the number of judgments.
-    ``progress(done, total)`` hears the rows as DuckDB's own progress counts them (the COPY runs in a
-    thread; this one asks DuckDB how far it is twice a second). Returns the rows written and the judge
-    runs they belong to."""
-    if fmt not in ("parquet", "json"):
-        raise ValueError(f"COPY writes parquet or json here, not {fmt!r}")
-    query, params = _exported(judge_run_id, ISO_TIME if fmt == "json" else "j.judged_at", probes=_has_probe_runs(store.con, judge_run_id))
-    where, run_params = ("WHERE judge_run_id = ?", [judge_run_id]) if judge_run_id is not None else ("", [])
-    with store.con.cursor() as cursor:
-        cursor.execute("BEGIN TRANSACTION")  # the count and the file: one snapshot
-        try:
             # the runs and their judgments' count in one scan: the count is the progress's total
             counted = cursor.execute(f"SELECT judge_run_id, count(*) FROM judgments {where} GROUP BY 1 ORDER BY 1", run_params).fetchall()
             runs, total = [row[0] for row in counted], sum(int(row[1]) for row in counted)
-            target = str(path).replace("'", "''")
-            # USE_TMP_FILE false: DuckDB would write a visible `tmp_<name>` beside the (hidden) temporary
-            # it is given, which a kill leaves behind; that temporary is already the atomic step
-            copy = f"COPY ({query}) TO '{target}' (FORMAT {fmt}, USE_TMP_FILE false)"
-            if progress is None:
-                written = cursor.execute(copy, params).fetchone()
+            if fmt == "csv":
+                reader = cursor.sql(query, params=params).to_arrow_reader(batch_rows)
+                rows = write_csv_batches(reader, path, progress=None if progress is None else lambda done: progress(done, total))
             else:
-                written = _watched(cursor, copy, params, progress, total)
-            rows = int(written[0]) if written else 0
+                target = str(path).replace("'", "''")
+                # USE_TMP_FILE false: DuckDB would write a visible `tmp_<name>` beside the (hidden) temporary
+                # it is given, which a kill leaves behind; that temporary is already the atomic step
+                copy = f"COPY ({query}) TO '{target}' (FORMAT {fmt}, USE_TMP_FILE false)"
+                written = cursor.execute(copy, params).fetchone() if progress is None else _watched(cursor, copy, params, progress, total)
+                rows = int(written[0]) if written else 0
         finally:
+            if reader is not None:
+                reader.close()  # a write that failed midway (a full disk) leaves the result open: DuckDB runs nothing else before
             cursor.execute("COMMIT")
     return rows, runs
 
