@@ -277,7 +277,7 @@ def test_ppi_plus_plus_keeps_one_intercept_for_a_stratified_sample():
             judge_features[index, f], y[index, f], sample.weight[0][sample.present[0]], pool.query[index], set()
         )
         assert np.allclose(predicted[:, f], slope * judge_features[:, f] + shared, atol=1e-9), f
-    assert np.array_equal(pairs.fitted_intercepts_variance(sample, pool.query).coef, sample.coef)
+    assert np.array_equal(pairs.variance_sample("ppi++", sample, pool.query).coef, sample.coef)
 
 
 def test_a_query_with_its_own_intercept_has_its_variance_terms_scaled_by_n_over_n_minus_1():
@@ -287,7 +287,7 @@ def test_a_query_with_its_own_intercept_has_its_variance_terms_scaled_by_n_over_
     chosen = np.array([True, True, True, True, False, True, True, False, True])
     pi = np.full(len(query), 0.5)
     sample = pairs.sample_of(designs.Plan("weighted", 5, chosen[None], pi, np.full(len(query), -1)))
-    scaled = pairs.fitted_intercepts_variance(sample, query)
+    scaled = pairs.variance_sample("ppi++", sample, query)
     ratio = scaled.coef[0][sample.present[0]] / sample.coef[0][sample.present[0]]
     expected = {0: 3 / 2, 1: 1.0, 2: 3 / 2}
     assert np.allclose(ratio, [expected[q] for q in query[sample.index[0][sample.present[0]]]])

@@ -69,8 +69,7 @@ def pair_estimates(setting: Setting, human: np.ndarray, sample: pairs.PairSample
         part = sample.take(slice(start, start + CHUNK))
         prediction = pairs.predictions(estimator, setting.judge_features, setting.levels, human, part, setting.pool.query)
         estimated, residual = pairs.corrected(prediction, human, part)
-        if estimator == "ppi++":
-            part = pairs.fitted_intercepts_variance(part, setting.pool.query)
+        part = pairs.variance_sample(estimator, part, setting.pool.query)
         bounds = pairs.known_bounds(human, part, setting.pool)
         found = pairs.estimate(setting.kernel, setting.pool, estimated, residual, part, setting.place, bounds)
         values.append(found.values)

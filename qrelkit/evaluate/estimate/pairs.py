@@ -225,10 +225,13 @@ def _query_intercepts(
     return out
 
 
-def fitted_intercepts_variance(sample: PairSample, query: np.ndarray) -> PairSample:
-    """``sample`` with the variance terms of its Poisson pairs scaled by n_q / (n_q - 1) where their
-    query's intercept was fitted on its n_q sampled pairs (PPI++'s predictions): the residuals about
-    a fitted mean understate the spread about the true one by that factor."""
+def variance_sample(estimator: str, sample: PairSample, query: np.ndarray) -> PairSample:
+    """The sample whose terms give ``estimator``'s variance: for PPI++, the variance terms of its
+    Poisson pairs scaled by n_q / (n_q - 1) where their query's intercept was fitted on its n_q
+    sampled pairs (the residuals about a fitted mean understate the spread about the true one by
+    that factor); for the others ``sample`` as it is."""
+    if estimator != "ppi++":
+        return sample
     safe = np.where(sample.present, sample.index, 0)
     _, counts = _own_intercepts(sample.present, safe, query, sample.group >= 0)
     n_q = np.take_along_axis(counts, query[safe], axis=1)
