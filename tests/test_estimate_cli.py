@@ -120,15 +120,19 @@ def test_plan_load_estimate_and_the_python_api(track, tmp_path):
     assert html.escape(lead(answer)) in section and "id=estimates-" in text
 
 
-def test_auto_plans_whole_queries_below_a_thousand_labels_and_weighted_pairs_from_there(track, tmp_path):
+def test_auto_plans_whole_queries_below_500_labels_and_weighted_pairs_from_there(track, tmp_path):
+    from qrelkit.evaluate.choices import WEIGHTED_FROM
+
+    assert WEIGHTED_FROM == 500  # the simulation's pick (choices.MEASURED_COVERAGE): weighted PPI++ from 500 labels
     done = cli(
         "assess", "plan", "--judge-qrels", track["judge"], "--runs", track["runs"], "--budget", 60, "--db", tmp_path / "db", "--json"
     )
     assert json.loads(done.stdout)["design"]["design"] == "queries"
     if (DL19 / "qrels.txt").exists():
-        done = cli("assess", "plan", "--judge-qrels", DL19 / "umbrela-gpt4o.qrels", "--runs", DL19 / "runs", "--budget", 1000,
-                   "--db", tmp_path / "dl19", "--json")  # fmt: skip
-        assert json.loads(done.stdout)["design"]["design"] == "weighted"
+        for budget, design in ((WEIGHTED_FROM - 1, "queries"), (WEIGHTED_FROM, "weighted")):
+            done = cli("assess", "plan", "--judge-qrels", DL19 / "umbrela-gpt4o.qrels", "--runs", DL19 / "runs", "--budget", budget,
+                       "--db", tmp_path / f"dl19-{budget}", "--json")  # fmt: skip
+            assert json.loads(done.stdout)["design"]["design"] == design, budget
 
 
 def test_the_estimate_says_what_ppi_plus_plus_is_under_each_design(track, tmp_path):

@@ -96,6 +96,48 @@ def test_gradients_equal_finite_differences(name):
             assert np.allclose(numeric, analytic, atol=1e-4), (name, i, f)
 
 
+@pytest.mark.parametrize("cutoff", [10, None])
+def test_the_expected_slope_of_the_ideal_dcg_is_the_smoothed_curves_derivative(cutoff):
+    """With a spread s, `ideal_curve`'s slope is E[Phi'(C + sZ)]; by Stein's lemma that is
+    E[Phi(C + sZ) Z] / s, computed here from the curve's values alone (a fine grid over Z), and
+    with a spread near 0 it is the slope at C itself."""
+    from qrelkit.evaluate.estimate.measures import ideal_curve
+
+    counts = np.array([[-3.0, 0.5, 4.2, 9.7, 10.0, 14.0, 40.0]])
+    z = np.linspace(-12.0, 12.0, 240_001)
+    density = np.exp(-z * z / 2.0) / np.sqrt(2.0 * np.pi)
+    places = cutoff or int(np.ceil(counts.max())) + 2  # without a cut-off, the places the curve has for these counts
+    for spread in (0.5, 3.0, 12.0):
+        _, slope = ideal_curve(counts, cutoff, np.full(counts.shape, spread))
+        for c, found in zip(counts[0], slope[0]):
+            values, _ = ideal_curve(c + spread * z, places)
+            stein = np.trapezoid(values * z * density, z) / spread
+            assert found == pytest.approx(stein, abs=2e-6), (cutoff, spread, c)
+    _, narrow = ideal_curve(counts[:, 1:] + 0.25, cutoff, np.full(counts[:, 1:].shape, 1e-6))
+    _, at = ideal_curve(counts[:, 1:] + 0.25, cutoff)
+    assert np.allclose(narrow, at)
+
+
+def test_the_weighted_design_weighs_a_query_whose_count_the_judge_puts_just_past_the_cutoff():
+    """A judge that says a query has 11 pairs of grade >= 1 (nDCG@10's ideal DCG has its slope 0
+    there) still gives those pairs a part in the ideal DCG: the size of an unlisted pair of that query
+    is not 0 (the slope expected over the judge's count's uncertainty), and it is larger than for a
+    query the judge puts far past the cut-off."""
+    from qrelkit.evaluate.estimate.sizes import SPREAD, measure_sizes, pair_gradients
+
+    entries = [Qrel("near", f"n{i:02d}", int(i < 11)) for i in range(30)] + [Qrel("far", f"f{i:02d}", int(i < 25)) for i in range(30)]
+    qrels = Qrels("judge", entries)
+    rows = [RunEntry(q, f"{q[0]}{i:02d}", rank, float(-rank)) for q in ("near", "far") for rank, i in enumerate((0, 29), start=1)]
+    runs = [Run("r", rows)]
+    pool, labels = _pool(qrels)
+    kernel = Kernel(parse("nDCG@10", 1), ranked_lists(pool, runs, 10), 1)
+    judged = features(labels, 1)
+    sizes = measure_sizes(pair_gradients(kernel, pool, judged, kernel.lists.place(len(pool))), labels, 1)
+    index = pool.index()
+    near, far = sizes[index[("near", "n05")]], sizes[index[("far", "f05")]]
+    assert SPREAD * np.sqrt(30) > 1.0 and near > 0 and near > 2 * far
+
+
 def _tiny_case() -> tuple[Pool, list[Run], np.ndarray]:
     """Two queries of four pairs, a judge that is off on some of them, two runs."""
     human = {("a", "1"): 3, ("a", "2"): 0, ("a", "3"): 1, ("a", "4"): 2, ("b", "1"): 0, ("b", "2"): 2, ("b", "3"): 0, ("b", "4"): 1}
@@ -363,3 +405,25 @@ def test_the_coverage_qrelkit_quotes_is_the_simulations():
     for key, by_budget in found.items():
         for budget, coverage in by_budget.items():
             assert MEASURED_COVERAGE[key][budget] == pytest.approx((np.mean(coverage), min(coverage)), abs=6e-4), (key, budget)
+
+
+def test_auto_plans_what_the_committed_simulation_picks_budget_by_budget():
+    """`--design auto` plans the weighted design from `choices.WEIGHTED_FROM` labels: at every budget
+    of the committed run from there on, the rule (mean coverage over the DL19 judges within 94-96%,
+    then the smallest mean RMSE) picks the weighted design's PPI++; below, it picks nothing of it."""
+    import json
+
+    from conftest import ROOT
+
+    from qrelkit.evaluate.choices import DEFAULT_ESTIMATOR, WEIGHTED_FROM
+
+    saved = json.loads((ROOT / "benchmarks" / "human_budget_results.json").read_text())
+    cells: dict = {}
+    for row in saved["rows"]:
+        if row["collection"].startswith("DL19") and "coverage" in row:
+            cells.setdefault(row["budget"], {}).setdefault((row["design"], row["estimator"]), []).append(row)
+    for budget, by_key in sorted(cells.items()):
+        means = {key: (np.mean([r["coverage"] for r in rows]), np.mean([r["rmse"] for r in rows])) for key, rows in by_key.items()}
+        inside = {key: value for key, value in means.items() if 0.94 <= value[0] <= 0.96}
+        picked = min(inside, key=lambda key: inside[key][1]) if inside else None
+        assert (picked == ("weighted", DEFAULT_ESTIMATOR["weighted"])) == (budget >= WEIGHTED_FROM), (budget, picked)

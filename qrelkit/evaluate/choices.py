@@ -38,12 +38,12 @@ AVERAGES = {
 # Estimates from a human sample (docs/human-budget.md). The defaults are the simulation's
 # (benchmarks/bench_human_budget.py: DL19, four judges, 200-2,000 labels, 1,000 draws each): at each
 # budget, the design and estimator whose mean coverage of 95% intervals over the judges lay in 94-96%
-# with the smallest RMSE. At 1,000 labels and more that is the weighted design with PPI++ (94.9%, RMSE
-# 0.029 at 1,000; 95.2%, 0.017 at 2,000); below, no design reached 94%, and whole queries with PPI came
-# nearest (93.6-93.7%; the weighted design's PPI++ 93.1% at 500, its worst judge 90.3%), so `auto` plans those.
+# with the smallest RMSE. From 500 labels that is the weighted design with PPI++ (94.3%, RMSE 0.036 at
+# 500; 94.9%, 0.022 at 1,000; 94.7%, 0.012 at 2,000); at 200 no design reached 94%, and whole queries
+# with PPI came nearest (93.6%; the weighted design's PPI++ 91.8%, its worst judge 88.4%), so `auto` plans those.
 ESTIMATE_DESIGNS = ("auto", "weighted", "stratified", "queries")
 DEFAULT_DESIGN = "auto"
-WEIGHTED_FROM = 1000  # labels from which `auto` plans the weighted design
+WEIGHTED_FROM = 500  # labels from which `auto` plans the weighted design
 ESTIMATORS = ("human", "judge", "ppi", "ppi++", "calibrated")
 DESIGN_ESTIMATORS = {
     "queries": ("human", "judge", "ppi", "ppi++"),
@@ -62,10 +62,10 @@ MEASURED_COVERAGE: dict[tuple[str, str], dict[int, tuple[float, float]]] = {
     ("stratified", "ppi"): {200: (0.770, 0.318), 500: (0.873, 0.592), 1000: (0.902, 0.694), 2000: (0.925, 0.798)},
     ("stratified", "ppi++"): {200: (0.718, 0.396), 500: (0.819, 0.555), 1000: (0.876, 0.737), 2000: (0.899, 0.813)},
     ("stratified", "calibrated"): {200: (0.643, 0.480), 500: (0.773, 0.624), 1000: (0.839, 0.761), 2000: (0.880, 0.826)},
-    ("weighted", "human"): {200: (0.133, 0.002), 500: (0.423, 0.074), 1000: (0.666, 0.346), 2000: (0.719, 0.340)},
-    ("weighted", "ppi"): {200: (0.836, 0.498), 500: (0.893, 0.716), 1000: (0.921, 0.818), 2000: (0.908, 0.848)},
-    ("weighted", "ppi++"): {200: (0.846, 0.774), 500: (0.931, 0.903), 1000: (0.949, 0.927), 2000: (0.952, 0.942)},
-    ("weighted", "calibrated"): {200: (0.779, 0.718), 500: (0.903, 0.819), 1000: (0.942, 0.892), 2000: (0.949, 0.929)},
+    ("weighted", "human"): {200: (0.199, 0.042), 500: (0.724, 0.560), 1000: (0.878, 0.853), 2000: (0.794, 0.407)},
+    ("weighted", "ppi"): {200: (0.917, 0.821), 500: (0.941, 0.912), 1000: (0.953, 0.932), 2000: (0.931, 0.905)},
+    ("weighted", "ppi++"): {200: (0.918, 0.884), 500: (0.943, 0.910), 1000: (0.949, 0.927), 2000: (0.947, 0.927)},
+    ("weighted", "calibrated"): {200: (0.866, 0.797), 500: (0.952, 0.940), 1000: (0.968, 0.962), 2000: (0.957, 0.949)},
 }
 COVERAGE_RANGE = (0.93, 0.97)
 

@@ -48,7 +48,7 @@ class AssessPlanRequest(Request):
     seed: int = option("--seed", "Seed of the sample (the same seed, the same pairs).", 0)
     design: str = option(
         "--design",
-        f"{' | '.join(ESTIMATE_DESIGNS)}; auto (the default): weighted from 1,000 labels, whole queries below, as qrelkit's "
+        f"{' | '.join(ESTIMATE_DESIGNS)}; auto (the default): weighted from 500 labels, whole queries below, as qrelkit's "
         "coverage simulation chose (docs/human-budget.md).",
         DEFAULT_DESIGN,
         parse=check_design,

@@ -106,15 +106,19 @@ class Kernel:
     def values(self, listed: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return self._evaluate(listed, counts, gradient=False)[0]
 
-    def gradient(self, listed: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, Gradient]:
-        values, gradient = self._evaluate(listed, counts, gradient=True)
+    def gradient(self, listed: np.ndarray, counts: np.ndarray, spread: np.ndarray | None = None) -> tuple[np.ndarray, Gradient]:
+        """Values and their gradient; ``spread`` (..., Q, F): how uncertain each count is, where the
+        slope of nDCG's ideal DCG is to be the one expected over that uncertainty (`ideal_curve`)."""
+        values, gradient = self._evaluate(listed, counts, gradient=True, spread=spread)
         assert gradient is not None
         return values, gradient
 
-    def _evaluate(self, listed: np.ndarray, counts: np.ndarray, gradient: bool) -> tuple[np.ndarray, Gradient | None]:
+    def _evaluate(
+        self, listed: np.ndarray, counts: np.ndarray, gradient: bool, spread: np.ndarray | None = None
+    ) -> tuple[np.ndarray, Gradient | None]:
         family = self.measure.family
         if family == "nDCG":
-            return self._ndcg(listed, counts, gradient)
+            return self._ndcg(listed, counts, gradient, None if spread is None else spread[..., 1:])
         if family == "P":
             return self._precision(listed, gradient)
         if family == "AP":
@@ -124,10 +128,12 @@ class Kernel:
     def _zeros_query(self, listed: np.ndarray) -> np.ndarray:
         return np.zeros(listed.shape[:-2] + (listed.shape[-1],))
 
-    def _ndcg(self, listed: np.ndarray, counts: np.ndarray, gradient: bool) -> tuple[np.ndarray, Gradient | None]:
+    def _ndcg(
+        self, listed: np.ndarray, counts: np.ndarray, gradient: bool, spread: np.ndarray | None
+    ) -> tuple[np.ndarray, Gradient | None]:
         dcg = (listed[..., 0] * self.discount).sum(axis=-1)
         cap = cutoff_of(self.measure)
-        ideal_steps, slopes = ideal_curve(counts[..., 1:], cap)
+        ideal_steps, slopes = ideal_curve(counts[..., 1:], cap, spread)
         ideal = ideal_steps.sum(axis=-1)[..., None, :]  # (..., 1, Q): one ideal per query, for every run
         safe = np.where(ideal > 0, ideal, 1.0)
         values = np.where(ideal > 0, dcg / safe, 0.0)
@@ -184,19 +190,28 @@ class Kernel:
         return values, Gradient(on_listed, self._zeros_query(listed))
 
 
-def ideal_curve(counts: np.ndarray, cutoff: int | None) -> tuple[np.ndarray, np.ndarray]:
+def ideal_curve(counts: np.ndarray, cutoff: int | None, spread: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(Phi(C_L), Phi'(C_L)) for counts (..., G): the summed discounts of the first C_L places
     (to ``cutoff``), linear between whole counts, and the slope there (0 past the cutoff). A
-    negative estimated count reads as 0, at the first place's slope."""
+    negative estimated count reads as 0, at the first place's slope. With ``spread`` (..., G) the
+    slope is the one expected where the count lies about C_L with that standard deviation (normal;
+    Phi is flat below 0 and past the cutoff): a count the judge puts just past the cutoff still
+    matters to the ideal DCG if it may lie below it."""
     places = int(np.ceil(np.nanmax(counts, initial=0.0))) + 2 if cutoff is None else cutoff
     discounts = 1.0 / np.log2(np.arange(1, places + 1) + 1.0)
     summed = np.concatenate([[0.0], np.cumsum(discounts)])
     clipped = np.clip(counts, 0.0, places)
     whole = np.minimum(np.floor(clipped).astype(np.int64), places)
     slope_at = np.minimum(whole, places - 1)
-    slope = np.where(clipped < places, discounts[slope_at], 0.0)
     value = summed[whole] + (clipped - whole) * np.where(whole < places, discounts[slope_at], 0.0)
-    return value, slope
+    if spread is not None:
+        from scipy.special import ndtr
+
+        edges = np.arange(places + 1, dtype=np.float64)  # place j's slope holds on [j - 1, j)
+        scale = np.maximum(spread, 1e-9)[..., None]
+        below = ndtr((edges - np.asarray(counts, dtype=np.float64)[..., None]) / scale)
+        return value, (np.diff(below, axis=-1) * discounts).sum(axis=-1)
+    return value, np.where(clipped < places, discounts[slope_at], 0.0)
 
 
 def query_totals(estimated: np.ndarray, pool: Pool) -> np.ndarray:

@@ -6,6 +6,14 @@ means (their gradients at the judge's labels, `measures.Kernel.gradient`): a gra
 gain and the indicator of the next level, a grade down the gain and the indicator of the judge's
 own level. The size is the root mean square of those moves over the runs (or over the differences
 of the run pairs still undecided), times the judge's uncertainty where it is known.
+
+nDCG's ideal DCG moves with a query's count of pairs at each level only while that count is below
+the cut-off. The judge's count is itself uncertain (by `SPREAD` a pair, so SPREAD * sqrt(N_q) for
+a query of N_q pairs), so a pair's move of the count is weighed by the slope expected over that
+uncertainty, not at the judge's count alone: a judge that puts a query's count just past the
+cut-off (where the slope is 0) would otherwise leave its pairs to the floor, and their few heavily
+weighted labels made the ideal DCG, and nDCG, noisy (the simulation at 1,000 labels: RMSE 0.041 ->
+0.027 with the binary judge, 0.034 -> 0.024 with MiniLM, 0.023 -> 0.020 with UMBRELA).
 """
 
 from __future__ import annotations
@@ -15,11 +23,15 @@ import numpy as np
 from qrelkit.evaluate.estimate.measures import Kernel, query_totals
 from qrelkit.evaluate.estimate.pool import Pool
 
+SPREAD = 0.5  # the residual a whole grade of the judge is taken to have (`judge_uncertainty`)
+
 
 def pair_gradients(kernel: Kernel, pool: Pool, features: np.ndarray, place: np.ndarray) -> np.ndarray:
     """(R, P, F) the gradient of each run's mean over the queries at each pair's features, at the
-    labels ``features`` (P, F)."""
-    _, gradient = kernel.gradient(kernel.gather(features[None]), query_totals(features[None], pool))
+    labels ``features`` (P, F), each query's counts taken as uncertain by SPREAD * sqrt(N_q)."""
+    totals = query_totals(features[None], pool)
+    spread = np.broadcast_to((SPREAD * np.sqrt(pool.sizes()))[None, :, None], totals.shape)
+    _, gradient = kernel.gradient(kernel.gather(features[None]), totals, spread)
     n_runs = place.shape[0]
     flat = gradient.listed[0].reshape(n_runs, -1, features.shape[-1])
     on_list = np.take_along_axis(flat, np.where(place >= 0, place, 0)[..., None], axis=1)
@@ -48,7 +60,7 @@ def measure_sizes(gradients: np.ndarray, judge: np.ndarray, top: int) -> np.ndar
     return np.sqrt((moves**2).mean(axis=(0, -1)))
 
 
-def judge_uncertainty(judge: np.ndarray, spread: float = 0.5) -> np.ndarray:
+def judge_uncertainty(judge: np.ndarray, spread: float = SPREAD) -> np.ndarray:
     """(P,) a relative standard deviation of the human grade around the judge's label: a whole
     grade says nothing more (1 everywhere); a fractional one (an expected grade, a mean of
     several answers) adds its own Bernoulli spread between its neighbouring grades, relative to
