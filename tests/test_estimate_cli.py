@@ -210,6 +210,35 @@ def test_a_changed_grade_and_a_design_changed_after_labels_were_loaded_are_refus
     assert again.returncode == 0, again.stderr
 
 
+def test_a_weighted_design_sized_by_another_rule_is_not_taken_for_the_same_plan(track, tmp_path):
+    """A weighted design records how it sized its pairs; one planned by an earlier rule (here: its
+    record without the counts' spread, as qrelkit planned before the ideal DCG's expected slope)
+    draws other pairs from the same seed, so planning it again is refused once labels are loaded,
+    naming the rule, and replaces it before."""
+    import duckdb
+
+    def as_planned_before(db: Path) -> None:
+        con = duckdb.connect(str(db))
+        con.execute("""UPDATE design_phases SET params = '{"floor": 0.2, "asked": "weighted"}' WHERE phase = 1""")
+        con.close()
+
+    given = ["--judge-qrels", track["judge"], "--runs", track["runs"], "--seed", 0, "--design", "weighted", "--budget", 60]
+    db = plan(track, tmp_path)
+    as_planned_before(db)
+    again = cli("assess", "plan", *given, "--db", db, "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["status"] == "replaced"
+    human = returned(tmp_path / "pairs.tsv", track["human"], tmp_path / "human.qrels")
+    assert cli("assess", "load", human, "--db", db).returncode == 0
+    assert cli("assess", "plan", *given, "--db", db).returncode == 0  # the same rule: unchanged
+    as_planned_before(db)
+    before = snapshot(db)
+    message = one_error(cli("assess", "plan", *given, "--db", db), 2)
+    assert "sized by floor 0.2, count_spread 0.5 where they were sized by floor 0.2, no count_spread" in message
+    assert "qrels set 'design-human'" in message
+    assert snapshot(db) == before
+
+
 def test_a_larger_budget_before_labels_extends_the_plan(track, tmp_path):
     db = plan(track, tmp_path)
     first = set(line.split("\t")[1] for line in (tmp_path / "pairs.tsv").read_text().splitlines()[1:])

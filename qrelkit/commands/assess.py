@@ -49,9 +49,25 @@ def _planned_rows(pool: Any, chosen: np.ndarray, phase: int, stratum: np.ndarray
     )
 
 
+def _sizing(design: Any) -> dict[str, Any]:
+    """How a weighted design's first phase sized its pairs (the floor, the counts' spread): a design
+    planned by another rule draws other pairs from the same seed ({} for other kinds)."""
+    from qrelkit.evaluate.estimate.sizes import SIZING
+
+    if design.kind != "weighted" or not design.phases:
+        return {}
+    params = design.phases[0].get("params") or {}
+    return {key: params.get(key) for key in SIZING}
+
+
+def _said(sizing: dict[str, Any]) -> str:
+    return ", ".join(f"{key} {value}" if value is not None else f"no {key} (an earlier qrelkit)" for key, value in sizing.items())
+
+
 def _same_plan(old: Any, new: Any) -> bool:
     keys = ("kind", "measure", "seed", "scale", "pool_hash", "depth")
-    return all(getattr(old, key) == getattr(new, key) for key in keys) and old.judge.get("labels_hash") == new.judge.get("labels_hash")
+    same = all(getattr(old, key) == getattr(new, key) for key in keys) and old.judge.get("labels_hash") == new.judge.get("labels_hash")
+    return same and _sizing(old) == _sizing(new)
 
 
 def plan(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
@@ -59,6 +75,7 @@ def plan(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
         return plan_next(request, workspace)
     from qrelkit.evaluate.choices import design_for
     from qrelkit.evaluate.estimate import designs
+    from qrelkit.evaluate.estimate.sizes import sizing_params
     from qrelkit.storage.designs import StoredDesign, find_design, write_design
 
     assert request.budget is not None
@@ -73,7 +90,7 @@ def plan(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
         kind, pool.query, request.budget, keys, size=_size(setting, top) if kind == "weighted" else None,
         query_keys=designs.uniforms(request.seed, pool.queries),
     )  # fmt: skip
-    phase = {"phase": 1, "kind": kind, "budget": request.budget, "params": {"floor": designs.FLOOR, "asked": request.design}}
+    phase = {"phase": 1, "kind": kind, "budget": request.budget, "params": {**sizing_params(), "asked": request.design}}
     record = StoredDesign(
         request.name, kind, request.measure, request.seed, request.scale, inputs.judge_record(), [r.name for r in inputs.runs],
         len(pool), inputs.pool_hash, request.depth, None, [phase],
@@ -114,6 +131,8 @@ def _change(old: Any, new: Any) -> str:
     for key, label in (("kind", "--design"), ("measure", "--measure"), ("seed", "--seed"), ("depth", "--depth"), ("budget", "--budget")):
         if getattr(old, key) != getattr(new, key):
             parts.append(f"{label} {getattr(new, key)} where it was {getattr(old, key)}")
+    if _sizing(old) != _sizing(new) and old.kind == new.kind:
+        parts.append(f"the weighted design's pairs sized by {_said(_sizing(new))} where they were sized by {_said(_sizing(old))}")
     if old.scale != new.scale:
         parts.append(f"--scale {new.scale[0]}-{new.scale[1]} where it was {old.scale[0]}-{old.scale[1]}")
     if old.pool_hash != new.pool_hash:
@@ -140,6 +159,7 @@ def plan_next(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
     from qrelkit.evaluate.choices import DEFAULT_ESTIMATOR
     from qrelkit.evaluate.estimate import designs, inference
     from qrelkit.evaluate.estimate.sample import next_phase
+    from qrelkit.evaluate.estimate.sizes import sizing_params
     from qrelkit.storage.designs import add_phase
 
     assert request.next_pairs is not None
@@ -174,7 +194,7 @@ def plan_next(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
         "phase": number,
         "kind": "next",
         "budget": request.next_pairs,
-        "params": {"estimator": estimator, "undecided": int((~decided).sum() // 2)},
+        "params": {"estimator": estimator, "undecided": int((~decided).sum() // 2), **sizing_params()},
     }
     with workspace.writing() as store:
         add_phase(store, design.name, phase, rows)

@@ -24,6 +24,15 @@ from qrelkit.evaluate.estimate.measures import Kernel, query_totals
 from qrelkit.evaluate.estimate.pool import Pool
 
 SPREAD = 0.5  # the residual a whole grade of the judge is taken to have (`judge_uncertainty`)
+SIZING = ("floor", "count_spread")  # what a weighted design records of how it sized its pairs
+
+
+def sizing_params() -> dict[str, float]:
+    """How this version sizes a weighted design's pairs, recorded with each design: the same seed
+    under another rule draws other pairs."""
+    from qrelkit.evaluate.estimate.designs import FLOOR
+
+    return {"floor": FLOOR, "count_spread": SPREAD}
 
 
 def pair_gradients(kernel: Kernel, pool: Pool, features: np.ndarray, place: np.ndarray) -> np.ndarray:
