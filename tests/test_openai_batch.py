@@ -484,3 +484,31 @@ def test_a_rejected_key_on_the_batch_api_stops_the_job_and_holds_nothing_back(ma
         run_job(spec, progress=False)
     assert submissions(spec) == []
     assert run_job(spec, progress=False).submitted == 300
+
+
+def test_a_batch_job_writes_its_status_for_qrelkit_status(make_job, api):
+    """A batch job says what it sent and what waits at the API in the status beside its database:
+    `qrelkit status` answers while it waits (state judging, its open batches), after a run that only
+    sent (submitted) and after the run that collected everything (finished); no partial file."""
+    from hostile import qrelkit as cli
+
+    from qrelkit.io.job_status import partial_path, read_status
+
+    spec = make_job()
+    seen: list[dict] = []
+
+    def sleep(seconds: float) -> None:
+        seen.append(read_status(spec.database))
+        api.complete()
+
+    run_job(spec, progress=False)  # sends, does not wait
+    status = read_status(spec.database)
+    assert (status["state"], status["mode"], status["batches"], status["pending"]) == ("submitted", "batch", {"open": 2, "pairs": 300}, 300)
+    done = cli("status", "--db", spec.database)
+    assert done.returncode == 0 and "submitted" in done.stdout and "300 of them in 2 open batch(es) at the API" in done.stdout, done.stdout
+    report = run_job(spec, progress=False, wait=True, sleep=sleep)
+    assert report.judged == 300
+    assert seen and seen[0]["state"] == "judging" and seen[0]["batches"] == {"open": 2, "pairs": 300}
+    status = read_status(spec.database)
+    assert (status["state"], status["batches"], status["statuses"], status["pending"]) == ("finished", {"open": 0, "pairs": 0}, {"ok": 300}, 0)
+    assert status["pairs_per_second"] is None and not partial_path(spec.database).exists()

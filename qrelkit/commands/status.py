@@ -31,8 +31,9 @@ class JobStatus(Result):
 
     @property
     def state(self) -> str:
-        """judging (its process runs), finished, interrupted, stopped, failed, or gone (it was judging
-        and its process is no more: killed)."""
+        """judging (its process runs; a batch job: waiting on its batches), finished, submitted (a
+        batch job that ended with batches open at the API), interrupted, stopped, failed, or gone (it
+        was judging and its process is no more: killed)."""
         state = str(self.status.get("state"))
         return "gone" if state == "judging" and self.running is False else state
 
@@ -53,6 +54,9 @@ class JobStatus(Result):
     def lead(self) -> str:
         s, c = self.status, self.counts()
         rate = f", {c['pairs_per_second']:.1f} pairs/s" if c["pairs_per_second"] else ""
+        batches = s.get("batches")
+        if batches:
+            rate = f", {batches['pairs']:,} of them in {batches['open']:,} open batch(es) at the API"
         left = f", about {duration(c['seconds_left'])} left" if c["seconds_left"] is not None and self.state == "judging" else ""
         age = max(time.time() - float(s.get("updated_unix", time.time())), 0.0)
         return (
@@ -85,6 +89,8 @@ class JobStatus(Result):
             ["started", s.get("started_at")],
             ["updated", s.get("updated_at")],
         ]
+        if s.get("batches") is not None:  # a batch job
+            rows.insert(3, ["in open batches", f"{s['batches']['pairs']:,} pairs in {s['batches']['open']:,} batch(es)"])
         document = Document(lead=[self.lead()], blocks=[Table("The job", None, rows, digits=1, name="status")], data=self.to_dict())
         if self.held:
             document.notes += notes(

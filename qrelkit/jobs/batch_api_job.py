@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import Counter
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
+from qrelkit.errors import QrelkitError
 from qrelkit.jobs.batch_api import BatchDriver, EndpointMismatch, batch_folder, poll_delays, submission_endpoint
 from qrelkit.jobs.plan import JobPlan
 from qrelkit.jobs.report import JobReport
 from qrelkit.jobs.spec import JobError
 from qrelkit.jobs.stream import PendingStream
+from qrelkit.jobs.watch import JobWatch
 from qrelkit.judges import BatchJudge, JudgeContext, JudgeFactory, Pair, judge_class
 from qrelkit.judges.batch_api import BatchEndpoint
 from qrelkit.prompts import PromptTemplate
@@ -44,7 +47,9 @@ def run_batch_job(
         judge.close()
         raise JobError(f"{plan.spec.source}: judge {plan.factory.name!r} has no batch mode; remove `mode: batch`")
     driver = BatchDriver(store, plan.judge_run_id, judge, plan.config.model_dump(mode="json"), batch_folder(plan.spec.database))
+    watch = _watch(plan)
     started = time.perf_counter()
+    ended = "failed"
     try:
         judge.preflight()
         driver.reconcile(create_missing=True)
@@ -52,15 +57,43 @@ def run_batch_job(
         budget = [limit]
         _submit_pending(driver, plan, budget)
         if wait:
-            _wait(driver, plan, budget, progress, sleep)
+            _wait(driver, plan, budget, progress, sleep, watch)
+        ended = "submitted" if recorded.open_batch_count(store, plan.judge_run_id) else "finished"
     except KeyboardInterrupt:
-        report.interrupted = True  # every step is recorded as it happens: the next run carries on
+        report.interrupted, ended = True, "interrupted"  # every step is recorded as it happens: the next run carries on
     finally:
         driver.close()
         judge.close()
         report.seconds = time.perf_counter() - started
+        _status(watch, driver, plan, ended)
     _fill(report, store, plan.judge_run_id, driver)
     return report
+
+
+def _watch(plan: JobPlan) -> JobWatch:
+    """The status a batch job writes beside its database (`qrelkit status` reads it): what it sent and
+    collected, its open batches; no partial judgments file (they arrive a batch at a time)."""
+    from qrelkit.jobs.runner import status_facts
+
+    return JobWatch(plan.spec.database, {**status_facts(plan.spec, plan), "mode": "batch"}, partials=False)
+
+
+def _status(watch: JobWatch, driver: BatchDriver, plan: JobPlan, state: str | None = None) -> None:
+    """Write the status now (``state`` None: the job is waiting on its batches, at most once a second)."""
+    import duckdb
+
+    try:
+        open_subs = recorded.submissions(driver.store, plan.judge_run_id, open_only=True)
+    except (QrelkitError, duckdb.Error):  # a status is never worth stopping the job for (or hiding why it stopped)
+        return
+    waiting = sum(s.requests for s in open_subs)
+    watch.batches = {"open": len(open_subs), "pairs": waiting}
+    watch.statuses = Counter(driver.activity.statuses)
+    done = driver.activity.judged
+    if state is None:
+        watch.tick(done, done + waiting)
+    else:
+        watch.finish(state, done, done + waiting)
 
 
 def _pending(driver: BatchDriver, plan: JobPlan, budget: int | None) -> Generator[Pair, None, None]:
@@ -103,6 +136,7 @@ def _wait(
     budget: list[int | None],
     progress: Callable[[int, int], None] | None,
     sleep: Callable[[float], Any],
+    watch: JobWatch,
 ) -> None:
     settings = driver.settings
     delays = poll_delays(settings.poll_initial, settings.poll_max)
@@ -111,6 +145,7 @@ def _wait(
         if progress:
             waiting = sum(s.requests for s in open_subs)
             progress(driver.activity.judged, driver.activity.judged + waiting)
+        _status(watch, driver, plan)
         if not open_subs:
             return
         sleep(next(delays))

@@ -33,8 +33,10 @@ class JobWatch:
     """Collects what the job made and writes it out now and then. ``plan_facts``: what the status
     says throughout (judge run, job file, pool and what was done before, grading, sample)."""
 
-    def __init__(self, database: Any, plan_facts: dict[str, Any], earlier: Any = None, clock: Any = time.monotonic):
+    def __init__(self, database: Any, plan_facts: dict[str, Any], earlier: Any = None, clock: Any = time.monotonic, partials: bool = True):
         self.database = database
+        self.partials = partials  # False: a batch job, whose judgments reach the database only as batches are collected
+        self.batches: dict[str, int] | None = None  # a batch job's open batches and the pairs in them
         self.facts = {**this_process(), **plan_facts, "started_at": _now()}
         self.clock = clock
         self.started = clock()
@@ -68,7 +70,7 @@ class JobWatch:
             self.first_done = done
         self.done, self.to_judge = done, to_judge
         now = self.clock()
-        if now - self.last_partial >= max(PARTIAL_SECONDS, PARTIAL_BUDGET * self.partial_cost):
+        if self.partials and now - self.last_partial >= max(PARTIAL_SECONDS, PARTIAL_BUDGET * self.partial_cost):
             self._write_partial()
         if now - self.last_status >= STATUS_SECONDS:
             self._write_status("judging")
@@ -77,7 +79,8 @@ class JobWatch:
     def finish(self, state: str, done: int, to_judge: int) -> None:
         """The job's end (finished, interrupted, stopped, failed): everything it made, and how it ended."""
         self.done, self.to_judge = done, to_judge
-        self._write_partial()
+        if self.partials:
+            self._write_partial()
         self._write_status(state)
 
     def _rate(self) -> float | None:
@@ -86,7 +89,7 @@ class JobWatch:
         return judged / elapsed if elapsed > 0 and judged > 0 else None
 
     def _write_status(self, state: str) -> None:
-        rate = self._rate()
+        rate = self._rate() if self.batches is None else None  # a batch's judgments come all at once, when it is collected
         pending = max(self.to_judge - self.done, 0)
         status = {
             **self.facts,
@@ -101,6 +104,7 @@ class JobWatch:
             "seconds_left": pending / rate if rate and state == "judging" else None,
             "elapsed_seconds": self.clock() - self.started,
             "partial": {"file": partial_path(self.database).name, "rows": self.partial_rows} if self.partial_rows else None,
+            "batches": self.batches,
             "write_failed": self.failed_write,
             "overhead_seconds": self.overhead_seconds,
         }
