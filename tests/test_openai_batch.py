@@ -510,5 +510,6 @@ def test_a_batch_job_writes_its_status_for_qrelkit_status(make_job, api):
     assert report.judged == 300
     assert seen and seen[0]["state"] == "judging" and seen[0]["batches"] == {"open": 2, "pairs": 300}
     status = read_status(spec.database)
-    assert (status["state"], status["batches"], status["statuses"], status["pending"]) == ("finished", {"open": 0, "pairs": 0}, {"ok": 300}, 0)
+    ended = (status["state"], status["batches"], status["statuses"], status["pending"])
+    assert ended == ("finished", {"open": 0, "pairs": 0}, {"ok": 300}, 0)
     assert status["pairs_per_second"] is None and not partial_path(spec.database).exists()
