@@ -21,7 +21,7 @@ from qrelkit.jobs.plan import JobPlan
 from qrelkit.jobs.report import JobReport
 from qrelkit.jobs.spec import JobError
 from qrelkit.jobs.stream import PendingStream
-from qrelkit.jobs.watch import JobWatch
+from qrelkit.jobs.watch import JobWatch, status_facts
 from qrelkit.judges import BatchJudge, JudgeContext, JudgeFactory, Pair, judge_class
 from qrelkit.judges.batch_api import BatchEndpoint
 from qrelkit.prompts import PromptTemplate
@@ -73,8 +73,6 @@ def run_batch_job(
 def _watch(plan: JobPlan) -> JobWatch:
     """The status a batch job writes beside its database (`qrelkit status` reads it): what it sent and
     collected, its open batches; no partial judgments file (they arrive a batch at a time)."""
-    from qrelkit.jobs.runner import status_facts
-
     return JobWatch(plan.spec.database, {**status_facts(plan.spec, plan), "mode": "batch"}, partials=False)
 
 

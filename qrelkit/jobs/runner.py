@@ -34,7 +34,7 @@ from qrelkit.jobs.preflight import check_judge_can_start
 from qrelkit.jobs.report import JobReport, JobStopped, ProgressCallback, saved_note
 from qrelkit.jobs.spec import ExecutorSpec, JobSpec
 from qrelkit.jobs.stream import PendingStream
-from qrelkit.jobs.watch import JobWatch
+from qrelkit.jobs.watch import JobWatch, status_facts
 from qrelkit.jobs.writer import JudgmentWriter
 from qrelkit.judges import FatalJudgeError, JudgeContext, JudgeFactory, Judgment, Pair
 from qrelkit.storage import Store
@@ -290,23 +290,6 @@ def run_job(
             report.seconds = time.perf_counter() - started
             status.finish(ended, done, plan.to_judge)
     return report
-
-
-def status_facts(spec: JobSpec, plan: Any) -> dict[str, Any]:
-    """What a job's status file says throughout (`qrelkit.jobs.watch`): its judge run, job, pool,
-    what was done before, and the grading a partial audit grades its scores by."""
-    return {
-        "judge_run_id": plan.judge_run_id,
-        "judge": plan.factory.name,
-        "model_id": plan.model_id,
-        "job": str(spec.source) if spec.source else None,
-        "database": str(spec.database),
-        "pool_pairs": plan.pool_size,
-        "already_ok": plan.already_ok,
-        "already_failed": plan.already_failed,
-        "sample": plan.sample,
-        "grading": spec.grading.model_dump(mode="json", exclude_none=True) if spec.grading is not None else None,
-    }
 
 
 def planning_store(spec: JobSpec) -> Store:

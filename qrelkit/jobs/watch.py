@@ -137,3 +137,20 @@ class JobWatch:
             write()
         except (QrelkitError, OSError) as exc:
             self.failed_write = str(exc)
+
+
+def status_facts(spec: Any, plan: Any) -> dict[str, Any]:
+    """What a job's status file says throughout (`JobWatch`), live or batch: its judge run, job, pool,
+    what was done before, and the grading a partial audit grades its scores by."""
+    return {
+        "judge_run_id": plan.judge_run_id,
+        "judge": plan.factory.name,
+        "model_id": plan.model_id,
+        "job": str(spec.source) if spec.source else None,
+        "database": str(spec.database),
+        "pool_pairs": plan.pool_size,
+        "already_ok": plan.already_ok,
+        "already_failed": plan.already_failed,
+        "sample": plan.sample,
+        "grading": spec.grading.model_dump(mode="json", exclude_none=True) if spec.grading is not None else None,
+    }
