@@ -58,7 +58,7 @@ def run_batch_job(
         _submit_pending(driver, plan, budget)
         if wait:
             _wait(driver, plan, budget, progress, sleep, watch)
-        ended = "submitted" if recorded.open_batch_count(store, plan.judge_run_id) else "finished"
+        ended = "finished"  # "submitted" where batches are still open (`_status`)
     except KeyboardInterrupt:
         report.interrupted, ended = True, "interrupted"  # every step is recorded as it happens: the next run carries on
     finally:
@@ -76,14 +76,21 @@ def _watch(plan: JobPlan) -> JobWatch:
     return JobWatch(plan.spec.database, {**status_facts(plan.spec, plan), "mode": "batch"}, partials=False)
 
 
-def _status(watch: JobWatch, driver: BatchDriver, plan: JobPlan, state: str | None = None) -> None:
-    """Write the status now (``state`` None: the job is waiting on its batches, at most once a second)."""
+def _status(
+    watch: JobWatch, driver: BatchDriver, plan: JobPlan, state: str | None = None, open_subs: list[recorded.Submission] | None = None
+) -> None:
+    """Write the status now (``state`` None: the job is waiting on its batches, at most once a second;
+    "finished" with batches still open reads "submitted"). ``open_subs``: the open submissions where
+    the caller has just read them."""
     import duckdb
 
-    try:
-        open_subs = recorded.submissions(driver.store, plan.judge_run_id, open_only=True)
-    except (QrelkitError, duckdb.Error):  # a status is never worth stopping the job for (or hiding why it stopped)
-        return
+    if open_subs is None:
+        try:
+            open_subs = recorded.submissions(driver.store, plan.judge_run_id, open_only=True)
+        except (QrelkitError, duckdb.Error):  # a status is never worth stopping the job for (or hiding why it stopped)
+            return
+    if state == "finished" and open_subs:
+        state = "submitted"
     waiting = sum(s.requests for s in open_subs)
     watch.batches = {"open": len(open_subs), "pairs": waiting}
     watch.statuses = Counter(driver.activity.statuses)
@@ -139,11 +146,11 @@ def _wait(
     settings = driver.settings
     delays = poll_delays(settings.poll_initial, settings.poll_max)
     while True:
-        open_subs = [s for s in recorded.submissions(driver.store, plan.judge_run_id, open_only=True)]
+        open_subs = recorded.submissions(driver.store, plan.judge_run_id, open_only=True)
         if progress:
             waiting = sum(s.requests for s in open_subs)
             progress(driver.activity.judged, driver.activity.judged + waiting)
-        _status(watch, driver, plan)
+        _status(watch, driver, plan, open_subs=open_subs)
         if not open_subs:
             return
         sleep(next(delays))

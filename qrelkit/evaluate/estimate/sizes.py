@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from qrelkit.evaluate.estimate.designs import FLOOR
 from qrelkit.evaluate.estimate.measures import Kernel, query_totals
 from qrelkit.evaluate.estimate.pool import Pool
 
@@ -30,8 +31,6 @@ SIZING = ("floor", "count_spread")  # what a weighted design records of how it s
 def sizing_params() -> dict[str, float]:
     """How this version sizes a weighted design's pairs, recorded with each design: the same seed
     under another rule draws other pairs."""
-    from qrelkit.evaluate.estimate.designs import FLOOR
-
     return {"floor": FLOOR, "count_spread": SPREAD}
 
 
