@@ -67,6 +67,33 @@ def test_export_a_judge_runs_newest_graded_qrels(judged, tmp_path):
     assert len(read_qrels(tmp_path / "m.qrels")) == 120
 
 
+def test_export_qrels_shows_its_progress_in_lines_written(judged, tmp_path, monkeypatch):
+    """`export qrels` reports the lines it has written (issue 44's leftover), 120 of 120 at the end."""
+    monkeypatch.setenv("QRELKIT_PROGRESS_SECONDS", "0")  # a line at every report
+    output = invoke("export", "qrels", str(tmp_path / "p.qrels"), "--judge-run", judged["run_id"], "--db", judged["db"])
+    lines = [line for line in output.splitlines() if line.startswith("exporting qrels to p.qrels: ")]
+    assert lines and lines[-1].startswith("exporting qrels to p.qrels: 120/120 rows (100.0%)"), output
+
+
+@pytest.mark.parametrize("scored", [False, True])
+def test_qrels_written_a_batch_at_a_time_read_back_the_same(tmp_path, scored):
+    """Seven lines three at a time: the progress hears 3, 6, 7 of 7 and the file reads back line for
+    line (grades as integers; a judge's scores as given, never their order codes)."""
+    import pyarrow as pa
+
+    from qrelkit.io import Qrels, write_qrels
+
+    columns = {"qid": [f"q{i % 3}" for i in range(7)], "iteration": ["0"] * 7, "docid": [f"d{i}" for i in range(7)], "grade": [i % 4 for i in range(7)]}
+    if scored:
+        columns["value"] = [0.125 * i for i in range(7)]
+    qrels = Qrels.from_table("t", pa.table(columns))
+    heard: list[tuple[int, int]] = []
+    write_qrels(qrels, tmp_path / "t.qrels", progress=lambda done, total: heard.append((done, total)), batch_rows=3)
+    assert heard == [(3, 7), (6, 7), (7, 7)]
+    wanted = [f"q{i % 3} 0 d{i} {0.125 * i!r}" if scored else f"q{i % 3} 0 d{i} {i % 4}" for i in range(7)]
+    assert (tmp_path / "t.qrels").read_text().splitlines() == wanted
+
+
 def test_prompts_show_renders_a_stored_pair_exactly(judged):
     output = invoke("prompts", "show", "trec-dl-graded", "--topic", "d01", "--doc", "p0102", "--db", judged["db"])
     assert "Query: how long to boil an egg for a runny yolk" in output

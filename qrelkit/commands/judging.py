@@ -217,7 +217,8 @@ def run_export_qrels(request: ExportQrelsRequest, workspace: Workspace) -> tuple
     else:
         qrels = workspace.store.qrels(str(request.name))
     workspace.close()
-    write_atomically(request.output, partial(write_qrels, qrels))
+    with workspace.progress(f"exporting qrels to {request.output.name}", unit="rows") as progress:
+        write_atomically(request.output, partial(write_qrels, qrels, progress=progress))
     return qrels, note
 
 

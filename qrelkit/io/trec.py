@@ -14,7 +14,7 @@ works on the columns never pays for a Python object per line.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -307,13 +307,22 @@ def write_run(run: Run, path: str | Path, *, tag: str | None = None) -> None:
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def write_qrels(qrels: Qrels, path: str | Path) -> None:
-    if qrels.scored:  # the judge's values as given, never their order codes
-        columns = [qrels.table.column(name).to_pylist() for name in ("qid", "iteration", "docid", "value")]
-        lines = [f"{qid} {iteration} {docid} {value!r}" for qid, iteration, docid, value in zip(*columns)]
-    else:
-        lines = [f"{q.qid} {q.iteration} {q.docid} {q.grade}" for q in qrels.entries]
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+def write_qrels(qrels: Qrels, path: str | Path, *, progress: Callable[[int, int], None] | None = None, batch_rows: int = 100_000) -> None:
+    """``qrels`` as a TREC qrels file, ``batch_rows`` lines at a time; ``progress(done, total)`` hears
+    the lines written. A judge's scores are written as given, never their order codes."""
+    value = "value" if qrels.scored else "grade"
+    table = qrels.table
+    total = table.num_rows
+    with Path(path).open("w", encoding="utf-8", newline="\n") as out:
+        for start in range(0, total, batch_rows):
+            chunk = table.slice(start, batch_rows)
+            columns = [chunk.column(name).to_pylist() for name in ("qid", "iteration", "docid", value)]
+            shown = repr if qrels.scored else str
+            out.write("".join(f"{qid} {iteration} {docid} {shown(v)}\n" for qid, iteration, docid, v in zip(*columns)))
+            if progress is not None:
+                progress(min(total, start + batch_rows), total)
+    if progress is not None and total == 0:
+        progress(0, 0)
 
 
 def iter_runs(paths: list[str | Path], *, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> Iterator[Run]:
