@@ -83,7 +83,12 @@ def test_qrels_written_a_batch_at_a_time_read_back_the_same(tmp_path, scored):
 
     from qrelkit.io import Qrels, write_qrels
 
-    columns = {"qid": [f"q{i % 3}" for i in range(7)], "iteration": ["0"] * 7, "docid": [f"d{i}" for i in range(7)], "grade": [i % 4 for i in range(7)]}
+    columns = {
+        "qid": [f"q{i % 3}" for i in range(7)],
+        "iteration": ["0"] * 7,
+        "docid": [f"d{i}" for i in range(7)],
+        "grade": [i % 4 for i in range(7)],
+    }
     if scored:
         columns["value"] = [0.125 * i for i in range(7)]
     qrels = Qrels.from_table("t", pa.table(columns))
