@@ -246,9 +246,10 @@ def baselines(draws: int, seed: int) -> list[dict]:
 
 def ideal_variants(task: tuple[str, int, int, int]) -> list[dict]:
     """nDCG@10 by the weighted design and PPI++ with the ideal DCG estimated four ways: the delta
-    method on counts kept off 0 (qrelkit's), the same without any guard (the plain ratio), each
-    label's difference estimate plugged into the sorted ideal (`plug-in labels`), and the judge's
-    own ideal (no human correction of it). The intervals are qrelkit's linearised ones throughout."""
+    method on counts kept off 0, levels the labels prove exact, the ratio's bias corrected (qrelkit's),
+    the same without any guard (the plain ratio), each label's difference estimate plugged into the
+    sorted ideal (`plug-in labels`), and the judge's own ideal (no human correction of it). The
+    intervals are qrelkit's linearised ones throughout."""
     from qrelkit.evaluate.estimate.measures import ideal_curve, query_totals
 
     collection_name, budget, draws, seed = task
@@ -258,7 +259,8 @@ def ideal_variants(task: tuple[str, int, int, int]) -> list[dict]:
     rng = np.random.default_rng([seed, budget, 99])
     sample = pairs.sample_of(designs.plan("weighted", pool.query, budget, rng.random((draws, len(pool))), size=size))
     found = pair_estimates(setting, human, sample, "ppi++")
-    rows = [{"variant": "delta method, counts kept off 0, values <= 1 (qrelkit)", **scores(found, theta, different)}]
+    qrelkit = "delta method: proven levels exact, spread slope, ratio bias corrected (qrelkit)"
+    rows = [{"variant": qrelkit, **scores(found, theta, different)}]
     plain_values, plugin_values, judge_values = [], [], []
     judge_ideal = ideal_curve(query_totals(setting.judge_features[None], pool)[0][..., 1:], 10)[0].sum(axis=-1)
     for start in range(0, draws, 5):

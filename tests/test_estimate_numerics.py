@@ -118,6 +118,94 @@ def test_the_expected_slope_of_the_ideal_dcg_is_the_smoothed_curves_derivative(c
     assert np.allclose(narrow, at)
 
 
+@pytest.mark.parametrize("cutoff", [10, None])
+def test_the_spread_slope_of_the_ideal_dcg_carries_the_curves_own_spread(cutoff):
+    """``slope="spread"``: slope * s is the standard deviation of Phi(C + sZ) (a fine grid over Z);
+    it never exceeds half the curve's range (a count's wide spread cannot give the ideal DCG more
+    variance than its values allow), and with a spread near 0 it is the slope at C itself."""
+    from qrelkit.evaluate.estimate.measures import ideal_curve
+
+    counts = np.array([[-3.0, 0.5, 4.2, 9.7, 10.0, 14.0, 40.0]])
+    z = np.linspace(-12.0, 12.0, 240_001)
+    density = np.exp(-z * z / 2.0) / np.sqrt(2.0 * np.pi)
+    for spread in (0.5, 3.0, 12.0):
+        _, slope = ideal_curve(counts, cutoff, np.full(counts.shape, spread), slope="spread")
+        for c, found in zip(counts[0], slope[0]):
+            places = cutoff or int(np.ceil(c + 13.0 * spread)) + 2  # without a cut-off, room for the whole grid
+            values, _ = ideal_curve(c + spread * z, places)
+            mean = np.trapezoid(values * density, z)
+            sd = np.sqrt(np.trapezoid((values - mean) ** 2 * density, z))
+            assert found * spread == pytest.approx(sd, abs=2e-5), (cutoff, spread, c)
+            if cutoff is not None:
+                assert found * spread <= values.max() / 2.0 + 1e-9
+    _, narrow = ideal_curve(counts[:, 1:] + 0.25, cutoff, np.full(counts[:, 1:].shape, 1e-6), slope="spread")
+    _, at = ideal_curve(counts[:, 1:] + 0.25, cutoff)
+    assert np.allclose(narrow, at)
+
+
+def test_a_level_the_labels_prove_past_the_cutoff_is_exact_and_a_query_proven_whole_is_not_capped():
+    """nDCG@10 with grades 0-3: a level whose labelled pairs of grade >= L number 10 or more has its
+    count kept at least that and held (no variance); a query whose three levels are proven is not
+    capped at 1 (its ideal DCG is known exactly); the counts' spreads are their design variances."""
+    query = np.array([0, 0, 1, 1])
+    pool = Pool(["a", "b"], ["a", "a", "b", "b"], ["1", "2", "1", "2"], query, np.zeros(4))
+    kernel = Kernel(parse("nDCG@10", 3), ranked_lists(pool, [], 10), 3)
+    kept = np.array([[[30.0, 11.0, 6.0, 2.0], [40.0, 20.0, 12.0, 9.0]]])  # (D, Q, F)
+    seen = np.array([[[20.0, 12.0, 5.0, 1.0], [35.0, 15.0, 11.0, 10.0]]])
+    residual = np.array([[[0.0, 1.0, 0.5, 0.0], [0.0, -2.0, 0.0, 1.0], [0.0, 0.5, 0.5, 0.5]]])  # (D, n, F)
+    sample = pairs.PairSample(np.array([[0, 1, 2]]), np.full((1, 3), 2.0), np.array([[2.0, 2.0, 4.0]]), np.full((1, 3), -1))
+    counts, held, high, spread = pairs.ideal_parts(kernel, pool, kept, np.zeros(kept.shape, bool), seen, residual, sample)
+    assert counts[0, 0].tolist() == [30.0, 12.0, 6.0, 2.0] and counts[0, 1].tolist() == [40.0, 20.0, 12.0, 10.0]
+    assert held[0, 0].tolist() == [False, True, False, False] and held[0, 1].tolist() == [False, True, True, True]
+    assert high[0, 0].tolist() == [1.0, np.inf]
+    assert np.allclose(spread[0, 0, 1:], np.sqrt([2 * 1.0 + 2 * 4.0, 2 * 0.25, 2 * 1.0]))
+    assert np.allclose(spread[0, 1, 1:], np.sqrt(4 * 0.25))
+
+
+def test_the_ratio_bias_is_the_second_order_term_of_dcg_over_idcg():
+    """The correction nDCG's estimate takes, from a Poisson sample's linear terms, equals
+    (nDCG Var(IDCG) - Cov(DCG, IDCG)) / IDCG^2 per run and query, with the variance and covariance
+    written out pair by pair: each sampled pair's move of the DCG (its gain residual at its place in
+    the run's list) and of the ideal DCG (its level residuals times the ideal DCG's slopes)."""
+    from qrelkit.evaluate.estimate.measures import Gradient, cutoff_of, ideal_curve
+
+    qrels, runs = small_track(8, n_queries=3, n_docs=14)
+    pool, human = _pool(qrels)
+    rng = np.random.default_rng(8)
+    judge = np.clip(human + rng.integers(-1, 2, len(pool)), 0, 3).astype(float)
+    measure = parse("nDCG@5", 3)
+    kernel = Kernel(measure, ranked_lists(pool, runs, measure.cutoff), 3)
+    y = features(human, 3)
+    pi = rng.uniform(0.3, 0.9, len(pool))
+    sample = pairs.sample_of(designs.Plan("weighted", 20, (rng.random(len(pool)) < pi)[None], pi, np.full(len(pool), -1)))
+    estimated, residual = pairs.corrected(features(judge, 3), y, sample)
+    totals = query_totals(estimated, pool)
+    bounds = pairs.known_bounds(y, sample, pool)
+    kept = pairs.constrained(totals, *bounds)
+    kept, held, _, spread = pairs.ideal_parts(kernel, pool, kept, kept != totals, bounds[0], residual, sample)
+    values, gradient = kernel.gradient(kernel.gather(estimated), kept, spread, slope="spread")
+    on_query = np.where(~held[..., None, :, :], gradient.query, 0.0)
+    place = kernel.lists.place(len(pool))
+    on_list, on_ideal = pairs.linear_parts(kernel, Gradient(gradient.listed, on_query), pool, residual, sample, place)
+    found = pairs.ratio_bias(values, on_list + on_ideal, on_ideal, sample, pool)[0]
+
+    ideal = ideal_curve(kept[0, :, 1:], cutoff_of(measure))[0].sum(axis=-1)
+    slopes = np.where(held[0, :, 1:], 0.0, ideal_curve(kept[0, :, 1:], cutoff_of(measure), spread[0, :, 1:], slope="spread")[1])
+    discount = 1.0 / np.log2(kernel.lists.rank + 1.0)  # (R, Q, depth): unjudged documents take ranks too
+    expected = np.zeros(found.shape)
+    for n in np.flatnonzero(sample.present[0]):
+        i, coef, r = sample.index[0, n], sample.coef[0, n], residual[0, n]
+        q = pool.query[i]
+        d_ideal = float(slopes[q] @ r[1:])
+        for run in range(len(runs)):
+            spot = place[run, i]
+            d_dcg = r[0] * discount[run].ravel()[spot] if spot >= 0 else 0.0  # 1 / log2(the run's rank + 1)
+            v = values[0, run, q]
+            expected[run, q] += coef * (v * d_ideal * d_ideal - d_dcg * d_ideal) / ideal[q] ** 2
+    assert np.abs(expected).max() > 1e-4  # the case has a bias to correct
+    assert np.allclose(found, expected, atol=1e-12)
+
+
 def test_the_weighted_design_weighs_a_query_whose_count_the_judge_puts_just_past_the_cutoff():
     """A judge that says a query has 11 pairs of grade >= 1 (nDCG@10's ideal DCG has its slope 0
     there) still gives those pairs a part in the ideal DCG: the size of an unlisted pair of that query

@@ -39,8 +39,8 @@ AVERAGES = {
 # (benchmarks/bench_human_budget.py: DL19, four judges, 200-2,000 labels, 1,000 draws each): at each
 # budget, the design and estimator whose mean coverage of 95% intervals over the judges lay in 94-96%
 # with the smallest RMSE. From 500 labels that is the weighted design with PPI++ (94.3%, RMSE 0.036 at
-# 500; 94.9%, 0.022 at 1,000; 94.7%, 0.012 at 2,000); at 200 no design reached 94%, and whole queries
-# with PPI came nearest (93.6%; the weighted design's PPI++ 91.8%, its worst judge 88.4%), so `auto` plans those.
+# 500; 94.8%, 0.023 at 1,000; 94.7%, 0.012 at 2,000); at 200 no design reached 94%, and whole queries
+# with PPI came nearest (93.6%; the weighted design's PPI++ 90.7%, its worst judge 87.7%), so `auto` plans those.
 ESTIMATE_DESIGNS = ("auto", "weighted", "stratified", "queries")
 DEFAULT_DESIGN = "auto"
 WEIGHTED_FROM = 500  # labels from which `auto` plans the weighted design
@@ -58,14 +58,14 @@ MEASURED_COVERAGE: dict[tuple[str, str], dict[int, tuple[float, float]]] = {
     ("queries", "human"): {200: (0.928, 0.922), 500: (0.927, 0.924), 1000: (0.931, 0.922), 2000: (0.942, 0.939)},
     ("queries", "ppi"): {200: (0.936, 0.931), 500: (0.937, 0.934), 1000: (0.945, 0.939), 2000: (0.946, 0.940)},
     ("queries", "ppi++"): {200: (0.677, 0.607), 500: (0.681, 0.634), 1000: (0.888, 0.874), 2000: (0.913, 0.902)},
-    ("stratified", "human"): {200: (0.0, 0.0), 500: (0.008, 0.008), 1000: (0.111, 0.105), 2000: (0.384, 0.370)},
-    ("stratified", "ppi"): {200: (0.770, 0.318), 500: (0.873, 0.592), 1000: (0.902, 0.694), 2000: (0.925, 0.798)},
-    ("stratified", "ppi++"): {200: (0.718, 0.396), 500: (0.819, 0.555), 1000: (0.876, 0.737), 2000: (0.899, 0.813)},
-    ("stratified", "calibrated"): {200: (0.643, 0.480), 500: (0.773, 0.624), 1000: (0.839, 0.761), 2000: (0.880, 0.826)},
-    ("weighted", "human"): {200: (0.199, 0.042), 500: (0.724, 0.560), 1000: (0.878, 0.853), 2000: (0.794, 0.407)},
-    ("weighted", "ppi"): {200: (0.917, 0.821), 500: (0.941, 0.912), 1000: (0.953, 0.932), 2000: (0.931, 0.905)},
-    ("weighted", "ppi++"): {200: (0.918, 0.884), 500: (0.943, 0.910), 1000: (0.949, 0.927), 2000: (0.947, 0.927)},
-    ("weighted", "calibrated"): {200: (0.866, 0.797), 500: (0.952, 0.940), 1000: (0.968, 0.962), 2000: (0.957, 0.949)},
+    ("stratified", "human"): {200: (0.0, 0.0), 500: (0.017, 0.016), 1000: (0.212, 0.203), 2000: (0.572, 0.560)},
+    ("stratified", "ppi"): {200: (0.819, 0.525), 500: (0.874, 0.587), 1000: (0.919, 0.752), 2000: (0.943, 0.862)},
+    ("stratified", "ppi++"): {200: (0.721, 0.334), 500: (0.818, 0.512), 1000: (0.890, 0.767), 2000: (0.924, 0.876)},
+    ("stratified", "calibrated"): {200: (0.575, 0.402), 500: (0.748, 0.589), 1000: (0.861, 0.795), 2000: (0.914, 0.886)},
+    ("weighted", "human"): {200: (0.203, 0.042), 500: (0.758, 0.639), 1000: (0.900, 0.867), 2000: (0.823, 0.515)},
+    ("weighted", "ppi"): {200: (0.924, 0.831), 500: (0.933, 0.910), 1000: (0.902, 0.790), 2000: (0.763, 0.297)},
+    ("weighted", "ppi++"): {200: (0.907, 0.877), 500: (0.943, 0.924), 1000: (0.948, 0.940), 2000: (0.947, 0.938)},
+    ("weighted", "calibrated"): {200: (0.815, 0.732), 500: (0.914, 0.869), 1000: (0.917, 0.851), 2000: (0.841, 0.728)},
 }
 COVERAGE_RANGE = (0.93, 0.97)
 

@@ -106,19 +106,21 @@ class Kernel:
     def values(self, listed: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return self._evaluate(listed, counts, gradient=False)[0]
 
-    def gradient(self, listed: np.ndarray, counts: np.ndarray, spread: np.ndarray | None = None) -> tuple[np.ndarray, Gradient]:
+    def gradient(
+        self, listed: np.ndarray, counts: np.ndarray, spread: np.ndarray | None = None, slope: str = "expected"
+    ) -> tuple[np.ndarray, Gradient]:
         """Values and their gradient; ``spread`` (..., Q, F): how uncertain each count is, where the
-        slope of nDCG's ideal DCG is to be the one expected over that uncertainty (`ideal_curve`)."""
-        values, gradient = self._evaluate(listed, counts, gradient=True, spread=spread)
+        slope of nDCG's ideal DCG is to be read over that uncertainty (``slope``: `ideal_curve`'s)."""
+        values, gradient = self._evaluate(listed, counts, gradient=True, spread=spread, slope=slope)
         assert gradient is not None
         return values, gradient
 
     def _evaluate(
-        self, listed: np.ndarray, counts: np.ndarray, gradient: bool, spread: np.ndarray | None = None
+        self, listed: np.ndarray, counts: np.ndarray, gradient: bool, spread: np.ndarray | None = None, slope: str = "expected"
     ) -> tuple[np.ndarray, Gradient | None]:
         family = self.measure.family
         if family == "nDCG":
-            return self._ndcg(listed, counts, gradient, None if spread is None else spread[..., 1:])
+            return self._ndcg(listed, counts, gradient, None if spread is None else spread[..., 1:], slope)
         if family == "P":
             return self._precision(listed, gradient)
         if family == "AP":
@@ -129,11 +131,11 @@ class Kernel:
         return np.zeros(listed.shape[:-2] + (listed.shape[-1],))
 
     def _ndcg(
-        self, listed: np.ndarray, counts: np.ndarray, gradient: bool, spread: np.ndarray | None
+        self, listed: np.ndarray, counts: np.ndarray, gradient: bool, spread: np.ndarray | None, slope: str = "expected"
     ) -> tuple[np.ndarray, Gradient | None]:
         dcg = (listed[..., 0] * self.discount).sum(axis=-1)
         cap = cutoff_of(self.measure)
-        ideal_steps, slopes = ideal_curve(counts[..., 1:], cap, spread)
+        ideal_steps, slopes = ideal_curve(counts[..., 1:], cap, spread, slope=slope)
         ideal = ideal_steps.sum(axis=-1)[..., None, :]  # (..., 1, Q): one ideal per query, for every run
         safe = np.where(ideal > 0, ideal, 1.0)
         values = np.where(ideal > 0, dcg / safe, 0.0)
@@ -190,28 +192,74 @@ class Kernel:
         return values, Gradient(on_listed, self._zeros_query(listed))
 
 
-def ideal_curve(counts: np.ndarray, cutoff: int | None, spread: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def ideal_curve(
+    counts: np.ndarray, cutoff: int | None, spread: np.ndarray | None = None, *, slope: str = "expected"
+) -> tuple[np.ndarray, np.ndarray]:
     """(Phi(C_L), Phi'(C_L)) for counts (..., G): the summed discounts of the first C_L places
     (to ``cutoff``), linear between whole counts, and the slope there (0 past the cutoff). A
-    negative estimated count reads as 0, at the first place's slope. With ``spread`` (..., G) the
-    slope is the one expected where the count lies about C_L with that standard deviation (normal;
-    Phi is flat below 0 and past the cutoff): a count the judge puts just past the cutoff still
-    matters to the ideal DCG if it may lie below it."""
+    negative estimated count reads as 0, at the first place's slope.
+
+    With ``spread`` (..., G), a normal standard deviation of each count about C_L (Phi is flat below
+    0 and past the cutoff), the slope is read over that uncertainty:
+
+    - ``slope="expected"``: E[Phi'(C_L + sZ)], the slope expected there (the design's size measure:
+      a count the judge puts just past the cutoff still matters to the ideal DCG if it may lie
+      below it);
+    - ``slope="spread"``: sd[Phi(C_L + sZ)] / s, the slope whose linear term has the spread the ideal
+      DCG itself has over the count's uncertainty (the estimates' variance: a count estimated past
+      the cutoff moves the ideal DCG only in the draws where it falls below, and never by more
+      than the curve's range, where the slope at the estimate alone, 0 or a whole discount times
+      a count's wide spread, was 0 or up to 16 times the ideal DCG's actual variance)."""
+    if slope not in ("expected", "spread"):
+        raise ValueError(f"slope {slope!r}: 'expected' or 'spread'")
     places = int(np.ceil(np.nanmax(counts, initial=0.0))) + 2 if cutoff is None else cutoff
+    if cutoff is None and spread is not None and slope == "spread":
+        places = int(np.ceil(np.nanmax(counts + 6.0 * np.asarray(spread), initial=0.0))) + 2  # room for the spread's tail
     discounts = 1.0 / np.log2(np.arange(1, places + 1) + 1.0)
     summed = np.concatenate([[0.0], np.cumsum(discounts)])
     clipped = np.clip(counts, 0.0, places)
     whole = np.minimum(np.floor(clipped).astype(np.int64), places)
     slope_at = np.minimum(whole, places - 1)
     value = summed[whole] + (clipped - whole) * np.where(whole < places, discounts[slope_at], 0.0)
-    if spread is not None:
-        from scipy.special import ndtr
+    plain = np.where(clipped < places, discounts[slope_at], 0.0)
+    if spread is None:
+        return value, plain
+    scale = np.broadcast_to(np.asarray(spread, dtype=np.float64), np.shape(counts))
+    from scipy.special import ndtr
 
-        edges = np.arange(places + 1, dtype=np.float64)  # place j's slope holds on [j - 1, j)
-        scale = np.maximum(spread, 1e-9)[..., None]
-        below = ndtr((edges - np.asarray(counts, dtype=np.float64)[..., None]) / scale)
-        return value, (np.diff(below, axis=-1) * discounts).sum(axis=-1)
-    return value, np.where(clipped < places, discounts[slope_at], 0.0)
+    if slope == "spread":
+        spread_of = _curve_spread(np.asarray(counts, dtype=np.float64), scale, discounts)
+        return value, np.where(scale > 1e-9, spread_of / np.maximum(scale, 1e-9), plain)
+
+    edges = np.arange(places + 1, dtype=np.float64)  # place j's slope holds on [j - 1, j)
+    below = ndtr((edges - np.asarray(counts, dtype=np.float64)[..., None]) / np.maximum(scale, 1e-9)[..., None])
+    return value, (np.diff(below, axis=-1) * discounts).sum(axis=-1)
+
+
+def _curve_spread(counts: np.ndarray, scale: np.ndarray, discounts: np.ndarray) -> np.ndarray:
+    """sd[Phi(C + sZ)], exactly: Phi = sum_k d_k t_k with t_k = clip(X - k, 0, 1), X ~ N(C, s^2),
+    and t_j = 1 wherever t_k > 0 for j < k, so Var = sum_k d_k^2 Var(t_k) + 2 sum_k d_k E[t_k]
+    sum_{j<k} d_j (1 - E[t_j]), from the normal's first two moments on each segment."""
+    from scipy.special import ndtr
+
+    s = np.maximum(scale, 1e-12)[..., None]
+    mu = counts[..., None] - np.arange(len(discounts), dtype=np.float64)  # X - k has mean mu, sd s
+    a, b = -mu / s, (1.0 - mu) / s
+    pdf_a, pdf_b = np.exp(-0.5 * a * a) / np.sqrt(2.0 * np.pi), np.exp(-0.5 * b * b) / np.sqrt(2.0 * np.pi)
+    below, inside, above = ndtr(a), ndtr(b) - ndtr(a), ndtr(-b)
+    tail = s * (pdf_a - pdf_b)  # E[(X - k - mu) 1(0 < X - k < 1)]
+    spread = s * s * (inside + a * pdf_a - b * pdf_b)  # E[(X - k - mu)^2 1(0 < X - k < 1)]
+    # t_k's moments about m = clip(mu, 0, 1), which keeps both small where t_k hardly varies
+    m = np.clip(mu, 0.0, 1.0)
+    shift = mu - m
+    mean_about = -m * below + (1.0 - m) * above + shift * inside + tail
+    square_about = m * m * below + (1.0 - m) ** 2 * above + shift * shift * inside + 2.0 * shift * tail + spread
+    own = np.maximum(square_about - mean_about**2, 0.0)  # Var(t_k)
+    first = m + mean_about  # E[t_k]
+    rest = below + (1.0 - mu) * inside - tail  # 1 - E[t_k], without the cancellation
+    before = np.cumsum(discounts * rest, axis=-1) - discounts * rest  # sum over j < k of d_j (1 - E[t_j])
+    variance = (discounts**2 * own).sum(axis=-1) + 2.0 * (discounts * first * before).sum(axis=-1)
+    return np.sqrt(np.maximum(variance, 0.0))
 
 
 def query_totals(estimated: np.ndarray, pool: Pool) -> np.ndarray:
