@@ -150,6 +150,8 @@ def test_the_estimate_says_what_ppi_plus_plus_is_under_each_design(track, tmp_pa
         assert done.returncode == 0, done.stderr
         note = next(line for line in done.stdout.splitlines() if line.startswith("estimator PPI++"))
         assert said in note and not_said not in note, (design, note)
+        # a pair design's nDCG says how its ideal DCG was treated; whole queries have no ratio of estimates
+        assert ("the ratio's second-order bias is subtracted" in note) == (design == "weighted"), (design, note)
 
 
 def test_a_census_estimate_equals_evaluate_under_the_human_qrels(track, tmp_path):

@@ -108,6 +108,11 @@ def _notes(result: EstimateResult) -> list[Note]:
         "Student's t with n - 1 degrees of freedom over the sampled queries (finite-population variance)"
         if design["design"] == "queries"
         else "normal, from the design variance of the linearised estimate over the sampled pairs"
+        + (
+            " (nDCG: a level of the ideal DCG the labels prove past the cut-off is exact, and the ratio's second-order bias is subtracted)"
+            if found.measure.startswith("nDCG")
+            else ""
+        )
     )
     notes = [
         Note(
