@@ -14,7 +14,8 @@ build the same model, so they accept and refuse the same things) and four method
 
   and gets labels[k], k = the number of quantiles q with p(s) ≥ q. Without ties p(sᵢ) = i/(n−1),
   and p ≥ q exactly when sᵢ ≥ numpy.quantile(scores, q): the same grades as the seed's rule
-  (tested). With ties every equal score gets one grade: six 0.0 and four 3.0 give p(0) = 2.5/9 → 0
+  (tested; but for scores one ulp apart, where numpy's interpolated value rounds onto the lower
+  one). With ties every equal score gets one grade: six 0.0 and four 3.0 give p(0) = 2.5/9 → 0
   and p(3) = 7.5/9 → 2, where the seed's rule (q50 = 0, q75 = 3) grades the zeros 1. The mid-rank
   over n (Hazen's (i+½)/n) splits nothing either, but does not reproduce numpy's quantile on
   tie-free data (five scores 1..5: q75 = 4 grades two scores 2 by the seed's rule, (i+½)/n grades
