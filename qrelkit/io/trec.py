@@ -310,14 +310,13 @@ def write_run(run: Run, path: str | Path, *, tag: str | None = None) -> None:
 def write_qrels(qrels: Qrels, path: str | Path, *, progress: Callable[[int, int], None] | None = None, batch_rows: int = 100_000) -> None:
     """``qrels`` as a TREC qrels file, ``batch_rows`` lines at a time; ``progress(done, total)`` hears
     the lines written. A judge's scores are written as given, never their order codes."""
-    value = "value" if qrels.scored else "grade"
+    value, shown = ("value", repr) if qrels.scored else ("grade", str)
     table = qrels.table
     total = table.num_rows
     with Path(path).open("w", encoding="utf-8", newline="\n") as out:
         for start in range(0, total, batch_rows):
             chunk = table.slice(start, batch_rows)
             columns = [chunk.column(name).to_pylist() for name in ("qid", "iteration", "docid", value)]
-            shown = repr if qrels.scored else str
             out.write("".join(f"{qid} {iteration} {docid} {shown(v)}\n" for qid, iteration, docid, v in zip(*columns)))
             if progress is not None:
                 progress(min(total, start + batch_rows), total)

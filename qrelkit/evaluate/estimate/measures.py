@@ -87,7 +87,8 @@ class Kernel:
         """(low, high) a per-query estimate is kept within: a ratio (nDCG, AP: an estimated IDCG or
         #relevant below) at most 1, against the blow-ups of a small estimated denominator. P@k and
         RR are polynomials of the labels and are left alone: a cap only biased them in the
-        simulation (P@10 by -0.03; RR(rel=2)'s coverage fell from 94.5% to 33%)."""
+        simulation (P@10 by -0.03; RR(rel=2)'s coverage fell from 94.5% to 33%). A pair sample lifts
+        nDCG's cap where the labels prove its ideal DCG (`pairs.ideal_parts`)."""
         return (-np.inf, 1.0) if self.measure.family in ("nDCG", "AP") else (-np.inf, np.inf)
 
     def moved_by(self) -> tuple[list[int], list[int]]:
@@ -225,11 +226,10 @@ def ideal_curve(
     if spread is None:
         return value, plain
     scale = np.broadcast_to(np.asarray(spread, dtype=np.float64), np.shape(counts))
-    from scipy.special import ndtr
-
     if slope == "spread":
         spread_of = _curve_spread(np.asarray(counts, dtype=np.float64), scale, discounts)
         return value, np.where(scale > 1e-9, spread_of / np.maximum(scale, 1e-9), plain)
+    from scipy.special import ndtr
 
     edges = np.arange(places + 1, dtype=np.float64)  # place j's slope holds on [j - 1, j)
     below = ndtr((edges - np.asarray(counts, dtype=np.float64)[..., None]) / np.maximum(scale, 1e-9)[..., None])
