@@ -118,10 +118,10 @@ class Audit(Result):
     reference_evaluation: Evaluation
     resamples: int
     seed: int | None
+    model_qrels: Qrels  # as given, before any map
+    reference_qrels: Qrels
     maps: GradeMaps = NO_MAPS  # applied to the grades before κ and α
     groups: dict[str, list[str]] = field(default_factory=dict)
-    model_qrels: Qrels | None = None  # as given, before any map
-    reference_qrels: Qrels | None = None
     warnings: list[str] = field(default_factory=list)  # sentences for a reader: scale mismatch, too little data
     # What each side's qrels are ("model", "reference" -> name, origin, file, judge run, grading record,
     # sample), as plain data; filled by whoever resolved them (`qrelkit.commands.agree`).
@@ -136,16 +136,15 @@ class Audit(Result):
     @property
     def model_grades(self) -> dict[str, dict[str, int]]:
         """The model's grades as ``{qid: {docid: grade}}``, before any map (built when asked)."""
-        return self.model_qrels.grades if self.model_qrels is not None else {}
+        return self.model_qrels.grades
 
     @property
     def reference_grades(self) -> dict[str, dict[str, int]]:
-        return self.reference_qrels.grades if self.reference_qrels is not None else {}
+        return self.reference_qrels.grades
 
     def mapped_grades(self) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
         """(model, reference) grades after the maps: what κ and α compared."""
-        model = map_grades(self.model_grades, self.maps.model, "model")
-        return model, map_grades(self.reference_grades, self.maps.reference, "reference")
+        return map_grades(self.model_qrels, self.maps.model, "model"), map_grades(self.reference_qrels, self.maps.reference, "reference")
 
     def summary(self) -> str:
         first = next(iter(self.systems.values()), None)
@@ -198,11 +197,9 @@ class Audit(Result):
         """One row per (run, measure): the run's mean under the model and the reference qrels."""
         from qrelkit.io.results import pandas
 
-        pd = pandas()
-
         model, reference = self.model_evaluation.means(), self.reference_evaluation.means()
         rows = [(run, m, model[run][m], reference[run][m]) for run in self.model_evaluation.runs for m in self.model_evaluation.measures]
-        return pd.DataFrame(rows, columns=["run", "measure", "model", "reference"])
+        return pandas().DataFrame(rows, columns=["run", "measure", "model", "reference"])
 
 
 def _grade_scale(grades: Qrels | dict[str, dict[str, int]], mapping: Mapping[int, int] | None) -> tuple[int, int] | None:

@@ -139,10 +139,8 @@ class Evaluation(Result):
         """One row per (run, query, measure, value); pandas is optional."""
         from qrelkit.io.results import pandas
 
-        pd = pandas()
-
         rows = [(run, q, m, float(v)) for run in self.runs for m in self.measures for q, v in zip(self.queries, self.values[run][m])]
-        return pd.DataFrame(rows, columns=["run", "query", "measure", "value"])
+        return pandas().DataFrame(rows, columns=["run", "query", "measure", "value"])
 
 
 def _qrels_of(grades: Mapping[str, Mapping[str, int]]) -> Qrels:
