@@ -228,6 +228,7 @@ def krippendorff_alpha(reliability_data, level: str = "ordinal") -> float:
     return float(1.0 - (n - 1.0) * float((coincidence * delta).sum()) / expected)
 
 
+KAPPAS = {"cohen_kappa": None, "cohen_kappa_linear": "linear", "cohen_kappa_quadratic": "quadratic"}  # κ -> its weights
 KAPPA_NAMES = {
     "cohen_kappa": "Cohen's κ",
     "cohen_kappa_linear": "Cohen's κ, linear weights",
@@ -320,25 +321,6 @@ def mapped_pairs(model: Grades | Qrels, reference: Grades | Qrels, maps: GradeMa
     return shared_pairs(map_grades(model, maps.model, "model"), map_grades(reference, maps.reference, "reference"), scored=scored)
 
 
-def _not_computed(pairs: SharedPairs, rel_level: int | None, reason: str) -> LabelAgreement:
-    nan = math.nan
-    return LabelAgreement(
-        reference_pairs=pairs.reference_total,
-        model_pairs=pairs.model_total,
-        shared_pairs=len(pairs.qids),
-        labels=[],
-        confusion=np.zeros((0, 0), np.int64),
-        exact_agreement=nan,
-        cohen_kappa=nan,
-        cohen_kappa_linear=nan,
-        cohen_kappa_quadratic=nan,
-        krippendorff_alpha_ordinal=nan,
-        rel_level=rel_level,
-        cohen_kappa_binary=None if rel_level is None else nan,
-        not_computed=reason,
-    )
-
-
 def agreement_of(pairs: SharedPairs, rel_level: int | None = None) -> LabelAgreement:
     """`label_agreement` on pairs already shared and mapped; κ and α not computed (and why) where
     the grades are not on one scale (`kappa_scale_problem`)."""
@@ -347,14 +329,18 @@ def agreement_of(pairs: SharedPairs, rel_level: int | None = None) -> LabelAgree
             f"the model qrels ({pairs.model_total} pairs) and the reference qrels ({pairs.reference_total} pairs) "
             "share no (qid, docid) pair: are they for the same topics and collection?"
         )
+    counts: dict[str, Any] = dict(reference_pairs=pairs.reference_total, model_pairs=pairs.model_total, shared_pairs=len(pairs.qids))
     problem = kappa_scale_problem(pairs)
     if problem is not None:
-        return _not_computed(pairs, rel_level, problem)
+        undefined: dict[str, Any] = dict.fromkeys(("exact_agreement", *KAPPAS, "krippendorff_alpha_ordinal"), math.nan)
+        binary = None if rel_level is None else math.nan
+        empty = np.zeros((0, 0), np.int64)
+        return LabelAgreement(
+            **counts, labels=[], confusion=empty, **undefined, rel_level=rel_level, cohen_kappa_binary=binary, not_computed=problem
+        )
     labels = grade_range(pairs.reference, pairs.model)
     return LabelAgreement(
-        reference_pairs=pairs.reference_total,
-        model_pairs=pairs.model_total,
-        shared_pairs=len(pairs.qids),
+        **counts,
         labels=labels,
         confusion=confusion_matrix(pairs.reference, pairs.model, labels),
         exact_agreement=float((pairs.reference == pairs.model).mean()),
@@ -365,9 +351,6 @@ def agreement_of(pairs: SharedPairs, rel_level: int | None = None) -> LabelAgree
         rel_level=rel_level,
         cohen_kappa_binary=None if rel_level is None else cohen_kappa(pairs.reference >= rel_level, pairs.model >= rel_level),
     )
-
-
-KAPPAS = {"cohen_kappa": None, "cohen_kappa_linear": "linear", "cohen_kappa_quadratic": "quadratic"}
 
 
 def per_query_confusions(pairs: SharedPairs, queries: list[str], labels: list[int]) -> np.ndarray:

@@ -77,7 +77,7 @@ class Measure:
     params: tuple[float, ...] = ()
 
 
-def _flag(value: str, key: str, name: str) -> bool:
+def parse_flag(value: str, key: str, name: str) -> bool:
     if value in ("True", "true", "1"):
         return True
     if value in ("False", "false", "0"):
@@ -117,7 +117,7 @@ def _params(text: str, allowed: frozenset[str], name: str) -> dict[str, str] | N
 
 def _at(family: str, kind: str, text: str, name: str) -> int | float:
     if kind == "recall":
-        recall = _number(text, "the recall level", name)
+        recall = parse_number(text, "the recall level", name)
         if not 0.0 <= recall <= 1.0:
             raise QrelkitError(f"measure {name!r}: IPrec's recall level must lie in [0, 1], found {text}")
         return recall
@@ -144,17 +144,17 @@ def vectorised_measure(name: str) -> Measure | None:
     rel = params.get("rel", "1")
     if not re.fullmatch(r"[0-9]+", rel):
         raise QrelkitError(f"measure {name!r}: rel must be an integer ≥ 0, found {rel!r}")
-    judged_only = _flag(params["judged_only"], "judged_only", name) if "judged_only" in params else False
+    judged_only = parse_flag(params["judged_only"], "judged_only", name) if "judged_only" in params else False
     gains = parse_gains(params["gains"].strip("{}").split(","), ":", name) if "gains" in params else None
-    if family == "SetRelP" or (family == "SetP" and _flag(params.get("relative", "False"), "relative", name)):
+    if family == "SetRelP" or (family == "SetP" and parse_flag(params.get("relative", "False"), "relative", name)):
         family = "SetRelP"
-    extra = (_number(params.get("beta", "1"), "beta", name),) if family == "SetF" else ()
+    extra = (parse_number(params.get("beta", "1"), "beta", name),) if family == "SetF" else ()
     if family == "NumRet" and "rel" in params:  # ir_measures' NumRet(rel=L) is trec_eval's num_rel_ret
         family = "NumRelRet"
     return Measure(family, int(rel), at, judged_only, gains, extra)
 
 
-def _number(text: str, key: str, name: str) -> float:
+def parse_number(text: str, key: str, name: str) -> float:
     try:
         return float(text)
     except ValueError:

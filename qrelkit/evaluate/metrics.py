@@ -24,7 +24,7 @@ from qrelkit.evaluate.choices import AVERAGES, check_average
 from qrelkit.evaluate.compatibility import Compatibility, compatibility, compatibility_measure
 from qrelkit.evaluate.ir_measures_route import IrMeasuresScorer, ir_measures_measure
 from qrelkit.evaluate.measures import Measure, compute, vectorised_measure
-from qrelkit.evaluate.ranked import JudgedPairs, rank_run, rank_run_by_docid_ascending
+from qrelkit.evaluate.ranked import JudgedPairs, rank_run
 from qrelkit.evaluate.run_cut import cut_run
 from qrelkit.evaluate.trec_names import from_trec_eval, refusal, trec_only_measure
 from qrelkit.io import arrays
@@ -230,7 +230,7 @@ def evaluate_runs(
         ranked = rank_run(run, pairs)
         covered[whole.name] = np.zeros(len(pairs.queries), bool)
         covered[whole.name][(ranked if run is whole else rank_run(whole, pairs)).query] = True
-        ascending = rank_run_by_docid_ascending(run, pairs) if needs_ascending else None
+        ascending = rank_run(run, pairs, docid_ascending=True) if needs_ascending else None
         per_measure = {name: _compute(m, ranked, pairs, ascending) for name, m in ours}
         if fallback is not None:
             per_measure.update(fallback.score(run))

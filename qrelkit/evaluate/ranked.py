@@ -184,22 +184,17 @@ def grades_in_file_order(run: Run, pairs: JudgedPairs) -> np.ndarray:
     return grade
 
 
-def rank_run(run: Run, pairs: JudgedPairs) -> RankedRun:
-    """Join ``run`` to the qrels: queries the qrels lack are dropped (they count nowhere)."""
+def rank_run(run: Run, pairs: JudgedPairs, *, docid_ascending: bool = False) -> RankedRun:
+    """Join ``run`` to the qrels: queries the qrels lack are dropped (they count nowhere). Entries in
+    trec_eval's order, or with ``docid_ascending`` in ir_measures' own (score as given descending, ties
+    by docid ascending), which its Judged@k uses."""
     query_of_entry, _ = _query_map(run, pairs)
-    order = run.trec_order()
-    order = order[query_of_entry[order] >= 0]
-    query = query_of_entry[order]
-    grade = _grades_of(query, run.table.column("docid").take(arrays.from_numpy(order)), pairs)
-    return RankedRun(query, _within_query_ranks(query), grade, len(pairs.queries))
-
-
-def rank_run_by_docid_ascending(run: Run, pairs: JudgedPairs) -> RankedRun:
-    """The same join in ir_measures' own order (score as given descending, ties by docid
-    ascending), which its Judged@k uses."""
-    query_of_entry, _ = _query_map(run, pairs)
-    keys = arrays.table({"q": query_of_entry, "s": run.table.column("score"), "d": run.table.column("docid")})
-    order = arrays.numbers(pc.sort_indices(keys, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "ascending")])).astype(np.int64)
+    if docid_ascending:
+        keys = arrays.table({"q": query_of_entry, "s": run.table.column("score"), "d": run.table.column("docid")})
+        sort_keys = [("q", "ascending"), ("s", "descending"), ("d", "ascending")]
+        order = arrays.numbers(pc.sort_indices(keys, sort_keys=sort_keys)).astype(np.int64)
+    else:
+        order = run.trec_order()
     order = order[query_of_entry[order] >= 0]
     query = query_of_entry[order]
     grade = _grades_of(query, run.table.column("docid").take(arrays.from_numpy(order)), pairs)
