@@ -178,11 +178,8 @@ def bca_levels(estimate: float, resampled: np.ndarray, jackknife: np.ndarray, le
     if math.isnan(a):
         a = 0.0
     z_alpha = float(ndtri((1.0 - level) / 2.0))
-    ends = []
-    for z in (z_alpha, -z_alpha):
-        shifted = z0 + z
-        ends.append(float(ndtr(z0 + shifted / (1.0 - a * shifted))))
-    return ends[0], ends[1], z0, a
+    low, high = (ndtr(z0 + (z0 + z) / (1.0 - a * (z0 + z))) for z in (z_alpha, -z_alpha))
+    return low, high, z0, a
 
 
 def extreme_bias_note(share: float, z0: float, alpha_low: float, alpha_high: float, values: np.ndarray, low: float, high: float) -> str:

@@ -164,16 +164,9 @@ def _disagreement_weights(n_labels: int, weights: str | None) -> np.ndarray:
 
 
 def cohen_kappa(reference, model, weights: str | None = None) -> float:
-    """Cohen's κ = 1 − Σ w·observed / Σ w·expected; ``weights`` None, 'linear' or 'quadratic'."""
-    counts = confusion_matrix(reference, model).astype(np.float64)
-    if counts.sum() == 0:
-        return math.nan
-    weight = _disagreement_weights(len(counts), weights)
-    expected = np.outer(counts.sum(axis=1), counts.sum(axis=0)) / counts.sum()
-    disagreement_expected = float((weight * expected).sum())
-    if disagreement_expected == 0:
-        return math.nan  # both sides used one and the same grade: agreement beyond chance is undefined
-    return 1.0 - float((weight * counts).sum()) / disagreement_expected
+    """Cohen's κ = 1 − Σ w·observed / Σ w·expected; ``weights`` None, 'linear' or 'quadratic'. NaN
+    when both sides used one and the same grade (agreement beyond chance is undefined) or none."""
+    return float(kappa_rows(confusion_matrix(reference, model)[None], weights)[0])
 
 
 def kappa_rows(confusions: np.ndarray, weights: str | None = None) -> np.ndarray:
