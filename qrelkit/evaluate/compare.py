@@ -183,10 +183,9 @@ class _Pair:
         self.cache = cache or RowCache()
         self.queries_key = tuple(queries)
         self.decimals = first.reference_decimals  # the reference's means as printed, as in each judge's own τ
-        self.matrices: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        for measure in measures:
-            a, b = _on(first.model_evaluation, measure, queries), _on(second.model_evaluation, measure, queries)
-            self.matrices[measure] = (_on(first.reference_evaluation, measure, queries), a, b)
+        # measure -> the runs × queries matrices of (the reference, the first judge, the second)
+        evaluations = (first.reference_evaluation, first.model_evaluation, second.model_evaluation)
+        self.matrices = {measure: tuple(_on(found, measure, queries) for found in evaluations) for measure in measures}
         # Δκ only where both judges' κ is computed (grades on one scale: `labels.kappa_scale_problem`)
         self.with_kappa = first.labels.not_computed is None and second.labels.not_computed is None
         if self.with_kappa:

@@ -37,28 +37,19 @@ from qrelkit.evaluate.ranked import Gains, JudgedPairs, RankedRun, divide, gain_
 _NAME = re.compile(r"(?P<family>[A-Za-z_][A-Za-z0-9_]*)(?:\((?P<params>[^()]*)\))?(?:@(?P<at>[0-9.eE+-]+))?")
 _PARAM = re.compile(r"\s*(?P<key>[a-z_]+)\s*=\s*(?P<value>\{[^{}]*\}|[^,]+?)\s*(?:,|$)")
 
+_REL, _REL_JUDGED = frozenset({"rel"}), frozenset({"rel", "judged_only"})
 # family -> (what @ holds: "cutoff" (an integer >= 1), "recall" (0..1) or None; @ required; parameters taken)
 _FAMILIES: dict[str, tuple[str | None, bool, frozenset[str]]] = {
     "nDCG": ("cutoff", False, frozenset({"judged_only", "gains", "dcg"})),
-    "AP": ("cutoff", False, frozenset({"rel", "judged_only"})),
-    "RR": (None, False, frozenset({"rel", "judged_only"})),
-    "P": ("cutoff", True, frozenset({"rel", "judged_only"})),
-    "R": ("cutoff", True, frozenset({"rel", "judged_only"})),
+    "AP": ("cutoff", False, _REL_JUDGED),
     "Judged": ("cutoff", True, frozenset()),
-    "Rprec": (None, False, frozenset({"rel", "judged_only"})),
-    "Bpref": (None, False, frozenset({"rel"})),
-    "NumRet": (None, False, frozenset({"rel"})),
-    "NumRelRet": (None, False, frozenset({"rel"})),
-    "NumRel": (None, False, frozenset({"rel"})),
     "NumQ": (None, False, frozenset()),
-    "IPrec": ("recall", True, frozenset({"rel", "judged_only"})),
-    "Success": ("cutoff", True, frozenset({"rel", "judged_only"})),
+    "IPrec": ("recall", True, _REL_JUDGED),
     "SetP": (None, False, frozenset({"rel", "judged_only", "relative"})),
-    "SetRelP": (None, False, frozenset({"rel", "judged_only"})),
-    "SetR": (None, False, frozenset({"rel"})),
     "SetF": (None, False, frozenset({"rel", "judged_only", "beta"})),
-    "SetAP": (None, False, frozenset({"rel", "judged_only"})),
-    "infAP": (None, False, frozenset({"rel"})),
+    **dict.fromkeys(("P", "R", "Success"), ("cutoff", True, _REL_JUDGED)),
+    **dict.fromkeys(("RR", "Rprec", "SetRelP", "SetAP"), (None, False, _REL_JUDGED)),
+    **dict.fromkeys(("Bpref", "NumRet", "NumRelRet", "NumRel", "SetR", "infAP"), (None, False, _REL)),
 }
 CUTOFF_BELOW_ONE = "a cut-off must be at least 1 (trec_eval refuses {k} too: 'Negative cutoff detected')"
 

@@ -168,16 +168,15 @@ def _grades_of(query: np.ndarray, docids: pa.Array | pa.ChunkedArray, pairs: Jud
     return np.where(found, pairs.grades[at] if len(pairs.keys) else 0, NOT_JUDGED)
 
 
-def _query_map(run: Run, pairs: JudgedPairs) -> tuple[np.ndarray, np.ndarray]:
-    """(entry -> qrels query index or -1, in file order), via the run's query codes."""
+def _query_map(run: Run, pairs: JudgedPairs) -> np.ndarray:
+    """(N,) each entry's qrels query index, or -1, in file order (via the run's query codes)."""
     codes, names = run.query_codes()
-    to_qrels = _positions(arrays.strings(names), pairs.query_names)
-    return to_qrels[codes], codes
+    return _positions(arrays.strings(names), pairs.query_names)[codes]
 
 
 def grades_in_file_order(run: Run, pairs: JudgedPairs) -> np.ndarray:
     """(N,) the grade of each of ``run``'s entries, in file order (NOT_JUDGED where the qrels have none)."""
-    query_of_entry, _ = _query_map(run, pairs)
+    query_of_entry = _query_map(run, pairs)
     grade = np.full(len(run), NOT_JUDGED, dtype=np.int64)
     known = np.flatnonzero(query_of_entry >= 0)
     grade[known] = _grades_of(query_of_entry[known], run.table.column("docid").take(arrays.from_numpy(known)), pairs)
@@ -188,7 +187,7 @@ def rank_run(run: Run, pairs: JudgedPairs, *, docid_ascending: bool = False) -> 
     """Join ``run`` to the qrels: queries the qrels lack are dropped (they count nowhere). Entries in
     trec_eval's order, or with ``docid_ascending`` in ir_measures' own (score as given descending, ties
     by docid ascending), which its Judged@k uses."""
-    query_of_entry, _ = _query_map(run, pairs)
+    query_of_entry = _query_map(run, pairs)
     if docid_ascending:
         keys = arrays.table({"q": query_of_entry, "s": run.table.column("score"), "d": run.table.column("docid")})
         sort_keys = [("q", "ascending"), ("s", "descending"), ("d", "ascending")]
