@@ -157,29 +157,22 @@ class Audit(Result):
     def interval_note_records(self) -> list[dict[str, Any]]:
         """Each interval that should not be read as it stands (its estimate outside it, an extreme
         bias correction, BCa not computable there) as {statistic, name, measure, group, note}."""
-        records = [
-            {"statistic": name, "name": KAPPA_NAMES[name], "measure": None, "group": None, "note": found.note}
-            for name, found in self.labels.intervals.items()
-            if found.note
+        keys = ("statistic", "name", "measure", "group", "note")
+        records: list[tuple[str, str, str | None, str | None, str]] = [
+            (name, KAPPA_NAMES[name], None, None, found.note) for name, found in self.labels.intervals.items() if found.note
         ]
-        for measure, corr in self.systems.items():
-            records += [
-                {"statistic": name, "name": STATISTIC_NAMES[name], "measure": measure, "group": None, "note": note}
-                for name, note in corr.notes.items()
-            ]
-        for group, by_measure in self.bias.items():
-            for measure, bias in by_measure.items():
-                records += [
-                    {
-                        "statistic": f"relative_delta_{side}",
-                        "name": f"Relative Δ toward {group} ({side})",
-                        "measure": measure,
-                        "group": group,
-                        "note": note,
-                    }
-                    for side, note in bias.notes.items()
-                ]
-        return records
+        records += [
+            (name, STATISTIC_NAMES[name], measure, None, note)
+            for measure, corr in self.systems.items()
+            for name, note in corr.notes.items()
+        ]
+        records += [
+            (f"relative_delta_{side}", f"Relative Δ toward {group} ({side})", measure, group, note)
+            for group, by_measure in self.bias.items()
+            for measure, bias in by_measure.items()
+            for side, note in bias.notes.items()
+        ]
+        return [dict(zip(keys, record)) for record in records]
 
     def interval_notes(self) -> list[str]:
         """One sentence per interval that should not be read as it stands, naming the statistic and measure."""

@@ -262,12 +262,9 @@ class LabelAgreement(Result):
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (the `labels` part of `qrelkit agree --json`); an undefined statistic is null, never NaN."""
+        statistics = (*KAPPAS, "krippendorff_alpha_ordinal", "exact_agreement")
         out: dict[str, Any] = {
-            "cohen_kappa": finite_or_none(self.cohen_kappa),
-            "cohen_kappa_linear": finite_or_none(self.cohen_kappa_linear),
-            "cohen_kappa_quadratic": finite_or_none(self.cohen_kappa_quadratic),
-            "krippendorff_alpha_ordinal": finite_or_none(self.krippendorff_alpha_ordinal),
-            "exact_agreement": finite_or_none(self.exact_agreement),
+            **{name: finite_or_none(getattr(self, name)) for name in statistics},
             "confusion": {"rows": "reference", "columns": "model", "labels": self.labels, "matrix": self.confusion.tolist()},
         }
         if self.not_computed is not None:
