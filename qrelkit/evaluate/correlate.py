@@ -82,13 +82,10 @@ def rank_correlations(scores: dict[str, dict[str, float]], *, queries: int = 0, 
     if len(runs) < 3:
         raise QrelkitError(f"rank correlations need at least 3 runs scored by every ordering, got {len(runs)}")
     vectors = {label: np.array([scores[label][run] for run in runs], np.float64) for label in orderings}
-    matrices = {}
-    for name, function in CORRELATIONS.items():
-        matrix = np.empty((len(orderings), len(orderings)))
-        for i, row in enumerate(orderings):
-            for j, column in enumerate(orderings):
-                matrix[i, j] = function(vectors[row], vectors[column])
-        matrices[name] = matrix
+    matrices = {
+        name: np.array([[function(vectors[row], vectors[column]) for column in orderings] for row in orderings])
+        for name, function in CORRELATIONS.items()
+    }
     notes = list(notes or []) + tie_notes(orderings, vectors, matrices["tau_ap"])
     return RankCorrelations(
         orderings, runs, {label: {run: scores[label][run] for run in runs} for label in orderings}, matrices, queries, notes
