@@ -282,7 +282,10 @@ def paired_differences(
             f"({first.model_name} covers {len(first.queries)}, {second.model_name} {len(second.queries)}), so they are not "
             "the plain difference of the two rows above"
         )
-    if measures and not same_reference(first, second, queries, measures):
+    # both judges' systems ranked against one reference ranking? (not so when one's reference is cut
+    # to a sample it judged: `qrelkit.evaluate.coverage`)
+    ours, theirs = first.reference_evaluation, second.reference_evaluation
+    if not all(np.array_equal(_on(ours, m, queries), _on(theirs, m, queries), equal_nan=True) for m in measures):
         note = "; ".join(filter(None, [note, different_reference_note(first, second)]))
         measures = []  # Δκ still: κ reads the shared pairs either way
     pair = _Pair(first, second, queries, measures, maps, cache)
@@ -298,15 +301,6 @@ def paired_differences(
         interval, p_value = found.intervals.get(key), p_values[key]
         out.append(PairedDifference(*pair.names, statistic, measure or None, estimate, interval, p_value, len(queries), permutations))
     return out, note
-
-
-def same_reference(first: Audit, second: Audit, queries: list[str], measures: list[str]) -> bool:
-    """Whether both judges' systems are ranked against one reference ranking on ``queries`` (not so
-    when one's reference is cut to a sample it judged: `qrelkit.evaluate.coverage`)."""
-    return all(
-        np.array_equal(_on(first.reference_evaluation, m, queries), _on(second.reference_evaluation, m, queries), equal_nan=True)
-        for m in measures
-    )
 
 
 def different_reference_note(first: Audit, second: Audit) -> str:
