@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import AVERAGES, check_average
@@ -27,9 +26,8 @@ from qrelkit.evaluate.measures import Measure, compute, vectorised_measure
 from qrelkit.evaluate.ranked import JudgedPairs, rank_run
 from qrelkit.evaluate.run_cut import cut_run
 from qrelkit.evaluate.trec_names import from_trec_eval, refusal, trec_only_measure
-from qrelkit.io import arrays
 from qrelkit.io.results import Result
-from qrelkit.io.trec import Qrels, Run
+from qrelkit.io.trec import Qrel, Qrels, Run
 
 
 def parse_measures(names: Iterable[str], level: int | None = None) -> list[tuple[str, Any]]:
@@ -143,19 +141,6 @@ class Evaluation(Result):
         return pandas().DataFrame(rows, columns=["run", "query", "measure", "value"])
 
 
-def _qrels_of(grades: Mapping[str, Mapping[str, int]]) -> Qrels:
-    rows = [(qid, docid, grade) for qid, judged in grades.items() for docid, grade in judged.items()]
-    table = arrays.table(
-        {
-            "qid": arrays.column([r[0] for r in rows], pa.string()),
-            "iteration": arrays.column(["0"] * len(rows), pa.string()),
-            "docid": arrays.column([r[1] for r in rows], pa.string()),
-            "grade": arrays.column([r[2] for r in rows], pa.int64()),
-        }
-    )
-    return Qrels.from_table("qrels", table)
-
-
 def _compute(measure: Measure | Compatibility, ranked: Any, pairs: JudgedPairs, ascending: Any) -> np.ndarray:
     if isinstance(measure, Compatibility):
         return compatibility(ascending, pairs, measure)  # the authors' order: score descending, docid ascending
@@ -208,7 +193,8 @@ def evaluate_runs(
     if isinstance(qrels, Qrels):
         pairs = JudgedPairs.of(qrels)
     else:  # a query may be listed with no judgment: it still counts in the mean (as 0)
-        pairs = JudgedPairs.of(_qrels_of(qrels), queries=sorted(qrels))
+        judged = Qrels("qrels", [Qrel(qid, docid, grade) for qid, docs in qrels.items() for docid, grade in docs.items()])
+        pairs = JudgedPairs.of(judged, queries=sorted(qrels))
     if isinstance(qrels, Qrels) and qrels.scored:
         check_order_only(parsed, qrels.name)
     ours = [(name, m) for name, m in parsed if isinstance(m, Measure | Compatibility)]
