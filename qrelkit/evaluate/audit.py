@@ -183,7 +183,6 @@ class Audit(Result):
         return describe_intervals(self.interval, self.level, len(self.queries), self.resamples, self.seed)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (`qrelkit agree --json`)."""
         return audit_to_dict(self)
 
     def to_pandas(self):

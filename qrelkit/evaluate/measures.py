@@ -93,7 +93,7 @@ def parse_gains(items: list[str], separator: str, name: str) -> Gains:
     return tuple(sorted(dict(pairs).items()))
 
 
-def _params(text: str, allowed: frozenset[str], name: str) -> dict[str, str] | None:
+def _params(text: str, allowed: frozenset[str]) -> dict[str, str] | None:
     """The ``key=value`` parameters, or None when one is not a parameter computed here."""
     found: dict[str, str] = {}
     rest = text.strip()
@@ -106,7 +106,7 @@ def _params(text: str, allowed: frozenset[str], name: str) -> dict[str, str] | N
     return found
 
 
-def _at(family: str, kind: str, text: str, name: str) -> int | float:
+def _at(kind: str, text: str, name: str) -> int | float:
     if kind == "recall":
         recall = parse_number(text, "the recall level", name)
         if not 0.0 <= recall <= 1.0:
@@ -126,12 +126,12 @@ def vectorised_measure(name: str) -> Measure | None:
         return None
     family = match["family"]
     at_kind, at_required, allowed = _FAMILIES[family]
-    params = _params(match["params"] or "", allowed, name)
+    params = _params(match["params"] or "", allowed)
     if params is None or params.get("dcg", "log2") != "log2":
         return None
     if (match["at"] is None and at_required) or (match["at"] is not None and at_kind is None):
         return None
-    at = _at(family, at_kind, match["at"], name) if match["at"] is not None and at_kind else None
+    at = _at(at_kind, match["at"], name) if match["at"] is not None and at_kind else None
     rel = params.get("rel", "1")
     if not re.fullmatch(r"[0-9]+", rel):
         raise QrelkitError(f"measure {name!r}: rel must be an integer ≥ 0, found {rel!r}")
