@@ -133,15 +133,6 @@ class Audit(Result):
     reference_decimals: int | None = None  # systems ranked by the reference's means as printed to this many decimals
     coverage: Coverage = field(default_factory=Coverage)  # the pairs each side's rankings read (the reference maybe cut to the judged)
 
-    @property
-    def model_grades(self) -> dict[str, dict[str, int]]:
-        """The model's grades as ``{qid: {docid: grade}}``, before any map (built when asked)."""
-        return self.model_qrels.grades
-
-    @property
-    def reference_grades(self) -> dict[str, dict[str, int]]:
-        return self.reference_qrels.grades
-
     def mapped_grades(self) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
         """(model, reference) grades after the maps: what κ and α compared."""
         return map_grades(self.model_qrels, self.maps.model, "model"), map_grades(self.reference_qrels, self.maps.reference, "reference")
