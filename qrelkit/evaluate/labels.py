@@ -143,12 +143,15 @@ def confusion_matrix(reference, model, labels: list[int] | None = None) -> np.nd
     """Counts: rows are reference grades, columns model grades, both in ``labels`` order."""
     reference, model = np.asarray(reference, np.int64), np.asarray(model, np.int64)
     labels = labels if labels is not None else grade_range(reference, model)
-    index = {label: i for i, label in enumerate(labels)}
     counts = np.zeros((len(labels), len(labels)), dtype=np.int64)
-    rows = np.array([index[g] for g in reference.tolist()], dtype=np.int64)
-    cols = np.array([index[g] for g in model.tolist()], dtype=np.int64)
-    np.add.at(counts, (rows, cols), 1)
+    np.add.at(counts, (_places(labels, reference.tolist()), _places(labels, model.tolist())), 1)
     return counts
+
+
+def _places(keys: list, values: list) -> np.ndarray:
+    """Each of ``values``' place in ``keys``."""
+    index = {key: i for i, key in enumerate(keys)}
+    return np.array([index[value] for value in values], dtype=np.int64)
 
 
 def _disagreement_weights(n_labels: int, weights: str | None) -> np.ndarray:
@@ -346,18 +349,9 @@ def agreement_of(pairs: SharedPairs, rel_level: int | None = None) -> LabelAgree
 def per_query_confusions(pairs: SharedPairs, queries: list[str], labels: list[int]) -> np.ndarray:
     """Each query's confusion counts (reference grade × model grade over ``labels``) as the rows of a
     (Q, L·L) matrix: a resample's weights @ it is the resample's confusion matrix."""
-    index = {label: i for i, label in enumerate(labels)}
-    position = {qid: i for i, qid in enumerate(queries)}
     per_query = np.zeros((len(queries), len(labels), len(labels)))
-    np.add.at(
-        per_query,
-        (
-            np.array([position[q] for q in pairs.qids], dtype=np.int64),
-            np.array([index[g] for g in pairs.reference.tolist()], dtype=np.int64),
-            np.array([index[g] for g in pairs.model.tolist()], dtype=np.int64),
-        ),
-        1.0,
-    )
+    places = (_places(queries, pairs.qids), _places(labels, pairs.reference.tolist()), _places(labels, pairs.model.tolist()))
+    np.add.at(per_query, places, 1.0)
     return per_query.reshape(len(queries), -1)
 
 
