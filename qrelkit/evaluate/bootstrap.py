@@ -394,23 +394,10 @@ def paired_intervals(
 
 
 @dataclass(frozen=True)
-class BootstrapSummary:
-    """Mean and interval of a statistic's resampled values."""
+class BootstrapSummary(IntervalEstimate):
+    """An interval with the mean of the statistic's resampled values."""
 
-    mean: float
-    interval: Interval
-    resamples: int  # resamples on which the statistic is defined
-    level: float = 0.95
-    method: str = "percentile"  # as printed: "BCa" or "percentile"
-    note: str | None = None
-
-    @property
-    def low(self) -> float:
-        return self.interval.low
-
-    @property
-    def high(self) -> float:
-        return self.interval.high
+    mean: float = math.nan
 
 
 def summarize(
@@ -438,7 +425,7 @@ def summarize(
     if found is None and method == "jackknife":  # the estimate or the jackknife undefined: say so, give the percentile interval
         low, high = percentile_interval(finite, level)
         note = "no jackknife interval (the estimate or the jackknife is undefined): the percentile interval is given"
-        return BootstrapSummary(float(finite.mean()), Interval(low, high), int(finite.size), level, "percentile", note)
+        return BootstrapSummary(low, high, "percentile", level, int(finite.size), note, mean=float(finite.mean()))
     if found is None:
         return None
-    return BootstrapSummary(float(finite.mean()), found.interval, found.resamples, level, found.method, found.note)
+    return BootstrapSummary(found.low, found.high, found.method, level, found.resamples, found.note, mean=float(finite.mean()))
