@@ -127,7 +127,7 @@ class RankedRun:
         trec_eval's -J, and ir_measures' judged_only."""
         keep = self.grade >= 0
         query = self.query[keep]
-        return RankedRun(query, _within_query_ranks(query), self.grade[keep], self.n_queries)
+        return RankedRun(query, within_query_ranks(query), self.grade[keep], self.n_queries)
 
     def per_query(self, weights: np.ndarray) -> np.ndarray:
         """(Q,) sum of ``weights`` (one per entry) over each query's entries."""
@@ -150,7 +150,7 @@ class RankedRun:
         return self.per_query(((self.grade >= level) & (self.rank <= cutoff)).astype(np.float64))
 
 
-def _within_query_ranks(query: np.ndarray) -> np.ndarray:
+def within_query_ranks(query: np.ndarray) -> np.ndarray:
     """1-based position of each entry within its (contiguous) query segment."""
     n = len(query)
     if n == 0:
@@ -197,4 +197,4 @@ def rank_run(run: Run, pairs: JudgedPairs, *, docid_ascending: bool = False) -> 
     order = order[query_of_entry[order] >= 0]
     query = query_of_entry[order]
     grade = _grades_of(query, run.table.column("docid").take(arrays.from_numpy(order)), pairs)
-    return RankedRun(query, _within_query_ranks(query), grade, len(pairs.queries))
+    return RankedRun(query, within_query_ranks(query), grade, len(pairs.queries))
