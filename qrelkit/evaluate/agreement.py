@@ -149,16 +149,15 @@ class SystemCorrelation:
 
 
 ROWS_PER_CHUNK = 2000  # orderings compared at a time: τ-b and τ_AP hold rows × runs² values
+ROWS = {"kendall_tau": kendall_tau_b_rows, "spearman_rho": spearman_rho_rows, "pearson_r": pearson_r_rows, "tau_ap": tau_ap_rows}
 
 
-def _statistics(model_means: np.ndarray, reference_means: np.ndarray) -> dict[str, np.ndarray]:
-    functions = {"kendall_tau": kendall_tau_b_rows, "spearman_rho": spearman_rho_rows, "pearson_r": pearson_r_rows, "tau_ap": tau_ap_rows}
-    pieces: dict[str, list[np.ndarray]] = {name: [] for name in functions}
-    for start in range(0, max(len(model_means), 1), ROWS_PER_CHUNK):
-        rows = slice(start, start + ROWS_PER_CHUNK)
-        for name, function in functions.items():
-            pieces[name].append(function(reference_means[rows], model_means[rows]))
-    return {name: np.concatenate(parts) for name, parts in pieces.items()}
+def in_chunks(function: Callable[[np.ndarray, np.ndarray], np.ndarray], truth: np.ndarray, estimate: np.ndarray) -> np.ndarray:
+    """``function`` on rows of ``truth`` and ``estimate`` a chunk at a time (one row of ``truth``
+    stands for all)."""
+    starts = range(0, max(len(estimate), 1), ROWS_PER_CHUNK)
+    fixed = len(truth) == 1
+    return np.concatenate([function(truth if fixed else truth[s : s + ROWS_PER_CHUNK], estimate[s : s + ROWS_PER_CHUNK]) for s in starts])
 
 
 def printed(values: np.ndarray, decimals: int | None) -> np.ndarray:
@@ -185,7 +184,8 @@ def _correlation_statistic(
     (runs × queries matrices in); the reference's means as printed to ``reference_decimals``."""
 
     def statistic(weights: np.ndarray) -> dict[str, np.ndarray]:
-        return _statistics(weights @ model.T, printed(weights @ reference.T, reference_decimals))
+        model_means, reference_means = weights @ model.T, printed(weights @ reference.T, reference_decimals)
+        return {name: in_chunks(function, reference_means, model_means) for name, function in ROWS.items()}
 
     return statistic
 

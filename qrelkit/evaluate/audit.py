@@ -118,10 +118,10 @@ class Audit(Result):
     reference_evaluation: Evaluation
     resamples: int
     seed: int | None
+    model_qrels: Qrels  # as given, before any map
+    reference_qrels: Qrels
     maps: GradeMaps = NO_MAPS  # applied to the grades before κ and α
     groups: dict[str, list[str]] = field(default_factory=dict)
-    model_qrels: Qrels | None = None  # as given, before any map
-    reference_qrels: Qrels | None = None
     warnings: list[str] = field(default_factory=list)  # sentences for a reader: scale mismatch, too little data
     # What each side's qrels are ("model", "reference" -> name, origin, file, judge run, grading record,
     # sample), as plain data; filled by whoever resolved them (`qrelkit.commands.agree`).
@@ -133,19 +133,9 @@ class Audit(Result):
     reference_decimals: int | None = None  # systems ranked by the reference's means as printed to this many decimals
     coverage: Coverage = field(default_factory=Coverage)  # the pairs each side's rankings read (the reference maybe cut to the judged)
 
-    @property
-    def model_grades(self) -> dict[str, dict[str, int]]:
-        """The model's grades as ``{qid: {docid: grade}}``, before any map (built when asked)."""
-        return self.model_qrels.grades if self.model_qrels is not None else {}
-
-    @property
-    def reference_grades(self) -> dict[str, dict[str, int]]:
-        return self.reference_qrels.grades if self.reference_qrels is not None else {}
-
     def mapped_grades(self) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
         """(model, reference) grades after the maps: what κ and α compared."""
-        model = map_grades(self.model_grades, self.maps.model, "model")
-        return model, map_grades(self.reference_grades, self.maps.reference, "reference")
+        return map_grades(self.model_qrels, self.maps.model, "model"), map_grades(self.reference_qrels, self.maps.reference, "reference")
 
     def summary(self) -> str:
         first = next(iter(self.systems.values()), None)
@@ -158,29 +148,22 @@ class Audit(Result):
     def interval_note_records(self) -> list[dict[str, Any]]:
         """Each interval that should not be read as it stands (its estimate outside it, an extreme
         bias correction, BCa not computable there) as {statistic, name, measure, group, note}."""
-        records = [
-            {"statistic": name, "name": KAPPA_NAMES[name], "measure": None, "group": None, "note": found.note}
-            for name, found in self.labels.intervals.items()
-            if found.note
+        keys = ("statistic", "name", "measure", "group", "note")
+        records: list[tuple[str, str, str | None, str | None, str]] = [
+            (name, KAPPA_NAMES[name], None, None, found.note) for name, found in self.labels.intervals.items() if found.note
         ]
-        for measure, corr in self.systems.items():
-            records += [
-                {"statistic": name, "name": STATISTIC_NAMES[name], "measure": measure, "group": None, "note": note}
-                for name, note in corr.notes.items()
-            ]
-        for group, by_measure in self.bias.items():
-            for measure, bias in by_measure.items():
-                records += [
-                    {
-                        "statistic": f"relative_delta_{side}",
-                        "name": f"Relative Δ toward {group} ({side})",
-                        "measure": measure,
-                        "group": group,
-                        "note": note,
-                    }
-                    for side, note in bias.notes.items()
-                ]
-        return records
+        records += [
+            (name, STATISTIC_NAMES[name], measure, None, note)
+            for measure, corr in self.systems.items()
+            for name, note in corr.notes.items()
+        ]
+        records += [
+            (f"relative_delta_{side}", f"Relative Δ toward {group} ({side})", measure, group, note)
+            for group, by_measure in self.bias.items()
+            for measure, bias in by_measure.items()
+            for side, note in bias.notes.items()
+        ]
+        return [dict(zip(keys, record)) for record in records]
 
     def interval_notes(self) -> list[str]:
         """One sentence per interval that should not be read as it stands, naming the statistic and measure."""
@@ -191,18 +174,15 @@ class Audit(Result):
         return describe_intervals(self.interval, self.level, len(self.queries), self.resamples, self.seed)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (`qrelkit agree --json`)."""
         return audit_to_dict(self)
 
     def to_pandas(self):
         """One row per (run, measure): the run's mean under the model and the reference qrels."""
         from qrelkit.io.results import pandas
 
-        pd = pandas()
-
         model, reference = self.model_evaluation.means(), self.reference_evaluation.means()
         rows = [(run, m, model[run][m], reference[run][m]) for run in self.model_evaluation.runs for m in self.model_evaluation.measures]
-        return pd.DataFrame(rows, columns=["run", "measure", "model", "reference"])
+        return pandas().DataFrame(rows, columns=["run", "measure", "model", "reference"])
 
 
 def _grade_scale(grades: Qrels | dict[str, dict[str, int]], mapping: Mapping[int, int] | None) -> tuple[int, int] | None:

@@ -22,7 +22,7 @@ import numpy as np
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import check_aligned
-from qrelkit.evaluate.bootstrap import Interval, IntervalEstimate, draw_weights, paired_intervals
+from qrelkit.evaluate.bootstrap import Interval, IntervalEstimate, draw_weights, paired_intervals, uniform_weights
 from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, METHOD_NAMES, check_method
 from qrelkit.evaluate.metrics import Evaluation
 from qrelkit.io.groups import run_groups
@@ -132,16 +132,14 @@ def group_bias(
     groups = check_groups(groups, model.runs)
     if weights is None:
         weights = draw_weights(len(model.queries), resamples, seed, method)
-    uniform = np.full((1, len(model.queries)), 1.0 / len(model.queries))
+    uniform = uniform_weights(len(model.queries))
     out: dict[str, dict[str, GroupBias]] = {}
     for name, members in groups.items():
         inside = np.isin(np.array(model.runs), members)
         out[name] = {}
         for measure in model.measures:
             model_matrix, reference_matrix = model.matrix(measure), reference.matrix(measure)
-            means = {
-                side: _delta(uniform @ matrix.T, inside) for side, matrix in (("model", model_matrix), ("reference", reference_matrix))
-            }
+            model_means, reference_means = (_delta(uniform @ matrix.T, inside)[1:] for matrix in (model_matrix, reference_matrix))
             found = paired_intervals(_bias_statistic(model_matrix, reference_matrix, inside), weights, method=method, level=level)
             intervals = {side: interval for side, interval in found.intervals.items() if interval is not None}
             # with resamples but Δ undefined on all of them: an interval of NaN ends (null in JSON), not none at all
@@ -153,8 +151,8 @@ def group_bias(
                 other_runs=int((~inside).sum()),
                 model=found.estimates["model"],
                 reference=found.estimates["reference"],
-                model_means=(float(means["model"][1][0]), float(means["model"][2][0])),
-                reference_means=(float(means["reference"][1][0]), float(means["reference"][2][0])),
+                model_means=(float(model_means[0][0]), float(model_means[1][0])),
+                reference_means=(float(reference_means[0][0]), float(reference_means[1][0])),
                 model_ci95=ends["model"] if len(weights) else None,
                 reference_ci95=ends["reference"] if len(weights) else None,
                 difference_ci95=ends["difference"] if len(weights) else None,

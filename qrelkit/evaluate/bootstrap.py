@@ -95,17 +95,20 @@ def uniform_weights(n_queries: int) -> np.ndarray:
     return np.full((1, n_queries), 1.0 / n_queries)
 
 
-class Interval(NamedTuple):
-    """The two ends of an interval."""
+def finite_values(values: np.ndarray | None) -> np.ndarray:
+    """The values on which a statistic is defined (flattened; none for None)."""
+    values = np.asarray(values if values is not None else [], np.float64).ravel()
+    return values[np.isfinite(values)]
 
+
+class Interval(NamedTuple):
     low: float
     high: float
 
 
 def percentile_interval(values: np.ndarray, level: float = 0.95) -> Interval:
     """Percentile interval of ``values``, ignoring resamples where the statistic is undefined (NaN or inf)."""
-    values = np.asarray(values, np.float64)
-    values = values[np.isfinite(values)]
+    values = finite_values(values)
     if values.size == 0:
         return Interval(math.nan, math.nan)
     tail = (1.0 - level) / 2.0 * 100.0
@@ -175,11 +178,8 @@ def bca_levels(estimate: float, resampled: np.ndarray, jackknife: np.ndarray, le
     if math.isnan(a):
         a = 0.0
     z_alpha = float(ndtri((1.0 - level) / 2.0))
-    ends = []
-    for z in (z_alpha, -z_alpha):
-        shifted = z0 + z
-        ends.append(float(ndtr(z0 + shifted / (1.0 - a * shifted))))
-    return ends[0], ends[1], z0, a
+    low, high = (ndtr(z0 + (z0 + z) / (1.0 - a * (z0 + z))) for z in (z_alpha, -z_alpha))
+    return low, high, z0, a
 
 
 def extreme_bias_note(share: float, z0: float, alpha_low: float, alpha_high: float, values: np.ndarray, low: float, high: float) -> str:
@@ -199,7 +199,7 @@ def extreme_bias_note(share: float, z0: float, alpha_low: float, alpha_high: flo
 
 def bootstrap_interval(
     estimate: float,
-    resampled: np.ndarray,
+    resampled: np.ndarray | None,
     jackknife: np.ndarray | None = None,
     *,
     method: str = DEFAULT_METHOD,
@@ -210,16 +210,14 @@ def bootstrap_interval(
     None when the statistic is undefined on every resample. Non-finite resampled or jackknife
     values (the statistic undefined there) are left out and counted in ``resamples``."""
     method = check_method(method)
-    values = np.asarray(resampled, np.float64).ravel()
-    values = values[np.isfinite(values)]
+    values = finite_values(resampled)
     if values.size == 0:
         return None
     estimate = float(estimate)
     if method == "percentile":
         low, high = percentile_interval(values, level)
         return IntervalEstimate(low, high, "percentile", level, int(values.size), _outside_note(estimate, low, high, "percentile", level))
-    jack = np.asarray(jackknife if jackknife is not None else [], np.float64).ravel()
-    jack = jack[np.isfinite(jack)]
+    jack = finite_values(jackknife)
     reason = None
     if not math.isfinite(estimate):
         reason = "the estimate itself is undefined"
@@ -262,20 +260,14 @@ def subsample_counts(n_queries: int, resamples: int, seed: int | None = 0) -> np
     return counts
 
 
-def subsample_weights(n_queries: int, resamples: int, seed: int | None = 0) -> np.ndarray:
-    """:func:`subsample_counts` as means: a row times a per-query vector is that half-sample's mean."""
-    return subsample_counts(n_queries, resamples, seed) / half_sample_size(n_queries)
-
-
-def subsampling_interval(estimate: float, subsampled: np.ndarray, n_queries: int, level: float = 0.95) -> IntervalEstimate | None:
+def subsampling_interval(estimate: float, subsampled: np.ndarray | None, n_queries: int, level: float = 0.95) -> IntervalEstimate | None:
     """The m-out-of-n subsampling interval (Politis and Romano, Annals of Statistics 1994) from
     half-samples drawn without replacement: the spread of θ*_m − θ̂ stands in for θ̂ − θ, scaled by
     √(m/(n−m)), the ratio of a mean's standard error over n queries to its spread over m of the n
     (sampling without replacement); [θ̂ − c(q_hi − θ̂), θ̂ − c(q_lo − θ̂)]. With m = n/2 the scale is 1
     and the half-samples' bias against θ̂ equals θ̂'s own first-order bias, so the interval moves
     away from the side resampling biases toward (where BCa's correction rests on a few resamples)."""
-    values = np.asarray(subsampled, np.float64).ravel()
-    values = values[np.isfinite(values)]
+    values = finite_values(subsampled)
     estimate = float(estimate)
     if values.size == 0 or not math.isfinite(estimate):
         return None
@@ -290,17 +282,16 @@ def jackknife_interval(estimate: float, jackknife: np.ndarray, level: float = 0.
     """θ̂ ± z·SE with the jackknife's standard error √((n−1)/n · Σ (θ_(i) − θ̄_(·))²) (Efron and
     Tibshirani 1993, 11.5), over the n queries (or groups of queries) left out one at a time. No
     resampling: the interval is the same for every seed, and it always holds its estimate."""
-    given = np.asarray(jackknife, np.float64).ravel()
-    values = given[np.isfinite(given)]
+    values = finite_values(jackknife)
     estimate = float(estimate)
     if values.size < 2 or not math.isfinite(estimate):
         return None
     n = values.size
     error = math.sqrt((n - 1) / n * float(np.sum((values - values.mean()) ** 2)))
     z = -ndtri((1.0 - level) / 2.0)
-    undefined = given.size - n
+    undefined = np.size(jackknife) - n
     note = (
-        f"the statistic is undefined with {undefined} of {given.size} queries left out: the jackknife rests on the other {n}"
+        f"the statistic is undefined with {undefined} of {np.size(jackknife)} queries left out: the jackknife rests on the other {n}"
         if undefined
         else None
     )
@@ -320,32 +311,31 @@ def interval_of(
     (:func:`draw_weights`: bootstrap resamples, or half-samples for subsampling) and its jackknife
     values; ends beyond the statistic's ``bounds`` (a correlation's [−1, 1]) are cut back to them."""
     method = check_method(method)
-    none = np.zeros(0)
     if method == "jackknife":
-        found = jackknife_interval(estimate, jackknife if jackknife is not None else none, level)
+        found = jackknife_interval(estimate, np.zeros(0) if jackknife is None else jackknife, level)
     elif method == "subsampling":
-        found = subsampling_interval(estimate, resampled if resampled is not None else none, n_queries, level)
+        found = subsampling_interval(estimate, resampled, n_queries, level)
     else:
-        found = bootstrap_interval(estimate, resampled if resampled is not None else none, jackknife, method=method, level=level)
+        found = bootstrap_interval(estimate, resampled, jackknife, method=method, level=level)
     if found is None or bounds is None:
         return found
     low, high = max(found.low, bounds[0]), min(found.high, bounds[1])
     return found if (low, high) == (found.low, found.high) else dataclasses.replace(found, low=low, high=high)
 
 
-def draw_weights(n_queries: int, resamples: int, seed: int | None = 0, method: str = DEFAULT_METHOD) -> np.ndarray:
-    """The draws an interval method reads: half-samples for subsampling, bootstrap resamples for
-    the others (the jackknife needs none, but the same draws keep every output's resamples alike)."""
-    if check_method(method) == "subsampling":
-        return subsample_weights(n_queries, resamples, seed)
-    return resample_weights(n_queries, resamples, seed)
-
-
 def draw_counts(n_queries: int, resamples: int, seed: int | None = 0, method: str = DEFAULT_METHOD) -> np.ndarray:
-    """:func:`draw_weights` as multiplicities (for statistics of multisets of items, FD)."""
+    """The draws an interval method reads, as multiplicities (for statistics of multisets of items,
+    FD): half-samples for subsampling, bootstrap resamples for the others (the jackknife needs none,
+    but the same draws keep every output's resamples alike)."""
     if check_method(method) == "subsampling":
         return subsample_counts(n_queries, resamples, seed)
     return resample_counts(n_queries, resamples, seed)
+
+
+def draw_weights(n_queries: int, resamples: int, seed: int | None = 0, method: str = DEFAULT_METHOD) -> np.ndarray:
+    """:func:`draw_counts` as means: a row times a per-query vector is that draw's mean."""
+    drawn = half_sample_size(n_queries) if check_method(method) == "subsampling" else n_queries
+    return draw_counts(n_queries, resamples, seed, method) / drawn
 
 
 def describe_intervals(method: str, level: float, n_queries: int, resamples: int, seed: int | None) -> str:
@@ -404,23 +394,10 @@ def paired_intervals(
 
 
 @dataclass(frozen=True)
-class BootstrapSummary:
-    """Mean and interval of a statistic's resampled values."""
+class BootstrapSummary(IntervalEstimate):
+    """An interval with the mean of the statistic's resampled values."""
 
-    mean: float
-    interval: Interval
-    resamples: int  # resamples on which the statistic is defined
-    level: float = 0.95
-    method: str = "percentile"  # as printed: "BCa" or "percentile"
-    note: str | None = None
-
-    @property
-    def low(self) -> float:
-        return self.interval.low
-
-    @property
-    def high(self) -> float:
-        return self.interval.high
+    mean: float = math.nan
 
 
 def summarize(
@@ -435,8 +412,7 @@ def summarize(
     """None when the statistic is undefined on every resample. The percentile interval unless
     ``method`` says otherwise: 'bca' and 'jackknife' need the ``estimate`` and the ``jackknife``
     values, 'subsampling' the estimate and ``n_queries`` (``values`` are then its half-samples)."""
-    values = np.asarray(values, np.float64)
-    finite = values[np.isfinite(values)]
+    finite = finite_values(values)
     if finite.size == 0:
         return None
     method = check_method(method)
@@ -449,7 +425,7 @@ def summarize(
     if found is None and method == "jackknife":  # the estimate or the jackknife undefined: say so, give the percentile interval
         low, high = percentile_interval(finite, level)
         note = "no jackknife interval (the estimate or the jackknife is undefined): the percentile interval is given"
-        return BootstrapSummary(float(finite.mean()), Interval(low, high), int(finite.size), level, "percentile", note)
+        return BootstrapSummary(low, high, "percentile", level, int(finite.size), note, mean=float(finite.mean()))
     if found is None:
         return None
-    return BootstrapSummary(float(finite.mean()), found.interval, found.resamples, level, found.method, found.note)
+    return BootstrapSummary(found.low, found.high, found.method, level, found.resamples, found.note, mean=float(finite.mean()))

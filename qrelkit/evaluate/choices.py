@@ -14,8 +14,7 @@ DEFAULT_RESAMPLES = 1000  # bootstrap resamples of the queries, for every interv
 DEFAULT_PERMUTATIONS = 1000  # random swaps of a paired randomisation test
 METHODS = ("jackknife", "bca", "percentile", "subsampling")
 # The default: of the four, the one whose coverage came nearest 95% on DL-shaped simulated tracks
-# (benchmarks/bench_interval_coverage.py; docs/audit.md has the table): the jackknife's intervals of τ-b
-# and τ_AP covered 98.5-100%, the bootstrap's 30-97% (BCa's 70-84%), and every method's κ 93-94%.
+# (the figures: `qrelkit.evaluate.bootstrap`'s docstring, docs/audit.md; benchmarks/bench_interval_coverage.py).
 DEFAULT_METHOD = "jackknife"
 METHOD_NAMES = {"jackknife": "jackknife", "bca": "BCa", "percentile": "percentile", "subsampling": "subsampling"}
 NEEDS_JACKKNIFE = ("bca", "jackknife")

@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.agreement import kendall_tau_b_rows, printed, tau_ap_rows
+from qrelkit.evaluate.agreement import in_chunks, kendall_tau_b_rows, printed, tau_ap_rows
 from qrelkit.evaluate.audit import Audit, audit, measure_pairs
-from qrelkit.evaluate.bootstrap import IntervalEstimate, draw_weights, paired_intervals, uniform_weights
+from qrelkit.evaluate.bootstrap import IntervalEstimate, draw_weights, finite_values, paired_intervals, uniform_weights
 from qrelkit.evaluate.choices import (
     DEFAULT_MEASURES,
     DEFAULT_METHOD,
@@ -68,7 +68,6 @@ from qrelkit.io import Qrels, Run
 
 TEST_NAME = "paired randomisation test over queries (two-sided)"
 DIFFERENCE_NAMES = {"kendall_tau": "Δτ", "tau_ap": "Δτ_AP", "cohen_kappa": "Δκ"}
-ROWS_PER_CHUNK = 2000  # orderings at a time: τ-b and τ_AP hold rows × runs² values
 
 
 @dataclass(frozen=True)
@@ -123,14 +122,6 @@ class Comparison:
         return 1.0 - self.level
 
 
-def _chunked(function: Callable[[np.ndarray, np.ndarray], np.ndarray], truth: np.ndarray, estimate: np.ndarray) -> np.ndarray:
-    """``function`` on rows of ``truth`` and ``estimate`` a chunk at a time (one row of ``truth``
-    stands for all)."""
-    starts = range(0, max(len(estimate), 1), ROWS_PER_CHUNK)
-    fixed = len(truth) == 1
-    return np.concatenate([function(truth if fixed else truth[s : s + ROWS_PER_CHUNK], estimate[s : s + ROWS_PER_CHUNK]) for s in starts])
-
-
 RANKING = {"kendall_tau": kendall_tau_b_rows, "tau_ap": tau_ap_rows}
 
 
@@ -144,10 +135,6 @@ def _on(evaluation: Any, measure: str, queries: list[str]) -> np.ndarray:
         return matrix
     position = {q: i for i, q in enumerate(evaluation.queries)}
     return np.ascontiguousarray(matrix[:, [position[q] for q in queries]])
-
-
-def _restricted(grades: dict[str, dict[str, int]], queries: list[str]) -> dict[str, dict[str, int]]:
-    return {q: grades[q] for q in queries if q in grades}
 
 
 class RowCache:
@@ -164,13 +151,9 @@ class RowCache:
         """A judge's pairs shared with the reference on ``queries``, mapped: built from its grades once
         per comparison (κ's bootstrap and the randomisation test of each of its pairs read them)."""
         key = (audit_.model_name, tuple(queries))
-        if key not in self.shared:
-            if audit_.model_qrels is not None and audit_.reference_qrels is not None:  # in columns: a judge may hold millions of pairs
-                model, reference = restricted(audit_.model_qrels, queries), restricted(audit_.reference_qrels, queries)
-                self.shared[key] = mapped_pairs(model, reference, maps)
-            else:
-                model_grades = _restricted(audit_.model_grades, queries)
-                self.shared[key] = mapped_pairs(model_grades, _restricted(audit_.reference_grades, queries), maps)
+        if key not in self.shared:  # in columns: a judge may hold millions of pairs
+            model, reference = restricted(audit_.model_qrels, queries), restricted(audit_.reference_qrels, queries)
+            self.shared[key] = mapped_pairs(model, reference, maps)
         return self.shared[key]
 
     def kappa_statistic(self, audit_: Audit, queries: list[str], maps: GradeMaps) -> Callable[[np.ndarray], dict[str, np.ndarray]]:
@@ -200,16 +183,18 @@ class _Pair:
         self.cache = cache or RowCache()
         self.queries_key = tuple(queries)
         self.decimals = first.reference_decimals  # the reference's means as printed, as in each judge's own τ
-        self.matrices: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        for measure in measures:
-            a, b = _on(first.model_evaluation, measure, queries), _on(second.model_evaluation, measure, queries)
-            self.matrices[measure] = (_on(first.reference_evaluation, measure, queries), a, b)
+        # measure -> the runs × queries matrices of (the reference, the first judge, the second)
+        evaluations = (first.reference_evaluation, first.model_evaluation, second.model_evaluation)
+        self.matrices = {measure: tuple(_on(found, measure, queries) for found in evaluations) for measure in measures}
         # Δκ only where both judges' κ is computed (grades on one scale: `labels.kappa_scale_problem`)
         self.with_kappa = first.labels.not_computed is None and second.labels.not_computed is None
         if self.with_kappa:
             shared = [self.cache.shared_pairs(audit_, queries, maps) for audit_ in (first, second)]
             self.kappa_a, self.kappa_b = (self.cache.kappa_statistic(audit_, queries, maps) for audit_ in (first, second))
-            self.confusion_a, self.confusion_b, self.labels = _confusions(shared, queries)
+            # both judges' per-query confusions (Q, L·L) on one label set, the union of both: unweighted κ
+            # does not change with a label neither side uses
+            self.labels = grade_range(*[p.reference for p in shared], *[p.model for p in shared])
+            self.confusion_a, self.confusion_b = (per_query_confusions(found, queries, self.labels) for found in shared)
 
     def _truth(self, measure: str, reference: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return self.cache.get(("reference", self.queries_key, measure), weights, lambda: printed(weights @ reference.T, self.decimals))
@@ -217,7 +202,7 @@ class _Pair:
     def _rows(self, judge: str, name: str, measure: str, weights: np.ndarray, truth: np.ndarray, matrix: np.ndarray) -> np.ndarray:
         """One judge's τ (or τ_AP) per row of ``weights``, scored once per comparison."""
         function = RANKING[name]
-        return self.cache.get((judge, name, self.queries_key, measure), weights, lambda: _chunked(function, truth, weights @ matrix.T))
+        return self.cache.get((judge, name, self.queries_key, measure), weights, lambda: in_chunks(function, truth, weights @ matrix.T))
 
     def statistic(self, weights: np.ndarray) -> dict[str, np.ndarray]:
         """Query weights (rows, Q) -> every difference first − second, per row."""
@@ -241,7 +226,7 @@ class _Pair:
             truth = printed(uniform_weights(n) @ reference.T, self.decimals)  # one row: the same for every swap
             first, second = keep @ a.T + swap @ b.T, swap @ a.T + keep @ b.T
             for name, function in RANKING.items():
-                out[f"{name}|{measure}"] = _chunked(function, truth, first) - _chunked(function, truth, second)
+                out[f"{name}|{measure}"] = in_chunks(function, truth, first) - in_chunks(function, truth, second)
         if not self.with_kappa:
             return out
         size = len(self.labels)
@@ -251,20 +236,11 @@ class _Pair:
         return out
 
 
-def _confusions(pairs: list[SharedPairs], queries: list[str]) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Per-query confusion matrices (Q, L·L) of both judges against the reference on one label set
-    (the union of both: unweighted κ does not change with a label neither side uses)."""
-    labels = grade_range(*[p.reference for p in pairs], *[p.model for p in pairs])
-    first_counts, second_counts = (per_query_confusions(found, queries, labels) for found in pairs)
-    return first_counts, second_counts, labels
-
-
 def randomisation_p_values(observed: dict[str, float], null: dict[str, np.ndarray]) -> dict[str, float | None]:
     """Two-sided p = (1 + #{|Δ*| ≥ |Δ|}) / (1 + defined swaps); swaps where Δ* is undefined are left out."""
     out: dict[str, float | None] = {}
     for name, value in observed.items():
-        values = np.asarray(null[name], np.float64)
-        values = values[np.isfinite(values)]
+        values = finite_values(null[name])
         if not math.isfinite(value) or values.size == 0:
             out[name] = None
             continue
@@ -306,7 +282,10 @@ def paired_differences(
             f"({first.model_name} covers {len(first.queries)}, {second.model_name} {len(second.queries)}), so they are not "
             "the plain difference of the two rows above"
         )
-    if measures and not same_reference(first, second, queries, measures):
+    # both judges' systems ranked against one reference ranking? (not so when one's reference is cut
+    # to a sample it judged: `qrelkit.evaluate.coverage`)
+    ours, theirs = first.reference_evaluation, second.reference_evaluation
+    if not all(np.array_equal(_on(ours, m, queries), _on(theirs, m, queries), equal_nan=True) for m in measures):
         note = "; ".join(filter(None, [note, different_reference_note(first, second)]))
         measures = []  # Δκ still: κ reads the shared pairs either way
     pair = _Pair(first, second, queries, measures, maps, cache)
@@ -319,29 +298,9 @@ def paired_differences(
     out = []
     for key, estimate in found.estimates.items():
         statistic, measure = key.split("|")
-        out.append(
-            PairedDifference(
-                first.model_name,
-                second.model_name,
-                statistic,
-                measure or None,
-                estimate,
-                found.intervals.get(key),
-                p_values[key],
-                len(queries),
-                permutations,
-            )
-        )
+        interval, p_value = found.intervals.get(key), p_values[key]
+        out.append(PairedDifference(*pair.names, statistic, measure or None, estimate, interval, p_value, len(queries), permutations))
     return out, note
-
-
-def same_reference(first: Audit, second: Audit, queries: list[str], measures: list[str]) -> bool:
-    """Whether both judges' systems are ranked against one reference ranking on ``queries`` (not so
-    when one's reference is cut to a sample it judged: `qrelkit.evaluate.coverage`)."""
-    return all(
-        np.array_equal(_on(first.reference_evaluation, m, queries), _on(second.reference_evaluation, m, queries), equal_nan=True)
-        for m in measures
-    )
 
 
 def different_reference_note(first: Audit, second: Audit) -> str:
@@ -456,20 +415,12 @@ def compare_judges(
     names = [name for name in names if name in audits]
     differences: list[PairedDifference] = []
     notes: list[str] = []
+    settings: dict[str, Any] = dict(
+        measures=keys, maps=maps, resamples=resamples, permutations=permutations, seed=seed, method=method, level=level
+    )
     cache = RowCache()
     for a, b in pairs_to_compare(names, baseline):
-        found, note = paired_differences(
-            audits[a],
-            audits[b],
-            measures=keys,
-            maps=maps,
-            resamples=resamples,
-            permutations=permutations,
-            seed=seed,
-            method=method,
-            level=level,
-            cache=cache,
-        )
+        found, note = paired_differences(audits[a], audits[b], **settings, cache=cache)
         differences += found
         notes += [note] if note else []
     notes += indistinguishable_notes(differences, 1.0 - level, level)

@@ -34,6 +34,7 @@ from functools import lru_cache
 import numpy as np
 
 from qrelkit.errors import QrelkitError
+from qrelkit.evaluate.measures import parse_flag, parse_number
 from qrelkit.evaluate.ranked import JudgedPairs, RankedRun
 
 DEPTH = 1000  # the authors' depth of the RBO sum
@@ -57,14 +58,6 @@ class Compatibility:
         return True
 
 
-def _flag(value: str, name: str) -> bool:
-    if value in ("True", "true", "1"):
-        return True
-    if value in ("False", "false", "0"):
-        return False
-    raise QrelkitError(f"measure {name!r}: normalize must be True or False, found {value!r}")
-
-
 def compatibility_measure(name: str) -> Compatibility | None:
     """The measure ``name`` spells if it is compatibility (`Compat`, `Compat(p=0.9)`,
     `Compat(p=0.9,normalize=False)`, ir_measures' syntax), else None."""
@@ -78,12 +71,9 @@ def compatibility_measure(name: str) -> Compatibility | None:
         if found is None:
             raise QrelkitError(f"measure {name!r}: {item.strip()!r} is not p=NUMBER or normalize=True|False")
         if found["key"] == "p":
-            try:
-                p = float(found["value"])
-            except ValueError:
-                raise QrelkitError(f"measure {name!r}: p must be a number, found {found['value']!r}") from None
+            p = parse_number(found["value"], "p", name)
         else:
-            normalize = _flag(found["value"], name)
+            normalize = parse_flag(found["value"], "normalize", name)
     if not 0.0 < p < 1.0:
         raise QrelkitError(f"measure {name!r}: the persistence p must lie strictly between 0 and 1, found {p:g}")
     return Compatibility(p, normalize)
@@ -133,7 +123,7 @@ def _ideal_positions(ranked: RankedRun, pairs: JudgedPairs, relevant: np.ndarray
 
 def compatibility(ranked: RankedRun, pairs: JudgedPairs, measure: Compatibility) -> np.ndarray:
     """(Q,) compatibility of one run over ``pairs.queries``; ``ranked`` must be the run in the
-    authors' order (score descending, ties by docid ascending: `rank_run_by_docid_ascending`)."""
+    authors' order (score descending, ties by docid ascending: `rank_run(..., docid_ascending=True)`)."""
     tail, ideal, weight_sum = _tails(measure.p)
     relevant = ranked.grade > 0
     run_position = ranked.rank[relevant] - 1

@@ -18,6 +18,7 @@ import numpy as np
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.agreement import kendall_tau_b, spearman_rho, tau_ap
+from qrelkit.evaluate.labels import finite_or_none
 from qrelkit.io.results import Result
 
 CORRELATIONS = {"kendall_tau": kendall_tau_b, "spearman_rho": spearman_rho, "tau_ap": tau_ap}
@@ -48,7 +49,9 @@ class RankCorrelations(Result):
             "runs": len(self.runs),
             "queries": self.queries,
             "correlations": {
-                name: {row: {col: _number(matrix[i, j]) for j, col in enumerate(self.orderings)} for i, row in enumerate(self.orderings)}
+                name: {
+                    row: {col: finite_or_none(matrix[i, j]) for j, col in enumerate(self.orderings)} for i, row in enumerate(self.orderings)
+                }
                 for name, matrix in self.matrices.items()
             },
             "tau_ap_rows_are_the_truth": True,
@@ -60,19 +63,13 @@ class RankCorrelations(Result):
         """One row per (statistic, row ordering, column ordering, value); pandas is optional."""
         from qrelkit.io.results import pandas
 
-        pd = pandas()
-
         rows = [
             (name, row, col, float(matrix[i, j]))
             for name, matrix in self.matrices.items()
             for i, row in enumerate(self.orderings)
             for j, col in enumerate(self.orderings)
         ]
-        return pd.DataFrame(rows, columns=["statistic", "ordering", "against", "value"])
-
-
-def _number(value: float) -> float | None:
-    return None if np.isnan(value) else float(value)
+        return pandas().DataFrame(rows, columns=["statistic", "ordering", "against", "value"])
 
 
 def rank_correlations(scores: dict[str, dict[str, float]], *, queries: int = 0, notes: list[str] | None = None) -> RankCorrelations:
@@ -85,13 +82,10 @@ def rank_correlations(scores: dict[str, dict[str, float]], *, queries: int = 0, 
     if len(runs) < 3:
         raise QrelkitError(f"rank correlations need at least 3 runs scored by every ordering, got {len(runs)}")
     vectors = {label: np.array([scores[label][run] for run in runs], np.float64) for label in orderings}
-    matrices = {}
-    for name, function in CORRELATIONS.items():
-        matrix = np.empty((len(orderings), len(orderings)))
-        for i, row in enumerate(orderings):
-            for j, column in enumerate(orderings):
-                matrix[i, j] = function(vectors[row], vectors[column])
-        matrices[name] = matrix
+    matrices = {
+        name: np.array([[function(vectors[row], vectors[column]) for column in orderings] for row in orderings])
+        for name, function in CORRELATIONS.items()
+    }
     notes = list(notes or []) + tie_notes(orderings, vectors, matrices["tau_ap"])
     return RankCorrelations(
         orderings, runs, {label: {run: scores[label][run] for run in runs} for label in orderings}, matrices, queries, notes

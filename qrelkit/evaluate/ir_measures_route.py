@@ -62,11 +62,6 @@ def ir_measures_measure(name: str) -> Any:
     return measure
 
 
-def _all_negative(grades: dict[str, dict[str, int]]) -> set[str]:
-    """Queries of the qrels whose every judgment is negative (none judged, in trec_eval's reading)."""
-    return {qid for qid, judged in grades.items() if judged and max(judged.values()) < 0}
-
-
 class IrMeasuresScorer:
     """The measures not computed here, one ir_measures evaluator each: ir_measures 0.4 can mix up
     measures of one family that differ only in parameters (nDCG@10 next to nDCG(gains=...)@10)
@@ -77,7 +72,8 @@ class IrMeasuresScorer:
         import ir_measures
 
         self.position = {qid: i for i, qid in enumerate(queries)}
-        self.left_out = _all_negative(grades)
+        # queries whose every judgment is negative (none judged, in trec_eval's reading)
+        self.left_out = {qid for qid, judged in grades.items() if judged and max(judged.values()) < 0}
         # Queries go to the providers as numbers (1, 2, ...): gdeval, behind ERR@k, reads no other query id
         self.alias = {qid: str(i) for i, qid in enumerate((q for q in grades if q not in self.left_out), start=1)}
         self.named = {alias: qid for qid, alias in self.alias.items()}

@@ -143,12 +143,15 @@ def confusion_matrix(reference, model, labels: list[int] | None = None) -> np.nd
     """Counts: rows are reference grades, columns model grades, both in ``labels`` order."""
     reference, model = np.asarray(reference, np.int64), np.asarray(model, np.int64)
     labels = labels if labels is not None else grade_range(reference, model)
-    index = {label: i for i, label in enumerate(labels)}
     counts = np.zeros((len(labels), len(labels)), dtype=np.int64)
-    rows = np.array([index[g] for g in reference.tolist()], dtype=np.int64)
-    cols = np.array([index[g] for g in model.tolist()], dtype=np.int64)
-    np.add.at(counts, (rows, cols), 1)
+    np.add.at(counts, (_places(labels, reference.tolist()), _places(labels, model.tolist())), 1)
     return counts
+
+
+def _places(keys: list, values: list) -> np.ndarray:
+    """Each of ``values``' place in ``keys``."""
+    index = {key: i for i, key in enumerate(keys)}
+    return np.array([index[value] for value in values], dtype=np.int64)
 
 
 def _disagreement_weights(n_labels: int, weights: str | None) -> np.ndarray:
@@ -164,16 +167,9 @@ def _disagreement_weights(n_labels: int, weights: str | None) -> np.ndarray:
 
 
 def cohen_kappa(reference, model, weights: str | None = None) -> float:
-    """Cohen's κ = 1 − Σ w·observed / Σ w·expected; ``weights`` None, 'linear' or 'quadratic'."""
-    counts = confusion_matrix(reference, model).astype(np.float64)
-    if counts.sum() == 0:
-        return math.nan
-    weight = _disagreement_weights(len(counts), weights)
-    expected = np.outer(counts.sum(axis=1), counts.sum(axis=0)) / counts.sum()
-    disagreement_expected = float((weight * expected).sum())
-    if disagreement_expected == 0:
-        return math.nan  # both sides used one and the same grade: agreement beyond chance is undefined
-    return 1.0 - float((weight * counts).sum()) / disagreement_expected
+    """Cohen's κ = 1 − Σ w·observed / Σ w·expected; ``weights`` None, 'linear' or 'quadratic'. NaN
+    when both sides used one and the same grade (agreement beyond chance is undefined) or none."""
+    return float(kappa_rows(confusion_matrix(reference, model)[None], weights)[0])
 
 
 def kappa_rows(confusions: np.ndarray, weights: str | None = None) -> np.ndarray:
@@ -228,6 +224,7 @@ def krippendorff_alpha(reliability_data, level: str = "ordinal") -> float:
     return float(1.0 - (n - 1.0) * float((coincidence * delta).sum()) / expected)
 
 
+KAPPAS = {"cohen_kappa": None, "cohen_kappa_linear": "linear", "cohen_kappa_quadratic": "quadratic"}  # κ -> its weights
 KAPPA_NAMES = {
     "cohen_kappa": "Cohen's κ",
     "cohen_kappa_linear": "Cohen's κ, linear weights",
@@ -268,12 +265,9 @@ class LabelAgreement(Result):
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (the `labels` part of `qrelkit agree --json`); an undefined statistic is null, never NaN."""
+        statistics = (*KAPPAS, "krippendorff_alpha_ordinal", "exact_agreement")
         out: dict[str, Any] = {
-            "cohen_kappa": finite_or_none(self.cohen_kappa),
-            "cohen_kappa_linear": finite_or_none(self.cohen_kappa_linear),
-            "cohen_kappa_quadratic": finite_or_none(self.cohen_kappa_quadratic),
-            "krippendorff_alpha_ordinal": finite_or_none(self.krippendorff_alpha_ordinal),
-            "exact_agreement": finite_or_none(self.exact_agreement),
+            **{name: finite_or_none(getattr(self, name)) for name in statistics},
             "confusion": {"rows": "reference", "columns": "model", "labels": self.labels, "matrix": self.confusion.tolist()},
         }
         if self.not_computed is not None:
@@ -320,25 +314,6 @@ def mapped_pairs(model: Grades | Qrels, reference: Grades | Qrels, maps: GradeMa
     return shared_pairs(map_grades(model, maps.model, "model"), map_grades(reference, maps.reference, "reference"), scored=scored)
 
 
-def _not_computed(pairs: SharedPairs, rel_level: int | None, reason: str) -> LabelAgreement:
-    nan = math.nan
-    return LabelAgreement(
-        reference_pairs=pairs.reference_total,
-        model_pairs=pairs.model_total,
-        shared_pairs=len(pairs.qids),
-        labels=[],
-        confusion=np.zeros((0, 0), np.int64),
-        exact_agreement=nan,
-        cohen_kappa=nan,
-        cohen_kappa_linear=nan,
-        cohen_kappa_quadratic=nan,
-        krippendorff_alpha_ordinal=nan,
-        rel_level=rel_level,
-        cohen_kappa_binary=None if rel_level is None else nan,
-        not_computed=reason,
-    )
-
-
 def agreement_of(pairs: SharedPairs, rel_level: int | None = None) -> LabelAgreement:
     """`label_agreement` on pairs already shared and mapped; κ and α not computed (and why) where
     the grades are not on one scale (`kappa_scale_problem`)."""
@@ -347,14 +322,18 @@ def agreement_of(pairs: SharedPairs, rel_level: int | None = None) -> LabelAgree
             f"the model qrels ({pairs.model_total} pairs) and the reference qrels ({pairs.reference_total} pairs) "
             "share no (qid, docid) pair: are they for the same topics and collection?"
         )
+    counts: dict[str, Any] = dict(reference_pairs=pairs.reference_total, model_pairs=pairs.model_total, shared_pairs=len(pairs.qids))
     problem = kappa_scale_problem(pairs)
     if problem is not None:
-        return _not_computed(pairs, rel_level, problem)
+        undefined: dict[str, Any] = dict.fromkeys(("exact_agreement", *KAPPAS, "krippendorff_alpha_ordinal"), math.nan)
+        binary = None if rel_level is None else math.nan
+        empty = np.zeros((0, 0), np.int64)
+        return LabelAgreement(
+            **counts, labels=[], confusion=empty, **undefined, rel_level=rel_level, cohen_kappa_binary=binary, not_computed=problem
+        )
     labels = grade_range(pairs.reference, pairs.model)
     return LabelAgreement(
-        reference_pairs=pairs.reference_total,
-        model_pairs=pairs.model_total,
-        shared_pairs=len(pairs.qids),
+        **counts,
         labels=labels,
         confusion=confusion_matrix(pairs.reference, pairs.model, labels),
         exact_agreement=float((pairs.reference == pairs.model).mean()),
@@ -367,24 +346,12 @@ def agreement_of(pairs: SharedPairs, rel_level: int | None = None) -> LabelAgree
     )
 
 
-KAPPAS = {"cohen_kappa": None, "cohen_kappa_linear": "linear", "cohen_kappa_quadratic": "quadratic"}
-
-
 def per_query_confusions(pairs: SharedPairs, queries: list[str], labels: list[int]) -> np.ndarray:
     """Each query's confusion counts (reference grade × model grade over ``labels``) as the rows of a
     (Q, L·L) matrix: a resample's weights @ it is the resample's confusion matrix."""
-    index = {label: i for i, label in enumerate(labels)}
-    position = {qid: i for i, qid in enumerate(queries)}
     per_query = np.zeros((len(queries), len(labels), len(labels)))
-    np.add.at(
-        per_query,
-        (
-            np.array([position[q] for q in pairs.qids], dtype=np.int64),
-            np.array([index[g] for g in pairs.reference.tolist()], dtype=np.int64),
-            np.array([index[g] for g in pairs.model.tolist()], dtype=np.int64),
-        ),
-        1.0,
-    )
+    places = (_places(queries, pairs.qids), _places(labels, pairs.reference.tolist()), _places(labels, pairs.model.tolist()))
+    np.add.at(per_query, places, 1.0)
     return per_query.reshape(len(queries), -1)
 
 

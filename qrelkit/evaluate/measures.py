@@ -37,28 +37,19 @@ from qrelkit.evaluate.ranked import Gains, JudgedPairs, RankedRun, divide, gain_
 _NAME = re.compile(r"(?P<family>[A-Za-z_][A-Za-z0-9_]*)(?:\((?P<params>[^()]*)\))?(?:@(?P<at>[0-9.eE+-]+))?")
 _PARAM = re.compile(r"\s*(?P<key>[a-z_]+)\s*=\s*(?P<value>\{[^{}]*\}|[^,]+?)\s*(?:,|$)")
 
+_REL, _REL_JUDGED = frozenset({"rel"}), frozenset({"rel", "judged_only"})
 # family -> (what @ holds: "cutoff" (an integer >= 1), "recall" (0..1) or None; @ required; parameters taken)
 _FAMILIES: dict[str, tuple[str | None, bool, frozenset[str]]] = {
     "nDCG": ("cutoff", False, frozenset({"judged_only", "gains", "dcg"})),
-    "AP": ("cutoff", False, frozenset({"rel", "judged_only"})),
-    "RR": (None, False, frozenset({"rel", "judged_only"})),
-    "P": ("cutoff", True, frozenset({"rel", "judged_only"})),
-    "R": ("cutoff", True, frozenset({"rel", "judged_only"})),
+    "AP": ("cutoff", False, _REL_JUDGED),
     "Judged": ("cutoff", True, frozenset()),
-    "Rprec": (None, False, frozenset({"rel", "judged_only"})),
-    "Bpref": (None, False, frozenset({"rel"})),
-    "NumRet": (None, False, frozenset({"rel"})),
-    "NumRelRet": (None, False, frozenset({"rel"})),
-    "NumRel": (None, False, frozenset({"rel"})),
     "NumQ": (None, False, frozenset()),
-    "IPrec": ("recall", True, frozenset({"rel", "judged_only"})),
-    "Success": ("cutoff", True, frozenset({"rel", "judged_only"})),
+    "IPrec": ("recall", True, _REL_JUDGED),
     "SetP": (None, False, frozenset({"rel", "judged_only", "relative"})),
-    "SetRelP": (None, False, frozenset({"rel", "judged_only"})),
-    "SetR": (None, False, frozenset({"rel"})),
     "SetF": (None, False, frozenset({"rel", "judged_only", "beta"})),
-    "SetAP": (None, False, frozenset({"rel", "judged_only"})),
-    "infAP": (None, False, frozenset({"rel"})),
+    **dict.fromkeys(("P", "R", "Success"), ("cutoff", True, _REL_JUDGED)),
+    **dict.fromkeys(("RR", "Rprec", "SetRelP", "SetAP"), (None, False, _REL_JUDGED)),
+    **dict.fromkeys(("Bpref", "NumRet", "NumRelRet", "NumRel", "SetR", "infAP"), (None, False, _REL)),
 }
 CUTOFF_BELOW_ONE = "a cut-off must be at least 1 (trec_eval refuses {k} too: 'Negative cutoff detected')"
 
@@ -77,7 +68,7 @@ class Measure:
     params: tuple[float, ...] = ()
 
 
-def _flag(value: str, key: str, name: str) -> bool:
+def parse_flag(value: str, key: str, name: str) -> bool:
     if value in ("True", "true", "1"):
         return True
     if value in ("False", "false", "0"):
@@ -102,7 +93,7 @@ def parse_gains(items: list[str], separator: str, name: str) -> Gains:
     return tuple(sorted(dict(pairs).items()))
 
 
-def _params(text: str, allowed: frozenset[str], name: str) -> dict[str, str] | None:
+def _params(text: str, allowed: frozenset[str]) -> dict[str, str] | None:
     """The ``key=value`` parameters, or None when one is not a parameter computed here."""
     found: dict[str, str] = {}
     rest = text.strip()
@@ -115,9 +106,9 @@ def _params(text: str, allowed: frozenset[str], name: str) -> dict[str, str] | N
     return found
 
 
-def _at(family: str, kind: str, text: str, name: str) -> int | float:
+def _at(kind: str, text: str, name: str) -> int | float:
     if kind == "recall":
-        recall = _number(text, "the recall level", name)
+        recall = parse_number(text, "the recall level", name)
         if not 0.0 <= recall <= 1.0:
             raise QrelkitError(f"measure {name!r}: IPrec's recall level must lie in [0, 1], found {text}")
         return recall
@@ -135,26 +126,26 @@ def vectorised_measure(name: str) -> Measure | None:
         return None
     family = match["family"]
     at_kind, at_required, allowed = _FAMILIES[family]
-    params = _params(match["params"] or "", allowed, name)
+    params = _params(match["params"] or "", allowed)
     if params is None or params.get("dcg", "log2") != "log2":
         return None
     if (match["at"] is None and at_required) or (match["at"] is not None and at_kind is None):
         return None
-    at = _at(family, at_kind, match["at"], name) if match["at"] is not None and at_kind else None
+    at = _at(at_kind, match["at"], name) if match["at"] is not None and at_kind else None
     rel = params.get("rel", "1")
     if not re.fullmatch(r"[0-9]+", rel):
         raise QrelkitError(f"measure {name!r}: rel must be an integer ≥ 0, found {rel!r}")
-    judged_only = _flag(params["judged_only"], "judged_only", name) if "judged_only" in params else False
+    judged_only = parse_flag(params["judged_only"], "judged_only", name) if "judged_only" in params else False
     gains = parse_gains(params["gains"].strip("{}").split(","), ":", name) if "gains" in params else None
-    if family == "SetRelP" or (family == "SetP" and _flag(params.get("relative", "False"), "relative", name)):
+    if family == "SetRelP" or (family == "SetP" and parse_flag(params.get("relative", "False"), "relative", name)):
         family = "SetRelP"
-    extra = (_number(params.get("beta", "1"), "beta", name),) if family == "SetF" else ()
+    extra = (parse_number(params.get("beta", "1"), "beta", name),) if family == "SetF" else ()
     if family == "NumRet" and "rel" in params:  # ir_measures' NumRet(rel=L) is trec_eval's num_rel_ret
         family = "NumRelRet"
     return Measure(family, int(rel), at, judged_only, gains, extra)
 
 
-def _number(text: str, key: str, name: str) -> float:
+def parse_number(text: str, key: str, name: str) -> float:
     try:
         return float(text)
     except ValueError:

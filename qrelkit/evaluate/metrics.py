@@ -17,19 +17,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import AVERAGES, check_average
 from qrelkit.evaluate.compatibility import Compatibility, compatibility, compatibility_measure
 from qrelkit.evaluate.ir_measures_route import IrMeasuresScorer, ir_measures_measure
 from qrelkit.evaluate.measures import Measure, compute, vectorised_measure
-from qrelkit.evaluate.ranked import JudgedPairs, rank_run, rank_run_by_docid_ascending
+from qrelkit.evaluate.ranked import JudgedPairs, rank_run
 from qrelkit.evaluate.run_cut import cut_run
 from qrelkit.evaluate.trec_names import from_trec_eval, refusal, trec_only_measure
-from qrelkit.io import arrays
 from qrelkit.io.results import Result
-from qrelkit.io.trec import Qrels, Run
+from qrelkit.io.trec import Qrel, Qrels, Run
 
 
 def parse_measures(names: Iterable[str], level: int | None = None) -> list[tuple[str, Any]]:
@@ -139,23 +137,8 @@ class Evaluation(Result):
         """One row per (run, query, measure, value); pandas is optional."""
         from qrelkit.io.results import pandas
 
-        pd = pandas()
-
         rows = [(run, q, m, float(v)) for run in self.runs for m in self.measures for q, v in zip(self.queries, self.values[run][m])]
-        return pd.DataFrame(rows, columns=["run", "query", "measure", "value"])
-
-
-def _qrels_of(grades: Mapping[str, Mapping[str, int]]) -> Qrels:
-    rows = [(qid, docid, grade) for qid, judged in grades.items() for docid, grade in judged.items()]
-    table = arrays.table(
-        {
-            "qid": arrays.column([r[0] for r in rows], pa.string()),
-            "iteration": arrays.column(["0"] * len(rows), pa.string()),
-            "docid": arrays.column([r[1] for r in rows], pa.string()),
-            "grade": arrays.column([r[2] for r in rows], pa.int64()),
-        }
-    )
-    return Qrels.from_table("qrels", table)
+        return pandas().DataFrame(rows, columns=["run", "query", "measure", "value"])
 
 
 def _compute(measure: Measure | Compatibility, ranked: Any, pairs: JudgedPairs, ascending: Any) -> np.ndarray:
@@ -210,7 +193,8 @@ def evaluate_runs(
     if isinstance(qrels, Qrels):
         pairs = JudgedPairs.of(qrels)
     else:  # a query may be listed with no judgment: it still counts in the mean (as 0)
-        pairs = JudgedPairs.of(_qrels_of(qrels), queries=sorted(qrels))
+        judged = Qrels("qrels", [Qrel(qid, docid, grade) for qid, docs in qrels.items() for docid, grade in docs.items()])
+        pairs = JudgedPairs.of(judged, queries=sorted(qrels))
     if isinstance(qrels, Qrels) and qrels.scored:
         check_order_only(parsed, qrels.name)
     ours = [(name, m) for name, m in parsed if isinstance(m, Measure | Compatibility)]
@@ -232,7 +216,7 @@ def evaluate_runs(
         ranked = rank_run(run, pairs)
         covered[whole.name] = np.zeros(len(pairs.queries), bool)
         covered[whole.name][(ranked if run is whole else rank_run(whole, pairs)).query] = True
-        ascending = rank_run_by_docid_ascending(run, pairs) if needs_ascending else None
+        ascending = rank_run(run, pairs, docid_ascending=True) if needs_ascending else None
         per_measure = {name: _compute(m, ranked, pairs, ascending) for name, m in ours}
         if fallback is not None:
             per_measure.update(fallback.score(run))

@@ -72,12 +72,9 @@ class _PerQuery:
         where = {qid: i for i, qid in enumerate(order)}
         index = np.asarray([where[qid] for qid in qids], dtype=np.int64)
         self.queries = order
-        q = len(order)
 
         def summed(values: np.ndarray) -> np.ndarray:
-            out = np.zeros(q)
-            np.add.at(out, index, values)
-            return out
+            return np.bincount(index, weights=values, minlength=len(order))
 
         leveled = np.isfinite(relevant_at)
         self.pairs = summed(np.ones(len(qids)))

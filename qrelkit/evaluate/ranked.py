@@ -127,7 +127,7 @@ class RankedRun:
         trec_eval's -J, and ir_measures' judged_only."""
         keep = self.grade >= 0
         query = self.query[keep]
-        return RankedRun(query, _within_query_ranks(query), self.grade[keep], self.n_queries)
+        return RankedRun(query, within_query_ranks(query), self.grade[keep], self.n_queries)
 
     def per_query(self, weights: np.ndarray) -> np.ndarray:
         """(Q,) sum of ``weights`` (one per entry) over each query's entries."""
@@ -150,7 +150,7 @@ class RankedRun:
         return self.per_query(((self.grade >= level) & (self.rank <= cutoff)).astype(np.float64))
 
 
-def _within_query_ranks(query: np.ndarray) -> np.ndarray:
+def within_query_ranks(query: np.ndarray) -> np.ndarray:
     """1-based position of each entry within its (contiguous) query segment."""
     n = len(query)
     if n == 0:
@@ -168,39 +168,33 @@ def _grades_of(query: np.ndarray, docids: pa.Array | pa.ChunkedArray, pairs: Jud
     return np.where(found, pairs.grades[at] if len(pairs.keys) else 0, NOT_JUDGED)
 
 
-def _query_map(run: Run, pairs: JudgedPairs) -> tuple[np.ndarray, np.ndarray]:
-    """(entry -> qrels query index or -1, in file order), via the run's query codes."""
+def _query_map(run: Run, pairs: JudgedPairs) -> np.ndarray:
+    """(N,) each entry's qrels query index, or -1, in file order (via the run's query codes)."""
     codes, names = run.query_codes()
-    to_qrels = _positions(arrays.strings(names), pairs.query_names)
-    return to_qrels[codes], codes
+    return _positions(arrays.strings(names), pairs.query_names)[codes]
 
 
 def grades_in_file_order(run: Run, pairs: JudgedPairs) -> np.ndarray:
     """(N,) the grade of each of ``run``'s entries, in file order (NOT_JUDGED where the qrels have none)."""
-    query_of_entry, _ = _query_map(run, pairs)
+    query_of_entry = _query_map(run, pairs)
     grade = np.full(len(run), NOT_JUDGED, dtype=np.int64)
     known = np.flatnonzero(query_of_entry >= 0)
     grade[known] = _grades_of(query_of_entry[known], run.table.column("docid").take(arrays.from_numpy(known)), pairs)
     return grade
 
 
-def rank_run(run: Run, pairs: JudgedPairs) -> RankedRun:
-    """Join ``run`` to the qrels: queries the qrels lack are dropped (they count nowhere)."""
-    query_of_entry, _ = _query_map(run, pairs)
-    order = run.trec_order()
+def rank_run(run: Run, pairs: JudgedPairs, *, docid_ascending: bool = False) -> RankedRun:
+    """Join ``run`` to the qrels: queries the qrels lack are dropped (they count nowhere). Entries in
+    trec_eval's order, or with ``docid_ascending`` in ir_measures' own (score as given descending, ties
+    by docid ascending), which its Judged@k uses."""
+    query_of_entry = _query_map(run, pairs)
+    if docid_ascending:
+        keys = arrays.table({"q": query_of_entry, "s": run.table.column("score"), "d": run.table.column("docid")})
+        sort_keys = [("q", "ascending"), ("s", "descending"), ("d", "ascending")]
+        order = arrays.numbers(pc.sort_indices(keys, sort_keys=sort_keys)).astype(np.int64)
+    else:
+        order = run.trec_order()
     order = order[query_of_entry[order] >= 0]
     query = query_of_entry[order]
     grade = _grades_of(query, run.table.column("docid").take(arrays.from_numpy(order)), pairs)
-    return RankedRun(query, _within_query_ranks(query), grade, len(pairs.queries))
-
-
-def rank_run_by_docid_ascending(run: Run, pairs: JudgedPairs) -> RankedRun:
-    """The same join in ir_measures' own order (score as given descending, ties by docid
-    ascending), which its Judged@k uses."""
-    query_of_entry, _ = _query_map(run, pairs)
-    keys = arrays.table({"q": query_of_entry, "s": run.table.column("score"), "d": run.table.column("docid")})
-    order = arrays.numbers(pc.sort_indices(keys, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "ascending")])).astype(np.int64)
-    order = order[query_of_entry[order] >= 0]
-    query = query_of_entry[order]
-    grade = _grades_of(query, run.table.column("docid").take(arrays.from_numpy(order)), pairs)
-    return RankedRun(query, _within_query_ranks(query), grade, len(pairs.queries))
+    return RankedRun(query, within_query_ranks(query), grade, len(pairs.queries))

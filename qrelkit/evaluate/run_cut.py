@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from qrelkit.evaluate.ranked import JudgedPairs, grades_in_file_order
+from qrelkit.evaluate.ranked import JudgedPairs, grades_in_file_order, within_query_ranks
 from qrelkit.io import arrays
 from qrelkit.io.trec import Run
 
@@ -22,10 +22,7 @@ def cut_run(run: Run, pairs: JudgedPairs, *, judged_only: bool = False, max_per_
     if max_per_query is not None:
         order = run.trec_order()
         codes, _ = run.query_codes()
-        query = codes[order]
-        first = np.concatenate(([True], query[1:] != query[:-1])) if len(order) else np.zeros(0, bool)
-        rank = np.arange(len(order)) - np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
-        keep[order[rank >= max_per_query]] = False
+        keep[order[within_query_ranks(codes[order]) > max_per_query]] = False
     if judged_only:
         keep &= grades_in_file_order(run, pairs) >= 0
     if keep.all():

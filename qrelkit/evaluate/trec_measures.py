@@ -133,14 +133,9 @@ def compute(measure: Any, ranked: RankedRun, pairs: JudgedPairs) -> np.ndarray:
     retrieved = ranked.per_query(np.ones(len(ranked.query)))
     relret = ranked.per_query((ranked.grade >= level).astype(np.float64))
     relevant = pairs.relevant_counts(level)
-    if family == "NumRet":
-        return retrieved
-    if family == "NumRelRet":
-        return relret
-    if family == "NumRel":
-        return relevant.astype(np.float64)
-    if family == "NumQ":
-        return np.ones(ranked.n_queries)
+    counts = {"NumRet": retrieved, "NumRelRet": relret, "NumRel": relevant.astype(np.float64), "NumQ": np.ones(ranked.n_queries)}
+    if family in counts:
+        return counts[family]
     if family == "num_nonrel_judged_ret":
         return ranked.per_query(((ranked.grade >= 0) & (ranked.grade < level)).astype(np.float64))
     if family in ("SetP", "SetR", "SetRelP", "SetAP", "SetF"):

@@ -176,24 +176,19 @@ def expand_trec_eval(name: str) -> list[str]:
 # family qrelkit spells: offered as a suggestion in the error, never read silently, since the user
 # should see which measure (and relevance level) they get.
 _OTHER_FAMILIES = {
-    "ndcg": "nDCG",
-    "mrr": "RR",
-    "rr": "RR",
-    "recip_rank": "RR",
-    "map": "AP",
-    "ap": "AP",
-    "precision": "P",
-    "p": "P",
-    "recall": "R",
-    "r": "R",
-    "hit_rate": "Success",
-    "hitrate": "Success",
-    "success": "Success",
-    "r-precision": "Rprec",
-    "r_precision": "Rprec",
-    "rprec": "Rprec",
-    "bpref": "Bpref",
-    "judged": "Judged",
+    spelled: family
+    for family, spellings in {
+        "nDCG": "ndcg",
+        "RR": "mrr rr recip_rank",
+        "AP": "map ap",
+        "P": "precision p",
+        "R": "recall r",
+        "Success": "hit_rate hitrate success",
+        "Rprec": "r-precision r_precision rprec",
+        "Bpref": "bpref",
+        "Judged": "judged",
+    }.items()
+    for spelled in spellings.split()
 }
 _OTHER = re.compile(r"^(?P<family>[A-Za-z_\-]+?)(?:@(?P<k>\d+))?$")
 
