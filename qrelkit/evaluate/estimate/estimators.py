@@ -1,9 +1,8 @@
 """Every estimator of every design behind one call: the runs' means of a measure, with their
 covariance, for one sample (a command) or a thousand (a simulation), in chunks of draws.
 
-``estimator`` names what the judge's labels are used for (`pairs.PAIR_ESTIMATORS`,
-`queries.QUERY_ESTIMATORS`); ``judge`` is never a valid interval (its covariance is 0 and its
-interval is not shown).
+``estimator`` names what the judge's labels are used for (`qrelkit.evaluate.choices.DESIGN_ESTIMATORS`);
+``judge`` is never a valid interval (its covariance is 0 and its interval is not shown).
 """
 
 from __future__ import annotations

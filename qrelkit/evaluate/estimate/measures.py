@@ -59,10 +59,6 @@ def cutoff_of(measure: Measure) -> int | None:
     return None if measure.cutoff is None else int(measure.cutoff)
 
 
-def _discount(rank: np.ndarray) -> np.ndarray:
-    return np.where(np.isfinite(rank), 1.0 / np.log2(np.where(np.isfinite(rank), rank, 1.0) + 1.0), 0.0)
-
-
 @dataclass(frozen=True)
 class Gradient:
     """d(value_qr)/d(feature of a pair): ``listed`` (..., R, Q, depth, F) for the pair at each place
@@ -79,8 +75,10 @@ class Kernel:
     def __init__(self, measure: Measure, lists: RankedLists, top: int):
         self.measure, self.lists, self.top = measure, lists, top
         self.level = measure.rel
-        self.discount = _discount(lists.rank)
-        self.inverse_rank = np.where(np.isfinite(lists.rank), 1.0 / np.where(np.isfinite(lists.rank), lists.rank, 1.0), 0.0)
+        listed = np.isfinite(lists.rank)
+        rank = np.where(listed, lists.rank, 1.0)
+        self.discount = np.where(listed, 1.0 / np.log2(rank + 1.0), 0.0)
+        self.inverse_rank = np.where(listed, 1.0 / rank, 0.0)
 
     @property
     def capped(self) -> tuple[float, float]:

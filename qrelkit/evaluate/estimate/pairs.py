@@ -42,8 +42,6 @@ from qrelkit.evaluate.estimate.designs import Plan
 from qrelkit.evaluate.estimate.measures import Gradient, Kernel, cutoff_of, query_totals
 from qrelkit.evaluate.estimate.pool import NO_PAIR, Pool
 
-PAIR_ESTIMATORS = ("human", "judge", "ppi", "ppi++", "calibrated")
-
 
 @dataclass(frozen=True)
 class PairSample:

@@ -151,12 +151,7 @@ def ranked_lists(pool: Pool, runs: Sequence[Run] | JoinedRuns, cutoff: int | Non
 def top_pairs(runs: Sequence[Run], queries: Iterable[str], depth: int) -> set[tuple[str, str]]:
     """The (qid, docid) pairs each run ranks in its top ``depth`` (trec_eval's order) for ``queries``."""
     wanted = set(queries)
-    found: set[tuple[str, str]] = set()
-    for run in runs:
-        for qid, docids in run.ranking(depth=depth).items():
-            if qid in wanted:
-                found.update((qid, docid) for docid in docids)
-    return found
+    return {(qid, docid) for run in runs for qid, docids in run.ranking(depth=depth).items() if qid in wanted for docid in docids}
 
 
 def pool_hash(pool: Pool) -> str:

@@ -29,8 +29,6 @@ import numpy as np
 
 from qrelkit.errors import QrelkitError
 
-# -- the distance ---------------------------------------------------------------------------
-
 
 @dataclass(frozen=True)
 class FrechetResult:

@@ -18,17 +18,10 @@ from qrelkit.evaluate.bootstrap import BootstrapSummary, draw_counts, jackknife_
 from qrelkit.evaluate.choices import FD_DEFAULT_METHOD, METHOD_NAMES, NEEDS_JACKKNIFE, check_method
 from qrelkit.evaluate.fd.bootstrap import bootstrap_fd
 from qrelkit.evaluate.fd.distance import CovarianceFactor, FrechetResult, factor_from_samples, frechet_from_factors
-from qrelkit.evaluate.fd.items import (
-    ItemSample,
-    default_relevance_level,
-    fd_label,
-    item_sample,
-    judged_items,
-    relevant_items,
-    retrieved_items,
-)
+from qrelkit.evaluate.fd.items import ItemSample, fd_label, item_sample, judged_items, retrieved_items
+from qrelkit.evaluate.sparsify import default_relevance_level, relevant_items
 from qrelkit.io import Qrels, Run
-from qrelkit.io.results import Result
+from qrelkit.io.results import Result, pandas
 
 
 @dataclass(frozen=True)
@@ -119,9 +112,6 @@ class FDReport(Result):
 
     def to_pandas(self):
         """One row per (run, cut-off): FD, its interval and the item counts; pandas is optional."""
-        from qrelkit.io.results import pandas
-
-        pd = pandas()
 
         rows = []
         for run, by_label in self.runs.items():
@@ -129,7 +119,7 @@ class FDReport(Result):
                 low = fd.bootstrap.low if fd.bootstrap else None
                 high = fd.bootstrap.high if fd.bootstrap else None
                 rows.append((run, label, fd.value, low, high, fd.n_ret, self.n_rel, self.d))
-        return pd.DataFrame(rows, columns=["run", "measure", "fd", "ci95_low", "ci95_high", "n_ret", "n_rel", "d"])
+        return pandas().DataFrame(rows, columns=["run", "measure", "fd", "ci95_low", "ci95_high", "n_ret", "n_rel", "d"])
 
     def to_dict(self) -> dict:
         """The CLI's `--json`: {"embedder", "d", "runs": {run: {"FD@10": x, "FD@10_ci95": [lo, hi], "n_ret": n}}, "n_rel"}."""

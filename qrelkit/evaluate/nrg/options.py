@@ -38,9 +38,6 @@ class NRGError(QrelkitError):
     """A bad NRG option or prior set (unknown run, unknown model, ...)."""
 
 
-# ---------------------------------------------------------------- configuration
-
-
 @dataclass(frozen=True)
 class BrowsingModel:
     """seen(i): the probability that the searcher looks at rank i."""
