@@ -3,32 +3,15 @@
 Each pair's label features are estimated as the judge's prediction corrected by the human sample,
 x_i = p_i + w_i (y_i - p_i) on sampled pairs and p_i elsewhere, where w_i is the pair's design
 weight (1 / pi, or its share across phases of `--next`): a Horvitz-Thompson difference estimator,
-unbiased for every total whatever the predictions are. The predictions make it precise:
-
-- ``human``: none (p = 0): the human labels alone, expanded by their design weights;
-- ``ppi``: the judge's label as it is (prediction-powered inference with lambda = 1);
-- ``ppi++``: each feature's prediction a_q + lambda * (the judge's feature), lambda and an intercept
-  a_q per query fitted on the sample by design-weighted least squares (a query with fewer than two
-  sampled pairs takes the intercept of the whole sample): the power tuning of PPI++ (Angelopoulos,
-  Duchi and Zrnic, 2023) as a model-assisted (GREG) survey estimator. The intercepts recalibrate the
-  judge query by query: a judge that says nothing of a level (a binary judge and grade 3) no longer
-  predicts every query's count of it from the pool's mean, which made nDCG's ideal DCG noisy (the
-  simulation: RMSE 0.055 -> 0.040 for the binary judge at 1,000 labels). The residuals of a fitted
-  intercept are centred in their query, so their variance terms are scaled by n_q / (n_q - 1);
-- ``calibrated``: the prediction fitted on indicators of the judge's own levels (its grade, on its
-  scale): per judge grade, the human grades found there.
+unbiased for every total whatever the predictions are. The predictions (`predictions`) make it
+precise: none (``human``), the judge's label (``ppi``), PPI++'s power tuning with an intercept per
+query (``ppi++``, Angelopoulos, Duchi and Zrnic, 2023, as a model-assisted (GREG) survey
+estimator: `_query_intercepts`), or a fit on the judge's own levels (``calibrated``).
 
 The measures are computed from the estimated features (`measures.Kernel`); their variance by
-linearisation: the error is about sum_i (delta_i w_i - 1) u_i with u_i the gradient of a run's
-mean at pair i times the pair's residual y_i - p_i, whose design variance is estimated from the
-sampled u (per stratum around its mean for a stratified sample; term by term for Poisson).
-
-nDCG = DCG / IDCG is a ratio whose denominator is a concave, kinked function of estimated counts
-(`ideal_parts`, `ratio_bias`): a level the labels prove past the cut-off is exact; the ideal DCG's
-slope is the one that carries its own spread over each count's uncertainty; and the ratio's
-second-order bias, read from the same linear terms, is subtracted. In the simulation
-(`benchmarks/bench_human_budget.py`) this took the weighted design's coverage at 1,000 labels into
-94-96% for every DL19 judge and the held-out collection (from 92.7-97.6% and 97.2%).
+linearisation (`linear_parts`, `design_covariance`). nDCG's ideal DCG is a concave, kinked function
+of estimated counts: `ideal_parts` and `ratio_bias` say what the estimate does about it.
+docs/human-budget.md has the simulation (`benchmarks/bench_human_budget.py`) behind each choice.
 """
 
 from __future__ import annotations

@@ -9,16 +9,11 @@ is the original items with weights, and its statistics are weighted sums:
 with n_q, s_q (sum of vectors) and ‖x‖²_q (sum of squared norms) kept per query: one matrix
 product gives every resample's mean and trace term at once. Only the cross term
 Tr (Σ₁^½ Σ₂ Σ₁^½)^½ = Σ √λ(G) needs an eigenvalue problem per (resample, run), on a Gram
-matrix G of the smallest size available (see `distance.py` for the identity):
-
-- at most d drawn relevant items (FD@k with at most m relevant per query): G = K Kᵀ or KᵀK with
-  K = A₁A₂ᵀ, read off the inner products of relevant and retrieved items (computed once per run)
-  and centred with rank-one corrections;
-- more: G = A₂ Σ₁ A₂ᵀ over the run's drawn items, with Σ₁ a weighted sum of per-query second
-  moments, so that Y Σ₁ Yᵀ = Σ_q w_q (X_q Yᵀ)ᵀ(X_q Yᵀ) − … is one matrix product for a whole
-  chunk of resamples (the per-query terms are computed once per run);
-- when that tensor would not fit in memory (very deep k), Σ₁ and Σ₂ in d dimensions, from the
-  same per-query second moments.
+matrix G of the smallest size available (see `distance.py` for the identity): K Kᵀ from the
+inner products of relevant and retrieved items when at most d relevant items are drawn
+(`_cross_from_products`); else A₂ Σ₁ A₂ᵀ over the run's drawn items, one matrix product for a
+chunk of resamples (`_cross_from_run_gram`); or, when that tensor would not fit in memory (very
+deep k), both covariances in d dimensions (`_RunScorer.cross_in_d`).
 
 Runs are independent, so a large bootstrap is spread over worker processes (one per core), each
 with single-threaded BLAS. Not threads: NumPy's eigenvalue routine holds the GIL, so two threads

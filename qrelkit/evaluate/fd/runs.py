@@ -232,23 +232,13 @@ def fd_of_runs(
         resampled = bootstrap_fd(relevant_sample, samples, weights, progress=progress, workers=workers) if weights is not None else None
         for j, (run, sample) in enumerate(zip(runs, samples)):
             result = _fd_against(relevant_factor, sample)
-            values = resampled[j, : settings.resamples] if resampled is not None else None
-            jackknife = resampled[j, settings.resamples :] if resampled is not None else None
-            estimate = math.nan if result is None else result.value
-            summary = (
-                summarize(values, estimate=estimate, jackknife=jackknife, method=method, n_queries=len(qids))
-                if values is not None
-                else None
-            )
-            out[run.name][label] = RunFD(
-                run.name,
-                label,
-                result,
-                len(sample),
-                summary,
-                values if keep_samples else None,
-                null_reason(len(sample), k, settings.urr),
-            )
+            values = summary = None
+            if resampled is not None:
+                values, jackknife = resampled[j, : settings.resamples], resampled[j, settings.resamples :]
+                estimate = math.nan if result is None else result.value
+                summary = summarize(values, estimate=estimate, jackknife=jackknife, method=method, n_queries=len(qids))
+            reason = null_reason(len(sample), k, settings.urr)
+            out[run.name][label] = RunFD(run.name, label, result, len(sample), summary, values if keep_samples else None, reason)
     return FDReport(settings, embedder, d, qids, len(relevant_sample), relevant_factor.rank, level, labels, out)
 
 
