@@ -131,11 +131,8 @@ def plan(
         count = query_count(sizes, budget)
         assert query_keys is not None
         picked = queries_chosen(query_keys, count)
-        chosen = (
-            np.take_along_axis(picked, np.broadcast_to(query, keys.shape[:-1] + (n_pairs,)), axis=-1) if picked.ndim > 1 else picked[query]
-        )
         inclusion = np.full(n_pairs, count / len(sizes))
-        return Plan(kind, budget, chosen, inclusion, query.copy(), np.array([count]))
+        return Plan(kind, budget, picked[..., query], inclusion, query.copy(), np.array([count]))
     if kind == "stratified":
         counts = allocation(sizes, budget)
         chosen = stratified_chosen(keys, query, counts)

@@ -77,10 +77,6 @@ class RankedLists:
     rank: np.ndarray
     cutoff: int | None
 
-    @property
-    def depth(self) -> int:
-        return self.pair.shape[2]
-
     def place(self, n_pairs: int) -> np.ndarray:
         """(R, P) where each pool pair stands in each run's lists, as a flat index into (Q, depth);
         NO_PAIR where the run does not list it (a run lists a pair once)."""

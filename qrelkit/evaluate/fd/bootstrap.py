@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -123,36 +124,36 @@ def _cross_from_run_gram(moments: np.ndarray, y_mean: np.ndarray, n1: float, col
 class _RunScorer:
     """The cross terms of one run under every resample."""
 
-    def __init__(self, relevant: ItemSample, rel_stats: QueryStats, rel_moments: np.ndarray | None, sample: ItemSample, d: int):
-        self.relevant, self.sample, self.d = relevant, sample, d
-        self.rel_stats, self.rel_moments = rel_stats, rel_moments
-        self._products: np.ndarray | None = None
-        self._tensor: np.ndarray | None = None  # (Q, n_run, n_run): (X_q Yᵀ)ᵀ (X_q Yᵀ)
-        self._run_moments: np.ndarray | None = None
+    def __init__(self, shared: _Shared, sample: ItemSample):
+        self.relevant, self.rel_stats, self.rel_moments = shared.relevant, shared.rel_stats, shared.rel_moments
+        self.sample, self.d = sample, shared.relevant.vectors.shape[1]
         self._buffer: np.ndarray | None = None  # (chunk, n_run²) for run_moments
 
+    @cached_property
     def products(self) -> np.ndarray:
-        if self._products is None:
-            self._products = self.relevant.vectors @ self.sample.vectors.T
-        return self._products
+        return self.relevant.vectors @ self.sample.vectors.T
 
     def tensor_fits(self) -> bool:
         return len(self.relevant.qids) * len(self.sample) ** 2 <= TENSOR_LIMIT
 
+    @cached_property
     def tensor(self) -> np.ndarray:
-        if self._tensor is None:
-            n_queries, n_run = len(self.relevant.qids), len(self.sample)
-            self._tensor = np.zeros((n_queries, n_run, n_run))
-            products = self.products()
-            for q in range(n_queries):
-                block = products[self.relevant.query_index == q]
-                self._tensor[q] = block.T @ block
-        return self._tensor
+        """(Q, n_run, n_run): (X_q Yᵀ)ᵀ (X_q Yᵀ)."""
+        n_queries, n_run = len(self.relevant.qids), len(self.sample)
+        tensor = np.zeros((n_queries, n_run, n_run))
+        for q in range(n_queries):
+            block = self.products[self.relevant.query_index == q]
+            tensor[q] = block.T @ block
+        return tensor
+
+    @cached_property
+    def run_second_moments(self) -> np.ndarray:
+        return _second_moments(self.sample)
 
     def run_moments(self, weights: np.ndarray, n1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For a chunk of resamples (rows of ``weights``): Σ_q w_q (X_q Yᵀ)ᵀ(X_q Yᵀ), (c, n_run,
         n_run), and Y μ₁, (c, n_run). One matrix product for the whole chunk."""
-        tensor = self.tensor()
+        tensor = self.tensor
         if self._buffer is None or self._buffer.shape[0] < weights.shape[0]:
             self._buffer = np.empty((weights.shape[0], tensor.shape[1] * tensor.shape[2]))
         flat = self._buffer[: weights.shape[0]]  # reused: a fresh 70 MB array per chunk costs more in page faults than the product
@@ -163,11 +164,9 @@ class _RunScorer:
 
     def cross_in_d(self, weights_row: np.ndarray, n1: float, mean1: np.ndarray, n2: float, mean2: np.ndarray) -> float:
         """Both covariances in d dimensions, from per-query second moments (very deep k only)."""
-        if self._run_moments is None:
-            self._run_moments = _second_moments(self.sample)
         assert self.rel_moments is not None
         cov1 = (np.tensordot(weights_row, self.rel_moments, axes=(0, 0)) - n1 * np.outer(mean1, mean1)) / (n1 - 1)
-        cov2 = (np.tensordot(weights_row, self._run_moments, axes=(0, 0)) - n2 * np.outer(mean2, mean2)) / (n2 - 1)
+        cov2 = (np.tensordot(weights_row, self.run_second_moments, axes=(0, 0)) - n2 * np.outer(mean2, mean2)) / (n2 - 1)
         rows = factor_from_covariance(mean1, cov1).rows
         return sum_sqrt_eigenvalues(rows @ cov2 @ rows.T)
 
@@ -195,7 +194,7 @@ def _score_run(
             cols, u = _drawn(scorer.sample, weights[b])
             if b not in large:
                 rows, w = sides[b]
-                cross = _cross_from_products(scorer.products(), (rows, w, n1[b]), (cols, u, n2[b]))
+                cross = _cross_from_products(scorer.products, (rows, w, n1[b]), (cols, u, n2[b]))
             elif b in grams:
                 cross = _cross_from_run_gram(*grams.pop(b), n1[b], cols, u, n2[b])
             else:
@@ -220,7 +219,7 @@ class _Shared:
 
 def _score_piece(shared: _Shared, sample: ItemSample, start: int, stop: int, report: Callable[[int], None]) -> np.ndarray:
     """One run under resamples start..stop."""
-    scorer = _RunScorer(shared.relevant, shared.rel_stats, shared.rel_moments, sample, shared.relevant.vectors.shape[1])
+    scorer = _RunScorer(shared, sample)
     rel = (shared.rel[0][start:stop], shared.rel[1][start:stop], shared.rel[2][start:stop])
     return _score_run(scorer, shared.weights[start:stop], rel, shared.chunk, report)
 
