@@ -133,9 +133,6 @@ class _RunScorer:
     def products(self) -> np.ndarray:
         return self.relevant.vectors @ self.sample.vectors.T
 
-    def tensor_fits(self) -> bool:
-        return len(self.relevant.qids) * len(self.sample) ** 2 <= TENSOR_LIMIT
-
     @cached_property
     def tensor(self) -> np.ndarray:
         """(Q, n_run, n_run): (X_q Yᵀ)ᵀ (X_q Yᵀ)."""
@@ -187,7 +184,7 @@ def _score_run(
         sides = {b: _drawn(scorer.relevant, weights[b]) for b in valid}
         large = [b for b in valid if len(sides[b][0]) > scorer.d]
         grams: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        if large and scorer.tensor_fits():
+        if large and len(scorer.relevant.qids) * len(scorer.sample) ** 2 <= TENSOR_LIMIT:
             moments, y_means = scorer.run_moments(weights[large], n1[large])
             grams = {b: (moments[i], y_means[i]) for i, b in enumerate(large)}
         for b in valid:

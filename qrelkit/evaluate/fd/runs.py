@@ -113,12 +113,11 @@ class FDReport(Result):
     def to_pandas(self):
         """One row per (run, cut-off): FD, its interval and the item counts; pandas is optional."""
 
-        rows = []
-        for run, by_label in self.runs.items():
-            for label, fd in by_label.items():
-                low = fd.bootstrap.low if fd.bootstrap else None
-                high = fd.bootstrap.high if fd.bootstrap else None
-                rows.append((run, label, fd.value, low, high, fd.n_ret, self.n_rel, self.d))
+        rows = [
+            (run, label, fd.value, *((fd.bootstrap.low, fd.bootstrap.high) if fd.bootstrap else (None, None)), fd.n_ret, self.n_rel, self.d)
+            for run, by_label in self.runs.items()
+            for label, fd in by_label.items()
+        ]
         return pandas().DataFrame(rows, columns=["run", "measure", "fd", "ci95_low", "ci95_high", "n_ret", "n_rel", "d"])
 
     def to_dict(self) -> dict:
