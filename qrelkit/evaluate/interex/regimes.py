@@ -3,14 +3,8 @@ and Δ = Extra./Inter. − 1, with bootstrap intervals over test queries.
 
 ReSTTest (`evaluate_resttest`): for bucket b, a run (one run set for every bucket, or the runs of
 models trained on bucket b's training set) is scored on b's interpolation and extrapolation test
-queries. Two aggregates over the k buckets:
-
-- ``average``: interpolation is the mean of the k buckets' interpolation scores, extrapolation is
-  pooled: each test query once, scored by the run of its own bucket (Zhan et al. §4.1.3).
-- ``pooled``: interpolation per query too: each query's k − 1 interpolation values averaged,
-  then the mean over queries. Both sides then weigh every query equally, so with one run set
-  (no retraining) pooled Δ is 0 by construction and ``average``'s Δ only reflects bucket sizes.
-
+queries, and over the k buckets by two aggregates: ``average`` (the paper's §4.1.3 reading) and
+``pooled`` (every query weighed equally in both regimes), as docs/interex.md defines them.
 ReSTrain (`evaluate_restrain`): the same test queries, scored by a model trained on the
 interpolation training set and by one trained on the extrapolation training set.
 
