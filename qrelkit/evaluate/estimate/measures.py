@@ -20,7 +20,7 @@ ratios are estimated by linearisation. Arrays carry any leading axes (draws of a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -43,8 +43,6 @@ def features(labels: np.ndarray, top: int) -> np.ndarray:
 
 def parse(name: str, top: int) -> Measure:
     """A measure this module estimates, or a clear error."""
-    from dataclasses import replace
-
     measure = vectorised_measure(name)
     plain = measure is not None and measure.gains is None and not measure.judged_only and not measure.params
     if measure is None or not plain or measure.family not in ("nDCG", "P", "AP", "RR"):

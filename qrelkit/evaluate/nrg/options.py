@@ -125,9 +125,6 @@ def parse_depth(depth: int | str | None) -> int | None:
     return value
 
 
-ORDERS = ("trec_eval", "file")
-
-
 @dataclass(frozen=True)
 class NRGConfig:
     model: BrowsingModel
@@ -138,7 +135,7 @@ class NRGConfig:
     @classmethod
     def parse(cls, model="ndcg", depth=10, gain="linear", order="trec_eval") -> NRGConfig:
         config = cls(BrowsingModel.parse(model), Gain.parse(gain), parse_depth(depth), order)
-        if order not in ORDERS:
+        if order not in ("trec_eval", "file"):
             raise NRGError(f"order {order!r}: choose trec_eval (score desc, docid desc) or file (as listed)")
         if config.model.kind == "precision" and config.depth is None:
             raise NRGError("the precision model needs a depth K (seen = 1 down to K); --depth full makes every item seen")
