@@ -156,36 +156,30 @@ def predictions(
         beta = _weighted_fit(levels[safe], observed, weights)
         return np.einsum("pk,dkf->dpf", levels, beta)
     if estimator == "ppi++":
-        return _query_intercepts(judge_features, observed, weights, safe, sample.present, query, sample.group >= 0)
+        return _query_intercepts(judge_features, observed, weights, sample, query)
     raise ValueError(f"unknown estimator {estimator!r}")
 
 
-def _own_intercepts(present: np.ndarray, safe: np.ndarray, query: np.ndarray, stratified: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _own_intercepts(sample: PairSample, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(flat (D, n) the (draw, query) cell of each sampled pair, counts (D, Q) of sampled pairs in
     the queries that get an intercept of their own: two or more pairs, in a draw without pairs of
-    a stratified design (``stratified`` (D, n)): its strata are the queries, and intercepts fitted
+    a stratified design (`PairSample.group` >= 0): its strata are the queries, and intercepts fitted
     in strata of a few pairs measured worse there (coverage 0.88 -> 0.79 at 1,000 labels), so it
     keeps the one intercept of the plain GREG fit)."""
+    present, safe = sample.present, np.where(sample.present, sample.index, 0)
     draws, n_queries = present.shape[0], int(query.max(initial=-1)) + 1
     flat = np.arange(draws)[:, None] * n_queries + query[safe]
     counts = np.bincount(flat[present], minlength=draws * n_queries).reshape(draws, n_queries)
-    return flat, np.where((stratified & present).any(axis=-1)[:, None] | (counts < 2), 0, counts)
+    return flat, np.where(((sample.group >= 0) & present).any(axis=-1)[:, None] | (counts < 2), 0, counts)
 
 
-def _query_intercepts(
-    judge_features: np.ndarray,
-    observed: np.ndarray,
-    weights: np.ndarray,
-    safe: np.ndarray,
-    present: np.ndarray,
-    query: np.ndarray,
-    stratified: np.ndarray,
-) -> np.ndarray:
+def _query_intercepts(judge: np.ndarray, observed: np.ndarray, weights: np.ndarray, sample: PairSample, query: np.ndarray) -> np.ndarray:
     """(D, P, F) PPI++'s predictions a_q + lambda_f * judge_f: per draw and feature, the design-
     weighted least squares fit of the human feature on the judge's with an intercept for each query
     that has one of its own (`_own_intercepts`) and one shared by the other sampled pairs, which the
     queries without one take (the whole sample's where every sampled query has its own)."""
-    flat, counts = _own_intercepts(present, safe, query, stratified)
+    flat, counts = _own_intercepts(sample, query)
+    present, safe = sample.present, np.where(sample.present, sample.index, 0)
 
     def per_cell(values: np.ndarray) -> np.ndarray:
         return np.bincount(flat[present], weights=values[present], minlength=counts.size).reshape(counts.shape)
@@ -198,9 +192,9 @@ def _query_intercepts(
     rest = np.where(pair_own, 0.0, weights)
     shared = np.where(rest.sum(axis=-1, keepdims=True) > 0, rest, weights)  # the pairs the shared intercept is fitted on
     mass = per_cell(weights)
-    out = np.empty((counts.shape[0],) + judge_features.shape)
-    for f in range(judge_features.shape[-1]):
-        x, y = judge_features[safe, f], observed[..., f]
+    out = np.empty((counts.shape[0],) + judge.shape)
+    for f in range(judge.shape[-1]):
+        x, y = judge[safe, f], observed[..., f]
         x_query, y_query = mean(per_cell(weights * x), mass), mean(per_cell(weights * y), mass)
         x_rest = mean((shared * x).sum(axis=-1), shared.sum(axis=-1))
         y_rest = mean((shared * y).sum(axis=-1), shared.sum(axis=-1))
@@ -209,7 +203,7 @@ def _query_intercepts(
         spread = (weights * dx * dx).sum(axis=-1)
         lam = np.where(spread > 1e-12, (weights * dx * dy).sum(axis=-1) / np.where(spread > 1e-12, spread, 1.0), 0.0)
         intercept = np.where(own, y_query - lam[:, None] * x_query, (y_rest - lam * x_rest)[:, None])
-        out[..., f] = intercept[:, query] + lam[:, None] * judge_features[None, :, f]
+        out[..., f] = intercept[:, query] + lam[:, None] * judge[None, :, f]
     return out
 
 
@@ -221,7 +215,7 @@ def variance_sample(estimator: str, sample: PairSample, query: np.ndarray) -> Pa
     if estimator != "ppi++":
         return sample
     safe = np.where(sample.present, sample.index, 0)
-    _, counts = _own_intercepts(sample.present, safe, query, sample.group >= 0)
+    _, counts = _own_intercepts(sample, query)
     n_q = np.take_along_axis(counts, query[safe], axis=1)
     scale = np.where(sample.present & (n_q >= 2), n_q / np.maximum(n_q - 1.0, 1.0), 1.0)
     return PairSample(sample.index, sample.weight, sample.coef * scale, sample.group)
