@@ -168,19 +168,28 @@ class _RunScorer:
         return sum_sqrt_eigenvalues(rows @ cov2 @ rows.T)
 
 
-def _score_run(
-    scorer: _RunScorer,
-    weights: np.ndarray,
-    rel: tuple[np.ndarray, np.ndarray, np.ndarray],
-    chunk: int,
-    report: Callable[[int], None],
-) -> np.ndarray:
-    n1, mean1, trace1 = rel
-    n2, mean2, trace2 = QueryStats.of(scorer.sample).moments(weights)
+@dataclass(frozen=True)
+class _Shared:
+    """What every piece of work reads: the relevant side and the resamples."""
+
+    relevant: ItemSample
+    rel_stats: QueryStats
+    rel_moments: np.ndarray | None
+    weights: np.ndarray
+    rel: tuple[np.ndarray, np.ndarray, np.ndarray]  # (n, μ, Tr Σ) of the relevant side per resample
+    chunk: int
+
+
+def _score_piece(shared: _Shared, sample: ItemSample, start: int, stop: int, report: Callable[[int], None]) -> np.ndarray:
+    """One run's FD under resamples start..stop."""
+    scorer = _RunScorer(shared, sample)
+    weights = shared.weights[start:stop]
+    n1, mean1, trace1 = (part[start:stop] for part in shared.rel)
+    n2, mean2, trace2 = QueryStats.of(sample).moments(weights)
     out = np.full(weights.shape[0], np.nan)
-    for start in range(0, weights.shape[0], chunk):
-        stop = min(start + chunk, weights.shape[0])
-        valid = [b for b in range(start, stop) if n1[b] >= 2 and n2[b] >= 2]
+    for first in range(0, weights.shape[0], shared.chunk):
+        last = min(first + shared.chunk, weights.shape[0])
+        valid = [b for b in range(first, last) if n1[b] >= 2 and n2[b] >= 2]
         sides = {b: _drawn(scorer.relevant, weights[b]) for b in valid}
         large = [b for b in valid if len(sides[b][0]) > scorer.d]
         grams: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -198,27 +207,8 @@ def _score_run(
                 cross = scorer.cross_in_d(weights[b], n1[b], mean1[b], n2[b], mean2[b])
             diff = mean1[b] - mean2[b]
             out[b] = max(float(diff @ diff) + trace1[b] + trace2[b] - 2.0 * cross, 0.0)
-        report(stop - start)
+        report(last - first)
     return out
-
-
-@dataclass(frozen=True)
-class _Shared:
-    """What every piece of work reads: the relevant side and the resamples."""
-
-    relevant: ItemSample
-    rel_stats: QueryStats
-    rel_moments: np.ndarray | None
-    weights: np.ndarray
-    rel: tuple[np.ndarray, np.ndarray, np.ndarray]  # (n, μ, Tr Σ) of the relevant side per resample
-    chunk: int
-
-
-def _score_piece(shared: _Shared, sample: ItemSample, start: int, stop: int, report: Callable[[int], None]) -> np.ndarray:
-    """One run under resamples start..stop."""
-    scorer = _RunScorer(shared, sample)
-    rel = (shared.rel[0][start:stop], shared.rel[1][start:stop], shared.rel[2][start:stop])
-    return _score_run(scorer, shared.weights[start:stop], rel, shared.chunk, report)
 
 
 # In a worker process: the shared inputs, the progress queue, and the BLAS limit kept in force.
