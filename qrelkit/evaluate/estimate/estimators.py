@@ -50,7 +50,7 @@ class Setting:
 
     @cached_property
     def judge_values(self) -> np.ndarray:
-        """(R, Q)"""
+        """(R, Q) per-query values under the judge's labels."""
         return self.per_query(self.judge_features)
 
     def per_query(self, features: np.ndarray) -> np.ndarray:
