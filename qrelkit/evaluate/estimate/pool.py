@@ -89,20 +89,6 @@ class RankedLists:
         return where[:, :n_pairs]
 
 
-def _pool_qrels(pool: Pool) -> Qrels:
-    """The pool as qrels whose "grade" is each pair's pool index: a run joined to them by
-    `rank_run` carries its pairs' indices."""
-    table = arrays.table(
-        {
-            "qid": arrays.strings(pool.qids),
-            "iteration": arrays.column(["0"] * len(pool), pa.string()),
-            "docid": arrays.strings(pool.docids),
-            "grade": np.arange(len(pool), dtype=np.int64),
-        }
-    )
-    return Qrels.from_table("pool", table)
-
-
 @dataclass(frozen=True)
 class JoinedRuns:
     """Every run joined to the pool once (trec_eval's order, float32 scores): per run, its pool
@@ -113,7 +99,14 @@ class JoinedRuns:
 
     @classmethod
     def of(cls, pool: Pool, runs: Sequence[Run]) -> JoinedRuns:
-        judged = JudgedPairs.of(_pool_qrels(pool), queries=pool.queries)
+        # the pool as qrels whose "grade" is each pair's pool index: a run joined to them by `rank_run` carries its pairs' indices
+        columns = {
+            "qid": arrays.strings(pool.qids),
+            "iteration": arrays.column(["0"] * len(pool), pa.string()),
+            "docid": arrays.strings(pool.docids),
+            "grade": np.arange(len(pool), dtype=np.int64),
+        }
+        judged = JudgedPairs.of(Qrels.from_table("pool", arrays.table(columns)), queries=pool.queries)
         entries = []
         for run in runs:
             ranked = rank_run(run, judged)
