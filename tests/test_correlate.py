@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import qrelkit
 from qrelkit.cli import app
 from qrelkit.evaluate.agreement import tau_ap
-from qrelkit.evaluate.fd.items import relevant_items
+from qrelkit.evaluate.sparsify import relevant_items
 from qrelkit.io import read_qrels, write_qrels
 
 runner = CliRunner()

@@ -1,14 +1,9 @@
-"""Sampling designs: which pool pairs humans label, each with a known inclusion probability.
-
-- ``queries``: whole queries, a simple random sample of n of the Q queries (n from the budget and
-  the mean pairs per query); every pair of a chosen query is labelled (pi = n / Q).
-- ``stratified``: pairs stratified by query; each query gets its share of the budget by a divisor
-  (Webster) method over its pool size, at least two pairs where the budget allows (a variance
-  needs two), and a simple random sample of that many of its pairs (pi = n_h / N_h).
-- ``weighted``: Poisson sampling of pairs with pi proportional to a size: what the measure weighs
-  (how far a one-grade error of the judge at that pair moves the runs' values, summed over runs,
-  `measure_sizes`) times the judge's uncertainty at the pair, mixed with a floor so that every pair
-  can be drawn (an estimate is unbiased only then).
+"""Sampling designs: which pool pairs humans label, each with a known inclusion probability:
+``queries`` (a simple random sample of whole queries, pi = n / Q), ``stratified`` (a simple random
+sample of pairs in each query, shares by a divisor method: `allocation`) and ``weighted`` (Poisson
+sampling, pi proportional to a size measure, `sizes.measure_sizes` times the judge's uncertainty,
+mixed with a floor so that every pair can be drawn: an estimate is unbiased only then).
+docs/human-budget.md says when to use which.
 
 Every design draws from uniforms fixed per pair (a hash of seed, query and document in the
 command; random numbers in a simulation): the same seed gives the same sample, and a larger
@@ -26,7 +21,7 @@ import numpy as np
 from qrelkit.errors import QrelkitError
 
 KINDS = ("queries", "stratified", "weighted")
-MIN_PER_STRATUM = 2
+MIN_PER_STRATUM = 2  # a stratum's variance needs two pairs (Webster seats come after these)
 FLOOR = 0.2  # share of the weighted design's probability spread evenly: every pair keeps pi > 0
 
 
@@ -131,11 +126,8 @@ def plan(
         count = query_count(sizes, budget)
         assert query_keys is not None
         picked = queries_chosen(query_keys, count)
-        chosen = (
-            np.take_along_axis(picked, np.broadcast_to(query, keys.shape[:-1] + (n_pairs,)), axis=-1) if picked.ndim > 1 else picked[query]
-        )
         inclusion = np.full(n_pairs, count / len(sizes))
-        return Plan(kind, budget, chosen, inclusion, query.copy(), np.array([count]))
+        return Plan(kind, budget, picked[..., query], inclusion, query.copy(), np.array([count]))
     if kind == "stratified":
         counts = allocation(sizes, budget)
         chosen = stratified_chosen(keys, query, counts)

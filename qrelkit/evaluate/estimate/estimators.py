@@ -1,14 +1,14 @@
 """Every estimator of every design behind one call: the runs' means of a measure, with their
 covariance, for one sample (a command) or a thousand (a simulation), in chunks of draws.
 
-``estimator`` names what the judge's labels are used for (`pairs.PAIR_ESTIMATORS`,
-`queries.QUERY_ESTIMATORS`); ``judge`` is never a valid interval (its covariance is 0 and its
-interval is not shown).
+``estimator`` names what the judge's labels are used for (`qrelkit.evaluate.choices.DESIGN_ESTIMATORS`);
+``judge`` is never a valid interval (its covariance is 0 and its interval is not shown).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -43,13 +43,15 @@ class Setting:
     place: np.ndarray
     judge_features: np.ndarray
     levels: np.ndarray
-    judge_values: np.ndarray  # (R, Q)
 
     @classmethod
     def of(cls, pool: Pool, kernel: Kernel, judge_features: np.ndarray) -> Setting:
-        place = kernel.lists.place(len(pool))
-        judge_values = kernel.values(kernel.gather(judge_features[None]), query_totals(judge_features[None], pool))[0]
-        return cls(pool, kernel, place, judge_features, pairs.level_matrix(pool.judge), judge_values)
+        return cls(pool, kernel, kernel.lists.place(len(pool)), judge_features, pairs.level_matrix(pool.judge))
+
+    @cached_property
+    def judge_values(self) -> np.ndarray:
+        """(R, Q) per-query values under the judge's labels."""
+        return self.per_query(self.judge_features)
 
     def per_query(self, features: np.ndarray) -> np.ndarray:
         """(R, Q) per-query values under labels with ``features`` (P, F) (exact where they are whole)."""

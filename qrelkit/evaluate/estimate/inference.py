@@ -14,10 +14,6 @@ import numpy as np
 Z95 = 1.959963984540054  # the normal's 97.5% quantile
 
 
-def standard_errors(covariance: np.ndarray) -> np.ndarray:
-    return np.sqrt(np.clip(np.diagonal(covariance, axis1=-2, axis2=-1), 0.0, None))
-
-
 def quantile(df: float | np.ndarray | None) -> np.ndarray:
     """The 97.5% quantile: the normal's for df None or inf, else Student's t."""
     if df is None or not np.isfinite(df).any():
@@ -30,7 +26,7 @@ def quantile(df: float | np.ndarray | None) -> np.ndarray:
 
 def intervals(values: np.ndarray, covariance: np.ndarray, df: float | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) (..., R); ``df`` (...,) per draw."""
-    half = quantile(df)[..., None] * standard_errors(covariance)
+    half = quantile(df)[..., None] * np.sqrt(np.clip(np.diagonal(covariance, axis1=-2, axis2=-1), 0.0, None))
     return values - half, values + half
 
 

@@ -20,7 +20,7 @@ ratios are estimated by linearisation. Arrays carry any leading axes (draws of a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -43,8 +43,6 @@ def features(labels: np.ndarray, top: int) -> np.ndarray:
 
 def parse(name: str, top: int) -> Measure:
     """A measure this module estimates, or a clear error."""
-    from dataclasses import replace
-
     measure = vectorised_measure(name)
     plain = measure is not None and measure.gains is None and not measure.judged_only and not measure.params
     if measure is None or not plain or measure.family not in ("nDCG", "P", "AP", "RR"):
@@ -57,10 +55,6 @@ def parse(name: str, top: int) -> Measure:
 def cutoff_of(measure: Measure) -> int | None:
     """The measure's rank cut-off as a whole number (None: the whole ranking)."""
     return None if measure.cutoff is None else int(measure.cutoff)
-
-
-def _discount(rank: np.ndarray) -> np.ndarray:
-    return np.where(np.isfinite(rank), 1.0 / np.log2(np.where(np.isfinite(rank), rank, 1.0) + 1.0), 0.0)
 
 
 @dataclass(frozen=True)
@@ -79,8 +73,10 @@ class Kernel:
     def __init__(self, measure: Measure, lists: RankedLists, top: int):
         self.measure, self.lists, self.top = measure, lists, top
         self.level = measure.rel
-        self.discount = _discount(lists.rank)
-        self.inverse_rank = np.where(np.isfinite(lists.rank), 1.0 / np.where(np.isfinite(lists.rank), lists.rank, 1.0), 0.0)
+        listed = np.isfinite(lists.rank)
+        rank = np.where(listed, lists.rank, 1.0)
+        self.discount = np.where(listed, 1.0 / np.log2(rank + 1.0), 0.0)
+        self.inverse_rank = np.where(listed, 1.0 / rank, 0.0)
 
     @property
     def capped(self) -> tuple[float, float]:

@@ -3,32 +3,15 @@
 Each pair's label features are estimated as the judge's prediction corrected by the human sample,
 x_i = p_i + w_i (y_i - p_i) on sampled pairs and p_i elsewhere, where w_i is the pair's design
 weight (1 / pi, or its share across phases of `--next`): a Horvitz-Thompson difference estimator,
-unbiased for every total whatever the predictions are. The predictions make it precise:
-
-- ``human``: none (p = 0): the human labels alone, expanded by their design weights;
-- ``ppi``: the judge's label as it is (prediction-powered inference with lambda = 1);
-- ``ppi++``: each feature's prediction a_q + lambda * (the judge's feature), lambda and an intercept
-  a_q per query fitted on the sample by design-weighted least squares (a query with fewer than two
-  sampled pairs takes the intercept of the whole sample): the power tuning of PPI++ (Angelopoulos,
-  Duchi and Zrnic, 2023) as a model-assisted (GREG) survey estimator. The intercepts recalibrate the
-  judge query by query: a judge that says nothing of a level (a binary judge and grade 3) no longer
-  predicts every query's count of it from the pool's mean, which made nDCG's ideal DCG noisy (the
-  simulation: RMSE 0.055 -> 0.040 for the binary judge at 1,000 labels). The residuals of a fitted
-  intercept are centred in their query, so their variance terms are scaled by n_q / (n_q - 1);
-- ``calibrated``: the prediction fitted on indicators of the judge's own levels (its grade, on its
-  scale): per judge grade, the human grades found there.
+unbiased for every total whatever the predictions are. The predictions (`predictions`) make it
+precise: none (``human``), the judge's label (``ppi``), PPI++'s power tuning with an intercept per
+query (``ppi++``, Angelopoulos, Duchi and Zrnic, 2023, as a model-assisted (GREG) survey
+estimator: `_query_intercepts`), or a fit on the judge's own levels (``calibrated``).
 
 The measures are computed from the estimated features (`measures.Kernel`); their variance by
-linearisation: the error is about sum_i (delta_i w_i - 1) u_i with u_i the gradient of a run's
-mean at pair i times the pair's residual y_i - p_i, whose design variance is estimated from the
-sampled u (per stratum around its mean for a stratified sample; term by term for Poisson).
-
-nDCG = DCG / IDCG is a ratio whose denominator is a concave, kinked function of estimated counts
-(`ideal_parts`, `ratio_bias`): a level the labels prove past the cut-off is exact; the ideal DCG's
-slope is the one that carries its own spread over each count's uncertainty; and the ratio's
-second-order bias, read from the same linear terms, is subtracted. In the simulation
-(`benchmarks/bench_human_budget.py`) this took the weighted design's coverage at 1,000 labels into
-94-96% for every DL19 judge and the held-out collection (from 92.7-97.6% and 97.2%).
+linearisation (`linear_parts`, `design_covariance`). nDCG's ideal DCG is a concave, kinked function
+of estimated counts: `ideal_parts` and `ratio_bias` say what the estimate does about it.
+docs/human-budget.md has the simulation (`benchmarks/bench_human_budget.py`) behind each choice.
 """
 
 from __future__ import annotations
@@ -41,8 +24,6 @@ import numpy as np
 from qrelkit.evaluate.estimate.designs import Plan
 from qrelkit.evaluate.estimate.measures import Gradient, Kernel, cutoff_of, query_totals
 from qrelkit.evaluate.estimate.pool import NO_PAIR, Pool
-
-PAIR_ESTIMATORS = ("human", "judge", "ppi", "ppi++", "calibrated")
 
 
 @dataclass(frozen=True)
@@ -175,36 +156,30 @@ def predictions(
         beta = _weighted_fit(levels[safe], observed, weights)
         return np.einsum("pk,dkf->dpf", levels, beta)
     if estimator == "ppi++":
-        return _query_intercepts(judge_features, observed, weights, safe, sample.present, query, sample.group >= 0)
+        return _query_intercepts(judge_features, observed, weights, sample, query)
     raise ValueError(f"unknown estimator {estimator!r}")
 
 
-def _own_intercepts(present: np.ndarray, safe: np.ndarray, query: np.ndarray, stratified: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _own_intercepts(sample: PairSample, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(flat (D, n) the (draw, query) cell of each sampled pair, counts (D, Q) of sampled pairs in
     the queries that get an intercept of their own: two or more pairs, in a draw without pairs of
-    a stratified design (``stratified`` (D, n)): its strata are the queries, and intercepts fitted
+    a stratified design (`PairSample.group` >= 0): its strata are the queries, and intercepts fitted
     in strata of a few pairs measured worse there (coverage 0.88 -> 0.79 at 1,000 labels), so it
     keeps the one intercept of the plain GREG fit)."""
+    present, safe = sample.present, np.where(sample.present, sample.index, 0)
     draws, n_queries = present.shape[0], int(query.max(initial=-1)) + 1
     flat = np.arange(draws)[:, None] * n_queries + query[safe]
     counts = np.bincount(flat[present], minlength=draws * n_queries).reshape(draws, n_queries)
-    return flat, np.where((stratified & present).any(axis=-1)[:, None] | (counts < 2), 0, counts)
+    return flat, np.where(((sample.group >= 0) & present).any(axis=-1)[:, None] | (counts < 2), 0, counts)
 
 
-def _query_intercepts(
-    judge_features: np.ndarray,
-    observed: np.ndarray,
-    weights: np.ndarray,
-    safe: np.ndarray,
-    present: np.ndarray,
-    query: np.ndarray,
-    stratified: np.ndarray,
-) -> np.ndarray:
+def _query_intercepts(judge: np.ndarray, observed: np.ndarray, weights: np.ndarray, sample: PairSample, query: np.ndarray) -> np.ndarray:
     """(D, P, F) PPI++'s predictions a_q + lambda_f * judge_f: per draw and feature, the design-
     weighted least squares fit of the human feature on the judge's with an intercept for each query
     that has one of its own (`_own_intercepts`) and one shared by the other sampled pairs, which the
     queries without one take (the whole sample's where every sampled query has its own)."""
-    flat, counts = _own_intercepts(present, safe, query, stratified)
+    flat, counts = _own_intercepts(sample, query)
+    present, safe = sample.present, np.where(sample.present, sample.index, 0)
 
     def per_cell(values: np.ndarray) -> np.ndarray:
         return np.bincount(flat[present], weights=values[present], minlength=counts.size).reshape(counts.shape)
@@ -217,9 +192,9 @@ def _query_intercepts(
     rest = np.where(pair_own, 0.0, weights)
     shared = np.where(rest.sum(axis=-1, keepdims=True) > 0, rest, weights)  # the pairs the shared intercept is fitted on
     mass = per_cell(weights)
-    out = np.empty((counts.shape[0],) + judge_features.shape)
-    for f in range(judge_features.shape[-1]):
-        x, y = judge_features[safe, f], observed[..., f]
+    out = np.empty((counts.shape[0],) + judge.shape)
+    for f in range(judge.shape[-1]):
+        x, y = judge[safe, f], observed[..., f]
         x_query, y_query = mean(per_cell(weights * x), mass), mean(per_cell(weights * y), mass)
         x_rest = mean((shared * x).sum(axis=-1), shared.sum(axis=-1))
         y_rest = mean((shared * y).sum(axis=-1), shared.sum(axis=-1))
@@ -228,7 +203,7 @@ def _query_intercepts(
         spread = (weights * dx * dx).sum(axis=-1)
         lam = np.where(spread > 1e-12, (weights * dx * dy).sum(axis=-1) / np.where(spread > 1e-12, spread, 1.0), 0.0)
         intercept = np.where(own, y_query - lam[:, None] * x_query, (y_rest - lam * x_rest)[:, None])
-        out[..., f] = intercept[:, query] + lam[:, None] * judge_features[None, :, f]
+        out[..., f] = intercept[:, query] + lam[:, None] * judge[None, :, f]
     return out
 
 
@@ -240,7 +215,7 @@ def variance_sample(estimator: str, sample: PairSample, query: np.ndarray) -> Pa
     if estimator != "ppi++":
         return sample
     safe = np.where(sample.present, sample.index, 0)
-    _, counts = _own_intercepts(sample.present, safe, query, sample.group >= 0)
+    _, counts = _own_intercepts(sample, query)
     n_q = np.take_along_axis(counts, query[safe], axis=1)
     scale = np.where(sample.present & (n_q >= 2), n_q / np.maximum(n_q - 1.0, 1.0), 1.0)
     return PairSample(sample.index, sample.weight, sample.coef * scale, sample.group)

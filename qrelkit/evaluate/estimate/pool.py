@@ -77,10 +77,6 @@ class RankedLists:
     rank: np.ndarray
     cutoff: int | None
 
-    @property
-    def depth(self) -> int:
-        return self.pair.shape[2]
-
     def place(self, n_pairs: int) -> np.ndarray:
         """(R, P) where each pool pair stands in each run's lists, as a flat index into (Q, depth);
         NO_PAIR where the run does not list it (a run lists a pair once)."""
@@ -93,20 +89,6 @@ class RankedLists:
         return where[:, :n_pairs]
 
 
-def _pool_qrels(pool: Pool) -> Qrels:
-    """The pool as qrels whose "grade" is each pair's pool index: a run joined to them by
-    `rank_run` carries its pairs' indices."""
-    table = arrays.table(
-        {
-            "qid": arrays.strings(pool.qids),
-            "iteration": arrays.column(["0"] * len(pool), pa.string()),
-            "docid": arrays.strings(pool.docids),
-            "grade": np.arange(len(pool), dtype=np.int64),
-        }
-    )
-    return Qrels.from_table("pool", table)
-
-
 @dataclass(frozen=True)
 class JoinedRuns:
     """Every run joined to the pool once (trec_eval's order, float32 scores): per run, its pool
@@ -117,7 +99,14 @@ class JoinedRuns:
 
     @classmethod
     def of(cls, pool: Pool, runs: Sequence[Run]) -> JoinedRuns:
-        judged = JudgedPairs.of(_pool_qrels(pool), queries=pool.queries)
+        # the pool as qrels whose "grade" is each pair's pool index: a run joined to them by `rank_run` carries its pairs' indices
+        columns = {
+            "qid": arrays.strings(pool.qids),
+            "iteration": arrays.column(["0"] * len(pool), pa.string()),
+            "docid": arrays.strings(pool.docids),
+            "grade": np.arange(len(pool), dtype=np.int64),
+        }
+        judged = JudgedPairs.of(Qrels.from_table("pool", arrays.table(columns)), queries=pool.queries)
         entries = []
         for run in runs:
             ranked = rank_run(run, judged)
@@ -151,12 +140,7 @@ def ranked_lists(pool: Pool, runs: Sequence[Run] | JoinedRuns, cutoff: int | Non
 def top_pairs(runs: Sequence[Run], queries: Iterable[str], depth: int) -> set[tuple[str, str]]:
     """The (qid, docid) pairs each run ranks in its top ``depth`` (trec_eval's order) for ``queries``."""
     wanted = set(queries)
-    found: set[tuple[str, str]] = set()
-    for run in runs:
-        for qid, docids in run.ranking(depth=depth).items():
-            if qid in wanted:
-                found.update((qid, docid) for docid in docids)
-    return found
+    return {(qid, docid) for run in runs for qid, docids in run.ranking(depth=depth).items() if qid in wanted for docid in docids}
 
 
 def pool_hash(pool: Pool) -> str:

@@ -22,9 +22,6 @@ from __future__ import annotations
 
 import numpy as np
 
-QUERY_ESTIMATORS = ("human", "judge", "ppi", "ppi++")
-VARIANCES = ("finite", "iid")
-
 
 def ppi_lambda(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray) -> np.ndarray:
     """ppi_py's power-tuning lambda for a mean (`_calc_lam_glm` with clip=True): cov(y, yhat)
@@ -81,11 +78,10 @@ def query_estimates(
         lam = finite_lambda(y, f)
     residual = y - lam[..., None] * f
     estimate, _ = ppi_mean(y, f, f_all, lam)  # its standard errors are the diagonal of the covariance below
+    rc = residual - residual.mean(-1, keepdims=True)
     if variance == "iid":
-        rc = residual - residual.mean(-1, keepdims=True)
         imputed = lam[..., None] * (f_all - f_all.mean(-1, keepdims=True))
         covariance = np.matmul(rc, np.swapaxes(rc, -1, -2)) / count**2 + np.matmul(imputed, np.swapaxes(imputed, -1, -2)) / n_queries**2
     else:
-        rc = residual - residual.mean(-1, keepdims=True)
         covariance = (1.0 - count / n_queries) * np.matmul(rc, np.swapaxes(rc, -1, -2)) / (count * max(count - 1, 1))
     return estimate, covariance, lam

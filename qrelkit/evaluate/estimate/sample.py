@@ -55,27 +55,17 @@ class RecordedSample:
             )
         return pairs.PairSample(self.index[None], weight[None], coef[None], group[None])
 
-    def chosen_queries(self, n_queries: int) -> np.ndarray:
-        """(1, Q) the queries of a whole-query design."""
-        chosen = np.zeros((1, n_queries), bool)
-        chosen[0, np.unique(self.stratum)] = True
-        return chosen
-
 
 def estimate_sample(setting: Setting, sample: RecordedSample, grades: np.ndarray, top: int, estimators: list[str]) -> dict[str, Estimates]:
     """Each estimator's estimates (one draw) from the human ``grades`` (P,) of the planned pairs."""
     human = features(grades, top)
-    out: dict[str, Estimates] = {}
     if sample.kinds[0] == "queries":
         per_query = setting.per_query(human)
-        chosen = sample.chosen_queries(setting.pool.n_queries)
-        for estimator in estimators:
-            out[estimator] = query_estimates(setting, per_query, chosen, estimator)
-        return out
+        chosen = np.zeros((1, setting.pool.n_queries), bool)
+        chosen[0, np.unique(sample.stratum)] = True  # a whole-query design's strata are its queries
+        return {estimator: query_estimates(setting, per_query, chosen, estimator) for estimator in estimators}
     drawn = sample.pair_sample()
-    for estimator in estimators:
-        out[estimator] = pair_estimates(setting, human, drawn, estimator)
-    return out
+    return {estimator: pair_estimates(setting, human, drawn, estimator) for estimator in estimators}
 
 
 def next_phase(

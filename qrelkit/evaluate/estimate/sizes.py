@@ -7,13 +7,10 @@ gain and the indicator of the next level, a grade down the gain and the indicato
 own level. The size is the root mean square of those moves over the runs (or over the differences
 of the run pairs still undecided), times the judge's uncertainty where it is known.
 
-nDCG's ideal DCG moves with a query's count of pairs at each level only while that count is below
-the cut-off. The judge's count is itself uncertain (by `SPREAD` a pair, so SPREAD * sqrt(N_q) for
-a query of N_q pairs), so a pair's move of the count is weighed by the slope expected over that
-uncertainty, not at the judge's count alone: a judge that puts a query's count just past the
-cut-off (where the slope is 0) would otherwise leave its pairs to the floor, and their few heavily
-weighted labels made the ideal DCG, and nDCG, noisy (the simulation at 1,000 labels: RMSE 0.041 ->
-0.027 with the binary judge, 0.034 -> 0.024 with MiniLM, 0.023 -> 0.020 with UMBRELA).
+nDCG's ideal DCG moves with a query's count of pairs at a level only below the cut-off, and the
+judge's count is itself uncertain (by `SPREAD` a pair, SPREAD * sqrt(N_q) for a query of N_q pairs),
+so a pair's move of the count is weighed by the slope expected over that uncertainty, not at the
+judge's count alone (docs/human-budget.md: a count just past the cut-off left its pairs to the floor).
 """
 
 from __future__ import annotations

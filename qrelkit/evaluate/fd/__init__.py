@@ -12,16 +12,9 @@ from qrelkit.evaluate.fd.distance import (
     sum_sqrt_eigenvalues,
     trace_sqrt_product,
 )
-from qrelkit.evaluate.fd.items import (
-    ItemSample,
-    default_relevance_level,
-    fd_label,
-    item_sample,
-    judged_items,
-    relevant_items,
-    retrieved_items,
-)
+from qrelkit.evaluate.fd.items import ItemSample, fd_label, item_sample, judged_items, retrieved_items
 from qrelkit.evaluate.fd.runs import FDReport, FDSettings, RunFD, check_vectors, fd_of_runs, selected_docids
+from qrelkit.evaluate.sparsify import default_relevance_level, relevant_items
 
 __all__ = [
     "CovarianceFactor",

@@ -9,16 +9,11 @@ is the original items with weights, and its statistics are weighted sums:
 with n_q, s_q (sum of vectors) and ‖x‖²_q (sum of squared norms) kept per query: one matrix
 product gives every resample's mean and trace term at once. Only the cross term
 Tr (Σ₁^½ Σ₂ Σ₁^½)^½ = Σ √λ(G) needs an eigenvalue problem per (resample, run), on a Gram
-matrix G of the smallest size available (see `distance.py` for the identity):
-
-- at most d drawn relevant items (FD@k with at most m relevant per query): G = K Kᵀ or KᵀK with
-  K = A₁A₂ᵀ, read off the inner products of relevant and retrieved items (computed once per run)
-  and centred with rank-one corrections;
-- more: G = A₂ Σ₁ A₂ᵀ over the run's drawn items, with Σ₁ a weighted sum of per-query second
-  moments, so that Y Σ₁ Yᵀ = Σ_q w_q (X_q Yᵀ)ᵀ(X_q Yᵀ) − … is one matrix product for a whole
-  chunk of resamples (the per-query terms are computed once per run);
-- when that tensor would not fit in memory (very deep k), Σ₁ and Σ₂ in d dimensions, from the
-  same per-query second moments.
+matrix G of the smallest size available (see `distance.py` for the identity): K Kᵀ from the
+inner products of relevant and retrieved items when at most d relevant items are drawn
+(`_cross_from_products`); else A₂ Σ₁ A₂ᵀ over the run's drawn items, one matrix product for a
+chunk of resamples (`_cross_from_run_gram`); or, when that tensor would not fit in memory (very
+deep k), both covariances in d dimensions (`_RunScorer.cross_in_d`).
 
 Runs are independent, so a large bootstrap is spread over worker processes (one per core), each
 with single-threaded BLAS. Not threads: NumPy's eigenvalue routine holds the GIL, so two threads
@@ -34,6 +29,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -128,36 +124,33 @@ def _cross_from_run_gram(moments: np.ndarray, y_mean: np.ndarray, n1: float, col
 class _RunScorer:
     """The cross terms of one run under every resample."""
 
-    def __init__(self, relevant: ItemSample, rel_stats: QueryStats, rel_moments: np.ndarray | None, sample: ItemSample, d: int):
-        self.relevant, self.sample, self.d = relevant, sample, d
-        self.rel_stats, self.rel_moments = rel_stats, rel_moments
-        self._products: np.ndarray | None = None
-        self._tensor: np.ndarray | None = None  # (Q, n_run, n_run): (X_q Yᵀ)ᵀ (X_q Yᵀ)
-        self._run_moments: np.ndarray | None = None
+    def __init__(self, shared: _Shared, sample: ItemSample):
+        self.relevant, self.rel_stats, self.rel_moments = shared.relevant, shared.rel_stats, shared.rel_moments
+        self.sample, self.d = sample, shared.relevant.vectors.shape[1]
         self._buffer: np.ndarray | None = None  # (chunk, n_run²) for run_moments
 
+    @cached_property
     def products(self) -> np.ndarray:
-        if self._products is None:
-            self._products = self.relevant.vectors @ self.sample.vectors.T
-        return self._products
+        return self.relevant.vectors @ self.sample.vectors.T
 
-    def tensor_fits(self) -> bool:
-        return len(self.relevant.qids) * len(self.sample) ** 2 <= TENSOR_LIMIT
-
+    @cached_property
     def tensor(self) -> np.ndarray:
-        if self._tensor is None:
-            n_queries, n_run = len(self.relevant.qids), len(self.sample)
-            self._tensor = np.zeros((n_queries, n_run, n_run))
-            products = self.products()
-            for q in range(n_queries):
-                block = products[self.relevant.query_index == q]
-                self._tensor[q] = block.T @ block
-        return self._tensor
+        """(Q, n_run, n_run): (X_q Yᵀ)ᵀ (X_q Yᵀ)."""
+        n_queries, n_run = len(self.relevant.qids), len(self.sample)
+        tensor = np.zeros((n_queries, n_run, n_run))
+        for q in range(n_queries):
+            block = self.products[self.relevant.query_index == q]
+            tensor[q] = block.T @ block
+        return tensor
+
+    @cached_property
+    def run_second_moments(self) -> np.ndarray:
+        return _second_moments(self.sample)
 
     def run_moments(self, weights: np.ndarray, n1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For a chunk of resamples (rows of ``weights``): Σ_q w_q (X_q Yᵀ)ᵀ(X_q Yᵀ), (c, n_run,
         n_run), and Y μ₁, (c, n_run). One matrix product for the whole chunk."""
-        tensor = self.tensor()
+        tensor = self.tensor
         if self._buffer is None or self._buffer.shape[0] < weights.shape[0]:
             self._buffer = np.empty((weights.shape[0], tensor.shape[1] * tensor.shape[2]))
         flat = self._buffer[: weights.shape[0]]  # reused: a fresh 70 MB array per chunk costs more in page faults than the product
@@ -168,47 +161,11 @@ class _RunScorer:
 
     def cross_in_d(self, weights_row: np.ndarray, n1: float, mean1: np.ndarray, n2: float, mean2: np.ndarray) -> float:
         """Both covariances in d dimensions, from per-query second moments (very deep k only)."""
-        if self._run_moments is None:
-            self._run_moments = _second_moments(self.sample)
         assert self.rel_moments is not None
         cov1 = (np.tensordot(weights_row, self.rel_moments, axes=(0, 0)) - n1 * np.outer(mean1, mean1)) / (n1 - 1)
-        cov2 = (np.tensordot(weights_row, self._run_moments, axes=(0, 0)) - n2 * np.outer(mean2, mean2)) / (n2 - 1)
+        cov2 = (np.tensordot(weights_row, self.run_second_moments, axes=(0, 0)) - n2 * np.outer(mean2, mean2)) / (n2 - 1)
         rows = factor_from_covariance(mean1, cov1).rows
         return sum_sqrt_eigenvalues(rows @ cov2 @ rows.T)
-
-
-def _score_run(
-    scorer: _RunScorer,
-    weights: np.ndarray,
-    rel: tuple[np.ndarray, np.ndarray, np.ndarray],
-    chunk: int,
-    report: Callable[[int], None],
-) -> np.ndarray:
-    n1, mean1, trace1 = rel
-    n2, mean2, trace2 = QueryStats.of(scorer.sample).moments(weights)
-    out = np.full(weights.shape[0], np.nan)
-    for start in range(0, weights.shape[0], chunk):
-        stop = min(start + chunk, weights.shape[0])
-        valid = [b for b in range(start, stop) if n1[b] >= 2 and n2[b] >= 2]
-        sides = {b: _drawn(scorer.relevant, weights[b]) for b in valid}
-        large = [b for b in valid if len(sides[b][0]) > scorer.d]
-        grams: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        if large and scorer.tensor_fits():
-            moments, y_means = scorer.run_moments(weights[large], n1[large])
-            grams = {b: (moments[i], y_means[i]) for i, b in enumerate(large)}
-        for b in valid:
-            cols, u = _drawn(scorer.sample, weights[b])
-            if b not in large:
-                rows, w = sides[b]
-                cross = _cross_from_products(scorer.products(), (rows, w, n1[b]), (cols, u, n2[b]))
-            elif b in grams:
-                cross = _cross_from_run_gram(*grams.pop(b), n1[b], cols, u, n2[b])
-            else:
-                cross = scorer.cross_in_d(weights[b], n1[b], mean1[b], n2[b], mean2[b])
-            diff = mean1[b] - mean2[b]
-            out[b] = max(float(diff @ diff) + trace1[b] + trace2[b] - 2.0 * cross, 0.0)
-        report(stop - start)
-    return out
 
 
 @dataclass(frozen=True)
@@ -224,10 +181,34 @@ class _Shared:
 
 
 def _score_piece(shared: _Shared, sample: ItemSample, start: int, stop: int, report: Callable[[int], None]) -> np.ndarray:
-    """One run under resamples start..stop."""
-    scorer = _RunScorer(shared.relevant, shared.rel_stats, shared.rel_moments, sample, shared.relevant.vectors.shape[1])
-    rel = (shared.rel[0][start:stop], shared.rel[1][start:stop], shared.rel[2][start:stop])
-    return _score_run(scorer, shared.weights[start:stop], rel, shared.chunk, report)
+    """One run's FD under resamples start..stop."""
+    scorer = _RunScorer(shared, sample)
+    weights = shared.weights[start:stop]
+    n1, mean1, trace1 = (part[start:stop] for part in shared.rel)
+    n2, mean2, trace2 = QueryStats.of(sample).moments(weights)
+    out = np.full(weights.shape[0], np.nan)
+    for first in range(0, weights.shape[0], shared.chunk):
+        last = min(first + shared.chunk, weights.shape[0])
+        valid = [b for b in range(first, last) if n1[b] >= 2 and n2[b] >= 2]
+        sides = {b: _drawn(scorer.relevant, weights[b]) for b in valid}
+        large = [b for b in valid if len(sides[b][0]) > scorer.d]
+        grams: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        if large and len(scorer.relevant.qids) * len(scorer.sample) ** 2 <= TENSOR_LIMIT:
+            moments, y_means = scorer.run_moments(weights[large], n1[large])
+            grams = {b: (moments[i], y_means[i]) for i, b in enumerate(large)}
+        for b in valid:
+            cols, u = _drawn(scorer.sample, weights[b])
+            if b not in large:
+                rows, w = sides[b]
+                cross = _cross_from_products(scorer.products, (rows, w, n1[b]), (cols, u, n2[b]))
+            elif b in grams:
+                cross = _cross_from_run_gram(*grams.pop(b), n1[b], cols, u, n2[b])
+            else:
+                cross = scorer.cross_in_d(weights[b], n1[b], mean1[b], n2[b], mean2[b])
+            diff = mean1[b] - mean2[b]
+            out[b] = max(float(diff @ diff) + trace1[b] + trace2[b] - 2.0 * cross, 0.0)
+        report(last - first)
+    return out
 
 
 # In a worker process: the shared inputs, the progress queue, and the BLAS limit kept in force.

@@ -2,21 +2,12 @@
 
     FD = ‖μ₁−μ₂‖² + Tr Σ₁ + Tr Σ₂ − 2·Tr (Σ₁^½ Σ₂ Σ₁^½)^½
 
-with Σ the sample covariance (n−1), in float64. The trace term comes from the eigenvalues of a
-symmetric PSD matrix clamped at 0, never from `scipy.linalg.sqrtm` of the non-symmetric Σ₁Σ₂
-(which pytorch-fid and clean-fid use, and which turns complex or NaN on rank-deficient input).
-
-The identity every path below uses: write each covariance as Σᵢ = AᵢᵀAᵢ with Aᵢ of shape (rᵢ, d).
-The nonzero eigenvalues of Σ₁^½ Σ₂ Σ₁^½ are those of Σ₁Σ₂ (similar matrices), and since the
-nonzero eigenvalues of PQ and QP coincide, those of Σ₁Σ₂ = A₁ᵀ(A₁A₂ᵀA₂) are the eigenvalues of
-K Kᵀ (or KᵀK) with K = A₁A₂ᵀ, an r₁×r₂ matrix. So
-
-    Tr (Σ₁^½ Σ₂ Σ₁^½)^½ = Σ √λ(K Kᵀ) = the nuclear norm of A₁A₂ᵀ.
-
-A small sample (n ≤ d) keeps its own centred rows, Aᵢ = (X − μ)/√(n−1), so FD@1 over 43 queries
-in 384 dimensions works on a 43×43 matrix and is exact although Σ is singular. A large sample
-uses a d×d factor: Aᵢ = Lᵀ from the Cholesky factor of Σ, or Λ^½Vᵀ from its eigenvectors, which
-makes K Kᵀ = Lᵀ Σ₂ L, similar to Σ₁^½ Σ₂ Σ₁^½ itself.
+with Σ the sample covariance (n−1), in float64. The trace term is the nuclear norm of A₁A₂ᵀ for
+factors Σᵢ = AᵢᵀAᵢ, from the eigenvalues of a symmetric PSD matrix clamped at 0, never from
+`scipy.linalg.sqrtm` of the non-symmetric Σ₁Σ₂ (which pytorch-fid and clean-fid use, and which
+turns complex or NaN on rank-deficient input). A small sample (n ≤ d) keeps its own centred rows
+as its factor, so it is exact although Σ is singular; a large one uses a d×d factor (Cholesky, or
+Λ^½Vᵀ from its eigenvectors). docs/fd.md ("How qrelkit computes it") derives the identity.
 
 Nothing here embeds anything: callers pass vectors (see `qrelkit.embed`).
 """
@@ -28,8 +19,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-
-# -- the distance ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -11,18 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.sparsify import default_relevance_level, relevant_items
 from qrelkit.io import Qrels, Run
-
-__all__ = [
-    "ItemSample",
-    "default_relevance_level",
-    "fd_label",
-    "item_sample",
-    "judged_items",
-    "relevant_items",
-    "retrieved_items",
-]
 
 
 def retrieved_items(run: Run, qids: Sequence[str], k: int, *, skip: Mapping[str, set[str]] | None = None) -> dict[str, list[str]]:
@@ -68,12 +57,8 @@ class ItemSample:
 
 def item_sample(items: Mapping[str, Sequence[str]], qids: Sequence[str], vectors: Mapping[str, np.ndarray]) -> ItemSample:
     """Stack the vectors of ``items`` (qid -> docids) in the order of ``qids``."""
-    docids: list[str] = []
-    index: list[int] = []
-    for position, qid in enumerate(qids):
-        for docid in items.get(qid, ()):
-            docids.append(docid)
-            index.append(position)
+    docids = [docid for qid in qids for docid in items.get(qid, ())]
+    index = [position for position, qid in enumerate(qids) for _ in items.get(qid, ())]
     missing = sorted({d for d in docids if d not in vectors})
     if missing:
         shown = ", ".join(repr(d) for d in missing[:5])

@@ -18,17 +18,10 @@ from qrelkit.evaluate.bootstrap import BootstrapSummary, draw_counts, jackknife_
 from qrelkit.evaluate.choices import FD_DEFAULT_METHOD, METHOD_NAMES, NEEDS_JACKKNIFE, check_method
 from qrelkit.evaluate.fd.bootstrap import bootstrap_fd
 from qrelkit.evaluate.fd.distance import CovarianceFactor, FrechetResult, factor_from_samples, frechet_from_factors
-from qrelkit.evaluate.fd.items import (
-    ItemSample,
-    default_relevance_level,
-    fd_label,
-    item_sample,
-    judged_items,
-    relevant_items,
-    retrieved_items,
-)
+from qrelkit.evaluate.fd.items import ItemSample, fd_label, item_sample, judged_items, retrieved_items
+from qrelkit.evaluate.sparsify import default_relevance_level, relevant_items
 from qrelkit.io import Qrels, Run
-from qrelkit.io.results import Result
+from qrelkit.io.results import Result, pandas
 
 
 @dataclass(frozen=True)
@@ -119,17 +112,13 @@ class FDReport(Result):
 
     def to_pandas(self):
         """One row per (run, cut-off): FD, its interval and the item counts; pandas is optional."""
-        from qrelkit.io.results import pandas
 
-        pd = pandas()
-
-        rows = []
-        for run, by_label in self.runs.items():
-            for label, fd in by_label.items():
-                low = fd.bootstrap.low if fd.bootstrap else None
-                high = fd.bootstrap.high if fd.bootstrap else None
-                rows.append((run, label, fd.value, low, high, fd.n_ret, self.n_rel, self.d))
-        return pd.DataFrame(rows, columns=["run", "measure", "fd", "ci95_low", "ci95_high", "n_ret", "n_rel", "d"])
+        rows = [
+            (run, label, fd.value, *((fd.bootstrap.low, fd.bootstrap.high) if fd.bootstrap else (None, None)), fd.n_ret, self.n_rel, self.d)
+            for run, by_label in self.runs.items()
+            for label, fd in by_label.items()
+        ]
+        return pandas().DataFrame(rows, columns=["run", "measure", "fd", "ci95_low", "ci95_high", "n_ret", "n_rel", "d"])
 
     def to_dict(self) -> dict:
         """The CLI's `--json`: {"embedder", "d", "runs": {run: {"FD@10": x, "FD@10_ci95": [lo, hi], "n_ret": n}}, "n_rel"}."""
@@ -242,23 +231,13 @@ def fd_of_runs(
         resampled = bootstrap_fd(relevant_sample, samples, weights, progress=progress, workers=workers) if weights is not None else None
         for j, (run, sample) in enumerate(zip(runs, samples)):
             result = _fd_against(relevant_factor, sample)
-            values = resampled[j, : settings.resamples] if resampled is not None else None
-            jackknife = resampled[j, settings.resamples :] if resampled is not None else None
-            estimate = math.nan if result is None else result.value
-            summary = (
-                summarize(values, estimate=estimate, jackknife=jackknife, method=method, n_queries=len(qids))
-                if values is not None
-                else None
-            )
-            out[run.name][label] = RunFD(
-                run.name,
-                label,
-                result,
-                len(sample),
-                summary,
-                values if keep_samples else None,
-                null_reason(len(sample), k, settings.urr),
-            )
+            values = summary = None
+            if resampled is not None:
+                values, jackknife = resampled[j, : settings.resamples], resampled[j, settings.resamples :]
+                estimate = math.nan if result is None else result.value
+                summary = summarize(values, estimate=estimate, jackknife=jackknife, method=method, n_queries=len(qids))
+            reason = null_reason(len(sample), k, settings.urr)
+            out[run.name][label] = RunFD(run.name, label, result, len(sample), summary, values if keep_samples else None, reason)
     return FDReport(settings, embedder, d, qids, len(relevant_sample), relevant_factor.rank, level, labels, out)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.interex.similarity import BLOCK_ROWS, top_k_similar
 from qrelkit.io import Qrels
+from qrelkit.io.results import pandas
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,7 @@ class LabelOverlap:
         }
 
     def to_pandas(self):
-        from qrelkit.io.results import pandas
-
-        pd = pandas()
-
-        return pd.DataFrame([{"train": self.train, **row.to_dict()} for row in self.rows])
+        return pandas().DataFrame([{"train": self.train, **row.to_dict()} for row in self.rows])
 
 
 def label_overlap(test_qrels: Qrels, train_qrels: Qrels, levels: Sequence[int] = (1, 2, 3), *, train_rel_level: int = 1) -> LabelOverlap:
@@ -134,13 +131,5 @@ def duplicate_queries(
         similarity = float(nearest.scores[row, 0])
         if similarity >= threshold:
             train_qid = train_qids[int(nearest.indices[row, 0])]
-            found.append(
-                DuplicateQuery(
-                    qid,
-                    train_qid,
-                    similarity,
-                    test_texts.get(qid) if test_texts else None,
-                    train_texts.get(train_qid) if train_texts else None,
-                )
-            )
+            found.append(DuplicateQuery(qid, train_qid, similarity, (test_texts or {}).get(qid), (train_texts or {}).get(train_qid)))
     return sorted(found, key=lambda d: (-d.similarity, d.test_qid))

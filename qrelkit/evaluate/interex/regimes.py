@@ -3,14 +3,8 @@ and Δ = Extra./Inter. − 1, with bootstrap intervals over test queries.
 
 ReSTTest (`evaluate_resttest`): for bucket b, a run (one run set for every bucket, or the runs of
 models trained on bucket b's training set) is scored on b's interpolation and extrapolation test
-queries. Two aggregates over the k buckets:
-
-- ``average``: interpolation is the mean of the k buckets' interpolation scores, extrapolation is
-  pooled: each test query once, scored by the run of its own bucket (Zhan et al. §4.1.3).
-- ``pooled``: interpolation per query too: each query's k − 1 interpolation values averaged,
-  then the mean over queries. Both sides then weigh every query equally, so with one run set
-  (no retraining) pooled Δ is 0 by construction and ``average``'s Δ only reflects bucket sizes.
-
+queries, and over the k buckets by two aggregates: ``average`` (the paper's §4.1.3 reading) and
+``pooled`` (every query weighed equally in both regimes), as docs/interex.md defines them.
 ReSTrain (`evaluate_restrain`): the same test queries, scored by a model trained on the
 interpolation training set and by one trained on the extrapolation training set.
 
@@ -32,6 +26,7 @@ from qrelkit.evaluate.bootstrap import Interval, resample_weights, summarize
 from qrelkit.evaluate.choices import DEFAULT_RESAMPLES
 from qrelkit.evaluate.metrics import Evaluation, evaluate_runs
 from qrelkit.io import Qrels, Run
+from qrelkit.io.results import pandas
 
 
 @dataclass(frozen=True)
@@ -139,11 +134,7 @@ class ReSTTestEvaluation:
 
     def to_pandas(self):
         """One row per run, measure and split (bucket name, ``average``, ``pooled``); needs pandas."""
-        from qrelkit.io.results import pandas
-
-        pd = pandas()
-
-        return pd.DataFrame(_rows(self.measures, self.runs, self._splits))
+        return pandas().DataFrame(_rows(self.measures, self.runs, self._splits))
 
 
 @dataclass(frozen=True)
@@ -166,11 +157,7 @@ class ReSTrainEvaluation:
         }
 
     def to_pandas(self):
-        from qrelkit.io.results import pandas
-
-        pd = pandas()
-
-        return pd.DataFrame(_rows(self.measures, self.runs, lambda score: [("all", score)]))
+        return pandas().DataFrame(_rows(self.measures, self.runs, lambda score: [("all", score)]))
 
 
 def check_buckets(buckets: Sequence[BucketQueries]) -> dict[str, int]:
@@ -292,13 +279,10 @@ def evaluate_resttest(
     queries = tuple(sorted(own))
     column_of = {q: i for i, q in enumerate(evaluations[0].queries)}
     columns = np.array([column_of[q] for q in queries], dtype=int)
-    position = {q: i for i, q in enumerate(queries)}
-    inter = np.zeros((len(buckets), len(queries)))
-    extra = np.zeros((len(buckets), len(queries)))
-    for b, bucket in enumerate(buckets):
-        inter[b, [position[q] for q in bucket.interpolation]] = 1.0
-        extra[b, [position[q] for q in bucket.extrapolation]] = 1.0
     own_bucket = np.array([own[q] for q in queries])
+    # check_buckets made every bucket interpolate exactly the queries it does not extrapolate
+    extra = (own_bucket == np.arange(len(buckets))[:, None]).astype(np.float64)
+    inter = 1.0 - extra
     point_weights = np.full((1, len(queries)), 1.0 / len(queries))
     boot_weights = resample_weights(len(queries), resamples, seed) if resamples else None
     n_inter, n_extra = inter.sum(axis=1).astype(int), extra.sum(axis=1).astype(int)
@@ -310,7 +294,7 @@ def evaluate_resttest(
             point = _statistics(point_weights, values, inter, extra, own_bucket)
             boot = _statistics(boot_weights, values, inter, extra, own_bucket) if boot_weights is not None else None
             out[run][measure] = _resttest_scores(point, boot, buckets, n_inter, n_extra, level)
-    ignored = tuple(q for q in evaluations[0].queries if q not in position)
+    ignored = tuple(q for q in evaluations[0].queries if q not in own)
     return ReSTTestEvaluation(tuple(evaluations[0].measures), queries, tuple(buckets), per_bucket, out, resamples, seed, ignored)
 
 

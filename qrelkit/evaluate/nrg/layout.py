@@ -78,10 +78,7 @@ def positions_of(runs: Sequence[Run], items: Items, depth: int | None, order: st
     for r, run in enumerate(runs):
         codes, names = run.query_codes()
         query_of_entry = _index_in(arrays.strings(names), queries)[codes]  # -1: a query the qrels lack
-        if order == "file":
-            entries = np.argsort(query_of_entry, kind="stable")
-        else:
-            entries = run.trec_order()  # grouped by query
+        entries = np.argsort(query_of_entry, kind="stable") if order == "file" else run.trec_order()  # grouped by query
         entries = entries[query_of_entry[entries] >= 0]
         query = query_of_entry[entries]
         ranks = _segment_ranks(query)

@@ -10,13 +10,9 @@ normalised as the metric normalises: nDCG and the 1/i model by the ideal ranking
 query's judged items sorted by residual gain (cut at the depth), precision by K, RBP by
 1/(1−p). With no priors it is the plain metric.
 
-Layout: only items with positive gain can score, so the work is done on one matrix of
-(run × relevant item) ranks, built in one pass over each run. Each run's prior set is then a
-sum of log(1 − seen) rows: the union's total less a few rows (all others, best per group,
-a list), a cumulative sum (a chronological order) or a sparse product (anything else). The
-cost grows with runs × relevant items, not with the (target, prior, document) triples that
-the reference code loops over. Unique contributions, rareness-based precision and TaSC, which
-seed 004 compares NRG with, are in ``qrelkit.evaluate.nrg.compare``.
+The work is done on one (run × relevant item) matrix of ranks (``layout``), so its cost grows
+with runs × relevant items, not with the (target, prior, document) triples that the reference
+code loops over. The measures seed 004 compares NRG with are in ``qrelkit.evaluate.nrg.compare``.
 
 Means run over the queries of the qrels; a run that lacks a query scores 0 on it.
 """
@@ -36,9 +32,6 @@ PriorSets = Mapping[str, Sequence[str]]
 
 class NRGError(QrelkitError):
     """A bad NRG option or prior set (unknown run, unknown model, ...)."""
-
-
-# ---------------------------------------------------------------- configuration
 
 
 @dataclass(frozen=True)
@@ -132,9 +125,6 @@ def parse_depth(depth: int | str | None) -> int | None:
     return value
 
 
-ORDERS = ("trec_eval", "file")
-
-
 @dataclass(frozen=True)
 class NRGConfig:
     model: BrowsingModel
@@ -145,7 +135,7 @@ class NRGConfig:
     @classmethod
     def parse(cls, model="ndcg", depth=10, gain="linear", order="trec_eval") -> NRGConfig:
         config = cls(BrowsingModel.parse(model), Gain.parse(gain), parse_depth(depth), order)
-        if order not in ORDERS:
+        if order not in ("trec_eval", "file"):
             raise NRGError(f"order {order!r}: choose trec_eval (score desc, docid desc) or file (as listed)")
         if config.model.kind == "precision" and config.depth is None:
             raise NRGError("the precision model needs a depth K (seen = 1 down to K); --depth full makes every item seen")

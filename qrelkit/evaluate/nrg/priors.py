@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from qrelkit.evaluate.nrg.options import NRGError
+from qrelkit.evaluate.nrg.layout import prepare
+from qrelkit.evaluate.nrg.options import NRGConfig, NRGError
+from qrelkit.evaluate.nrg.score import base_scores, build_result, prior_index
 from qrelkit.io.groups import read_run_order
 
 
@@ -86,10 +88,6 @@ def nrg_with_priors(
     by default the mean absolute metric of this configuration (nDCG@10 by default, as in seed
     004's Figure 2; pass nDCG@10 means explicitly to keep that choice at another depth or model).
     """
-    from qrelkit.evaluate.nrg.layout import prepare
-    from qrelkit.evaluate.nrg.options import NRGConfig
-    from qrelkit.evaluate.nrg.score import base_scores, build_result, prior_index
-
     prepared = prepare(qrels, runs, NRGConfig.parse(model, depth, gain, order))
     base = base_scores(prepared)
     scores = (lambda: dict(best_by)) if best_by is not None else (lambda: dict(zip(prepared.runs, base.mean(axis=1).tolist())))

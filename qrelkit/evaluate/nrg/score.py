@@ -9,10 +9,8 @@ import numpy as np
 
 from qrelkit.evaluate.nrg.layout import Prepared, prepare, segment_sums
 from qrelkit.evaluate.nrg.options import BrowsingModel, Gain, Grades, NRGConfig, NRGError, PriorSets
-from qrelkit.io.results import Result
+from qrelkit.io.results import Result, pandas
 from qrelkit.io.trec import Qrels, Run
-
-# ---------------------------------------------------------------- scoring
 
 
 def _ideal(residual: np.ndarray, prepared: Prepared) -> np.ndarray:
@@ -108,15 +106,7 @@ def _score(prepared: Prepared, residual: np.ndarray) -> np.ndarray:
 
 def base_scores(prepared: Prepared) -> np.ndarray:
     """(R × Q) the absolute metric: NRG with no priors."""
-    gains = np.broadcast_to(prepared.items.gains, prepared.seen.shape)
-    raw = segment_sums(gains * prepared.seen, prepared.items.starts)
-    if prepared.config.model.kind in ("ndcg", "rr"):
-        ideal = np.broadcast_to(_ideal(prepared.items.gains[None, :], prepared), raw.shape)
-        return _normalise(raw, ideal, prepared.config)
-    return _normalise(raw, None, prepared.config)
-
-
-# ---------------------------------------------------------------- results
+    return _score(prepared, prepared.items.gains[None, :])  # one row: one ideal ranking per query, shared by the runs
 
 
 @dataclass(frozen=True)
@@ -166,14 +156,11 @@ class NRGResult(Result):
 
     def to_pandas(self):
         """One row per (run, query): NRG and the absolute metric; pandas is optional."""
-        from qrelkit.io.results import pandas
-
-        pd = pandas()
 
         rows = [
             (run, q, float(self.nrg[i, j]), float(self.base[i, j])) for i, run in enumerate(self.runs) for j, q in enumerate(self.queries)
         ]
-        return pd.DataFrame(rows, columns=["run", "query", "nrg", "base"])
+        return pandas().DataFrame(rows, columns=["run", "query", "nrg", "base"])
 
     def per_query(self) -> dict[str, dict[str, dict[str, float]]]:
         return {
