@@ -296,14 +296,11 @@ def _run_still_stored(resolved: ResolvedQrels) -> bool:
 def sweep_entries(request: CompareRequest, db: Path | None) -> list[tuple[JudgeEntry, ResolvedQrels | None]]:
     """Every cell of the sweep job: its graded set when it has one, else why not (failed, not graded,
     not judged), from what the database holds."""
-    from qrelkit.commands.sweep import load_cells, sweep_of
     from qrelkit.storage import Store, judgments
 
-    assert request.sweep is not None
-    sweep = sweep_of(request.sweep)
-    if sweep is None:
+    cells = _sweep_cells(request)
+    if cells is None:
         raise QrelkitError(f"--sweep {request.sweep}: this job has no sweep:")
-    cells = load_cells(JudgeRequest(job=request.sweep), sweep)
     database = cells[0][1].database
     if db is not None and db.resolve() != database.resolve():
         raise QrelkitError(f"--sweep {request.sweep} writes {database}, but --db is {db}: give one database")
@@ -339,8 +336,9 @@ def sweep_entries(request: CompareRequest, db: Path | None) -> list[tuple[JudgeE
 def run(request: CompareRequest, workspace: Workspace) -> CompareResult:
     """Resolve the judges, the reference, the runs and the groups in the workspace's database (for a
     sweep, the job's, when none is given), then :func:`compare_judges`."""
-    if workspace.db is None:
-        workspace.db = _sweep_database(request)
+    if workspace.db is None and request.sweep is not None:  # the sweep job's database, where names are looked up
+        cells = _sweep_cells(request)
+        workspace.db = None if cells is None else cells[0][1].database
     if request.html is not None:  # before anything is computed: never over an input, an existing page only with --force
         files = {"--groups": request.groups.file.path if request.groups and request.groups.file else None, "--sweep": request.sweep}
         workspace.check_output(request.html, force=request.force, refs=(request.reference, *request.judges, request.runs), files=files)
@@ -421,11 +419,11 @@ def probes_of(entries: list[JudgeEntry], workspace: Workspace, request: CompareR
     return found
 
 
-def _sweep_database(request: CompareRequest) -> Path | None:
-    """The sweep job's database, where names are looked up when no database is given."""
-    if request.sweep is None:
-        return None
-    from qrelkit.commands.sweep import load_cells, sweep_of
+def _sweep_cells(request: CompareRequest) -> list[Any] | None:
+    """The cells of the sweep job (`load_cells`), or None for a job without `sweep:`."""
+    from qrelkit.commands.sweep import load_cells
+    from qrelkit.jobs.sweep import read_sweep
 
-    sweep = sweep_of(request.sweep)
-    return load_cells(JudgeRequest(job=request.sweep), sweep)[0][1].database if sweep is not None else None
+    assert request.sweep is not None
+    sweep = read_sweep(request.sweep)
+    return None if sweep is None else load_cells(JudgeRequest(job=request.sweep), sweep)

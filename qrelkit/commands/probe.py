@@ -37,18 +37,11 @@ from qrelkit.jobs.plan import load_collection, resolve_judge
 from qrelkit.jobs.report import JobStopped, ProgressCallback
 from qrelkit.jobs.runner import JobReport, run_job
 from qrelkit.jobs.spec import JobSpec
-from qrelkit.probes import Probe, load_probes
+from qrelkit.probes import Probe, builtin_probes, load_probes
 from qrelkit.storage import Store
 from qrelkit.storage.perturbations import document_inputs, paired_judgments, save_copies, stored_copies
 
 __all__ = ["CONTROL", "builtin_probes", "probe_record", "probe_run_id", "run", "stored_probe_entries"]
-
-
-def builtin_probes() -> list[Probe]:
-    """`qrelkit probe --list`."""
-    from qrelkit.probes import builtin_probes as probes
-
-    return probes()
 
 
 def prepare(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Judge, workspace: Workspace) -> tuple[Sample, Relevance]:
@@ -230,21 +223,12 @@ def probe_job(request: ProbeRequest, workspace: Workspace) -> ProbeResult:
     name = request.job.name if isinstance(request.job, Path) else "job"
     reports = judge_all(request, spec, probes, judge, sample, lambda run: workspace.progress(f"probing {name} [{run}]"))
     result = ProbeResult.for_job(request, spec, judge, sample, relevance, reports.get(CONTROL), control_run_id(judge.judge_run_id))
+    settings, control = ShiftSettings.of(request), control_run_id(judge.judge_run_id)
     for probe in probes:
         if probe.id in reports:
-            run_id, described = probe_run_id(judge.judge_run_id, probe), probe.describe()
-            result.probes.append(
-                entry_for(
-                    workspace.store,
-                    ShiftSettings.of(request),
-                    control_run_id(judge.judge_run_id),
-                    run_id,
-                    described,
-                    sample.pairs,
-                    relevance,
-                    reports[probe.id],
-                )
-            )
+            run_id = probe_run_id(judge.judge_run_id, probe)
+            found = entry_for(workspace.store, settings, control, run_id, probe.describe(), sample.pairs, relevance, reports[probe.id])
+            result.probes.append(found)
     result.interrupted = any(report.interrupted for report in reports.values())
     return result
 

@@ -253,21 +253,10 @@ class ProbeResult(Result):
         control: Any,
         control_run: str | None = None,
     ) -> ProbeResult:
-        factory = judge.factory
-        template_id = factory.template.id if factory.template is not None else None
-        found = cls(
-            str(request.job),
-            spec.judge.name,
-            judge.model_id,
-            judge.judge_run_id,
-            template_id,
-            request.score_from,
-            sample,
-            relevance,
-            control,
-        )
-        found.control_run_id = control_run
-        return found
+        template = judge.factory.template
+        template_id = template.id if template is not None else None
+        found = cls(str(request.job), spec.judge.name, judge.model_id, judge.judge_run_id, template_id, request.score_from)
+        return dataclasses.replace(found, sample=sample, relevance=relevance, control=control, control_run_id=control_run)
 
     def summary(self) -> str:
         if self.dry_run:
