@@ -234,14 +234,7 @@ def probe_job(request: ProbeRequest, workspace: Workspace) -> ProbeResult:
 
 
 def stored_probe_entries(
-    store: Store,
-    judge_run_id: str,
-    *,
-    rel_level: int = 2,
-    resamples: int = DEFAULT_RESAMPLES,
-    permutations: int = DEFAULT_PERMUTATIONS,
-    seed: int | None = 0,
-    interval: str = DEFAULT_METHOD,
+    store: Store, judge_run_id: str, settings: ShiftSettings = ShiftSettings(), *, rel_level: int = 2
 ) -> list[ProbeEntry]:
     """The probes a judge run was put to, from what the database holds (for the audit report and the
     comparison page): each probe's run on every pair it judged, against its control run's judgments."""
@@ -263,7 +256,6 @@ def stored_probe_entries(
     except QrelkitError:  # not judged itself, no graded set, or several and none its job's: the shares say they cannot be given
         graded = None
     relevance = relevance_of(store, cls, judge_run_id, rel_level, None, graded, (info.template or {}).get("score_range"))
-    settings = ShiftSettings(resamples=resamples, permutations=permutations, seed=seed, interval=interval)
     entries = []
     for run in runs:
         record = run.probe or {}
