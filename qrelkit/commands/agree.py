@@ -65,10 +65,8 @@ def audit_options(request: JudgeAudit, runs: list[Run]) -> dict[str, Any]:
 
 
 def run(request: ModelAudit, workspace: Workspace) -> Audit:
-    """The audit a request asks for, on what the workspace resolves it to: model qrels from a file, a
-    qrels set, a judge run's (the set its job grades into, its only graded set, or the set the
-    request names, which must have been graded from it), or memory; the reference named by its
-    stored name, the request's name, or its folder and file name."""
+    """The audit a request asks for, on the qrels and runs the workspace resolves it to
+    (`Workspace.qrels_with_source`, `Workspace.runs`), or a running job's judgments so far."""
     if request.partial:
         from qrelkit.commands.partial import partial_qrels
 

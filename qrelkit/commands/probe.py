@@ -20,6 +20,7 @@ from qrelkit.commands.probe_sample import (
     Judge,
     ProgressFor,
     choose_sample,
+    collection,
     control_run_id,
     copies_folder,
     load_probe_job,
@@ -39,7 +40,7 @@ from qrelkit.jobs.runner import JobReport, run_job
 from qrelkit.jobs.spec import JobSpec
 from qrelkit.probes import Probe, builtin_probes, load_probes
 from qrelkit.storage import Store
-from qrelkit.storage.perturbations import document_inputs, paired_judgments, save_copies, stored_copies
+from qrelkit.storage.perturbations import paired_judgments, save_copies, stored_copies
 
 __all__ = ["CONTROL", "builtin_probes", "probe_record", "probe_run_id", "run", "stored_probe_entries"]
 
@@ -50,9 +51,7 @@ def prepare(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Ju
     with Store(spec.database) as store:
         load_collection(store, spec)
         sample = choose_sample(store, spec, reference_qrels(store, spec, request, workspace), request)
-        topics = {t.qid: t for t in store.topics()}
-        docids = sorted({d for _, d in sample.pairs})
-        documents, inputs = store.documents(docids), document_inputs(store, docids)
+        topics, documents, inputs = collection(store, sample.pairs)
         for probe in probes:
             run_id = probe_run_id(judge.judge_run_id, probe)
             rows = make_copies(probe, sample.pairs, topics, documents, inputs, copies_folder(spec.database, run_id))

@@ -323,12 +323,6 @@ def _what_set(store: Store, name: str) -> str:
     return f"graded from judge run {graded_from}" if kind == "graded" else f"loaded from {path}"
 
 
-def use_case(request: Request) -> Callable[[Any, Workspace], Any]:
-    """The function that answers ``request`` (its class's ``use_case``), imported when it is needed."""
-    module, _, name = type(request).use_case.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def footer(command: str) -> Any:
     """What made a page, for its footer: qrelkit's version, the time, the command line."""
     from datetime import UTC, datetime
@@ -341,8 +335,10 @@ def footer(command: str) -> Any:
 
 def execute(request: Request, db: str | Path | None = None, *, progress: ProgressFactory = no_progress, command: str = "qrelkit") -> Any:
     """Answer ``request`` in a workspace on ``db`` open for this call alone: the one path from a
-    request, made by the command line or by the Python API, to its use case's result."""
+    request, made by the command line or by the Python API, to its use case's result (its class's
+    ``use_case``, imported when it is needed)."""
+    module, _, name = type(request).use_case.partition(":")
     on_duplicate = getattr(request, "on_duplicate", None)
     duplicates = on_duplicate if isinstance(on_duplicate, OnDuplicate) else OnDuplicate.error
     with Workspace(db, on_duplicate=duplicates, progress=progress, command=command) as workspace:
-        return use_case(request)(request, workspace)
+        return getattr(importlib.import_module(module), name)(request, workspace)
