@@ -95,26 +95,14 @@ def merged(reports: list[JobReport]) -> JobReport:
     return total
 
 
-class OverallProgress:
-    """The progress of one run among several, reported as the progress of all of them: the bar's
-    count, rate and time left are over every run's pairs (`qrelkit probe`: the control run, then each
-    probe's); pairs a run had judged before count as done from its start."""
-
-    def __init__(self, total: int):
-        self.total = total
-        self.offset = 0
-
-    def part(self, progress: ProgressCallback | None, size: int) -> ProgressCallback | None:
-        """The callback of the next run, of ``size`` pairs."""
-        offset = self.offset
-        self.offset += size
-        if progress is None:
-            return None
-
-        def report(done: int, to_judge: int) -> None:
-            progress(offset + (size - to_judge) + done, self.total)
-
-        return report
+def overall(progress: ProgressCallback | None, offset: int, size: int, total: int) -> ProgressCallback | None:
+    """The progress of one run of ``size`` pairs among several, reported as the progress of all
+    ``total`` of them (``offset`` in the runs before it): the bar's count, rate and time left are over
+    every run's pairs (`qrelkit probe`: the control run, then each probe's); pairs a run had judged
+    before count as done from its start."""
+    if progress is None:
+        return None
+    return lambda done, to_judge: progress(offset + (size - to_judge) + done, total)
 
 
 def judge_all(
@@ -125,7 +113,8 @@ def judge_all(
     reports: dict[str, JobReport] = {}
     spec = spec.model_copy(update={"grading": None, "sample": None})  # a probe grades nothing, and judges its own sample
     runs = list(runs_of(probes, judge))
-    overall = OverallProgress(len(runs) * len(sample.pairs))  # each run judges the sample once (in rounds or not)
+    total = len(runs) * len(sample.pairs)  # each run judges the sample once (in rounds or not)
+    offset = 0
     for k, (name, run_judge, record) in enumerate(runs, 1):
         done: list[JobReport] = []
         parts = [sample.pairs] if name == CONTROL else rounds(sample.pairs)
@@ -133,8 +122,10 @@ def judge_all(
             what = "the sample as it is" if name == CONTROL else f"probe {k - 1} of {len(runs) - 1}: {name}"
             shown = what if len(parts) == 1 else f"{what}, round {number} of {len(parts)}"
             with progress_for(f"{shown} (pairs of all {len(runs)} runs)") as progress:
-                options: dict[str, Any] = dict(probe=record, retry_failed=request.retry_failed, progress=overall.part(progress, len(pairs)))
+                part = overall(progress, offset, len(pairs), total)
+                options: dict[str, Any] = dict(probe=record, retry_failed=request.retry_failed, progress=part)
                 done.append(run_job(spec, judge=run_judge, pairs=pairs, pairs_sample=sample.record(), **options))
+            offset += len(pairs)
             if done[-1].interrupted:
                 break
         reports[name] = merged(done)

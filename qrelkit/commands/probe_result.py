@@ -39,27 +39,14 @@ class Sample:
 
     def record(self) -> dict[str, Any]:
         """What a judge run the probe creates covers, as a sampled job records it (`judge_runs.sample`)."""
-        grades = ", ".join(map(str, self.grades))
-        return {
-            "pairs": len(self.pairs),
-            "asked": self.asked,
-            "seed": self.seed,
-            "topics": self.topics,
-            "pool_pairs": self.pool_pairs,
-            "pool_topics": self.pool_topics,
-            "drawn_from": f"qrelkit probe: the pool's pairs graded {grades} in {self.reference}",
-        }
+        drawn_from = f"qrelkit probe: the pool's pairs graded {', '.join(map(str, self.grades))} in {self.reference}"
+        return self._counts() | {"pool_pairs": self.pool_pairs, "pool_topics": self.pool_topics, "drawn_from": drawn_from}
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "pairs": len(self.pairs),
-            "asked": self.asked,
-            "seed": self.seed,
-            "topics": self.topics,
-            "candidates": self.candidates,
-            "reference": self.reference,
-            "reference_grades": list(self.grades),
-        }
+        return self._counts() | {"candidates": self.candidates, "reference": self.reference, "reference_grades": list(self.grades)}
+
+    def _counts(self) -> dict[str, Any]:
+        return {"pairs": len(self.pairs), "asked": self.asked, "seed": self.seed, "topics": self.topics}
 
 
 @dataclass(frozen=True)
