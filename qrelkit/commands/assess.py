@@ -3,6 +3,7 @@ recorded in the database, and the grades they return, loaded as a human qrels se
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -239,12 +240,8 @@ def _write_files(workspace: Workspace, files: list[Path], rows: Any, inputs: Inp
         lines.append(f"{qid}\t{docid}\t\t{phase}\t{pi:.6g}\t{_cell(topics.get(qid))}\t{_cell(shown)}")
     template = [f"{qid} 0 {docid} " for qid, docid in zip(qids, docids)]
     for path, text in zip(files, ("\n".join(lines) + "\n", "\n".join(template) + "\n")):
-        write_atomically(path, _writer(text))
+        write_atomically(path, partial(Path.write_text, data=text, encoding="utf-8"))
     return files
-
-
-def _writer(text: str) -> Any:
-    return lambda temporary: temporary.write_text(text, encoding="utf-8")
 
 
 def _texts(workspace: Workspace, docids: list[str]) -> tuple[dict[str, str], dict[str, Any]]:
