@@ -44,12 +44,6 @@ def file_label(ref: str | Path) -> str:
     return checked_name(label, "the name taken from the file", repr(str(ref)))
 
 
-def _is_file_ref(ref: str) -> bool:
-    from qrelkit.io.paths import irds_id
-
-    return Path(ref).is_file() or irds_id(ref) is not None
-
-
 # A factory of progress reports: (what is done, its unit) -> a context manager giving the callback
 # ``progress(done, total)`` (or None: nothing is shown). The command line's draws a bar or lines.
 ProgressFactory = Callable[..., contextlib.AbstractContextManager[Any]]
@@ -147,13 +141,15 @@ class Workspace:
 
     def qrels_with_source(self, ref: QrelsRef) -> ResolvedQrels:
         """Qrels and what they are; a judge run's graded set with its run and grading."""
+        from qrelkit.io.paths import irds_id
+
         if ref.value is not None:
             resolved = self._qrels_in_memory(ref.value, ref.name)
         elif ref.judge_run is not None:
             resolved = self.judge_run_qrels(ref.judge_run, ref.ref)
         elif ref.ref is not None and ref.judge and Path(ref.ref).is_file():
             resolved = self._judge_file(ref.ref, ref.file_label)
-        elif ref.ref is not None and _is_file_ref(ref.ref):
+        elif ref.ref is not None and (Path(ref.ref).is_file() or irds_id(ref.ref) is not None):
             resolved = self._qrels_file(ref.ref, ref.file_label)
         elif ref.ref is not None and self.has_db:
             resolved = stored_qrels(self.store, ref.ref)
