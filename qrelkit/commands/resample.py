@@ -130,13 +130,8 @@ def _inputs(paths: dict[str, Path | None]) -> dict[str, Any]:
     return {key: {"path": str(path), "sha256": file_sha256(path)} for key, path in paths.items() if path is not None}
 
 
-RESTRAIN_FILES = (
-    "interpolate.train-qrel.txt",
-    "extrapolate.train-qrel.txt",
-    "interpolate.train.qids",
-    "extrapolate.train.qids",
-    "restrain.json",
-)
+REGIMES = ("interpolate", "extrapolate")
+RESTRAIN_FILES = (*(f"{regime}.{kind}" for kind in ("train-qrel.txt", "train.qids") for regime in REGIMES), "restrain.json")
 INPUTS = {"--train-topics": "train_topics", "--test-topics": "test_topics", "--train-qrels": "train_qrels", "--test-qrels": "test_qrels"}
 
 
@@ -203,16 +198,10 @@ def run_restrain(request: RestrainRequest, workspace: Workspace) -> ResampleOutp
         seed=request.seed,
     )
     parameters = {**_parameters("ReSTrain", request, model), "similarity": "cosine", **split.to_dict()}
-    files = _write_outputs(
-        request,
-        {
-            "interpolate.train-qrel.txt": _subset(judgments, split.interpolation, "interpolate.train-qrel"),
-            "extrapolate.train-qrel.txt": _subset(judgments, split.extrapolation, "extrapolate.train-qrel"),
-        },
-        {"interpolate.train.qids": split.interpolation, "extrapolate.train.qids": split.extrapolation},
-        parameters,
-        "restrain.json",
-    )
+    lists = dict(zip(REGIMES, (split.interpolation, split.extrapolation)))
+    qrels_files = {f"{regime}.train-qrel.txt": _subset(judgments, qids, f"{regime}.train-qrel") for regime, qids in lists.items()}
+    qid_files = {f"{regime}.train.qids": qids for regime, qids in lists.items()}
+    files = _write_outputs(request, qrels_files, qid_files, parameters, "restrain.json")
     return ResampleOutput(split, request.out_dir, files, parameters)
 
 
