@@ -173,9 +173,9 @@ def entry_for(
         if b == "ok" and a == "ok" and sb is not None and sa is not None
     ]
     missing = {"unperturbed": sum(s != "ok" for s in found.before_status), "perturbed": sum(s != "ok" for s in found.after_status)}
-    entry = ProbeEntry(described, probe_run, len(found.qids), missing, report=report)
     if not usable:
-        return entry.with_note("no pair has an `ok` judgment both as it is and perturbed: nothing to compare")
+        note = "no pair has an `ok` judgment both as it is and perturbed: nothing to compare"
+        return ProbeEntry(described, probe_run, len(found.qids), missing, report=report, notes=(note,))
     qids = [found.qids[i] for i in usable]
     shift = probe_shift(
         qids,
@@ -187,7 +187,7 @@ def entry_for(
         seed=settings.seed,
         interval=settings.interval,
     )
-    return entry.with_shift(shift)
+    return ProbeEntry(described, probe_run, len(found.qids), missing, shift, report, tuple(shift.notes))
 
 
 def run(request: ProbeRequest, workspace: Workspace) -> list[Probe] | ProbeResult:

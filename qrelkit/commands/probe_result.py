@@ -156,12 +156,6 @@ class ProbeEntry:
     def name(self) -> str:
         return str(self.probe["probe"])
 
-    def with_note(self, note: str) -> ProbeEntry:
-        return dataclasses.replace(self, notes=(*self.notes, note))
-
-    def with_shift(self, shift: ProbeShift) -> ProbeEntry:
-        return dataclasses.replace(self, shift=shift, notes=(*self.notes, *shift.notes))
-
     def to_dict(self, judge: str | None = None) -> dict[str, Any]:
         """One probe as `--json` gives it (mean_shift_ci95, pushed_to_relevant_ci95, ...)."""
         from qrelkit.evaluate.bootstrap import describe_intervals
