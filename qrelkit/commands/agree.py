@@ -8,11 +8,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from qrelkit.commands.requests import GroupPattern, ModelAudit, RunGroups
+from qrelkit.commands.requests import GroupPattern, JudgeAudit, ModelAudit, RunGroups
 from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.audit import Audit, audit
 from qrelkit.evaluate.coverage import ALL, JUDGED
+from qrelkit.io import Run
 
 
 def resolve_groups(run_names: list[str], patterns: tuple[GroupPattern, ...] = (), groups: RunGroups | None = None) -> dict[str, list[str]]:
@@ -48,11 +49,24 @@ def ranking_pairs(choice: str | None, source: dict[str, Any]) -> dict[str, Any]:
     return {"reference_pairs": choice or (JUDGED if covers else ALL), "model_covers": covers, "why": why}
 
 
+def audit_options(request: JudgeAudit, runs: list[Run]) -> dict[str, Any]:
+    """What an audit and a comparison of judges both read from their request, by `audit`'s keywords."""
+    return {
+        "measures": request.measure_list,
+        "judge_measures": list(request.judge_measures),
+        "reference_decimals": request.reference_decimals,
+        "groups": resolve_groups([r.name for r in runs], request.group_patterns, request.groups),
+        "maps": request.maps,
+        "rel_level": request.rel_level,
+        "resamples": request.resamples,
+        "seed": request.seed,
+        "interval": request.interval,
+    }
+
+
 def run(request: ModelAudit, workspace: Workspace) -> Audit:
-    """The audit a request asks for, on what the workspace resolves it to: model qrels from a file, a
-    qrels set, a judge run's (the set its job grades into, its only graded set, or the set the
-    request names, which must have been graded from it), or memory; the reference named by its
-    stored name, the request's name, or its folder and file name."""
+    """The audit a request asks for, on the qrels and runs the workspace resolves it to
+    (`Workspace.qrels_with_source`, `Workspace.runs`), or a running job's judgments so far."""
     if request.partial:
         from qrelkit.commands.partial import partial_qrels
 
@@ -61,21 +75,8 @@ def run(request: ModelAudit, workspace: Workspace) -> Audit:
         model = workspace.qrels_with_source(request.model_qrels)
     reference = workspace.qrels_with_source(request.reference_qrels)
     runs = workspace.runs(request.runs)
-    result = audit(
-        model.qrels,
-        reference.qrels,
-        runs,
-        measures=request.measure_list,
-        judge_measures=list(request.judge_measures),
-        reference_decimals=request.reference_decimals,
-        groups=resolve_groups([r.name for r in runs], request.group_patterns, request.groups),
-        maps=request.maps,
-        rel_level=request.rel_level,
-        resamples=request.resamples,
-        seed=request.seed,
-        interval=request.interval,
-        **ranking_pairs(request.reference_pairs, model.source),
-    )
+    ranking = ranking_pairs(request.reference_pairs, model.source)
+    result = audit(model.qrels, reference.qrels, runs, **audit_options(request, runs), **ranking)
     sources = {"model": model.source, "reference": reference.source}
     notes = [note for source in sources.values() for note in source.get("notes") or []]  # repeats merged, said
     return dataclasses.replace(result, sources=sources, warnings=notes + result.warnings)

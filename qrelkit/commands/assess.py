@@ -3,6 +3,7 @@ recorded in the database, and the grades they return, loaded as a human qrels se
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +159,7 @@ def plan_next(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
     """`--next N`: one more phase of a pair design, where the intervals still undecided shrink most."""
     from qrelkit.evaluate.choices import DEFAULT_ESTIMATOR
     from qrelkit.evaluate.estimate import designs, inference
-    from qrelkit.evaluate.estimate.sample import next_phase
+    from qrelkit.evaluate.estimate.sample import estimate_sample, next_phase
     from qrelkit.evaluate.estimate.sizes import sizing_params
     from qrelkit.storage.designs import add_phase
 
@@ -179,7 +180,7 @@ def plan_next(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
     setting = measure_setting(inputs, design.measure, top)
     sample, grades = current_estimates(workspace, design, inputs)
     estimator = DEFAULT_ESTIMATOR[design.kind]
-    found = _one_estimate(setting, sample, grades, top, estimator)
+    found = estimate_sample(setting, sample, grades, top, [estimator])[estimator]
     decided = inference.told_apart(found.values, found.covariance, found.df)[0]
     open_pairs = len(inputs.pool) - len(sample.index)
     if request.next_pairs > open_pairs:
@@ -202,12 +203,6 @@ def plan_next(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
     described = design.describe() | {"planned_pairs": design.pairs.num_rows + rows.num_rows}
     described["phases"] = described["phases"] + [{k: v for k, v in phase.items() if k != "params"}]
     return PlanResult(described, "next", rows.num_rows, rows.num_rows, number, written, inclusion, notes=_notes(inputs))
-
-
-def _one_estimate(setting: Any, sample: Any, grades: np.ndarray, top: int, estimator: str) -> Any:
-    from qrelkit.evaluate.estimate.sample import estimate_sample
-
-    return estimate_sample(setting, sample, grades, top, [estimator])[estimator]
 
 
 # -- files for assessors ---------------------------------------------------------------------------
@@ -245,12 +240,8 @@ def _write_files(workspace: Workspace, files: list[Path], rows: Any, inputs: Inp
         lines.append(f"{qid}\t{docid}\t\t{phase}\t{pi:.6g}\t{_cell(topics.get(qid))}\t{_cell(shown)}")
     template = [f"{qid} 0 {docid} " for qid, docid in zip(qids, docids)]
     for path, text in zip(files, ("\n".join(lines) + "\n", "\n".join(template) + "\n")):
-        write_atomically(path, _writer(text))
+        write_atomically(path, partial(Path.write_text, data=text, encoding="utf-8"))
     return files
-
-
-def _writer(text: str) -> Any:
-    return lambda temporary: temporary.write_text(text, encoding="utf-8")
 
 
 def _texts(workspace: Workspace, docids: list[str]) -> tuple[dict[str, str], dict[str, Any]]:

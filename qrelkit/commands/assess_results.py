@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,14 +62,7 @@ class LoadResult(Result):
         return f"design={self.design!r}, qrels_set={self.qrels_set!r}, labels={self.labels}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "design": self.design,
-            "qrels_set": self.qrels_set,
-            "labels": self.labels,
-            "new": self.new,
-            "grades": self.grades,
-            "path": self.path,
-        }
+        return dataclasses.asdict(self)
 
     def to_pandas(self):
         from qrelkit.io.results import pandas

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 from qrelkit.commands.requests import DataFetchRequest, DataListRequest, DataPathRequest
 from qrelkit.commands.workspace import Workspace
@@ -45,10 +45,7 @@ def run_fetch(request: DataFetchRequest, workspace: Workspace) -> FetchReport:
     bundle = load_bundle(request.name)
     root = request.to if request.to is not None else data_root()
     mirror, max_images, image_urls = request.mirror, request.max_images, request.image_urls
-
-    def progress(description: str) -> Any:
-        return workspace.progress(description, unit="bytes")
-
+    progress = partial(workspace.progress, unit="bytes")
     fetcher = Fetcher(bundle, root, mirror=Mirror.parse(mirror) if mirror else None, progress=progress)
     report = FetchReport(bundle.name, fetcher.folder, fetcher.fetch_files())
     if bundle.images is not None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qrelkit.commands.agree import ranking_pairs, resolve_groups
+from qrelkit.commands.agree import audit_options, ranking_pairs
 from qrelkit.commands.requests import CompareRequest, JudgeRequest, QrelsRef
 from qrelkit.commands.workspace import ResolvedQrels, Workspace, footer, stored_qrels
 from qrelkit.errors import QrelkitError, StoreError
@@ -284,26 +284,20 @@ def path_labels(paths: list[Path]) -> list[str]:
 
 def _entry(resolved: ResolvedQrels, workspace: Workspace) -> JudgeEntry:
     note = "; ".join(resolved.source.get("notes") or []) or None  # repeated pairs merged: said, never silent
-    if resolved.judge_run_id is None or not workspace.has_db or not _run_still_stored(resolved):
+    run_dropped = (resolved.source.get("judge_run") or {}).get("judge") is None  # its judge run was dropped since
+    if resolved.judge_run_id is None or not workspace.has_db or run_dropped:
         return JudgeEntry(resolved.qrels.name, "compared", resolved.source, note=note)  # a file, a loaded set: no judge run to cost
     return JudgeEntry(resolved.qrels.name, "compared", resolved.source, stored_cost(workspace.store, resolved.judge_run_id), note)
-
-
-def _run_still_stored(resolved: ResolvedQrels) -> bool:
-    return (resolved.source.get("judge_run") or {}).get("judge") is not None  # None: the run was dropped since
 
 
 def sweep_entries(request: CompareRequest, db: Path | None) -> list[tuple[JudgeEntry, ResolvedQrels | None]]:
     """Every cell of the sweep job: its graded set when it has one, else why not (failed, not graded,
     not judged), from what the database holds."""
-    from qrelkit.commands.sweep import load_cells, sweep_of
     from qrelkit.storage import Store, judgments
 
-    assert request.sweep is not None
-    sweep = sweep_of(request.sweep)
-    if sweep is None:
+    cells = _sweep_cells(request)
+    if cells is None:
         raise QrelkitError(f"--sweep {request.sweep}: this job has no sweep:")
-    cells = load_cells(JudgeRequest(job=request.sweep), sweep)
     database = cells[0][1].database
     if db is not None and db.resolve() != database.resolve():
         raise QrelkitError(f"--sweep {request.sweep} writes {database}, but --db is {db}: give one database")
@@ -339,8 +333,9 @@ def sweep_entries(request: CompareRequest, db: Path | None) -> list[tuple[JudgeE
 def run(request: CompareRequest, workspace: Workspace) -> CompareResult:
     """Resolve the judges, the reference, the runs and the groups in the workspace's database (for a
     sweep, the job's, when none is given), then :func:`compare_judges`."""
-    if workspace.db is None:
-        workspace.db = _sweep_database(request)
+    if workspace.db is None and request.sweep is not None:  # the sweep job's database, where names are looked up
+        cells = _sweep_cells(request)
+        workspace.db = None if cells is None else cells[0][1].database
     if request.html is not None:  # before anything is computed: never over an input, an existing page only with --force
         files = {"--groups": request.groups.file.path if request.groups and request.groups.file else None, "--sweep": request.sweep}
         workspace.check_output(request.html, force=request.force, refs=(request.reference, *request.judges, request.runs), files=files)
@@ -359,22 +354,9 @@ def run(request: CompareRequest, workspace: Workspace) -> CompareResult:
     }
     comparison = None
     if compared:
+        options = audit_options(request, runs)
         comparison = compare_judges(
-            compared,
-            reference.qrels,
-            runs,
-            measures=request.measure_list,
-            judge_measures=list(request.judge_measures),
-            reference_decimals=request.reference_decimals,
-            groups=resolve_groups([r.name for r in runs], request.group_patterns, request.groups),
-            maps=request.maps,
-            rel_level=request.rel_level,
-            baseline=request.baseline,
-            resamples=request.resamples,
-            permutations=request.permutations,
-            seed=request.seed,
-            interval=request.interval,
-            ranking=ranking,
+            compared, reference.qrels, runs, baseline=request.baseline, permutations=request.permutations, ranking=ranking, **options
         )
     entries = [entry for entry, _ in found]
     if comparison is not None and comparison.skipped:
@@ -403,29 +385,23 @@ def probes_of(entries: list[JudgeEntry], workspace: Workspace, request: CompareR
     """Each judge run's gullibility probes (docs/probes.md), by judge, where it was put to any."""
     if not workspace.has_db:
         return {}
-    from qrelkit.commands.probe import stored_probe_entries
+    from qrelkit.commands.probe import ShiftSettings, stored_probe_entries
 
+    settings = ShiftSettings(resamples=request.resamples, permutations=request.permutations, seed=request.seed, interval=request.interval)
     found = {}
     for entry in entries:
         if entry.cost is not None:
-            probes = stored_probe_entries(
-                workspace.store,
-                entry.cost.judge_run_id,
-                resamples=request.resamples,
-                permutations=request.permutations,
-                seed=request.seed,
-                interval=request.interval,
-            )
+            probes = stored_probe_entries(workspace.store, entry.cost.judge_run_id, settings)
             if probes:
                 found[entry.name] = probes
     return found
 
 
-def _sweep_database(request: CompareRequest) -> Path | None:
-    """The sweep job's database, where names are looked up when no database is given."""
-    if request.sweep is None:
-        return None
-    from qrelkit.commands.sweep import load_cells, sweep_of
+def _sweep_cells(request: CompareRequest) -> list[Any] | None:
+    """The cells of the sweep job (`load_cells`), or None for a job without `sweep:`."""
+    from qrelkit.commands.sweep import load_cells
+    from qrelkit.jobs.sweep import read_sweep
 
-    sweep = sweep_of(request.sweep)
-    return load_cells(JudgeRequest(job=request.sweep), sweep)[0][1].database if sweep is not None else None
+    assert request.sweep is not None
+    sweep = read_sweep(request.sweep)
+    return None if sweep is None else load_cells(JudgeRequest(job=request.sweep), sweep)

@@ -24,7 +24,6 @@ def config_defaults(path: str | Path, parameters: Sequence[Any], context: Any = 
 
     options: Mapping[str, Sequence[str]] = {p.name: list(p.opts) for p in parameters if p.name}
     by_name = {p.name: p for p in parameters if p.name}
-    multiple = {p.name for p in parameters if getattr(p, "multiple", False)}
     data = read_yaml(path)
     if data is None:
         return {}
@@ -39,7 +38,7 @@ def config_defaults(path: str | Path, parameters: Sequence[Any], context: Any = 
             raise InputFormatError.single(path, 0, f"{key!r} is no option of this command (its options: {known})")
         if name in values:
             raise InputFormatError.single(path, 0, f"{key!r} names the option {name!r} given already")
-        if name in multiple and not isinstance(value, list):
+        if getattr(by_name[name], "multiple", False) and not isinstance(value, list):
             value = [value]
         values[name] = checked_value(path, str(key), value, by_name[name], context)
     return values

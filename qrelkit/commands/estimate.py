@@ -56,9 +56,8 @@ def run(request: EstimateRequest, workspace: Workspace) -> EstimateResult:
     above = int((np.nan_to_num(inputs.pool.judge, nan=0.0) > top).sum())
     if above:
         notes.append(f"{above} judge label(s) lie above the humans' top grade {top}: the judge's estimates read them as {top}")
-    if inputs.judge.source.get("name") != design.judge.get("name") or inputs.judge_record()["labels_hash"] != design.judge.get(
-        "labels_hash"
-    ):
+    judge = inputs.judge_record()
+    if (judge["name"], judge["labels_hash"]) != (design.judge.get("name"), design.judge.get("labels_hash")):
         notes.append(
             f"the judge's labels differ from those design {design.name!r} was planned from ({design.judge.get('name')!r}): the estimates "
             "stay unbiased (the inclusion probabilities are the design's), only their precision depends on the judge"

@@ -219,16 +219,6 @@ class EstimateResult(Result):
             for r, run in enumerate(found.runs):
                 for name, values in found.values.items():
                     chosen = name == found.estimator
-                    rows.append(
-                        (
-                            measure,
-                            run,
-                            name,
-                            chosen,
-                            float(values[r]),
-                            float(found.low[name][r]),
-                            float(found.high[name][r]),
-                            float(found.effective[r]) if chosen else math.nan,
-                        )
-                    )
+                    numbers = (values[r], found.low[name][r], found.high[name][r], found.effective[r] if chosen else math.nan)
+                    rows.append((measure, run, name, chosen, *map(float, numbers)))
         return pd.DataFrame(rows, columns=["measure", "run", "estimator", "chosen", "estimate", "low", "high", "effective_labels"])

@@ -85,13 +85,7 @@ def embedded(
     from qrelkit.io.bundles import cache_root
     from qrelkit.storage import Store
 
-    where: Path = (
-        cache
-        if cache is not None
-        else workspace.db
-        if workspace.db is not None and workspace.has_db
-        else cache_root() / "embeddings.duckdb"
-    )
+    where = cache or (workspace.db if workspace.has_db else None) or cache_root() / "embeddings.duckdb"
     tally = EmbeddingTally()
     workspace.close()  # the cache is written: no reading connection of this process may hold the file
     with workspace.progress(f"embedding documents ({model.embedder_id})", unit="texts") as progress:

@@ -20,6 +20,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar, get_args, get_origin
 
+from qrelkit.errors import QrelkitError
+
 SIMPLE = (str, int, float, bool, Path)  # the types click reads as they are
 
 
@@ -104,18 +106,13 @@ class Request:
             declared = field.metadata.get("flag")
             if declared is not None and declared.parse is not None:
                 object.__setattr__(self, field.name, declared.parse(getattr(self, field.name)))
-        self._check_format()
-        self.check()
-
-    def _check_format(self) -> None:
-        from qrelkit.errors import QrelkitError
-
         if self.as_json and self.output_format not in ("table", "json"):
             raise QrelkitError(f"--json is --format json: give one of --json and --format {self.output_format}")
         if self.as_json:
             object.__setattr__(self, "output_format", "json")
         if self.output_format not in self.formats:
             raise QrelkitError(f"--format {self.output_format!r}: choose {', '.join(self.formats[:-1])} or {self.formats[-1]}")
+        self.check()
 
     def check(self) -> None:
         """What no single field can say: fields that go together, or exclude each other."""

@@ -71,8 +71,7 @@ def run_groups_of(groups_file: GroupsFile | None, names: Sequence[str]) -> dict[
 
 def run(request: NRGRequest, workspace: Workspace) -> NRGOutcome:
     """NRG over the prior sets `--prior` names (from Python also ``{run: [prior runs]}``; best per group
-    ranked by ``best_by`` when given, else by this configuration's own metric), the comparison measures
-    when asked, the plot when asked."""
+    ranked by ``best_by`` when given, else by this configuration's own metric)."""
     if request.plot:
         check_plot_path(workspace.check_output(request.plot, force=request.force, refs=(request.qrels, request.runs)))
     qrels, runs = workspace.qrels(request.qrels), workspace.runs(request.runs)

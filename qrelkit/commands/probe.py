@@ -20,6 +20,7 @@ from qrelkit.commands.probe_sample import (
     Judge,
     ProgressFor,
     choose_sample,
+    collection,
     control_run_id,
     copies_folder,
     load_probe_job,
@@ -37,18 +38,11 @@ from qrelkit.jobs.plan import load_collection, resolve_judge
 from qrelkit.jobs.report import JobStopped, ProgressCallback
 from qrelkit.jobs.runner import JobReport, run_job
 from qrelkit.jobs.spec import JobSpec
-from qrelkit.probes import Probe, load_probes
+from qrelkit.probes import Probe, builtin_probes, load_probes
 from qrelkit.storage import Store
-from qrelkit.storage.perturbations import document_inputs, paired_judgments, save_copies, stored_copies
+from qrelkit.storage.perturbations import paired_judgments, save_copies, stored_copies
 
 __all__ = ["CONTROL", "builtin_probes", "probe_record", "probe_run_id", "run", "stored_probe_entries"]
-
-
-def builtin_probes() -> list[Probe]:
-    """`qrelkit probe --list`."""
-    from qrelkit.probes import builtin_probes as probes
-
-    return probes()
 
 
 def prepare(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Judge, workspace: Workspace) -> tuple[Sample, Relevance]:
@@ -57,9 +51,7 @@ def prepare(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Ju
     with Store(spec.database) as store:
         load_collection(store, spec)
         sample = choose_sample(store, spec, reference_qrels(store, spec, request, workspace), request)
-        topics = {t.qid: t for t in store.topics()}
-        docids = sorted({d for _, d in sample.pairs})
-        documents, inputs = store.documents(docids), document_inputs(store, docids)
+        topics, documents, inputs = collection(store, sample.pairs)
         for probe in probes:
             run_id = probe_run_id(judge.judge_run_id, probe)
             rows = make_copies(probe, sample.pairs, topics, documents, inputs, copies_folder(spec.database, run_id))
@@ -103,26 +95,14 @@ def merged(reports: list[JobReport]) -> JobReport:
     return total
 
 
-class OverallProgress:
-    """The progress of one run among several, reported as the progress of all of them: the bar's
-    count, rate and time left are over every run's pairs (`qrelkit probe`: the control run, then each
-    probe's); pairs a run had judged before count as done from its start."""
-
-    def __init__(self, total: int):
-        self.total = total
-        self.offset = 0
-
-    def part(self, progress: ProgressCallback | None, size: int) -> ProgressCallback | None:
-        """The callback of the next run, of ``size`` pairs."""
-        offset = self.offset
-        self.offset += size
-        if progress is None:
-            return None
-
-        def report(done: int, to_judge: int) -> None:
-            progress(offset + (size - to_judge) + done, self.total)
-
-        return report
+def overall(progress: ProgressCallback | None, offset: int, size: int, total: int) -> ProgressCallback | None:
+    """The progress of one run of ``size`` pairs among several, reported as the progress of all
+    ``total`` of them (``offset`` in the runs before it): the bar's count, rate and time left are over
+    every run's pairs (`qrelkit probe`: the control run, then each probe's); pairs a run had judged
+    before count as done from its start."""
+    if progress is None:
+        return None
+    return lambda done, to_judge: progress(offset + (size - to_judge) + done, total)
 
 
 def judge_all(
@@ -133,7 +113,8 @@ def judge_all(
     reports: dict[str, JobReport] = {}
     spec = spec.model_copy(update={"grading": None, "sample": None})  # a probe grades nothing, and judges its own sample
     runs = list(runs_of(probes, judge))
-    overall = OverallProgress(len(runs) * len(sample.pairs))  # each run judges the sample once (in rounds or not)
+    total = len(runs) * len(sample.pairs)  # each run judges the sample once (in rounds or not)
+    offset = 0
     for k, (name, run_judge, record) in enumerate(runs, 1):
         done: list[JobReport] = []
         parts = [sample.pairs] if name == CONTROL else rounds(sample.pairs)
@@ -141,8 +122,10 @@ def judge_all(
             what = "the sample as it is" if name == CONTROL else f"probe {k - 1} of {len(runs) - 1}: {name}"
             shown = what if len(parts) == 1 else f"{what}, round {number} of {len(parts)}"
             with progress_for(f"{shown} (pairs of all {len(runs)} runs)") as progress:
-                options: dict[str, Any] = dict(probe=record, retry_failed=request.retry_failed, progress=overall.part(progress, len(pairs)))
+                part = overall(progress, offset, len(pairs), total)
+                options: dict[str, Any] = dict(probe=record, retry_failed=request.retry_failed, progress=part)
                 done.append(run_job(spec, judge=run_judge, pairs=pairs, pairs_sample=sample.record(), **options))
+            offset += len(pairs)
             if done[-1].interrupted:
                 break
         reports[name] = merged(done)
@@ -190,9 +173,9 @@ def entry_for(
         if b == "ok" and a == "ok" and sb is not None and sa is not None
     ]
     missing = {"unperturbed": sum(s != "ok" for s in found.before_status), "perturbed": sum(s != "ok" for s in found.after_status)}
-    entry = ProbeEntry(described, probe_run, len(found.qids), missing, report=report)
     if not usable:
-        return entry.with_note("no pair has an `ok` judgment both as it is and perturbed: nothing to compare")
+        note = "no pair has an `ok` judgment both as it is and perturbed: nothing to compare"
+        return ProbeEntry(described, probe_run, len(found.qids), missing, report=report, notes=(note,))
     qids = [found.qids[i] for i in usable]
     shift = probe_shift(
         qids,
@@ -204,7 +187,7 @@ def entry_for(
         seed=settings.seed,
         interval=settings.interval,
     )
-    return entry.with_shift(shift)
+    return ProbeEntry(described, probe_run, len(found.qids), missing, shift, report, tuple(shift.notes))
 
 
 def run(request: ProbeRequest, workspace: Workspace) -> list[Probe] | ProbeResult:
@@ -230,34 +213,18 @@ def probe_job(request: ProbeRequest, workspace: Workspace) -> ProbeResult:
     name = request.job.name if isinstance(request.job, Path) else "job"
     reports = judge_all(request, spec, probes, judge, sample, lambda run: workspace.progress(f"probing {name} [{run}]"))
     result = ProbeResult.for_job(request, spec, judge, sample, relevance, reports.get(CONTROL), control_run_id(judge.judge_run_id))
+    settings, control = ShiftSettings.of(request), control_run_id(judge.judge_run_id)
     for probe in probes:
         if probe.id in reports:
-            run_id, described = probe_run_id(judge.judge_run_id, probe), probe.describe()
-            result.probes.append(
-                entry_for(
-                    workspace.store,
-                    ShiftSettings.of(request),
-                    control_run_id(judge.judge_run_id),
-                    run_id,
-                    described,
-                    sample.pairs,
-                    relevance,
-                    reports[probe.id],
-                )
-            )
+            run_id = probe_run_id(judge.judge_run_id, probe)
+            found = entry_for(workspace.store, settings, control, run_id, probe.describe(), sample.pairs, relevance, reports[probe.id])
+            result.probes.append(found)
     result.interrupted = any(report.interrupted for report in reports.values())
     return result
 
 
 def stored_probe_entries(
-    store: Store,
-    judge_run_id: str,
-    *,
-    rel_level: int = 2,
-    resamples: int = DEFAULT_RESAMPLES,
-    permutations: int = DEFAULT_PERMUTATIONS,
-    seed: int | None = 0,
-    interval: str = DEFAULT_METHOD,
+    store: Store, judge_run_id: str, settings: ShiftSettings = ShiftSettings(), *, rel_level: int = 2
 ) -> list[ProbeEntry]:
     """The probes a judge run was put to, from what the database holds (for the audit report and the
     comparison page): each probe's run on every pair it judged, against its control run's judgments."""
@@ -279,7 +246,6 @@ def stored_probe_entries(
     except QrelkitError:  # not judged itself, no graded set, or several and none its job's: the shares say they cannot be given
         graded = None
     relevance = relevance_of(store, cls, judge_run_id, rel_level, None, graded, (info.template or {}).get("score_range"))
-    settings = ShiftSettings(resamples=resamples, permutations=permutations, seed=seed, interval=interval)
     entries = []
     for run in runs:
         record = run.probe or {}

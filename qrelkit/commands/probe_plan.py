@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.probe_result import ProbeResult, RunPlan
-from qrelkit.commands.probe_sample import CONTROL, Judge, choose_sample, control_run_id, make_copies, reference_qrels, runs_of
+from qrelkit.commands.probe_sample import CONTROL, Judge, choose_sample, collection, control_run_id, make_copies, reference_qrels, runs_of
 from qrelkit.commands.requests import ProbeRequest
 from qrelkit.commands.workspace import Workspace
 from qrelkit.io import Document, Topic
@@ -18,8 +18,6 @@ from qrelkit.jobs.plan import load_collection
 from qrelkit.jobs.spec import JobSpec
 from qrelkit.judges import Pair
 from qrelkit.probes import Probe
-from qrelkit.storage import Store
-from qrelkit.storage.perturbations import document_inputs
 from qrelkit.storage.pools import pool_state
 
 NO_DOWNLOADS = (
@@ -67,7 +65,7 @@ def dry_run(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Ju
         sample = choose_sample(store, spec, reference_qrels(store, spec, request, workspace), request)
         result = ProbeResult.for_job(request, spec, judge, sample, None, None, control_run_id(judge.judge_run_id))
         result.dry_run = True
-        topics, documents, inputs = _collection(store, sample.pairs)
+        topics, documents, inputs = collection(store, sample.pairs)
         for name, run_judge, _ in runs_of(probes, judge):
             state = pool_state(store, run_judge.judge_run_id, sample.pairs, retry_failed=request.retry_failed)
             probe = None if name == CONTROL else by_id[name]
@@ -77,8 +75,3 @@ def dry_run(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Ju
             )
             result.plans.append(plan)
     return result
-
-
-def _collection(store: Store, pairs: list[tuple[str, str]]) -> tuple[dict[str, Topic], dict[str, Document], dict[str, tuple[str, str]]]:
-    docids = sorted({d for _, d in pairs})
-    return {t.qid: t for t in store.topics()}, store.documents(docids), document_inputs(store, docids)

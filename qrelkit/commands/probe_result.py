@@ -39,27 +39,14 @@ class Sample:
 
     def record(self) -> dict[str, Any]:
         """What a judge run the probe creates covers, as a sampled job records it (`judge_runs.sample`)."""
-        grades = ", ".join(map(str, self.grades))
-        return {
-            "pairs": len(self.pairs),
-            "asked": self.asked,
-            "seed": self.seed,
-            "topics": self.topics,
-            "pool_pairs": self.pool_pairs,
-            "pool_topics": self.pool_topics,
-            "drawn_from": f"qrelkit probe: the pool's pairs graded {grades} in {self.reference}",
-        }
+        drawn_from = f"qrelkit probe: the pool's pairs graded {', '.join(map(str, self.grades))} in {self.reference}"
+        return self._counts() | {"pool_pairs": self.pool_pairs, "pool_topics": self.pool_topics, "drawn_from": drawn_from}
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "pairs": len(self.pairs),
-            "asked": self.asked,
-            "seed": self.seed,
-            "topics": self.topics,
-            "candidates": self.candidates,
-            "reference": self.reference,
-            "reference_grades": list(self.grades),
-        }
+        return self._counts() | {"candidates": self.candidates, "reference": self.reference, "reference_grades": list(self.grades)}
+
+    def _counts(self) -> dict[str, Any]:
+        return {"pairs": len(self.pairs), "asked": self.asked, "seed": self.seed, "topics": self.topics}
 
 
 @dataclass(frozen=True)
@@ -169,12 +156,6 @@ class ProbeEntry:
     def name(self) -> str:
         return str(self.probe["probe"])
 
-    def with_note(self, note: str) -> ProbeEntry:
-        return dataclasses.replace(self, notes=(*self.notes, note))
-
-    def with_shift(self, shift: ProbeShift) -> ProbeEntry:
-        return dataclasses.replace(self, shift=shift, notes=(*self.notes, *shift.notes))
-
     def to_dict(self, judge: str | None = None) -> dict[str, Any]:
         """One probe as `--json` gives it (mean_shift_ci95, pushed_to_relevant_ci95, ...)."""
         from qrelkit.evaluate.bootstrap import describe_intervals
@@ -253,21 +234,10 @@ class ProbeResult(Result):
         control: Any,
         control_run: str | None = None,
     ) -> ProbeResult:
-        factory = judge.factory
-        template_id = factory.template.id if factory.template is not None else None
-        found = cls(
-            str(request.job),
-            spec.judge.name,
-            judge.model_id,
-            judge.judge_run_id,
-            template_id,
-            request.score_from,
-            sample,
-            relevance,
-            control,
-        )
-        found.control_run_id = control_run
-        return found
+        template = judge.factory.template
+        template_id = template.id if template is not None else None
+        found = cls(str(request.job), spec.judge.name, judge.model_id, judge.judge_run_id, template_id, request.score_from)
+        return dataclasses.replace(found, sample=sample, relevance=relevance, control=control, control_run_id=control_run)
 
     def summary(self) -> str:
         if self.dry_run:

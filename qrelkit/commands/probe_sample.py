@@ -118,6 +118,12 @@ def choose_sample(store: Store, spec: JobSpec, reference: Qrels, request: ProbeR
 # -- the perturbed copies --------------------------------------------------------------------------
 
 
+def collection(store: Store, pairs: list[tuple[str, str]]) -> tuple[dict[str, Topic], dict[str, Document], dict[str, tuple[str, str]]]:
+    """The topics, the sampled documents and what their copies are made from (`document_inputs`)."""
+    docids = sorted({d for _, d in pairs})
+    return {t.qid: t for t in store.topics()}, store.documents(docids), document_inputs(store, docids)
+
+
 def copies_folder(database: Path, judge_run_id: str) -> Path:
     """Where a probe's image copies are written: beside the database, a folder per judge run."""
     return database.with_name(database.name + ".probes") / judge_run_id

@@ -44,7 +44,7 @@ def summarize_judge_run(
 ) -> JudgeSummary:
     """What the report shows about the judge run behind the model qrels (``qrels_set``, the set the
     audit read; by default the one `--judge-run` audits), and the probes it was put to (docs/probes.md)."""
-    from qrelkit.commands.probe import stored_probe_entries
+    from qrelkit.commands.probe import ShiftSettings, stored_probe_entries
     from qrelkit.storage import judgments  # DuckDB only for a report from a database
 
     info = judgments.judge_run(store, judge_run)
@@ -69,7 +69,7 @@ def summarize_judge_run(
         mean_latency_ms=totals.mean_latency_ms,
         failures=judgments.failed_sample(store, run_id, limit=10),
         scores=judgments.ok_scores(store, run_id),
-        probes=stored_probe_entries(store, run_id, seed=seed, interval=interval),
+        probes=stored_probe_entries(store, run_id, ShiftSettings(seed=seed, interval=interval)),
     )
 
 

@@ -8,6 +8,7 @@ written, so a bad input leaves earlier outputs as they were.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -48,7 +49,6 @@ EMBED_CHUNK = 16384  # texts per encode call: bounded token lists, a steady prog
 @dataclass(frozen=True)
 class Queries:
     qids: list[str]
-    texts: list[str]
     vectors: np.ndarray
 
 
@@ -100,25 +100,22 @@ def embed_texts(embedder, texts: dict[str, str], cache: Path | None = None) -> Q
     """One float32 row per query, in ``texts`` order; through the store's cache when ``cache`` is given."""
     qids = list(texts)
     vectors = np.zeros((len(qids), embedder.dim), np.float32)
-    store = None
-    if cache is not None:
-        from qrelkit.storage import Store
+    from qrelkit.embed import embed_with_cache
 
-        store = Store(cache)
-    try:
+    with contextlib.ExitStack() as opened:
+        store = None
+        if cache is not None:
+            from qrelkit.storage import Store
+
+            store = opened.enter_context(Store(cache))
         for start in range(0, len(qids), EMBED_CHUNK):
             chunk = qids[start : start + EMBED_CHUNK]
             if store is not None:
-                from qrelkit.embed import embed_with_cache
-
                 found = embed_with_cache(store, embedder, "topic", {qid: texts[qid] for qid in chunk})
                 vectors[start : start + len(chunk)] = np.stack([found[qid] for qid in chunk])
             else:
                 vectors[start : start + len(chunk)] = embedder.encode([texts[qid] for qid in chunk])
-    finally:
-        if store is not None:
-            store.close()
-    return Queries(qids, [texts[q] for q in qids], vectors)
+    return Queries(qids, vectors)
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -133,13 +130,8 @@ def _inputs(paths: dict[str, Path | None]) -> dict[str, Any]:
     return {key: {"path": str(path), "sha256": file_sha256(path)} for key, path in paths.items() if path is not None}
 
 
-RESTRAIN_FILES = (
-    "interpolate.train-qrel.txt",
-    "extrapolate.train-qrel.txt",
-    "interpolate.train.qids",
-    "extrapolate.train.qids",
-    "restrain.json",
-)
+REGIMES = ("interpolate", "extrapolate")
+RESTRAIN_FILES = (*(f"{regime}.{kind}" for kind in ("train-qrel.txt", "train.qids") for regime in REGIMES), "restrain.json")
 INPUTS = {"--train-topics": "train_topics", "--test-topics": "test_topics", "--train-qrels": "train_qrels", "--test-qrels": "test_qrels"}
 
 
@@ -166,12 +158,8 @@ def _write_outputs(
         write_atomically(out_dir / name, partial(write_qid_list, qids))
     parameters["files"] = sorted([*qrels_files, *qid_files])
     text = json.dumps(parameters, indent=1) + "\n"
-    write_atomically(out_dir / json_name, partial(_write_text, text))
+    write_atomically(out_dir / json_name, lambda temporary: temporary.write_text(text, encoding="utf-8"))
     return [*parameters["files"], json_name]
-
-
-def _write_text(text: str, path: Path) -> None:
-    path.write_text(text, encoding="utf-8")
 
 
 def _embedder_record(embedder, request: EmbeddedQueries) -> dict[str, Any]:
@@ -191,14 +179,7 @@ def _prepare(request: RestrainRequest | ResttestRequest, workspace: Workspace):
 
 
 def _parameters(protocol: str, request: RestrainRequest | ResttestRequest, model: Any) -> dict[str, Any]:
-    inputs = _inputs(
-        {
-            "train_topics": request.train_topics,
-            "test_topics": request.test_topics,
-            "train_qrels": request.train_qrels,
-            "test_qrels": request.test_qrels,
-        }
-    )
+    inputs = _inputs({name: getattr(request, name) for name in INPUTS.values()})
     return {"protocol": protocol, "reference": PAPER, "embedder": _embedder_record(model, request), "inputs": inputs}
 
 
@@ -217,16 +198,10 @@ def run_restrain(request: RestrainRequest, workspace: Workspace) -> ResampleOutp
         seed=request.seed,
     )
     parameters = {**_parameters("ReSTrain", request, model), "similarity": "cosine", **split.to_dict()}
-    files = _write_outputs(
-        request,
-        {
-            "interpolate.train-qrel.txt": _subset(judgments, split.interpolation, "interpolate.train-qrel"),
-            "extrapolate.train-qrel.txt": _subset(judgments, split.extrapolation, "extrapolate.train-qrel"),
-        },
-        {"interpolate.train.qids": split.interpolation, "extrapolate.train.qids": split.extrapolation},
-        parameters,
-        "restrain.json",
-    )
+    lists = dict(zip(REGIMES, (split.interpolation, split.extrapolation)))
+    qrels_files = {f"{regime}.train-qrel.txt": _subset(judgments, qids, f"{regime}.train-qrel") for regime, qids in lists.items()}
+    qid_files = {f"{regime}.train.qids": qids for regime, qids in lists.items()}
+    files = _write_outputs(request, qrels_files, qid_files, parameters, "restrain.json")
     return ResampleOutput(split, request.out_dir, files, parameters)
 
 
@@ -299,11 +274,10 @@ def run_evaluate(request: ResampleEvaluateRequest, workspace: Workspace) -> ReST
             missing = [b.name for b in bucket_list if not (Path(bucket_runs) / b.name).is_dir()]
             if missing:
                 raise QrelkitError(f"--bucket-runs {bucket_runs}: no folder {missing[0]!r} with the runs of that bucket's models")
-            per_bucket = {b.name: read_runs([Path(bucket_runs) / b.name], on_duplicate=on_duplicate) for b in bucket_list}
-            return evaluate_resttest(judgments, bucket_list, per_bucket, measures, resamples=resamples, seed=seed)
-        return evaluate_resttest(
-            judgments, bucket_list, read_runs(list(runs), on_duplicate=on_duplicate), measures, resamples=resamples, seed=seed
-        )
+            scored: Any = {b.name: read_runs([Path(bucket_runs) / b.name], on_duplicate=on_duplicate) for b in bucket_list}
+        else:
+            scored = read_runs(list(runs), on_duplicate=on_duplicate)
+        return evaluate_resttest(judgments, bucket_list, scored, measures, resamples=resamples, seed=seed)
     inter = read_runs(list(request.interpolation_runs), on_duplicate=on_duplicate)
     extra = read_runs(list(request.extrapolation_runs), on_duplicate=on_duplicate)
     return evaluate_restrain(judgments, inter, extra, measures, resamples=resamples, seed=seed)
@@ -358,14 +332,3 @@ def run_overlap(request: OverlapRequest, workspace: Workspace) -> OverlapReport:
     )
     count = len(test.grades) if test else len(test_texts)
     return OverlapReport(count, overlaps, pairs, request.threshold, _embedder_record(model, request), inputs)
-
-
-__all__ = [
-    "OverlapReport",
-    "ResampleOutput",
-    "read_buckets",
-    "run_evaluate",
-    "run_overlap",
-    "run_restrain",
-    "run_resttest",
-]

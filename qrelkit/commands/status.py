@@ -106,17 +106,12 @@ class JobStatus(Result):
             document.notes += notes([f"the job ran on {s.get('host')}: whether it still runs cannot be seen from here"], qualifies=True)
         if s.get("write_failed"):
             document.notes += warnings([f"the job could not write its status every time: {s['write_failed']}"])
-        if self.audit is not None:
-            document.lead += [f"Judgments so far: {audit_line(self.audit)}"]
+        if self.audit is not None:  # κ and each measure's Kendall τ-b, in one line
+            labels = self.audit.labels
+            taus = "".join(f", Kendall τ-b {measure} {corr.kendall_tau:.4f}" for measure, corr in self.audit.systems.items())
+            document.lead += [f"Judgments so far: Cohen's κ {labels.cohen_kappa:.4f} on {labels.shared_pairs:,} shared pairs{taus}"]
             document.notes += notes([self.audit.coverage.sentence() or ""], qualifies=True)
         return document
-
-
-def audit_line(found: Any) -> str:
-    """κ and each measure's Kendall τ-b of an audit, in one line."""
-    parts = [f"Cohen's κ {found.labels.cohen_kappa:.4f} on {found.labels.shared_pairs:,} shared pairs"]
-    parts += [f"Kendall τ-b {measure} {corr.kendall_tau:.4f}" for measure, corr in found.systems.items()]
-    return ", ".join(parts)
 
 
 def job_status(database: Path) -> JobStatus | None:

@@ -8,6 +8,7 @@ database) or Ctrl-C stops the sweep.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,9 +44,7 @@ class CellOutcome:
             "error": self.error,
             "report": self.report.to_dict() if self.report is not None else None,
             # what this cell loaded: the first cell loads the collection, the others find it unchanged
-            "loads": {r.status: sum(1 for s in self.report.loads if s.status == r.status) for r in self.report.loads}
-            if self.report is not None
-            else {},
+            "loads": dict(Counter(r.status for r in self.report.loads)) if self.report is not None else {},
             "grading": self.outcome.to_dict().get("grading") if self.outcome is not None else None,
         }
 
@@ -80,11 +79,6 @@ class SweepOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         return {"job": str(self.job), "sweep": self.keys, "dry_run": self.dry_run, "cells": [c.to_dict() for c in self.cells]}
-
-
-def sweep_of(job: Path) -> Sweep | None:
-    """The job's sweep, or None for a plain job."""
-    return read_sweep(job)
 
 
 def load_cells(request: JudgeRequest, sweep: Sweep) -> list[tuple[SweepCell, JobSpec, ResolvedJudge]]:

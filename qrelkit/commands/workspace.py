@@ -44,12 +44,6 @@ def file_label(ref: str | Path) -> str:
     return checked_name(label, "the name taken from the file", repr(str(ref)))
 
 
-def _is_file_ref(ref: str) -> bool:
-    from qrelkit.io.paths import irds_id
-
-    return Path(ref).is_file() or irds_id(ref) is not None
-
-
 # A factory of progress reports: (what is done, its unit) -> a context manager giving the callback
 # ``progress(done, total)`` (or None: nothing is shown). The command line's draws a bar or lines.
 ProgressFactory = Callable[..., contextlib.AbstractContextManager[Any]]
@@ -147,13 +141,15 @@ class Workspace:
 
     def qrels_with_source(self, ref: QrelsRef) -> ResolvedQrels:
         """Qrels and what they are; a judge run's graded set with its run and grading."""
+        from qrelkit.io.paths import irds_id
+
         if ref.value is not None:
             resolved = self._qrels_in_memory(ref.value, ref.name)
         elif ref.judge_run is not None:
             resolved = self.judge_run_qrels(ref.judge_run, ref.ref)
         elif ref.ref is not None and ref.judge and Path(ref.ref).is_file():
             resolved = self._judge_file(ref.ref, ref.file_label)
-        elif ref.ref is not None and _is_file_ref(ref.ref):
+        elif ref.ref is not None and (Path(ref.ref).is_file() or irds_id(ref.ref) is not None):
             resolved = self._qrels_file(ref.ref, ref.file_label)
         elif ref.ref is not None and self.has_db:
             resolved = stored_qrels(self.store, ref.ref)
@@ -232,50 +228,43 @@ class Workspace:
             raise QrelkitError(f"runs {missing}: no such file or directory, and no database to look them up in")
         return paths, names
 
-    def runs(self, ref: RunsRef | Any) -> list[Run]:
-        """Run files and folders; names of stored runs; or, with neither, every stored run; and runs in memory."""
-        ref = ref if isinstance(ref, RunsRef) else RunsRef.of(ref)
-        runs = self._runs_in_memory(ref.values)
-        if ref.refs or not runs:
-            from qrelkit.io import read_runs
-
-            paths, names = self._split(ref.refs)
-            runs = (read_runs(list(paths), on_duplicate=self.on_duplicate) if paths else []) + runs
-            if names or not ref.refs:
-                runs += self.store.runs(names or None)
-        if not runs:
-            raise QrelkitError("no runs to evaluate")
-        return runs
-
-    def stream_runs(self, ref: RunsRef | Any) -> Iterator[Run]:
-        """The runs of `runs`, read one at a time: for a caller that keeps only results
-        (`evaluate_runs`), memory holds one run, not a whole track. Names and files are checked
-        before the first run is read; the workspace must stay open while the runs are read."""
+    def _run_sources(self, ref: RunsRef | Any) -> tuple[list[Path], list[str], list[Run]]:
+        """(run files, names of stored runs, runs in memory) of ``ref``: files and folders, names of
+        stored runs, or, with neither, every stored run; and runs in memory. Files are checked here."""
         from qrelkit.io.paths import run_files
 
         ref = ref if isinstance(ref, RunsRef) else RunsRef.of(ref)
         in_memory = self._runs_in_memory(ref.values)
-        stored: list[str] = []
         files: list[Path] = []
+        stored: list[str] = []
         if ref.refs or not in_memory:
             paths, names = self._split(ref.refs)
             files = run_files(list(paths)) if paths else []
             if names or not ref.refs:
-                known = self.store.run_names()
-                for name in names:
-                    if name not in known:
-                        self.store.run(name)  # raises the store's "no run named ..." error
-                stored = names or known
+                stored = names or self.store.run_names()
         if not files and not stored and not in_memory:
             raise QrelkitError("no runs to evaluate")
-        return self._runs_from(files, stored, in_memory)
+        return files, stored, in_memory
 
-    def _runs_from(self, files: list[Path], stored: list[str], in_memory: list[Run]) -> Iterator[Run]:
+    def runs(self, ref: RunsRef | Any) -> list[Run]:
+        """The runs of ``ref`` (`_run_sources`): run files, runs in memory, then stored runs."""
+        from qrelkit.io import read_runs
+
+        files, stored, in_memory = self._run_sources(ref)
+        return read_runs(list(files), on_duplicate=self.on_duplicate) + in_memory + (self.store.runs(stored) if stored else [])
+
+    def stream_runs(self, ref: RunsRef | Any) -> Iterator[Run]:
+        """The runs of `_run_sources` read one at a time (files, stored runs, then runs in memory): for a
+        caller that keeps only results (`evaluate_runs`), memory holds one run, not a whole track. Names
+        and files are checked before the first run is read; the workspace must stay open while the runs are read."""
+        files, stored, in_memory = self._run_sources(ref)
+        return self._runs_from(files, self.store.iter_runs(stored) if stored else iter(()), in_memory)
+
+    def _runs_from(self, files: list[Path], stored: Iterator[Run], in_memory: list[Run]) -> Iterator[Run]:
         from qrelkit.io import iter_runs
 
         yield from iter_runs(list(files), on_duplicate=self.on_duplicate)
-        if stored:
-            yield from self.store.iter_runs(stored)  # one pass over the database, a run at a time
+        yield from stored  # one pass over the database, a run at a time
         yield from in_memory
 
     def _runs_in_memory(self, values: tuple[Any, ...]) -> list[Run]:
@@ -299,10 +288,6 @@ class Workspace:
         return runs
 
 
-def _judge_run_part(info: Any) -> dict[str, Any]:
-    return {"id": info.judge_run_id, "name": info.name, "judge": info.judge, "matched_by": info.matched_by}
-
-
 def stored_qrels(store: Store, name: str, info: Any = None) -> ResolvedQrels:
     """A qrels set of the store with its origin; a graded one with its judge run (``info``, when the
     caller resolved it already) and its grading record."""
@@ -320,7 +305,7 @@ def stored_qrels(store: Store, name: str, info: Any = None) -> ResolvedQrels:
     if graded_from is not None:
         try:
             info = info if info is not None and info.judge_run_id == graded_from else judge_run(store, graded_from)
-            source["judge_run"] = _judge_run_part(info)
+            source["judge_run"] = {"id": info.judge_run_id, "name": info.name, "judge": info.judge, "matched_by": info.matched_by}
         except StoreError:  # the judge run was dropped since (an import replaced): its id is all there is
             source["judge_run"] = {"id": graded_from, "name": None, "judge": None, "matched_by": "id"}
     return ResolvedQrels(qrels, source, graded_from)
@@ -332,12 +317,6 @@ def _what_set(store: Store, name: str) -> str:
         return "no qrels set of the database"
     kind, graded_from, path = origin
     return f"graded from judge run {graded_from}" if kind == "graded" else f"loaded from {path}"
-
-
-def use_case(request: Request) -> Callable[[Any, Workspace], Any]:
-    """The function that answers ``request`` (its class's ``use_case``), imported when it is needed."""
-    module, _, name = type(request).use_case.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def footer(command: str) -> Any:
@@ -352,8 +331,10 @@ def footer(command: str) -> Any:
 
 def execute(request: Request, db: str | Path | None = None, *, progress: ProgressFactory = no_progress, command: str = "qrelkit") -> Any:
     """Answer ``request`` in a workspace on ``db`` open for this call alone: the one path from a
-    request, made by the command line or by the Python API, to its use case's result."""
+    request, made by the command line or by the Python API, to its use case's result (its class's
+    ``use_case``, imported when it is needed)."""
+    module, _, name = type(request).use_case.partition(":")
     on_duplicate = getattr(request, "on_duplicate", None)
     duplicates = on_duplicate if isinstance(on_duplicate, OnDuplicate) else OnDuplicate.error
     with Workspace(db, on_duplicate=duplicates, progress=progress, command=command) as workspace:
-        return use_case(request)(request, workspace)
+        return getattr(importlib.import_module(module), name)(request, workspace)
