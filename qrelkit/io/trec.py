@@ -42,7 +42,29 @@ class RunEntry:
     score: float
 
 
-class Run:
+def _entries_table(entries: Iterable[object], types: dict[str, pa.DataType]) -> pa.Table:
+    """The columns ``types`` names, read off each entry's attributes."""
+    return arrays.table({name: arrays.column([getattr(e, name) for e in entries], kind) for name, kind in types.items()})
+
+
+class _Columns:
+    """What `Run` and `Qrels` share: entries or a table, whichever was given, the other built on first use."""
+
+    _entries: tuple | None
+    table: pa.Table
+
+    def to_pandas(self):
+        """The table's columns, one row per line; pandas is optional."""
+        from qrelkit.io.results import pandas
+
+        pandas()  # the install hint, not Arrow's own error
+        return self.table.to_pandas()
+
+    def __len__(self) -> int:
+        return len(self._entries) if self._entries is not None else self.table.num_rows
+
+
+class Run(_Columns):
     """A ranked list per query. ``entries`` keep file order; ``scores`` is the trec_eval view.
 
     Build one from entries (``Run(name, entries)``) or from columns (``Run.from_table``): a
@@ -82,14 +104,8 @@ class Run:
     def table(self) -> pa.Table:
         """Columns ``qid, docid, rank, score`` in file order."""
         if self._table is None:
-            entries = self._entries or ()
-            self._table = arrays.table(
-                {
-                    "qid": arrays.column([e.qid for e in entries], pa.string()),
-                    "docid": arrays.column([e.docid for e in entries], pa.string()),
-                    "rank": arrays.column([e.rank for e in entries], pa.int64()),
-                    "score": arrays.column([e.score for e in entries], pa.float64()),
-                }
+            self._table = _entries_table(
+                self._entries or (), {"qid": pa.string(), "docid": pa.string(), "rank": pa.int64(), "score": pa.float64()}
             )
         return self._table
 
@@ -152,16 +168,6 @@ class Run:
     def qids(self) -> list[str]:
         return sorted(self.query_codes()[1])
 
-    def to_pandas(self):
-        """Columns ``qid, docid, rank, score``, one row per line; pandas is optional."""
-        from qrelkit.io.results import pandas
-
-        pandas()  # the install hint, not Arrow's own error
-        return self.table.to_pandas()
-
-    def __len__(self) -> int:
-        return len(self._entries) if self._entries is not None else self.table.num_rows
-
 
 @dataclass(frozen=True)
 class Qrel:
@@ -171,7 +177,7 @@ class Qrel:
     iteration: str = "0"
 
 
-class Qrels:
+class Qrels(_Columns):
     """Graded judgments under a name; ``grades`` is the qid -> docid -> grade view.
 
     Build from entries (``Qrels(name, entries)``) or from columns (``Qrels.from_table``): a
@@ -198,15 +204,8 @@ class Qrels:
     def table(self) -> pa.Table:
         """Columns ``qid, iteration, docid, grade`` in file order."""
         if self._table is None:
-            entries = self._entries or ()
-            self._table = arrays.table(
-                {
-                    "qid": arrays.column([q.qid for q in entries], pa.string()),
-                    "iteration": arrays.column([q.iteration for q in entries], pa.string()),
-                    "docid": arrays.column([q.docid for q in entries], pa.string()),
-                    "grade": arrays.column([q.grade for q in entries], pa.int64()),
-                }
-            )
+            types = {"qid": pa.string(), "iteration": pa.string(), "docid": pa.string(), "grade": pa.int64()}
+            self._table = _entries_table(self._entries or (), types)
         return self._table
 
     @property
@@ -238,16 +237,6 @@ class Qrels:
         value ≤ 0, then 1, 2, ... up the distinct positive values), which only a measure that reads
         nothing but the order of the grades may use (compatibility)."""
         return self._table is not None and "value" in self._table.column_names
-
-    def to_pandas(self):
-        """Columns ``qid, iteration, docid, grade``, one row per line; pandas is optional."""
-        from qrelkit.io.results import pandas
-
-        pandas()  # the install hint, not Arrow's own error
-        return self.table.to_pandas()
-
-    def __len__(self) -> int:
-        return len(self._entries) if self._entries is not None else self.table.num_rows
 
 
 def run_tag(path: str | Path) -> str:
@@ -293,17 +282,13 @@ def read_qrels(
     return Qrels.from_table(name or run_name_from_path(path), read_qrels_table(path, on_duplicate), source=str(path))
 
 
-def _format_score(score: float) -> str:
-    return repr(float(score))
-
-
 def write_run(run: Run, path: str | Path, *, tag: str | None = None) -> None:
     """Write in trec_eval order with ranks renumbered from 1."""
     lines = []
     by_query, ranking = run.scores, run.ranking()
     for qid in sorted(ranking):
         for rank, docid in enumerate(ranking[qid], start=1):
-            lines.append(f"{qid} Q0 {docid} {rank} {_format_score(by_query[qid][docid])} {tag or run.tag or run.name}")
+            lines.append(f"{qid} Q0 {docid} {rank} {float(by_query[qid][docid])!r} {tag or run.tag or run.name}")
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

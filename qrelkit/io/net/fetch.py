@@ -367,8 +367,5 @@ def _md5_note(path: Path, listed: str) -> str:
 
 
 def _md5(handle: Any) -> str:
-    digest = hashlib.md5()
     with handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "md5").hexdigest()
