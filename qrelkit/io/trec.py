@@ -29,6 +29,7 @@ from qrelkit.io.columnar import read_qrels_table, read_run_table
 from qrelkit.io.duplicates import OnDuplicate
 from qrelkit.io.lines import iter_lines, raise_if_problems
 from qrelkit.io.paths import list_run_files, run_files, run_name_from_path
+from qrelkit.io.trec_lines import QRELS_SCHEMA, RUN_SCHEMA, rows_table
 from qrelkit.io.workers.parallel import ordered_map
 
 __all__ = ["OnDuplicate", "Qrel", "Qrels", "Run", "RunEntry", "list_run_files", "run_name_from_path", "run_tag"]
@@ -40,11 +41,6 @@ class RunEntry:
     docid: str
     rank: int
     score: float
-
-
-def _entries_table(entries: Iterable[object], types: dict[str, pa.DataType]) -> pa.Table:
-    """The columns ``types`` names, read off each entry's attributes."""
-    return arrays.table({name: arrays.column([getattr(e, name) for e in entries], kind) for name, kind in types.items()})
 
 
 class _Columns:
@@ -104,9 +100,7 @@ class Run(_Columns):
     def table(self) -> pa.Table:
         """Columns ``qid, docid, rank, score`` in file order."""
         if self._table is None:
-            self._table = _entries_table(
-                self._entries or (), {"qid": pa.string(), "docid": pa.string(), "rank": pa.int64(), "score": pa.float64()}
-            )
+            self._table = rows_table([(e.qid, e.docid, e.rank, e.score) for e in self._entries or ()], RUN_SCHEMA)
         return self._table
 
     @property
@@ -204,8 +198,7 @@ class Qrels(_Columns):
     def table(self) -> pa.Table:
         """Columns ``qid, iteration, docid, grade`` in file order."""
         if self._table is None:
-            types = {"qid": pa.string(), "iteration": pa.string(), "docid": pa.string(), "grade": pa.int64()}
-            self._table = _entries_table(self._entries or (), types)
+            self._table = rows_table([(q.qid, q.iteration, q.docid, q.grade) for q in self._entries or ()], QRELS_SCHEMA)
         return self._table
 
     @property

@@ -122,7 +122,7 @@ def extra_columns_note(path: Path, lines: int, first: int, widest: int) -> str:
     )
 
 
-def _columns(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
+def rows_table(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
     names = schema.names
     columns = [arrays.column([row[i] for row in rows], schema.field(name).type) for i, name in enumerate(names)]
     return pa.Table.from_arrays(columns, schema=schema)
@@ -159,7 +159,7 @@ def read_run_lines(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplica
     if not kept.items:
         raise InputFormatError.single(path, 0, "no run entries found (empty file?)")
     notes = (extra_columns_note(path, longer, first_longer, widest),) if longer else ()
-    return RunLines(_columns(kept.rows_in_file_order(), RUN_SCHEMA), sorted(tags), notes)
+    return RunLines(rows_table(kept.rows_in_file_order(), RUN_SCHEMA), sorted(tags), notes)
 
 
 def read_qrels_lines(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> pa.Table:
@@ -187,7 +187,7 @@ def read_qrels_lines(path: str | Path, on_duplicate: OnDuplicate | str = OnDupli
     raise_if_problems(problems)
     if not kept.items:
         raise InputFormatError.single(path, 0, "no judgments found (empty file?)")
-    return _columns(kept.rows_in_file_order(), QRELS_SCHEMA)
+    return rows_table(kept.rows_in_file_order(), QRELS_SCHEMA)
 
 
 def raise_beyond(path: str | Path, column: int, what: str, low: int, high: int, why: str, *, comments: bool = False) -> None:
