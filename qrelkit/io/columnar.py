@@ -26,7 +26,8 @@ import pyarrow.csv as pcsv
 from qrelkit.errors import InputFormatError
 from qrelkit.io.arrays import factorized, from_numpy, numbers
 from qrelkit.io.duplicates import OnDuplicate
-from qrelkit.io.lines import iter_blocks, open_stream
+from qrelkit.io.limits import open_input
+from qrelkit.io.lines import iter_blocks
 from qrelkit.io.trec_lines import QRELS_SCHEMA, RUN_SCHEMA, RunLines, read_qrels_lines, read_run_lines
 
 RUN_FIELDS = ["qid", "iteration", "docid", "rank", "score", "tag"]
@@ -113,7 +114,7 @@ def _parsed_blocks(
     """The file's blocks of whole lines, each parsed into ``types`` (no empty block is yielded);
     with ``comments``, `#` lines are left out first. A line with more columns than ``fields`` is
     Arrow's error, so a run with more than 6 columns goes to the line reader (which notes them)."""
-    with open_stream(path) as stream:
+    with open_input(path) as stream:  # gzip inflated on the way, within the caps of `qrelkit.io.limits`
         for block in iter_blocks(stream):
             table = _parse_normalised(_without_comments(block) if comments else block, fields, types, text_columns)
             if len(table):
