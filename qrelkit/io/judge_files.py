@@ -26,12 +26,11 @@ from qrelkit.io.columnar import fast_qrels_table, fast_value_table
 from qrelkit.io.duplicates import OnDuplicate
 from qrelkit.io.files import folder_files
 from qrelkit.io.lines import ProblemLog, iter_lines, raise_if_problems
-from qrelkit.io.paths import run_name_from_path
+from qrelkit.io.paths import NOT_DATA_SUFFIXES, run_name_from_path
 from qrelkit.io.trec import Qrels
 from qrelkit.io.trec_lines import DECIMAL, INT64_MAX, INT64_MIN, INTEGER, QRELS_SCHEMA, is_comment
 
 # Files a folder of judgment files often holds beside them: never judgments.
-_NOT_JUDGMENT_SUFFIXES = {".md", ".rst", ".html", ".htm", ".pdf", ".json", ".yaml", ".yml", ".py", ".sh", ".ipynb", ".png", ".jpg", ".svg"}
 _NOT_JUDGMENT_STEMS = {"readme", "license", "licence", "copying", "notice", "changelog", "manifest"}
 
 
@@ -72,7 +71,7 @@ def not_a_judgment_file(path: Path) -> str | None:
         return "hidden file"
     if path.name.split(".")[0].lower() in _NOT_JUDGMENT_STEMS:
         return "not a judgment file (" + path.name.split(".")[0].upper() + ")"
-    if path.suffix.lower() in _NOT_JUDGMENT_SUFFIXES:
+    if path.suffix.lower() in NOT_DATA_SUFFIXES:
         return f"not a judgment file ({path.suffix.lower()})"
     return None
 
