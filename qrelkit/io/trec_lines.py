@@ -75,7 +75,7 @@ def parse_score(text: str) -> float | str:
     return value
 
 
-class _Kept:
+class Kept:
     """(qid, docid) -> (line, magnitude, row), resolving a repeat by the policy."""
 
     def __init__(self, path: Path, policy: OnDuplicate, problems: ProblemLog, what: str):
@@ -134,7 +134,7 @@ def read_run_lines(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplica
     path = Path(path)
     policy = OnDuplicate(on_duplicate)
     problems = ProblemLog()
-    kept = _Kept(path, policy, problems, "run entry")
+    kept = Kept(path, policy, problems, "run entry")
     tags: set[str] = set()
     longer, first_longer, widest = 0, 0, 0
     for number, text in iter_lines(path, problems):
@@ -167,7 +167,7 @@ def read_qrels_lines(path: str | Path, on_duplicate: OnDuplicate | str = OnDupli
     path = Path(path)
     policy = OnDuplicate(on_duplicate)
     problems = ProblemLog()
-    kept = _Kept(path, policy, problems, "judgment")
+    kept = Kept(path, policy, problems, "judgment")
     hinted = False
     for number, text in iter_lines(path, problems):
         if is_comment(text):
