@@ -80,15 +80,10 @@ def judgment_files(folder: str | Path) -> list[Path]:
     """The judgment files of a folder, sorted by name; files evidently not judgments (a README) are
     left out and named in one warning (hidden files silently)."""
     folder = Path(folder)
-    kept: list[Path] = []
     files, other = folder_files(folder)
-    left_out = [f"{path} ({reason})" for path, reason in other]
-    for path in files:
-        reason = not_a_judgment_file(path)
-        if reason is None:
-            kept.append(path)
-        elif reason != "hidden file":
-            left_out.append(f"{path} ({reason})")
+    reasons = {path: not_a_judgment_file(path) for path in files}
+    kept = [path for path, reason in reasons.items() if reason is None]
+    left_out = [f"{path} ({reason})" for path, reason in [*other, *reasons.items()] if reason not in (None, "hidden file")]
     if left_out:
         warnings.warn(f"skipped {', '.join(left_out)}", SkippedFilesWarning, stacklevel=2)
     if not kept:

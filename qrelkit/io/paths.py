@@ -98,13 +98,9 @@ def list_run_files(paths: list[str | Path], skipped: list[tuple[Path, str]] | No
         p = Path(item)
         if p.is_dir():
             files, other = folder_files(p)
-            left_out += other
-            for f in files:
-                reason = not_a_run(f)
-                if reason is None:
-                    out.append(f)
-                else:
-                    left_out.append((f, reason))
+            reasons = {f: not_a_run(f) for f in files}
+            out += [f for f, reason in reasons.items() if reason is None]
+            left_out += [*other, *((f, reason) for f, reason in reasons.items() if reason is not None)]
         elif p.exists():
             out.append(p)
         else:
