@@ -125,14 +125,10 @@ class ImageBatches:
     def _cpu_batches(self, images: Sequence[ImageSource]) -> Iterator[Batch]:
         prepared = self._prepared_on_cpu(images)
         for start in range(0, len(images), self.batch_size):
-            indices, pixels, errors = [], [], {}
-            for index in range(start, min(len(images), start + self.batch_size)):
-                tensor, error = next(prepared)
-                if error is None:
-                    indices.append(index)
-                    pixels.append(tensor)
-                else:
-                    errors[index] = error
+            results = {index: next(prepared) for index in range(start, min(len(images), start + self.batch_size))}
+            indices = [index for index, (_, error) in results.items() if error is None]
+            errors = {index: error for index, (_, error) in results.items() if error is not None}
+            pixels = [results[index][0] for index in indices]
             yield indices, (self.model_input(pixels) if pixels else None), errors
 
     def _prepared_on_cpu(self, images: Sequence[ImageSource]) -> Iterator[tuple[Any, str | None]]:
