@@ -96,16 +96,10 @@ def read_and_decode_on_device(paths: Mapping[str, tuple[Any, ...]], device: str,
         except ImageError as exc:
             return exc
 
-    out: dict[str, Any] = {}
-    files: dict[str, ImageFile] = {}
-    window = max(1, 2 * workers)
-    for path, result in zip(paths, ordered_map(read, paths.items(), workers=max(1, workers), window=window)):
-        if isinstance(result, ImageFile):
-            files[path] = result
-        else:
-            out[path] = result
+    out: dict[str, Any] = dict(zip(paths, ordered_map(read, paths.items(), workers=max(1, workers), window=max(1, 2 * workers))))
+    files = {path: result for path, result in out.items() if isinstance(result, ImageFile)}
     out.update(zip(files, decode_on_device(list(files.values()), device)))
-    return {path: out[path] for path in paths}
+    return out
 
 
 def as_tensor(image: Any, device: str) -> Any:

@@ -202,14 +202,10 @@ class ImageBatches:
 
         if all(isinstance(source, ImageFile) for source in sources):  # read already (the CLIPScore judge)
             return [(row, source) for row, source in enumerate(sources) if isinstance(source, ImageFile)], {}
-        files, errors = [], {}
         workers = max(1, min(self.decode_workers, len(sources)))
-        for row, result in enumerate(ordered_map(read, sources, workers=workers, window=max(1, len(sources)))):
-            if isinstance(result, ImageFile):
-                files.append((row, result))
-            else:
-                errors[row] = result
-        return files, errors
+        results = list(enumerate(ordered_map(read, sources, workers=workers, window=max(1, len(sources)))))
+        files = [(row, result) for row, result in results if isinstance(result, ImageFile)]
+        return files, {row: result for row, result in results if isinstance(result, str)}
 
     def close(self) -> None:
         """Stop the worker processes (they are kept between calls)."""
