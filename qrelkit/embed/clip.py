@@ -136,10 +136,6 @@ class OpenClip:
     def decode_workers(self) -> int:
         return self.images.decode_workers
 
-    @decode_workers.setter
-    def decode_workers(self, workers: int) -> None:
-        self.images.decode_workers = workers
-
     @property
     def transform(self) -> Any:
         """open_clip's eval transform as an ImageTransform (None for a transform of another shape)."""
