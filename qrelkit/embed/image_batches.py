@@ -125,14 +125,10 @@ class ImageBatches:
     def _cpu_batches(self, images: Sequence[ImageSource]) -> Iterator[Batch]:
         prepared = self._prepared_on_cpu(images)
         for start in range(0, len(images), self.batch_size):
-            indices, pixels, errors = [], [], {}
-            for index in range(start, min(len(images), start + self.batch_size)):
-                tensor, error = next(prepared)
-                if error is None:
-                    indices.append(index)
-                    pixels.append(tensor)
-                else:
-                    errors[index] = error
+            results = {index: next(prepared) for index in range(start, min(len(images), start + self.batch_size))}
+            indices = [index for index, (_, error) in results.items() if error is None]
+            errors = {index: error for index, (_, error) in results.items() if error is not None}
+            pixels = [results[index][0] for index in indices]
             yield indices, (self.model_input(pixels) if pixels else None), errors
 
     def _prepared_on_cpu(self, images: Sequence[ImageSource]) -> Iterator[tuple[Any, str | None]]:
@@ -206,14 +202,10 @@ class ImageBatches:
 
         if all(isinstance(source, ImageFile) for source in sources):  # read already (the CLIPScore judge)
             return [(row, source) for row, source in enumerate(sources) if isinstance(source, ImageFile)], {}
-        files, errors = [], {}
         workers = max(1, min(self.decode_workers, len(sources)))
-        for row, result in enumerate(ordered_map(read, sources, workers=workers, window=max(1, len(sources)))):
-            if isinstance(result, ImageFile):
-                files.append((row, result))
-            else:
-                errors[row] = result
-        return files, errors
+        results = list(enumerate(ordered_map(read, sources, workers=workers, window=max(1, len(sources)))))
+        files = [(row, result) for row, result in results if isinstance(result, ImageFile)]
+        return files, {row: result for row, result in results if isinstance(result, str)}
 
     def close(self) -> None:
         """Stop the worker processes (they are kept between calls)."""

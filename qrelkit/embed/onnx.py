@@ -55,14 +55,10 @@ class OnnxMiniLM:
     dim = DIM
 
     def __init__(self, *, batch_size: int = 64, threads: int | None = None, progress: bool = False):
-        try:
-            import onnxruntime
-        except ImportError:
-            raise missing_extra("onnxruntime", "onnx", "the ONNX MiniLM embedder") from None
-        try:
-            from tokenizers import Tokenizer
-        except ImportError:
-            raise missing_extra("tokenizers", "onnx", "the ONNX MiniLM embedder") from None
+        check_onnx_extra()
+        import onnxruntime
+        from tokenizers import Tokenizer
+
         model_path, tokenizer_path = minilm_paths()
         self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
         self.tokenizer.enable_truncation(MAX_SEQ_LENGTH)
@@ -99,8 +95,7 @@ class OnnxMiniLM:
             feeds["token_type_ids"] = np.zeros_like(input_ids)
         hidden = self.session.run(["last_hidden_state"], feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        return pooled
+        return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
 
     def _batches(self, lengths: np.ndarray, order: np.ndarray) -> list[np.ndarray]:
         """Consecutive slices of the length-sorted order: at most batch_size texts and TOKEN_BUDGET padded tokens."""

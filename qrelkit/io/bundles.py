@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from qrelkit.errors import QrelkitError
 
@@ -67,26 +67,20 @@ def _checked_digest(value: str | None, pattern: re.Pattern[str], what: str) -> s
     return value
 
 
+Sha256 = Annotated[str | None, AfterValidator(lambda value: _checked_digest(value, _SHA256, "sha256"))]
+Md5 = Annotated[str | None, AfterValidator(lambda value: _checked_digest(value, _MD5, "listed_md5"))]
+
+
 class Source(_Strict):
     """A public file a bundle is made from."""
 
     id: str
     url: str
     size: int | None = None
-    sha256: str | None = None
-    listed_md5: str | None = Field(None, description="An MD5 the publisher lists; reported, never refused on (its bytes are not stated).")
+    sha256: Sha256 = None
+    listed_md5: Md5 = Field(None, description="An MD5 the publisher lists; reported, never refused on (its bytes are not stated).")
     auth_env: str | None = Field(None, description="Environment variable holding `user:password` for a source behind a login.")
     checksum: str = Field(description="How sha256 was established, or why there is none.")
-
-    @field_validator("sha256")
-    @classmethod
-    def _sha(cls, value: str | None) -> str | None:
-        return _checked_digest(value, _SHA256, "sha256")
-
-    @field_validator("listed_md5")
-    @classmethod
-    def _md5(cls, value: str | None) -> str | None:
-        return _checked_digest(value, _MD5, "listed_md5")
 
     @field_validator("url")
     @classmethod
@@ -108,14 +102,9 @@ class BundleFile(_Strict):
     rule: str
     inputs: list[str] = []
     options: dict[str, Any] = {}
-    sha256: str | None = None
-    reference_sha256: str | None = Field(None, description="For an unverified file: the copy behind this project's published figures.")
+    sha256: Sha256 = None
+    reference_sha256: Sha256 = Field(None, description="For an unverified file: the copy behind this project's published figures.")
     checksum: str
-
-    @field_validator("sha256", "reference_sha256")
-    @classmethod
-    def _sha(cls, value: str | None) -> str | None:
-        return _checked_digest(value, _SHA256, "sha256")
 
     @field_validator("path")
     @classmethod

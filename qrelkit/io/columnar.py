@@ -26,7 +26,8 @@ import pyarrow.csv as pcsv
 from qrelkit.errors import InputFormatError
 from qrelkit.io.arrays import factorized, from_numpy, numbers
 from qrelkit.io.duplicates import OnDuplicate
-from qrelkit.io.lines import iter_blocks, open_stream
+from qrelkit.io.limits import open_input
+from qrelkit.io.lines import iter_blocks
 from qrelkit.io.trec_lines import QRELS_SCHEMA, RUN_SCHEMA, RunLines, read_qrels_lines, read_run_lines
 
 RUN_FIELDS = ["qid", "iteration", "docid", "rank", "score", "tag"]
@@ -113,7 +114,7 @@ def _parsed_blocks(
     """The file's blocks of whole lines, each parsed into ``types`` (no empty block is yielded);
     with ``comments``, `#` lines are left out first. A line with more columns than ``fields`` is
     Arrow's error, so a run with more than 6 columns goes to the line reader (which notes them)."""
-    with open_stream(path) as stream:
+    with open_input(path) as stream:  # gzip inflated on the way, within the caps of `qrelkit.io.limits`
         for block in iter_blocks(stream):
             table = _parse_normalised(_without_comments(block) if comments else block, fields, types, text_columns)
             if len(table):
@@ -148,11 +149,6 @@ def _scores(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return scores
 
 
-def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, int]:
-    distinct, codes = factorized(column)
-    return codes, len(distinct)
-
-
 def _repeats(qid: pa.ChunkedArray | pa.Array, docid: pa.ChunkedArray | pa.Array) -> bool:
     """Whether a (qid, docid) pair is there twice: the rows sorted on both columns, neighbours
     compared (5,000,000 rows: 1.9 s and a few columns' memory, where codes for both columns and a
@@ -176,9 +172,8 @@ def _kept_rows(
         return None
     if policy is OnDuplicate.error:
         raise _Fallback
-    qid_codes, _ = _codes(qid)
-    docid_codes, n_docids = _codes(docid)
-    key = qid_codes * n_docids + docid_codes
+    docids, docid_codes = factorized(docid)
+    key = factorized(qid)[1] * len(docids) + docid_codes
     rows = np.arange(len(key))
     if policy is OnDuplicate.first:
         _, chosen = np.unique(key, return_index=True)
@@ -229,13 +224,11 @@ def _qrels_block(table: pa.Table) -> Block:
 
 
 def _fast_run_blocks(path: Path) -> Iterator[Block]:
-    for table in _parsed_blocks(path, RUN_FIELDS, _RUN_TYPES, _RUN_TEXT):
-        yield _run_block(table)
+    return map(_run_block, _parsed_blocks(path, RUN_FIELDS, _RUN_TYPES, _RUN_TEXT))
 
 
 def _fast_qrels_blocks(path: Path) -> Iterator[Block]:
-    for table in _parsed_blocks(path, QRELS_FIELDS, _QRELS_TYPES, _QRELS_TEXT, comments=True):
-        yield _qrels_block(table)
+    return map(_qrels_block, _parsed_blocks(path, QRELS_FIELDS, _QRELS_TYPES, _QRELS_TEXT, comments=True))
 
 
 def _checked(path: Path, blocks: Iterator[Block], fallback: Callable[[], Block], nothing: str) -> Iterator[Block]:

@@ -42,10 +42,6 @@ def _qrels_pairs(path: Path) -> Iterator[tuple[str, str]]:
         yield cols[0], cols[2]
 
 
-def _distinct(items: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(items))
-
-
 def _write_lines(out: Path, lines: Iterable[str]) -> None:
     with open(out, "w", encoding="utf-8", newline="\n") as handle:
         for line in lines:
@@ -65,7 +61,7 @@ def judged_topics(inputs: list[Path], options: dict[str, Any], out: Path) -> Non
 
 
 def _judged_docids(qrels: Path) -> list[str]:
-    return _distinct(docid for _, docid in _qrels_pairs(qrels))
+    return list(dict.fromkeys(docid for _, docid in _qrels_pairs(qrels)))
 
 
 def _write_passages(out: Path, docids: list[str], texts: dict[str, str], where: str) -> None:
@@ -116,10 +112,9 @@ def judged_run_top(inputs: list[Path], options: dict[str, Any], out: Path) -> No
             raise InputFormatError.single(inputs[0], number, "expected `qid Q0 docid rank score tag`")
         rows.append((int(cols[3]), cols))
     shift = 1 if rows and min(rank for rank, _ in rows) == 0 else 0
-    kept = []
-    for rank, cols in rows:
-        if rank + shift <= depth and (cols[0], cols[2]) in judged:
-            kept.append(" ".join([*cols[:3], str(rank + shift), *cols[4:]]))
+    kept = (
+        " ".join([*cols[:3], str(rank + shift), *cols[4:]]) for rank, cols in rows if rank + shift <= depth and (cols[0], cols[2]) in judged
+    )
     _write_lines(out, kept)
 
 
@@ -191,7 +186,7 @@ def parquet_topics(inputs: list[Path], options: dict[str, Any], out: Path) -> No
     if absent:
         raise DeriveError(f"{inputs[0]} has no column {', '.join(absent)} (it has {', '.join(table.column_names)})")
     rows = {str(row[columns["qid"]]): row for row in table.select(list(dict.fromkeys(columns.values()))).to_pylist()}
-    qids = _distinct(qid for qid, _ in _qrels_pairs(inputs[1]))
+    qids = list(dict.fromkeys(qid for qid, _ in _qrels_pairs(inputs[1])))
     missing = [q for q in qids if q not in rows]
     if missing:
         raise DeriveError(f"{inputs[0]} has no topic {', '.join(missing[:3])} that the qrels judge")

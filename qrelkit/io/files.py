@@ -113,10 +113,6 @@ def folder_files(folder: str | Path) -> tuple[list[Path], list[tuple[Path, str]]
     return files, other
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or path.is_relative_to(root)
-
-
 def open_under_root(path: str | Path, root: str | Path | None) -> BinaryIO:
     """A regular file that is inside ``root`` at the moment it is opened (a plain `open_regular`
     when there is no root). FileRefused says why not."""
@@ -129,14 +125,14 @@ def open_under_root(path: str | Path, root: str | Path | None) -> BinaryIO:
         raise FileRefused(path, "file not found") from None
     except (OSError, RuntimeError, ValueError) as exc:  # a link loop, a NUL byte
         raise FileRefused(path, f"cannot be resolved: {exc}") from None
-    if not _inside(resolved, root_path):
+    if not resolved.is_relative_to(root_path):  # the root itself included
         raise FileRefused(path, f"is outside the root {root}")
     handle = _checked(_open_descriptor(resolved, _NOFOLLOW, path), path)
     try:
         opened = Path(os.readlink(f"/proc/self/fd/{handle.fileno()}"))
     except OSError:
         opened = None  # no /proc: O_NOFOLLOW on the resolved path is the guard
-    if opened is not None and not _inside(opened, root_path):
+    if opened is not None and not opened.is_relative_to(root_path):
         handle.close()
         raise FileRefused(path, f"is outside the root {root} (it changed while being opened)")
     return handle

@@ -46,10 +46,8 @@ def read_status(database: str | Path) -> dict[str, Any] | None:
     try:
         with open_regular(path) as handle:
             found = json.loads(handle.read().decode("utf-8"))
-    except FileRefused:
+    except (FileRefused, ValueError, UnicodeDecodeError):  # not JSON: never half a file (written atomically), one not ours
         return None
-    except (ValueError, UnicodeDecodeError):
-        return None  # never half a file (written atomically): one from elsewhere, not ours
     return found if isinstance(found, dict) and found.get("format") == FORMAT else None
 
 

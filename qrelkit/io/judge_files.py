@@ -26,12 +26,11 @@ from qrelkit.io.columnar import fast_qrels_table, fast_value_table
 from qrelkit.io.duplicates import OnDuplicate
 from qrelkit.io.files import folder_files
 from qrelkit.io.lines import ProblemLog, iter_lines, raise_if_problems
-from qrelkit.io.paths import run_name_from_path
+from qrelkit.io.paths import NOT_DATA_SUFFIXES, run_name_from_path
 from qrelkit.io.trec import Qrels
-from qrelkit.io.trec_lines import DECIMAL, INT64_MAX, INT64_MIN, INTEGER, QRELS_SCHEMA, is_comment
+from qrelkit.io.trec_lines import DECIMAL, INT64_MAX, INT64_MIN, INTEGER, QRELS_SCHEMA, Kept, is_comment
 
 # Files a folder of judgment files often holds beside them: never judgments.
-_NOT_JUDGMENT_SUFFIXES = {".md", ".rst", ".html", ".htm", ".pdf", ".json", ".yaml", ".yml", ".py", ".sh", ".ipynb", ".png", ".jpg", ".svg"}
 _NOT_JUDGMENT_STEMS = {"readme", "license", "licence", "copying", "notice", "changelog", "manifest"}
 
 
@@ -72,7 +71,7 @@ def not_a_judgment_file(path: Path) -> str | None:
         return "hidden file"
     if path.name.split(".")[0].lower() in _NOT_JUDGMENT_STEMS:
         return "not a judgment file (" + path.name.split(".")[0].upper() + ")"
-    if path.suffix.lower() in _NOT_JUDGMENT_SUFFIXES:
+    if path.suffix.lower() in NOT_DATA_SUFFIXES:
         return f"not a judgment file ({path.suffix.lower()})"
     return None
 
@@ -81,15 +80,10 @@ def judgment_files(folder: str | Path) -> list[Path]:
     """The judgment files of a folder, sorted by name; files evidently not judgments (a README) are
     left out and named in one warning (hidden files silently)."""
     folder = Path(folder)
-    kept: list[Path] = []
     files, other = folder_files(folder)
-    left_out = [f"{path} ({reason})" for path, reason in other]
-    for path in files:
-        reason = not_a_judgment_file(path)
-        if reason is None:
-            kept.append(path)
-        elif reason != "hidden file":
-            left_out.append(f"{path} ({reason})")
+    reasons = {path: not_a_judgment_file(path) for path in files}
+    kept = [path for path, reason in reasons.items() if reason is None]
+    left_out = [f"{path} ({reason})" for path, reason in [*other, *reasons.items()] if reason not in (None, "hidden file")]
     if left_out:
         warnings.warn(f"skipped {', '.join(left_out)}", SkippedFilesWarning, stacklevel=2)
     if not kept:
@@ -111,7 +105,7 @@ def _value(text: str) -> int | float | str:
 def _read_lines(path: Path, policy: OnDuplicate) -> tuple[list[tuple[str, str, str, int | float]], int]:
     """(qid, iteration, docid, value) rows in file order after resolving repeats, and the lines read."""
     problems = ProblemLog()
-    kept: dict[tuple[str, str], tuple[int, tuple[str, str, str, int | float]]] = {}
+    kept = Kept(path, policy, problems, "judgment")
     lines = 0
     for number, text in iter_lines(path, problems):
         if is_comment(text):  # a qrels comment, as the qrels reader skips it
@@ -125,25 +119,11 @@ def _read_lines(path: Path, policy: OnDuplicate) -> tuple[list[tuple[str, str, s
             problems.append(LineProblem(str(path), number, value))
             continue
         lines += 1
-        key, row = (cols[0], cols[2]), (cols[0], cols[1], cols[2], value)
-        previous = kept.get(key)
-        if previous is None:
-            kept[key] = (number, row)
-        elif policy is OnDuplicate.error:
-            problems.append(
-                LineProblem(
-                    str(path),
-                    number,
-                    f"duplicate judgment for qid {key[0]!r}, docid {key[1]!r} (first on line {previous[0]}); "
-                    "choose how to resolve with --on-duplicate first|last|max",
-                )
-            )
-        elif policy is OnDuplicate.last or (policy is OnDuplicate.max and value > previous[1][3]):
-            kept[key] = (number, row)
+        kept.add((cols[0], cols[2]), (cols[0], cols[1], cols[2], value), value, number)
     raise_if_problems(problems)
-    if not kept:
+    if not kept.items:
         raise InputFormatError.single(path, 0, "no judgments found (empty file?)")
-    return [row for _, row in sorted(kept.values(), key=lambda item: item[0])], lines
+    return kept.rows_in_file_order(), lines
 
 
 def order_codes(values: np.ndarray) -> np.ndarray:

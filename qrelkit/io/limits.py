@@ -239,8 +239,7 @@ def iter_capped_lines(stream: BinaryIO, max_line_bytes: int, *, stop: bool = Fal
 def cut_text(text: str, max_chars: int | None = None) -> str:
     """A document's text as given to a tokenizer: at most ``max_chars`` characters (the models keep
     a few hundred tokens, so the cut never changes what they see; it bounds the tokenizer's work)."""
-    limit = max_chars or limits().max_text_chars
-    return text if len(text) <= limit else text[:limit]
+    return text[: max_chars or limits().max_text_chars]
 
 
 def cut_answer(text: str, max_chars: int | None = None) -> tuple[str, int]:

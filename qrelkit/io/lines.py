@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -57,10 +56,6 @@ class ProblemLog(list[LineProblem]):
             self.omitted += 1
 
     @property
-    def full(self) -> bool:
-        return len(self) >= self.LIMIT
-
-    @property
     def stopped(self) -> str | None:
         """Why counting stopped before the end of the file, once the cap is reached."""
         if len(self) + self.omitted < self.cap:
@@ -68,32 +63,18 @@ class ProblemLog(list[LineProblem]):
         return f"reading stopped at {self.cap:,} problems; QRELKIT_MAX_PROBLEMS raises the cap"
 
 
-def open_stream(path: str | Path) -> AbstractContextManager[BinaryIO]:
-    """The file's bytes as a stream, gunzipped on the fly when the file is gzip (TREC runs are often
-    shipped compressed), within the caps of `qrelkit.io.limits`: never the whole file in memory."""
-    return open_input(path)
-
-
 def iter_blocks(stream: BinaryIO, block: int | None = None) -> Iterator[bytes]:
     """Blocks of whole lines (each ends at a newline, except perhaps the last), BOM removed."""
     block = block or BLOCK
     rest = b""
-    first = True
-    while True:
-        data = stream.read(block)
-        if first:
-            first = False
-            if data.startswith(UTF8_BOM):
-                data = data[len(UTF8_BOM) :]
-        if not data:
-            break
+    data = stream.read(block).removeprefix(UTF8_BOM)
+    while data:
         data = rest + data
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:  # one line longer than a block: keep reading
-            rest = data
-            continue
+        cut = data.rfind(b"\n") + 1  # 0: one line longer than a block, kept whole while reading on
         rest = data[cut:]
-        yield data[:cut]
+        if cut:
+            yield data[:cut]
+        data = stream.read(block)
     if rest:
         yield rest
 
@@ -127,8 +108,8 @@ def _decode(path: Path, number: int, line: bytes | None, max_line_bytes: int, pr
     if line is None:
         problems.append(LineProblem(str(path), number, f"line longer than {size_text(max_line_bytes)} (QRELKIT_MAX_LINE_BYTES)"))
         return None
-    if number == 1 and line.startswith(UTF8_BOM):
-        line = line[len(UTF8_BOM) :]
+    if number == 1:
+        line = line.removeprefix(UTF8_BOM)
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:

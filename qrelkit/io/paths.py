@@ -59,9 +59,9 @@ def run_name_from_path(path: str | Path) -> str:
     return checked_name(Path(name).stem if "." in name else name, "the name taken from the file", repr(str(path)))
 
 
-# Files a runs folder often holds beside the runs (NIST's and the authors' releases): never runs.
+# Files a runs folder (or a folder of judgment files) often holds beside the runs (NIST's and the authors' releases): never data.
 _NOT_RUN_NAMES = re.compile(r"^(readme|license|licence|copying|notice|changelog|manifest)([._-].*)?$", re.IGNORECASE)
-_NOT_RUN_SUFFIXES = {".md", ".rst", ".html", ".htm", ".pdf", ".json", ".yaml", ".yml", ".py", ".sh", ".ipynb", ".png", ".jpg", ".svg"}
+NOT_DATA_SUFFIXES = {".md", ".rst", ".html", ".htm", ".pdf", ".json", ".yaml", ".yml", ".py", ".sh", ".ipynb", ".png", ".jpg", ".svg"}
 
 
 def not_a_run(path: Path) -> str | None:
@@ -73,7 +73,7 @@ def not_a_run(path: Path) -> str | None:
         return "hidden file"
     if _NOT_RUN_NAMES.match(name):
         return "not a run file (" + name.split(".")[0].upper() + ")"
-    if path.suffix.lower() in _NOT_RUN_SUFFIXES:
+    if path.suffix.lower() in NOT_DATA_SUFFIXES:
         return f"not a run file ({path.suffix.lower()})"
     if path.suffix.lower() == ".txt" and not _looks_like_run(path):
         return "not a run file (its first line is not `qid Q0 docid rank score tag`)"
@@ -98,13 +98,9 @@ def list_run_files(paths: list[str | Path], skipped: list[tuple[Path, str]] | No
         p = Path(item)
         if p.is_dir():
             files, other = folder_files(p)
-            left_out += other
-            for f in files:
-                reason = not_a_run(f)
-                if reason is None:
-                    out.append(f)
-                else:
-                    left_out.append((f, reason))
+            reasons = {f: not_a_run(f) for f in files}
+            out += [f for f, reason in reasons.items() if reason is None]
+            left_out += [*other, *((f, reason) for f, reason in reasons.items() if reason is not None)]
         elif p.exists():
             out.append(p)
         else:

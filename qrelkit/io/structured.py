@@ -103,11 +103,6 @@ def _line_of(text: bytes, offset: int) -> int:
     return text.count(b"\n", 0, offset) + 1
 
 
-def _mark_line(exc: Any) -> int:
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    return mark.line + 1 if mark is not None else 0
-
-
 def read_yaml(path: str | Path) -> Any:
     """A YAML file (at most `max_config_bytes`), parsed safely and checked as `value_problem`
     does. InputFormatError names the file and the line of the problem where one is known."""
@@ -130,7 +125,8 @@ def read_yaml(path: str | Path) -> Any:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputFormatError.single(path, _mark_line(exc), f"not valid YAML: {problem}") from None
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        raise InputFormatError.single(path, mark.line + 1 if mark is not None else 0, f"not valid YAML: {problem}") from None
     except RecursionError:
         raise InputFormatError.single(path, 0, f"nested more than {caps.max_nesting} levels deep (QRELKIT_MAX_NESTING)") from None
     except ValueError as exc:

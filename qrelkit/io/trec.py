@@ -29,6 +29,7 @@ from qrelkit.io.columnar import read_qrels_table, read_run_table
 from qrelkit.io.duplicates import OnDuplicate
 from qrelkit.io.lines import iter_lines, raise_if_problems
 from qrelkit.io.paths import list_run_files, run_files, run_name_from_path
+from qrelkit.io.trec_lines import QRELS_SCHEMA, RUN_SCHEMA, rows_table
 from qrelkit.io.workers.parallel import ordered_map
 
 __all__ = ["OnDuplicate", "Qrel", "Qrels", "Run", "RunEntry", "list_run_files", "run_name_from_path", "run_tag"]
@@ -42,7 +43,24 @@ class RunEntry:
     score: float
 
 
-class Run:
+class _Columns:
+    """What `Run` and `Qrels` share: entries or a table, whichever was given, the other built on first use."""
+
+    _entries: tuple | None
+    table: pa.Table
+
+    def to_pandas(self):
+        """The table's columns, one row per line; pandas is optional."""
+        from qrelkit.io.results import pandas
+
+        pandas()  # the install hint, not Arrow's own error
+        return self.table.to_pandas()
+
+    def __len__(self) -> int:
+        return len(self._entries) if self._entries is not None else self.table.num_rows
+
+
+class Run(_Columns):
     """A ranked list per query. ``entries`` keep file order; ``scores`` is the trec_eval view.
 
     Build one from entries (``Run(name, entries)``) or from columns (``Run.from_table``): a
@@ -82,15 +100,7 @@ class Run:
     def table(self) -> pa.Table:
         """Columns ``qid, docid, rank, score`` in file order."""
         if self._table is None:
-            entries = self._entries or ()
-            self._table = arrays.table(
-                {
-                    "qid": arrays.column([e.qid for e in entries], pa.string()),
-                    "docid": arrays.column([e.docid for e in entries], pa.string()),
-                    "rank": arrays.column([e.rank for e in entries], pa.int64()),
-                    "score": arrays.column([e.score for e in entries], pa.float64()),
-                }
-            )
+            self._table = rows_table([(e.qid, e.docid, e.rank, e.score) for e in self._entries or ()], RUN_SCHEMA)
         return self._table
 
     @property
@@ -152,16 +162,6 @@ class Run:
     def qids(self) -> list[str]:
         return sorted(self.query_codes()[1])
 
-    def to_pandas(self):
-        """Columns ``qid, docid, rank, score``, one row per line; pandas is optional."""
-        from qrelkit.io.results import pandas
-
-        pandas()  # the install hint, not Arrow's own error
-        return self.table.to_pandas()
-
-    def __len__(self) -> int:
-        return len(self._entries) if self._entries is not None else self.table.num_rows
-
 
 @dataclass(frozen=True)
 class Qrel:
@@ -171,7 +171,7 @@ class Qrel:
     iteration: str = "0"
 
 
-class Qrels:
+class Qrels(_Columns):
     """Graded judgments under a name; ``grades`` is the qid -> docid -> grade view.
 
     Build from entries (``Qrels(name, entries)``) or from columns (``Qrels.from_table``): a
@@ -198,15 +198,7 @@ class Qrels:
     def table(self) -> pa.Table:
         """Columns ``qid, iteration, docid, grade`` in file order."""
         if self._table is None:
-            entries = self._entries or ()
-            self._table = arrays.table(
-                {
-                    "qid": arrays.column([q.qid for q in entries], pa.string()),
-                    "iteration": arrays.column([q.iteration for q in entries], pa.string()),
-                    "docid": arrays.column([q.docid for q in entries], pa.string()),
-                    "grade": arrays.column([q.grade for q in entries], pa.int64()),
-                }
-            )
+            self._table = rows_table([(q.qid, q.iteration, q.docid, q.grade) for q in self._entries or ()], QRELS_SCHEMA)
         return self._table
 
     @property
@@ -238,16 +230,6 @@ class Qrels:
         value ≤ 0, then 1, 2, ... up the distinct positive values), which only a measure that reads
         nothing but the order of the grades may use (compatibility)."""
         return self._table is not None and "value" in self._table.column_names
-
-    def to_pandas(self):
-        """Columns ``qid, iteration, docid, grade``, one row per line; pandas is optional."""
-        from qrelkit.io.results import pandas
-
-        pandas()  # the install hint, not Arrow's own error
-        return self.table.to_pandas()
-
-    def __len__(self) -> int:
-        return len(self._entries) if self._entries is not None else self.table.num_rows
 
 
 def run_tag(path: str | Path) -> str:
@@ -293,17 +275,13 @@ def read_qrels(
     return Qrels.from_table(name or run_name_from_path(path), read_qrels_table(path, on_duplicate), source=str(path))
 
 
-def _format_score(score: float) -> str:
-    return repr(float(score))
-
-
 def write_run(run: Run, path: str | Path, *, tag: str | None = None) -> None:
     """Write in trec_eval order with ranks renumbered from 1."""
     lines = []
     by_query, ranking = run.scores, run.ranking()
     for qid in sorted(ranking):
         for rank, docid in enumerate(ranking[qid], start=1):
-            lines.append(f"{qid} Q0 {docid} {rank} {_format_score(by_query[qid][docid])} {tag or run.tag or run.name}")
+            lines.append(f"{qid} Q0 {docid} {rank} {float(by_query[qid][docid])!r} {tag or run.tag or run.name}")
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

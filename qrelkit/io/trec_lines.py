@@ -75,7 +75,7 @@ def parse_score(text: str) -> float | str:
     return value
 
 
-class _Kept:
+class Kept:
     """(qid, docid) -> (line, magnitude, row), resolving a repeat by the policy."""
 
     def __init__(self, path: Path, policy: OnDuplicate, problems: ProblemLog, what: str):
@@ -122,7 +122,7 @@ def extra_columns_note(path: Path, lines: int, first: int, widest: int) -> str:
     )
 
 
-def _columns(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
+def rows_table(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
     names = schema.names
     columns = [arrays.column([row[i] for row in rows], schema.field(name).type) for i, name in enumerate(names)]
     return pa.Table.from_arrays(columns, schema=schema)
@@ -134,7 +134,7 @@ def read_run_lines(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplica
     path = Path(path)
     policy = OnDuplicate(on_duplicate)
     problems = ProblemLog()
-    kept = _Kept(path, policy, problems, "run entry")
+    kept = Kept(path, policy, problems, "run entry")
     tags: set[str] = set()
     longer, first_longer, widest = 0, 0, 0
     for number, text in iter_lines(path, problems):
@@ -159,7 +159,7 @@ def read_run_lines(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplica
     if not kept.items:
         raise InputFormatError.single(path, 0, "no run entries found (empty file?)")
     notes = (extra_columns_note(path, longer, first_longer, widest),) if longer else ()
-    return RunLines(_columns(kept.rows_in_file_order(), RUN_SCHEMA), sorted(tags), notes)
+    return RunLines(rows_table(kept.rows_in_file_order(), RUN_SCHEMA), sorted(tags), notes)
 
 
 def read_qrels_lines(path: str | Path, on_duplicate: OnDuplicate | str = OnDuplicate.error) -> pa.Table:
@@ -167,7 +167,7 @@ def read_qrels_lines(path: str | Path, on_duplicate: OnDuplicate | str = OnDupli
     path = Path(path)
     policy = OnDuplicate(on_duplicate)
     problems = ProblemLog()
-    kept = _Kept(path, policy, problems, "judgment")
+    kept = Kept(path, policy, problems, "judgment")
     hinted = False
     for number, text in iter_lines(path, problems):
         if is_comment(text):
@@ -187,7 +187,7 @@ def read_qrels_lines(path: str | Path, on_duplicate: OnDuplicate | str = OnDupli
     raise_if_problems(problems)
     if not kept.items:
         raise InputFormatError.single(path, 0, "no judgments found (empty file?)")
-    return _columns(kept.rows_in_file_order(), QRELS_SCHEMA)
+    return rows_table(kept.rows_in_file_order(), QRELS_SCHEMA)
 
 
 def raise_beyond(path: str | Path, column: int, what: str, low: int, high: int, why: str, *, comments: bool = False) -> None:

@@ -194,37 +194,24 @@ def fetch_place(
     dest.parent.mkdir(parents=True, exist_ok=True)
     cap = max_bytes or limits().max_input_bytes
     try:
-        return _fetched(place, dest, cap, auth, progress, missing_ok, root, same_origin)
+        try:
+            if place.startswith(("http://", "https://")):
+                found = _http(place, dest, cap, auth, progress, missing_ok=missing_ok, same_origin=same_origin)
+            else:
+                local = Path(unquote(urlsplit(place).path)) if place.startswith("file://") else Path(place)
+                found = _local(local, dest, cap, progress, root)
+                if not found and not missing_ok:
+                    raise DownloadError(f"{local}: not found")
+        except DownloadError:
+            part_path(dest).unlink(missing_ok=True)  # what arrived is refused, not kept to resume from
+            raise
+        if found:
+            put_in_place(part_path(dest), dest)
+        return found
     except BaseException:
         if not resume:
             part_path(dest).unlink(missing_ok=True)
         raise
-
-
-def _fetched(
-    place: str,
-    dest: Path,
-    cap: int,
-    auth: str | None,
-    progress: ProgressCallback | None,
-    missing_ok: bool,
-    root: Path | None,
-    same_origin: bool,
-) -> bool:
-    try:
-        if place.startswith(("http://", "https://")):
-            found = _http(place, dest, cap, auth, progress, missing_ok=missing_ok, same_origin=same_origin)
-        else:
-            local = Path(unquote(urlsplit(place).path)) if place.startswith("file://") else Path(place)
-            found = _local(local, dest, cap, progress, root)
-            if not found and not missing_ok:
-                raise DownloadError(f"{local}: not found")
-    except DownloadError:
-        part_path(dest).unlink(missing_ok=True)  # what arrived is refused, not kept to resume from
-        raise
-    if found:
-        put_in_place(part_path(dest), dest)
-    return found
 
 
 def _local(source: Path, dest: Path, cap: int, progress: ProgressCallback | None, root: Path | None) -> bool:

@@ -44,6 +44,12 @@ class FileReport:
     sha256: str | None = None
     notes: list[str] = field(default_factory=list)
 
+    def refused(self, note: str, status: str = "failed") -> FileReport:
+        """This report, ``status`` (failed or missing) and why."""
+        self.status = status
+        self.notes.append(note)
+        return self
+
 
 @dataclass
 class FetchReport:
@@ -160,20 +166,16 @@ class Fetcher:
         if self.mirror is not None and self._from_mirror(item, target, report):
             return report
         if item.rule == "manual":
-            report.status = "missing"
-            report.notes.append(f"no public source is known for this file; put it at {target} (or fetch with --mirror from a copy)")
-            return report
+            return report.refused(
+                f"no public source is known for this file; put it at {target} (or fetch with --mirror from a copy)", "missing"
+            )
         blocked = [name for name in item.inputs if name in failed]
         if blocked:
-            report.status = "failed"
-            report.notes.append(f"not made: its input {', '.join(blocked)} is missing")
-            return report
+            return report.refused(f"not made: its input {', '.join(blocked)} is missing")
         try:
             inputs = [self.input_path(name, report) for name in item.inputs]
         except DownloadError as exc:
-            report.status = "failed"
-            report.notes.append(str(exc))
-            return report
+            return report.refused(str(exc))
         return self._build(item, target, inputs, report)
 
     def _make_parent(self, target: Path, item: BundleFile) -> None:
@@ -203,9 +205,7 @@ class Fetcher:
 
     def _build(self, item: BundleFile, target: Path, inputs: list[Path], report: FileReport) -> FileReport:
         if item.rule not in RULES:
-            report.status = "failed"
-            report.notes.append(f"qrelkit knows no rule {item.rule!r} (a newer manifest?)")
-            return report
+            return report.refused(f"qrelkit knows no rule {item.rule!r} (a newer manifest?)")
         self._make_parent(target, item)
         temporary = exclusive_temporary(target)
         try:
@@ -214,19 +214,16 @@ class Fetcher:
             except QrelkitError as exc:
                 if isinstance(exc, FatalJobError | FolderRefused):  # the network is gone, or a link: stop, as a download would
                     raise
-                report.status = "failed"
-                report.notes.append(str(exc))
+                report.refused(str(exc))
                 self._drop_unverified_sources(item, report)
                 return report
             actual, expected = file_sha256(temporary), self.expected(item)
             if expected is not None and actual != expected:
                 whose = "the manifest's" if item.verified else "the one recorded on first fetch"
-                report.status = "failed"
-                report.notes.append(
+                return report.refused(
                     f"refused: made by rule {item.rule!r}, it has sha256 {actual[:12]}…, not {whose} {expected[:12]}… "
                     "(a source changed, or the rule reads it differently)"
                 )
-                return report
             put_in_place(temporary, target)
         finally:
             temporary.unlink(missing_ok=True)
@@ -367,8 +364,5 @@ def _md5_note(path: Path, listed: str) -> str:
 
 
 def _md5(handle: Any) -> str:
-    digest = hashlib.md5()
     with handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "md5").hexdigest()

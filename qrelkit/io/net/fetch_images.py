@@ -178,11 +178,7 @@ def _fetch_one(docid: str, place: str, folder: Path, images: Images, state: Any,
 
 
 def _write_documents(folder: Path, images: Images, ids: list[str], state: Any) -> None:
-    lines = []
-    for docid in ids:
-        path = recorded_image(folder, images, state, docid)
-        if path is not None and path.is_file():
-            lines.append(json.dumps({"docid": docid, "image": state.data["images"][docid]["image"]}))
-    text = "".join(line + "\n" for line in lines)
+    here = [docid for docid in ids if (path := recorded_image(folder, images, state, docid)) is not None and path.is_file()]
+    text = "".join(json.dumps({"docid": docid, "image": state.data["images"][docid]["image"]}) + "\n" for docid in here)
     target = inside(folder, images.documents, f"{folder.name}/{images.documents}")
     write_atomically(target, lambda temporary: temporary.write_text(text, encoding="utf-8"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import islice
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -24,19 +25,24 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], *, workers: int, windo
     pool keeps working. Stopping the iteration early cancels what has not started."""
     if workers < 1 or window < 1:
         raise ValueError("workers and window must be at least 1")
-    source = iter(items)
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="qrelkit-io")
-    pending: deque[Future[R]] = deque()
     try:
-        for item in source:
-            pending.append(pool.submit(fn, item))
-            if len(pending) >= window:
-                break
-        while pending:
-            result = pending.popleft().result()
-            for item in source:  # refill before handing the result over: the pool works while the consumer does
-                pending.append(pool.submit(fn, item))
-                break
-            yield result
+        yield from windowed(lambda item: pool.submit(fn, item), items, window)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def windowed(submit: Callable[[T], Future[R]], items: Iterable[T], window: int) -> Iterator[R]:
+    """The results of ``submit(item)`` for each item in input order, at most ``window`` submitted ahead
+    of the one the consumer takes; what has not started when the consumer stops is cancelled."""
+    source = iter(items)
+    pending: deque[Future[R]] = deque(submit(item) for item in islice(source, window))
+    try:
+        while pending:
+            result = pending.popleft().result()
+            # refill before handing the result over: the pool works while the consumer does
+            pending.extend(submit(item) for item in islice(source, 1))
+            yield result
+    finally:
+        for future in pending:
+            future.cancel()

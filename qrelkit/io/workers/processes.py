@@ -13,7 +13,6 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import sys
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -21,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from qrelkit.errors import FatalJobError
+from qrelkit.io.workers.parallel import windowed
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -107,19 +107,8 @@ class ProcessMap:
         Ctrl-C or a dead worker stop every worker (a later call starts new ones)."""
         if window < 1:
             raise ValueError("window must be at least 1")
-        source = iter(items)
-        pending: deque[Future[R]] = deque()
         try:
-            for item in source:
-                pending.append(self._submit(fn, item))
-                if len(pending) >= window:
-                    break
-            while pending:
-                result = pending.popleft().result()
-                for item in source:  # refill first: the workers go on while the consumer works
-                    pending.append(self._submit(fn, item))
-                    break
-                yield result
+            yield from windowed(lambda item: self._submit(fn, item), items, window)
         except BrokenProcessPool as exc:
             self.terminate()
             raise WorkerProcessDied(
@@ -129,9 +118,6 @@ class ProcessMap:
         except (KeyboardInterrupt, SystemExit):
             self.terminate()
             raise
-        finally:
-            for future in pending:  # a consumer that stopped early: what has not started never will
-                future.cancel()
 
     def terminate(self) -> None:
         """End the workers now (Ctrl-C, a dead worker); a later `map` starts new ones."""
