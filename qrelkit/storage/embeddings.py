@@ -15,6 +15,8 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
+from qrelkit.storage.entries import registered
+
 Key = tuple[str, str]  # (item_id, content_hash)
 
 
@@ -100,14 +102,11 @@ def write_embeddings(
     if _read_only(store):
         return 0  # a read-only database still serves cached vectors; new ones are not kept
     with store.transaction() as con:
-        con.register("new_embeddings", rows)
-        try:
+        with registered(con, "new_embeddings", rows):
             con.execute(
                 "INSERT OR IGNORE INTO embeddings (embedder_id, item_kind, item_id, content_hash, vector) "
                 "SELECT embedder_id, item_kind, item_id, content_hash, vector FROM new_embeddings"
             ).fetchall()  # finish the result before unregistering (duckdb 2 refuses otherwise)
-        finally:
-            con.unregister("new_embeddings")
     return n
 
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from qrelkit.errors import FatalJobError, StorageFailure, StoreError
 from qrelkit.storage.coerce import fallback_row, judgment_row, plain_columns
+from qrelkit.storage.entries import registered
 
 if TYPE_CHECKING:  # the store calls these functions: a runtime import would be a circle
     from qrelkit.storage.store import Store
@@ -215,17 +216,21 @@ def import_scores(store: Store, scores: Any, *, name: str, replace: bool = False
     return ImportResult(run_id, name, len(scores.entries), "replaced" if earlier else "imported")
 
 
+def of_submission(alias: str, submission_id: str | None) -> tuple[str, list[str]]:
+    """The condition (and its parameters) that keeps the rows of ``alias`` whose pair was sent in the
+    Batch API submission ``submission_id``; nothing when it is None."""
+    if submission_id is None:
+        return "", []
+    sent = f"SELECT 1 FROM batch_pairs m WHERE m.submission_id = ? AND m.qid = {alias}.qid AND m.docid = {alias}.docid"
+    return f" AND EXISTS ({sent})", [submission_id]
+
+
 def judgment_states(store: Store, judge_run_id: str, submission_id: str | None = None) -> dict[tuple[str, str], tuple[str, int]]:
     """(qid, docid) -> (status, attempts) of every judgment recorded for the judge run; of the pairs
     of one Batch API submission when ``submission_id`` is given."""
-    mine = (
-        ""
-        if submission_id is None
-        else " AND EXISTS (SELECT 1 FROM batch_pairs m WHERE m.submission_id = ? AND m.qid = j.qid AND m.docid = j.docid)"
-    )
+    mine, params = of_submission("j", submission_id)
     rows = store.con.execute(
-        f"SELECT qid, docid, status, attempts FROM judgments j WHERE judge_run_id = ?{mine}",
-        [judge_run_id] + ([] if submission_id is None else [submission_id]),
+        f"SELECT qid, docid, status, attempts FROM judgments j WHERE judge_run_id = ?{mine}", [judge_run_id, *params]
     ).fetchall()
     return {(q, d): (s, a) for q, d, s, a in rows}
 
@@ -255,8 +260,7 @@ def _rows_table(judge_run_id: str, rows: list[dict[str, Any]]) -> pa.Table:
 
 def _insert_table_in(con: Any, table: pa.Table, *, replace: bool = True) -> None:
     """Insert (or replace) a table of JUDGMENT_COLUMNS inside a transaction the caller holds."""
-    con.register("incoming_judgments", table)
-    try:
+    with registered(con, "incoming_judgments", table):
         cols = ", ".join(JUDGMENT_COLUMNS)
         filled = dict(_INPUT_HASHES)
         documents = "LEFT JOIN documents d ON d.docid = i.docid "
@@ -272,8 +276,6 @@ def _insert_table_in(con: Any, table: pa.Table, *, replace: bool = True) -> None
         con.execute(
             f"{verb} INTO judgments ({cols}) SELECT {values} FROM incoming_judgments i {documents}LEFT JOIN topics t ON t.qid = i.qid"
         )
-    finally:
-        con.unregister("incoming_judgments")
 
 
 @dataclass
