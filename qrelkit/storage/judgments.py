@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pyarrow as pa
 
 from qrelkit.errors import FatalJobError, StorageFailure, StoreError
-from qrelkit.storage.coerce import fallback_row, judgment_row, plain_columns
+from qrelkit.storage.coerce import JUDGMENT_COLUMNS, fallback_row, judgment_row, plain_columns
 from qrelkit.storage.entries import registered
 
 if TYPE_CHECKING:  # the store calls these functions: a runtime import would be a circle
@@ -20,10 +20,6 @@ if TYPE_CHECKING:  # the store calls these functions: a runtime import would be 
 
 # What a judgment's score can be graded by: the judge's own score, the parsed grade, the expected grade.
 SCORE_COLUMNS = ("score", "parsed", "expected")
-JUDGMENT_COLUMNS = (
-    "judge_run_id, qid, docid, status, score, parsed, expected, raw_output, error, tokens_in, tokens_out, latency_ms, cost, attempts, "
-    "model_id, system_fingerprint, content_hash, notes, topic_hash"
-).split(", ")
 _TYPES = {
     **dict.fromkeys(("score", "parsed", "expected", "latency_ms", "cost"), pa.float64()),
     **dict.fromkeys(("tokens_in", "tokens_out", "attempts"), pa.int32()),

@@ -28,9 +28,9 @@ from qrelkit.io.paths import checked_name, irds_id
 from qrelkit.io.sources import documents_from, qrels_from, source_name, source_sha256, topics_from
 from qrelkit.machine import crash_point
 from qrelkit.storage.catalog import SAFE_CONFIG, check_tables, refuse_code
+from qrelkit.storage.coerce import JUDGMENT_COLUMNS
 from qrelkit.storage.embeddings import EmbeddingCache
 from qrelkit.storage.entries import LOAD_MEMORY_LIMIT, QRELS, RUN_ENTRIES, StoredRuns, bounded_memory, delete_entries, next_id, read_entries
-from qrelkit.storage.judgments import JUDGMENT_COLUMNS
 from qrelkit.storage.loads import write_qrels_blocks, write_run_files
 from qrelkit.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
