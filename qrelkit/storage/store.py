@@ -135,7 +135,8 @@ def refuse_foreign_file(path: Path) -> None:
         raise StoreError(f"cannot open database {path}: {what}; name a qrelkit database, or a new file, as --db")
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """An error's first line, or its type's name when it says nothing."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
@@ -247,8 +248,8 @@ class Store(EmbeddingCache):
                 "wait for it to finish or stop it, then try again"
             )
         if damaged_file(exc):
-            return StoreError(f"database {self.path} is damaged ({_first_line(exc)}); restore it from a copy")
-        return StoreError(f"cannot open database {self.path}: {_first_line(exc)}")
+            return StoreError(f"database {self.path} is damaged ({first_line(exc)}); restore it from a copy")
+        return StoreError(f"cannot open database {self.path}: {first_line(exc)}")
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -288,7 +289,7 @@ class Store(EmbeddingCache):
         except duckdb.Error as exc:
             if machine_failure(exc):
                 self._rollback()
-                raise StorageFailure(f"cannot write to the database {self.path}: {_first_line(exc)}") from None
+                raise StorageFailure(f"cannot write to the database {self.path}: {first_line(exc)}") from None
             raise
 
     def _load_memory(self, con: duckdb.DuckDBPyConnection):
