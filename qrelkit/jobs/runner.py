@@ -128,7 +128,7 @@ class LocalExecutor:
 
     def salvage(self) -> list[Judgment]:
         """Judgments made in the batch that was stopped (an interrupt, a fatal error)."""
-        return salvaged(self.judge) if self.judge is not None else []
+        return salvaged(self.judge)
 
     def close(self) -> None:
         if self.judge is not None:
@@ -349,8 +349,7 @@ def _planned_report(plan: JobPlan, checks: list[str]) -> JobReport:
 def _save_salvage(executor: Any, writer: JudgmentWriter, status: JobWatch, report: JobReport) -> None:
     """The judgments of the stopped batch saved, in the last flush of a job that is stopping anyway:
     a write failure still ends it clearly."""
-    salvage = getattr(executor, "salvage", None)
-    judgments = list(salvage()) if callable(salvage) else []
+    judgments = salvaged(executor)
     writer.add(judgments)
     status.saw(judgments)
     try:

@@ -42,9 +42,8 @@ def save_copies(store: Store, judge_run_id: str, copies: Sequence[CopyRow]) -> N
         return
     columns = {"judge_run_id": [judge_run_id] * len(copies), **{c: [getattr(row, c) for row in copies] for c in COLUMNS}}
     table = pa.table({name: pa.array(values, pa.string()) for name, values in columns.items()})
-    with store.transaction() as con:
-        with registered(con, "incoming_copies", table):
-            con.execute(f"INSERT OR REPLACE INTO perturbations (judge_run_id, {', '.join(COLUMNS)}) SELECT * FROM incoming_copies")
+    with store.transaction() as con, registered(con, "incoming_copies", table):
+        con.execute(f"INSERT OR REPLACE INTO perturbations (judge_run_id, {', '.join(COLUMNS)}) SELECT * FROM incoming_copies")
 
 
 def stored_copies(store: Store, judge_run_id: str) -> dict[tuple[str, str], CopyRow]:

@@ -368,13 +368,9 @@ class Store(EmbeddingCache):
 
     # -- loading ---------------------------------------------------------------------------
 
-    def _previous_load(self, kind: str, name: str) -> tuple[str, str] | None:
-        row = self.con.execute("SELECT file_hash, path FROM loads WHERE kind = ? AND name = ?", [kind, name]).fetchone()
-        return (row[0], row[1]) if row else None
-
     def _plan_load(self, kind: str, name: str, file_hash: str, path: Path, replace: bool) -> str:
         """'unchanged' if this exact file is loaded under this name; 'replaced' or 'loaded' otherwise."""
-        previous = self._previous_load(kind, name)
+        previous = self.con.execute("SELECT file_hash, path FROM loads WHERE kind = ? AND name = ?", [kind, name]).fetchone()
         if previous is None:
             return "loaded"
         if replace:
