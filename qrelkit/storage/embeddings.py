@@ -59,8 +59,7 @@ def read_embeddings(
     wanted = pa.table({"item_id": [k[0] for k in keys], "content_hash": [k[1] for k in keys]})
     # A cursor of its own: the store's connection may hold a half-read result (a fetchone),
     # which duckdb 2 lets no `register` interrupt.
-    cursor = store.con.cursor()
-    try:
+    with store.con.cursor() as cursor:
         cursor.register("wanted_embeddings", wanted)
         found = cursor.sql(
             "SELECT e.item_id, e.content_hash, e.vector FROM embeddings e "
@@ -69,8 +68,6 @@ def read_embeddings(
             "WHERE e.embedder_id = ? AND e.item_kind = ?",
             params=[embedder_id, item_kind],
         ).to_arrow_table()
-    finally:
-        cursor.close()
     ids = found.column("item_id").to_pylist()
     hashes = found.column("content_hash").to_pylist()
     return dict(zip(zip(ids, hashes), _vectors_from_list_column(found.column("vector"))))
@@ -101,12 +98,11 @@ def write_embeddings(
     store.con.execute("SELECT 1").fetchall()  # finish any half-read result (see read_embeddings)
     if _read_only(store):
         return 0  # a read-only database still serves cached vectors; new ones are not kept
-    with store.transaction() as con:
-        with registered(con, "new_embeddings", rows):
-            con.execute(
-                "INSERT OR IGNORE INTO embeddings (embedder_id, item_kind, item_id, content_hash, vector) "
-                "SELECT embedder_id, item_kind, item_id, content_hash, vector FROM new_embeddings"
-            ).fetchall()  # finish the result before unregistering (duckdb 2 refuses otherwise)
+    with store.transaction() as con, registered(con, "new_embeddings", rows):
+        con.execute(
+            "INSERT OR IGNORE INTO embeddings (embedder_id, item_kind, item_id, content_hash, vector) "
+            "SELECT embedder_id, item_kind, item_id, content_hash, vector FROM new_embeddings"
+        ).fetchall()  # finish the result before unregistering (duckdb 2 refuses otherwise)
     return n
 
 
