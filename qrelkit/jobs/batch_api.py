@@ -20,12 +20,12 @@ first reconciles the submissions a crash may have left half-done:
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -318,7 +318,8 @@ class BatchDriver:
                     "answers are genuine); not read further, nothing of the batch was stored"
                 )
                 raise BatchApiError(message, ErrorVerdict("fail", message))
-            yield from _parse([raw], file_id)
+            if raw.strip():
+                yield from _parse(raw, file_id)
 
     # -- cancelling -------------------------------------------------------------------------------
 
@@ -352,14 +353,11 @@ def _arriving(chunks: Iterable[bytes]) -> Iterator[bytes]:
         yield chunk
 
 
-def _parse(raw_lines: list[bytes], file_id: str) -> Iterator[BatchLine]:
-    for raw in raw_lines:
-        if not raw.strip():
-            continue
-        try:
-            yield read_output_line(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # its pair is treated as not run, and sent again
-            log.warning("batch file %s: a line that is not a Batch API output line (%s) was skipped", file_id, exc)
+def _parse(raw: bytes, file_id: str) -> Iterator[BatchLine]:
+    try:
+        yield read_output_line(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # its pair is treated as not run, and sent again
+        log.warning("batch file %s: a line that is not a Batch API output line (%s) was skipped", file_id, exc)
 
 
 def _kept(line: BatchLine | None) -> str:
@@ -369,12 +367,7 @@ def _kept(line: BatchLine | None) -> str:
 
 
 def _trailing_resubmits(outcomes: list[str]) -> int:
-    count = 0
-    for outcome in reversed(outcomes):
-        if outcome != "resubmit":
-            break
-        count += 1
-    return count
+    return len(list(takewhile(lambda outcome: outcome == "resubmit", reversed(outcomes))))
 
 
 def why_not_run(line: BatchLine | None, info: BatchInfo) -> str:
@@ -426,10 +419,7 @@ def remove_request_file(folder: Path, path: str | None) -> bool:
     if not ours or target.is_symlink() or target.parent.resolve() != folder.resolve() or (target.exists() and not target.is_file()):
         log.warning("the request file %r a batch submission records is not a file of %s; it was left alone", path, folder)
         return False
-    try:
-        os.remove(target)
-    except FileNotFoundError:
-        pass
+    target.unlink(missing_ok=True)
     return True
 
 

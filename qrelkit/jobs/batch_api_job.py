@@ -47,7 +47,9 @@ def run_batch_job(
         judge.close()
         raise JobError(f"{plan.spec.source}: judge {plan.factory.name!r} has no batch mode; remove `mode: batch`")
     driver = BatchDriver(store, plan.judge_run_id, judge, plan.config.model_dump(mode="json"), batch_folder(plan.spec.database))
-    watch = _watch(plan)
+    # the status `qrelkit status` reads: what it sent and collected, its open batches; no partial
+    # judgments file (they arrive a batch at a time)
+    watch = JobWatch(plan.spec.database, {**status_facts(plan.spec, plan), "mode": "batch"}, partials=False)
     started = time.perf_counter()
     ended = "failed"
     try:
@@ -68,12 +70,6 @@ def run_batch_job(
         _status(watch, driver, plan, ended)
     _fill(report, store, plan.judge_run_id, driver)
     return report
-
-
-def _watch(plan: JobPlan) -> JobWatch:
-    """The status a batch job writes beside its database (`qrelkit status` reads it): what it sent and
-    collected, its open batches; no partial judgments file (they arrive a batch at a time)."""
-    return JobWatch(plan.spec.database, {**status_facts(plan.spec, plan), "mode": "batch"}, partials=False)
 
 
 def _status(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from qrelkit.io.results import duration
@@ -76,14 +77,8 @@ def spread(pairs_to_judge: int, wanted: int, stream: PendingStream) -> list[Any]
     """About ``wanted`` + `WARM_UP_PAIRS` pending pairs taken evenly from all of them (the pool's
     order is by topic: a run of consecutive pairs would time a few topics' documents)."""
     step = max(1, pairs_to_judge // (wanted + WARM_UP_PAIRS))
-    chosen: list[Any] = []
-    seen = 0
-    for window in stream.windows():
-        for pair in window.pairs:
-            if seen % step == 0 and len(chosen) < wanted + WARM_UP_PAIRS:
-                chosen.append(pair)
-            seen += 1
-    return chosen
+    pairs = (pair for window in stream.windows() for pair in window.pairs)
+    return list(islice(pairs, 0, step * (wanted + WARM_UP_PAIRS), step))
 
 
 def timed_estimate(store: Store, plan: JobPlan, wanted: int) -> TimeEstimate | None:

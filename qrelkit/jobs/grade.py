@@ -41,6 +41,7 @@ import logging
 import math
 import re
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -181,11 +182,7 @@ class GradingSpec(BaseModel):
         return list(self.labels) if self.labels is not None else list(DEFAULT_LABELS)
 
     def ranges(self) -> list[ScoreRange]:
-        ranges = []
-        for key, grade in (self.map or {}).items():
-            low, high = parse_map_key(key)
-            ranges.append(ScoreRange(low, high, int(grade)))
-        ranges.sort(key=lambda r: (r.low, r.high))
+        ranges = sorted((ScoreRange(*parse_map_key(k), int(grade)) for k, grade in (self.map or {}).items()), key=lambda r: (r.low, r.high))
         for before, after in zip(ranges, ranges[1:]):
             if after.low <= before.high:
                 raise ValueError(f"map entries {before.low:g}-{before.high:g} and {after.low:g}-{after.high:g} overlap")
@@ -247,10 +244,7 @@ class GradingResult(Result):
         return pd.DataFrame([(q.qid, q.docid, q.grade) for q in self.qrels.entries], columns=["qid", "docid", "grade"])
 
     def grade_counts(self) -> dict[int, int]:
-        counts: dict[int, int] = {}
-        for qrel in self.qrels.entries:
-            counts[qrel.grade] = counts.get(qrel.grade, 0) + 1
-        return dict(sorted(counts.items()))
+        return dict(sorted(Counter(qrel.grade for qrel in self.qrels.entries).items()))
 
 
 def quantile_cuts(scores: Sequence[float], quantiles: Sequence[float]) -> list[float]:
@@ -312,20 +306,14 @@ class _Scopes:
         return out
 
 
-def _scored(scores: Sequence[tuple[str, str, float]]) -> None:
-    if not scores:
-        raise GradingError("no scores to grade: the judge run has no `ok` judgments yet")
-
-
 def grade_scores(scores: Sequence[tuple[str, str, float]], spec: GradingSpec | None = None, *, name: str, **options: Any) -> GradingResult:
     """Grade (qid, docid, score) triples by ``spec`` (or by ``options``, validated into one)."""
     spec = spec or grading_spec(options)
-    _scored(scores)
+    if not scores:
+        raise GradingError("no scores to grade: the judge run has no `ok` judgments yet")
     if spec.method == "quantile":
         return _grade_quantile(scores, spec, name)
-    grades: list[int] = []
-    for qid, docid, score in scores:
-        grades.append(_grade_one(spec, qid, docid, score))
+    grades = [_grade_one(spec, qid, docid, score) for qid, docid, score in scores]
     labels = spec.effective_labels() if spec.method != "identity" else sorted(set(grades))
     scopes = _Scopes()
     scopes.check(ALL_TOPICS, np.asarray([s for _, _, s in scores]), np.asarray(grades), labels if spec.method == "thresholds" else [])

@@ -99,8 +99,22 @@ def build_pool(store: Store, spec: JobSpec) -> Pool:
     return qrels_pool_query(store, pool.qrels or "")
 
 
+class _WithJudge:
+    """The judge class and validated config of a resolved judge's factory."""
+
+    factory: JudgeFactory
+
+    @property
+    def judge_class(self) -> type:
+        return self.factory.judge_class
+
+    @property
+    def config(self) -> JudgeConfig:
+        return self.factory.config
+
+
 @dataclass
-class JobPlan:
+class JobPlan(_WithJudge):
     """What a job will judge. The pool stays in the database: the plan holds its counts, and
     `pending` reads the pairs to judge back in blocks."""
 
@@ -121,14 +135,6 @@ class JobPlan:
     limit: int | None = None
     retry_failed: bool = False
     probe: dict[str, Any] | None = None  # a probe's run (docs/probes.md): with a perturbation, it judges the copies stored for it
-
-    @property
-    def judge_class(self) -> type:
-        return self.factory.judge_class
-
-    @property
-    def config(self) -> JudgeConfig:
-        return self.factory.config
 
     def info(self) -> JudgeRunInfo:
         template = self.factory.template
@@ -158,7 +164,7 @@ class JobPlan:
 
 
 @dataclass(frozen=True)
-class ResolvedJudge:
+class ResolvedJudge(_WithJudge):
     """A job's judge resolved once, with no model loaded: its factory (class, validated config,
     template), its model id, its judge run id, and what the check of the grading against the
     template's grades found (a note for a dry run; a grading that cannot grade them is refused
@@ -168,14 +174,6 @@ class ResolvedJudge:
     model_id: str
     judge_run_id: str
     template_note: str | None = None
-
-    @property
-    def judge_class(self) -> type:
-        return self.factory.judge_class
-
-    @property
-    def config(self) -> JudgeConfig:
-        return self.factory.config
 
 
 def resolve_judge(spec: JobSpec) -> ResolvedJudge:

@@ -26,9 +26,7 @@ def pairs_file_blocks(path: str | Path, size: int = PAIRS_PER_BLOCK) -> Iterator
         cols = text.split()
         if len(cols) == 2:
             block.append((cols[0], cols[1]))
-        elif len(cols) == 4:  # qrels: qid iter docid grade
-            block.append((cols[0], cols[2]))
-        elif len(cols) == 6:  # run: qid Q0 docid rank score tag
+        elif len(cols) in (4, 6):  # qrels: qid iter docid grade; run: qid Q0 docid rank score tag
             block.append((cols[0], cols[2]))
         else:
             problems.append(LineProblem(str(path), number, f"expected `qid docid` (or a qrels/run line), found {len(cols)} columns"))

@@ -27,6 +27,7 @@ from qrelkit.jobs.calls import StoreEmbeddingCache, judge_batch_safely
 from qrelkit.jobs.ray_reaper import reap_on_exit
 from qrelkit.jobs.spec import ExecutorSpec, JobError
 from qrelkit.judges import JudgeContext, JudgeFactory, Judgment, Pair
+from qrelkit.storage.store import first_line
 
 IN_FLIGHT = 2  # shards queued on a worker: one being judged, one waiting, so no worker idles on a round trip
 SHARD_TRIES = 3  # a shard whose worker died this often is recorded as failed (a pair that kills its worker)
@@ -327,8 +328,3 @@ class RayExecutor:
 
 def died_judgment(pair: Pair, tries: int, exc: BaseException) -> Judgment:
     return Judgment.failed(pair, "model_error", f"the Ray worker judging this pair died {tries} times ({first_line(exc)})", attempts=0)
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

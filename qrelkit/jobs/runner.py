@@ -29,7 +29,7 @@ from qrelkit.jobs.calls import (  # noqa: F401 (re-exported)
     salvaged,
 )
 from qrelkit.jobs.estimate import estimate_time
-from qrelkit.jobs.plan import ResolvedJudge, collection_unchanged, plan_job, resolve_judge
+from qrelkit.jobs.plan import JobPlan, ResolvedJudge, collection_unchanged, plan_job, resolve_judge
 from qrelkit.jobs.preflight import check_judge_can_start
 from qrelkit.jobs.report import JobReport, JobStopped, ProgressCallback, saved_note
 from qrelkit.jobs.spec import ExecutorSpec, JobSpec
@@ -128,7 +128,7 @@ class LocalExecutor:
 
     def salvage(self) -> list[Judgment]:
         """Judgments made in the batch that was stopped (an interrupt, a fatal error)."""
-        return salvaged(self.judge) if self.judge is not None else []
+        return salvaged(self.judge)
 
     def close(self) -> None:
         if self.judge is not None:
@@ -208,10 +208,7 @@ def run_job(
         plan = plan_job(
             store, spec, limit=limit, retry_failed=retry_failed, judge=judge, pairs=pairs, probe=probe, pairs_sample=pairs_sample
         )
-        report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
-        report.sample, report.checks = plan.sample, started_checks + plan.checks
-        report.in_batches = plan.in_batches
-        report.mode = getattr(plan.config, "mode", "sync")
+        report = _planned_report(plan, started_checks)
         if report.mode == "batch":
             from qrelkit.jobs.batch_api_job import run_batch_job
 
@@ -267,16 +264,10 @@ def run_job(
                 writer.flush(wait=True)
                 ended = "finished"
         except KeyboardInterrupt:
-            salvage = _salvage(executor)
-            writer.add(salvage)
-            status.saw(salvage)
-            _flush_or_stop(writer, report)
+            _save_salvage(executor, writer, status, report)
             report.interrupted, ended = True, "interrupted"
         except FatalJudgeError:
-            salvage = _salvage(executor)
-            writer.add(salvage)
-            status.saw(salvage)
-            _flush_or_stop(writer, report)
+            _save_salvage(executor, writer, status, report)
             ended = "stopped"
             raise
         except JudgmentWriteError as exc:
@@ -330,10 +321,7 @@ def dry_run_report(
     )
     with no_downloads(why), planning_store(spec) as store:
         plan = plan_job(store, spec, limit=limit, retry_failed=retry_failed, judge=judge)
-        report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
-        report.sample, report.checks = plan.sample, started_checks + plan.checks
-        report.in_batches = plan.in_batches
-        report.mode = getattr(plan.config, "mode", "sync")
+        report = _planned_report(plan, started_checks)
         if plan.to_judge and hasattr(plan.judge_class, "estimate"):
             # e.g. tokens and cost of an API judge, computed from rendered prompts without a request
             pending = plan.pending(store)
@@ -350,13 +338,20 @@ def dry_run_report(
     return report
 
 
-def _salvage(executor: Any) -> list[Judgment]:
-    salvage = getattr(executor, "salvage", None)
-    return list(salvage()) if callable(salvage) else []
+def _planned_report(plan: JobPlan, checks: list[str]) -> JobReport:
+    report = JobReport(plan.judge_run_id, plan.pool_size, plan.already_ok, plan.already_failed, plan.to_judge, loads=plan.loads)
+    report.sample, report.checks = plan.sample, checks + plan.checks
+    report.in_batches = plan.in_batches
+    report.mode = getattr(plan.config, "mode", "sync")
+    return report
 
 
-def _flush_or_stop(writer: JudgmentWriter, report: JobReport) -> None:
-    """The last flush of a job that is stopping anyway: a write failure still ends it clearly."""
+def _save_salvage(executor: Any, writer: JudgmentWriter, status: JobWatch, report: JobReport) -> None:
+    """The judgments of the stopped batch saved, in the last flush of a job that is stopping anyway:
+    a write failure still ends it clearly."""
+    judgments = salvaged(executor)
+    writer.add(judgments)
+    status.saw(judgments)
     try:
         writer.flush(wait=True)
     except JudgmentWriteError as exc:

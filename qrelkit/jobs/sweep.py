@@ -16,6 +16,7 @@ it has one. A template file is named by its stem.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -57,10 +58,8 @@ class Sweep:
         return list(self.axes)
 
     def cells(self) -> list[SweepCell]:
-        out = []
-        for combination in itertools.product(*self.axes.values()):
-            values = dict(zip(self.axes, combination, strict=True))
-            out.append(SweepCell(cell_name(self.pattern, values), values))
+        combinations = (dict(zip(self.axes, combination, strict=True)) for combination in itertools.product(*self.axes.values()))
+        out = [SweepCell(cell_name(self.pattern, values), values) for values in combinations]
         seen: dict[str, SweepCell] = {}
         for cell in out:
             if cell.name in seen:
@@ -135,9 +134,7 @@ def read_sweep(path: str | Path) -> Sweep | None:
         if repeated:
             raise JobError(f"{where}: {repeated[0]!r} is listed twice")
         axes[key] = values
-    cells = 1
-    for values in axes.values():
-        cells *= len(values)
+    cells = math.prod(map(len, axes.values()))
     if cells > MAX_CELLS:
         raise JobError(f"{path}: sweep: {cells} cells (at most {MAX_CELLS}): split the sweep")
     return Sweep(path, axes, _pattern(path, axes, data.get("grading")), isinstance(data.get("grading"), dict))

@@ -116,12 +116,7 @@ class JobWatch:
 
         started = time.perf_counter()
         table = pa.table(
-            {
-                "qid": pa.array(self.columns["qid"], pa.string()),
-                "docid": pa.array(self.columns["docid"], pa.string()),
-                "status": pa.array(self.columns["status"], pa.string()),
-                "score": pa.array(self.columns["score"], pa.float64()),
-            }
+            {name: pa.array(values, pa.float64() if name == "score" else pa.string()) for name, values in self.columns.items()}
         )
         if self.earlier is not None and self.earlier.num_rows:
             table = pa.concat_tables([self.earlier.cast(table.schema), table])

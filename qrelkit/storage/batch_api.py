@@ -16,7 +16,8 @@ from typing import Any
 import pyarrow as pa
 
 from qrelkit.errors import StoreError
-from qrelkit.storage.judgments import insert_judgments
+from qrelkit.storage.entries import registered
+from qrelkit.storage.judgments import insert_judgments, of_submission
 from qrelkit.storage.store import Store
 
 OPEN_STATES = ("prepared", "uploaded", "submitted")
@@ -102,16 +103,13 @@ def record_submission(
                 *(endpoint, key_variable, created_unix),
             ],
         )
-        con.register("incoming_batch_pairs", rows)
-        try:
+        with registered(con, "incoming_batch_pairs", rows):
             # the input hashes of what the file sends (its images were checked against them as they were read)
             con.execute(
                 "INSERT INTO batch_pairs (submission_id, judge_run_id, qid, docid, topic_hash, content_hash) "
                 "SELECT i.submission_id, i.judge_run_id, i.qid, i.docid, t.content_hash, d.content_hash FROM incoming_batch_pairs i "
                 "LEFT JOIN topics t ON t.qid = i.qid LEFT JOIN documents d ON d.docid = i.docid"
             )
-        finally:
-            con.unregister("incoming_batch_pairs")
 
 
 def set_uploaded(store: Store, submission_id: str, input_file_id: str) -> None:
@@ -186,18 +184,8 @@ def submission_pairs(store: Store, submission_id: str) -> dict[tuple[str, str], 
     return {(q, d): (topic, content) for q, d, topic, content in rows}
 
 
-def open_batch_pairs(store: Store, judge_run_id: str) -> set[tuple[str, str]]:
-    """Pairs of the judge run in a submission not yet collected: sent, or possibly sent, and paid for."""
-    rows = store.con.execute(
-        f"SELECT p.qid, p.docid FROM batch_pairs p JOIN batch_submissions s USING (submission_id) "
-        f"WHERE p.judge_run_id = ? AND s.state IN {OPEN_STATES!r}",
-        [judge_run_id],
-    ).fetchall()
-    return {(q, d) for q, d in rows}
-
-
 def open_batch_count(store: Store, judge_run_id: str) -> int:
-    """How many pairs of the judge run are in a submission not yet collected (see `open_batch_pairs`)."""
+    """How many pairs of the judge run are in a submission not yet collected: sent, or possibly sent, and paid for."""
     return int(
         store._scalar(
             f"SELECT count(*) FROM (SELECT DISTINCT p.qid, p.docid FROM batch_pairs p JOIN batch_submissions s USING (submission_id) "
@@ -210,15 +198,11 @@ def open_batch_count(store: Store, judge_run_id: str) -> int:
 def batch_history(store: Store, judge_run_id: str, submission_id: str | None = None) -> dict[tuple[str, str], list[str]]:
     """(qid, docid) -> the outcomes of the collected batches the pair was sent in, oldest first; of
     the pairs of one submission when ``submission_id`` is given (what collecting it needs)."""
-    mine = (
-        ""
-        if submission_id is None
-        else " AND EXISTS (SELECT 1 FROM batch_pairs m WHERE m.submission_id = ? AND m.qid = p.qid AND m.docid = p.docid)"
-    )
+    mine, params = of_submission("p", submission_id)
     rows = store.con.execute(
         "SELECT p.qid, p.docid, p.outcome FROM batch_pairs p JOIN batch_submissions s USING (submission_id) "
         f"WHERE p.judge_run_id = ? AND p.outcome IS NOT NULL{mine} ORDER BY s.collected_at, s.submission_id",
-        [judge_run_id] + ([] if submission_id is None else [submission_id]),
+        [judge_run_id, *params],
     ).fetchall()
     history: dict[tuple[str, str], list[str]] = {}
     for qid, docid, outcome in rows:
@@ -247,15 +231,12 @@ def collect_submission(
     )
     with store.transaction() as con:
         insert_judgments(con, judge_run_id, judgments, sent)
-        con.register("batch_outcomes", outcomes)
-        try:
+        with registered(con, "batch_outcomes", outcomes):
             con.execute(
                 "UPDATE batch_pairs SET outcome = o.outcome FROM batch_outcomes o "
                 "WHERE batch_pairs.submission_id = ? AND batch_pairs.qid = o.qid AND batch_pairs.docid = o.docid",
                 [submission_id],
             )
-        finally:
-            con.unregister("batch_outcomes")
         con.execute(
             "UPDATE batch_submissions SET state = 'collected', judged = ?, resubmitted = ?, collected_at = current_timestamp "
             "WHERE submission_id = ?",

@@ -14,6 +14,7 @@ import pyarrow as pa
 from qrelkit.errors import StoreError
 from qrelkit.io.columnar import Block
 from qrelkit.io.trec import Qrels
+from qrelkit.storage.entries import registered
 from qrelkit.storage.store import Store
 
 _DESIGN_COLUMNS = "name, kind, measure, seed, scale_low, scale_high, judge, runs, pool_pairs, pool_hash, depth, human_set"
@@ -93,12 +94,9 @@ def read_design(store: Store, name: str) -> StoredDesign:
 
 
 def _insert_pairs(con: Any, name: str, pairs: pa.Table) -> None:
-    con.register("planned_pairs", pairs)
-    try:
+    with registered(con, "planned_pairs", pairs):
         columns = ", ".join(PAIR_COLUMNS)
         con.execute(f"INSERT INTO design_pairs (design, {columns}) SELECT ?, {columns} FROM planned_pairs", [name])
-    finally:
-        con.unregister("planned_pairs")
 
 
 def write_design(store: Store, design: StoredDesign, pairs: pa.Table) -> None:

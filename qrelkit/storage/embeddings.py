@@ -15,6 +15,8 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
+from qrelkit.storage.entries import registered
+
 Key = tuple[str, str]  # (item_id, content_hash)
 
 
@@ -57,8 +59,7 @@ def read_embeddings(
     wanted = pa.table({"item_id": [k[0] for k in keys], "content_hash": [k[1] for k in keys]})
     # A cursor of its own: the store's connection may hold a half-read result (a fetchone),
     # which duckdb 2 lets no `register` interrupt.
-    cursor = store.con.cursor()
-    try:
+    with store.con.cursor() as cursor:
         cursor.register("wanted_embeddings", wanted)
         found = cursor.sql(
             "SELECT e.item_id, e.content_hash, e.vector FROM embeddings e "
@@ -67,8 +68,6 @@ def read_embeddings(
             "WHERE e.embedder_id = ? AND e.item_kind = ?",
             params=[embedder_id, item_kind],
         ).to_arrow_table()
-    finally:
-        cursor.close()
     ids = found.column("item_id").to_pylist()
     hashes = found.column("content_hash").to_pylist()
     return dict(zip(zip(ids, hashes), _vectors_from_list_column(found.column("vector"))))
@@ -99,15 +98,11 @@ def write_embeddings(
     store.con.execute("SELECT 1").fetchall()  # finish any half-read result (see read_embeddings)
     if _read_only(store):
         return 0  # a read-only database still serves cached vectors; new ones are not kept
-    with store.transaction() as con:
-        con.register("new_embeddings", rows)
-        try:
-            con.execute(
-                "INSERT OR IGNORE INTO embeddings (embedder_id, item_kind, item_id, content_hash, vector) "
-                "SELECT embedder_id, item_kind, item_id, content_hash, vector FROM new_embeddings"
-            ).fetchall()  # finish the result before unregistering (duckdb 2 refuses otherwise)
-        finally:
-            con.unregister("new_embeddings")
+    with store.transaction() as con, registered(con, "new_embeddings", rows):
+        con.execute(
+            "INSERT OR IGNORE INTO embeddings (embedder_id, item_kind, item_id, content_hash, vector) "
+            "SELECT embedder_id, item_kind, item_id, content_hash, vector FROM new_embeddings"
+        ).fetchall()  # finish the result before unregistering (duckdb 2 refuses otherwise)
     return n
 
 

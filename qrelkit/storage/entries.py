@@ -51,6 +51,16 @@ QRELS = Entries("qrels", "qrels_set_id", ("grade", "iteration"), ("INTEGER", "TE
 
 
 @contextmanager
+def registered(con: duckdb.DuckDBPyConnection, name: str, rows: object) -> Iterator[None]:
+    """``rows`` (an Arrow table or reader) readable as the view ``name`` while the block runs."""
+    con.register(name, rows)
+    try:
+        yield
+    finally:
+        con.unregister(name)
+
+
+@contextmanager
 def bounded_memory(con: duckdb.DuckDBPyConnection, limit: str | None = LOAD_MEMORY_LIMIT, *, keep_order: bool = False) -> Iterator[None]:
     """DuckDB's memory capped at ``limit`` (None: left as it is, as for a database held in memory,
     which has nowhere to spill to), and the settings as they were afterwards (a load inside a
@@ -104,11 +114,8 @@ def stage(con: duckdb.DuckDBPyConnection, entries: Entries, owner: int, table: p
     record batch reader, which DuckDB copies as it reads: a registered table's strings would stay
     referenced by the open transaction, holding every block in memory until the commit."""
     reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
-    con.register("incoming_block", reader)
-    try:
+    with registered(con, "incoming_block", reader):
         con.execute(f"INSERT INTO {entries.stage} SELECT {owner}, qid, docid, {', '.join(entries.values)} FROM incoming_block")
-    finally:
-        con.unregister("incoming_block")
 
 
 def write_stage(con: duckdb.DuckDBPyConnection, entries: Entries) -> None:

@@ -12,43 +12,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pyarrow as pa
 
 from qrelkit.errors import FatalJobError, StorageFailure, StoreError
-from qrelkit.storage.coerce import fallback_row, judgment_row, plain_columns
+from qrelkit.storage.coerce import JUDGMENT_COLUMNS, fallback_row, judgment_row, plain_columns
+from qrelkit.storage.entries import registered
 
 if TYPE_CHECKING:  # the store calls these functions: a runtime import would be a circle
     from qrelkit.storage.store import Store
 
 # What a judgment's score can be graded by: the judge's own score, the parsed grade, the expected grade.
 SCORE_COLUMNS = ("score", "parsed", "expected")
-JUDGMENT_COLUMNS = [
-    "judge_run_id",
-    "qid",
-    "docid",
-    "status",
-    "score",
-    "parsed",
-    "expected",
-    "raw_output",
-    "error",
-    "tokens_in",
-    "tokens_out",
-    "latency_ms",
-    "cost",
-    "attempts",
-    "model_id",
-    "system_fingerprint",
-    "content_hash",
-    "notes",
-    "topic_hash",
-]
 _TYPES = {
-    "score": pa.float64(),
-    "parsed": pa.float64(),
-    "expected": pa.float64(),
-    "tokens_in": pa.int32(),
-    "tokens_out": pa.int32(),
-    "latency_ms": pa.float64(),
-    "cost": pa.float64(),
-    "attempts": pa.int32(),
+    **dict.fromkeys(("score", "parsed", "expected", "latency_ms", "cost"), pa.float64()),
+    **dict.fromkeys(("tokens_in", "tokens_out", "attempts"), pa.int32()),
 }
 
 
@@ -109,8 +83,7 @@ def stored_sample(store: Store, judge_run_id: str) -> tuple[bool, dict[str, Any]
 
 def judged_pairs(store: Store, judge_run_id: str) -> int:
     """How many pairs the judge run holds a judgment of (any status)."""
-    row = store.con.execute("SELECT count(*) FROM judgments WHERE judge_run_id = ?", [judge_run_id]).fetchone()
-    return int(row[0]) if row else 0
+    return int(store._scalar("SELECT count(*) FROM judgments WHERE judge_run_id = ?", [judge_run_id]))
 
 
 def ensure_judge_run(store: Store, info: JudgeRunInfo, *, update_sample: bool = True) -> bool:
@@ -235,26 +208,25 @@ def import_scores(store: Store, scores: Any, *, name: str, replace: bool = False
             "INSERT INTO judge_runs (judge_run_id, judge, config, model_id, name) VALUES (?, 'imported', ?, ?, ?)",
             [run_id, json.dumps(config, sort_keys=True), name, name],
         )
-        con.register("imported_scores", rows)
-        try:
-            columns = ", ".join(rows.column_names)
-            con.execute(f"INSERT INTO judgments ({columns}) SELECT {columns} FROM imported_scores").fetchall()
-        finally:
-            con.unregister("imported_scores")
+        store._insert(con, "judgments", rows)
     return ImportResult(run_id, name, len(scores.entries), "replaced" if earlier else "imported")
+
+
+def of_submission(alias: str, submission_id: str | None) -> tuple[str, list[str]]:
+    """The condition (and its parameters) that keeps the rows of ``alias`` whose pair was sent in the
+    Batch API submission ``submission_id``; nothing when it is None."""
+    if submission_id is None:
+        return "", []
+    sent = f"SELECT 1 FROM batch_pairs m WHERE m.submission_id = ? AND m.qid = {alias}.qid AND m.docid = {alias}.docid"
+    return f" AND EXISTS ({sent})", [submission_id]
 
 
 def judgment_states(store: Store, judge_run_id: str, submission_id: str | None = None) -> dict[tuple[str, str], tuple[str, int]]:
     """(qid, docid) -> (status, attempts) of every judgment recorded for the judge run; of the pairs
     of one Batch API submission when ``submission_id`` is given."""
-    mine = (
-        ""
-        if submission_id is None
-        else " AND EXISTS (SELECT 1 FROM batch_pairs m WHERE m.submission_id = ? AND m.qid = j.qid AND m.docid = j.docid)"
-    )
+    mine, params = of_submission("j", submission_id)
     rows = store.con.execute(
-        f"SELECT qid, docid, status, attempts FROM judgments j WHERE judge_run_id = ?{mine}",
-        [judge_run_id] + ([] if submission_id is None else [submission_id]),
+        f"SELECT qid, docid, status, attempts FROM judgments j WHERE judge_run_id = ?{mine}", [judge_run_id, *params]
     ).fetchall()
     return {(q, d): (s, a) for q, d, s, a in rows}
 
@@ -284,8 +256,7 @@ def _rows_table(judge_run_id: str, rows: list[dict[str, Any]]) -> pa.Table:
 
 def _insert_table_in(con: Any, table: pa.Table, *, replace: bool = True) -> None:
     """Insert (or replace) a table of JUDGMENT_COLUMNS inside a transaction the caller holds."""
-    con.register("incoming_judgments", table)
-    try:
+    with registered(con, "incoming_judgments", table):
         cols = ", ".join(JUDGMENT_COLUMNS)
         filled = dict(_INPUT_HASHES)
         documents = "LEFT JOIN documents d ON d.docid = i.docid "
@@ -301,13 +272,6 @@ def _insert_table_in(con: Any, table: pa.Table, *, replace: bool = True) -> None
         con.execute(
             f"{verb} INTO judgments ({cols}) SELECT {values} FROM incoming_judgments i {documents}LEFT JOIN topics t ON t.qid = i.qid"
         )
-    finally:
-        con.unregister("incoming_judgments")
-
-
-def _insert_rows_in(con: Any, judge_run_id: str, rows: list[dict[str, Any]]) -> None:
-    """Insert (or replace) coerced rows inside a transaction the caller holds."""
-    _insert_table_in(con, _rows_table(judge_run_id, rows))
 
 
 @dataclass
@@ -381,7 +345,7 @@ def insert_judgments(
         row = judgment_row(judgment)
         row["topic_hash"], row["content_hash"] = hashes.get((row["qid"], row["docid"]), (None, None))
         rows.append(row)
-    _insert_rows_in(con, judge_run_id, rows)
+    _insert_table_in(con, _rows_table(judge_run_id, rows))
 
 
 def _try_insert(store: Store, table: pa.Table, *, replace: bool = True) -> BaseException | None:
@@ -678,11 +642,8 @@ def judgment_outcomes(store: Store, judge_run_id: str) -> pa.Table:
     """The judge run's judgments as (qid, docid, status, score) columns: what a running job's partial
     audit starts from (`qrelkit.jobs.watch`)."""
     query = "SELECT qid, docid, status, score FROM judgments WHERE judge_run_id = ? ORDER BY qid, docid"
-    cursor = store.con.cursor()  # its own: a pending-pairs query may hold the store's connection
-    try:
+    with store.con.cursor() as cursor:  # its own: a pending-pairs query may hold the store's connection
         return cursor.sql(query, params=[judge_run_id]).to_arrow_table()
-    finally:
-        cursor.close()
 
 
 def judging_rate(store: Store, judge_run_id: str, *, max_gap_seconds: float = 60.0) -> tuple[int, float] | None:

@@ -93,9 +93,7 @@ def write_run_files(con: duckdb.DuckDBPyConnection, files: list[tuple[Path, int]
     (entries stored, the file's distinct tags)."""
     policy = OnDuplicate(on_duplicate)
     create_stage(con, RUN_ENTRIES)
-    counts: dict[int, Staged] = {}
-    for path, run_id in files:
-        counts[run_id] = stage_blocks(con, RUN_ENTRIES, run_id, iter_run_blocks(path, policy), path)
+    counts = {run_id: stage_blocks(con, RUN_ENTRIES, run_id, iter_run_blocks(path, policy), path) for path, run_id in files}
     write_stage(con, RUN_ENTRIES)
     path_of = {run_id: path for path, run_id in files}
     for run_id in repeated_owners(con, RUN_ENTRIES, min(path_of)):

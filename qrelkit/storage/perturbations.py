@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from qrelkit.storage.entries import registered
 from qrelkit.storage.judgments import _INFO_COLUMNS, SCORE_COLUMNS, JudgeRunInfo, _info
 
 if TYPE_CHECKING:
@@ -41,12 +42,8 @@ def save_copies(store: Store, judge_run_id: str, copies: Sequence[CopyRow]) -> N
         return
     columns = {"judge_run_id": [judge_run_id] * len(copies), **{c: [getattr(row, c) for row in copies] for c in COLUMNS}}
     table = pa.table({name: pa.array(values, pa.string()) for name, values in columns.items()})
-    with store.transaction() as con:
-        con.register("incoming_copies", table)
-        try:
-            con.execute(f"INSERT OR REPLACE INTO perturbations (judge_run_id, {', '.join(COLUMNS)}) SELECT * FROM incoming_copies")
-        finally:
-            con.unregister("incoming_copies")
+    with store.transaction() as con, registered(con, "incoming_copies", table):
+        con.execute(f"INSERT OR REPLACE INTO perturbations (judge_run_id, {', '.join(COLUMNS)}) SELECT * FROM incoming_copies")
 
 
 def stored_copies(store: Store, judge_run_id: str) -> dict[tuple[str, str], CopyRow]:

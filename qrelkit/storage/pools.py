@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from qrelkit.io import arrays
 from qrelkit.storage.batch_api import OPEN_STATES
-from qrelkit.storage.entries import arrow_table
+from qrelkit.storage.entries import arrow_table, registered
 from qrelkit.storage.store import Store
 
 # Pending pairs read back per block: enough that a block query's fixed cost is noise, few enough
@@ -95,11 +95,8 @@ def listed_pool(store: Store, blocks: Iterable[list[tuple[str, str]]]) -> Pool:
         if not block:
             continue
         rows = arrays.table({"qid": arrays.strings([q for q, _ in block]), "docid": arrays.strings([d for _, d in block])})
-        store.con.register("incoming_pool_pairs", rows)
-        try:
+        with registered(store.con, "incoming_pool_pairs", rows):
             store.con.execute("INSERT INTO listed_pool_pairs SELECT qid, docid FROM incoming_pool_pairs")
-        finally:
-            store.con.unregister("incoming_pool_pairs")
     return Pool("SELECT DISTINCT qid, docid FROM listed_pool_pairs")
 
 

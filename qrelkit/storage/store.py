@@ -28,15 +28,13 @@ from qrelkit.io.paths import checked_name, irds_id
 from qrelkit.io.sources import documents_from, qrels_from, source_name, source_sha256, topics_from
 from qrelkit.machine import crash_point
 from qrelkit.storage.catalog import SAFE_CONFIG, check_tables, refuse_code
+from qrelkit.storage.coerce import JUDGMENT_COLUMNS
 from qrelkit.storage.embeddings import EmbeddingCache
 from qrelkit.storage.entries import LOAD_MEMORY_LIMIT, QRELS, RUN_ENTRIES, StoredRuns, bounded_memory, delete_entries, next_id, read_entries
 from qrelkit.storage.loads import write_qrels_blocks, write_run_files
 from qrelkit.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
-HISTORY_COLUMNS = (
-    "judge_run_id, qid, docid, status, score, parsed, expected, raw_output, error, tokens_in, tokens_out, "
-    "latency_ms, cost, attempts, model_id, system_fingerprint, judged_at, content_hash, notes, topic_hash"
-).split(", ")
+HISTORY_COLUMNS = [*JUDGMENT_COLUMNS, "judged_at"]
 
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>\S+) \(PID (?P<pid>\d+)\)")
 
@@ -137,7 +135,8 @@ def refuse_foreign_file(path: Path) -> None:
         raise StoreError(f"cannot open database {path}: {what}; name a qrelkit database, or a new file, as --db")
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """An error's first line, or its type's name when it says nothing."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
@@ -249,8 +248,8 @@ class Store(EmbeddingCache):
                 "wait for it to finish or stop it, then try again"
             )
         if damaged_file(exc):
-            return StoreError(f"database {self.path} is damaged ({_first_line(exc)}); restore it from a copy")
-        return StoreError(f"cannot open database {self.path}: {_first_line(exc)}")
+            return StoreError(f"database {self.path} is damaged ({first_line(exc)}); restore it from a copy")
+        return StoreError(f"cannot open database {self.path}: {first_line(exc)}")
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -290,7 +289,7 @@ class Store(EmbeddingCache):
         except duckdb.Error as exc:
             if machine_failure(exc):
                 self._rollback()
-                raise StorageFailure(f"cannot write to the database {self.path}: {_first_line(exc)}") from None
+                raise StorageFailure(f"cannot write to the database {self.path}: {first_line(exc)}") from None
             raise
 
     def _load_memory(self, con: duckdb.DuckDBPyConnection):
@@ -369,13 +368,9 @@ class Store(EmbeddingCache):
 
     # -- loading ---------------------------------------------------------------------------
 
-    def _previous_load(self, kind: str, name: str) -> tuple[str, str] | None:
-        row = self.con.execute("SELECT file_hash, path FROM loads WHERE kind = ? AND name = ?", [kind, name]).fetchone()
-        return (row[0], row[1]) if row else None
-
     def _plan_load(self, kind: str, name: str, file_hash: str, path: Path, replace: bool) -> str:
         """'unchanged' if this exact file is loaded under this name; 'replaced' or 'loaded' otherwise."""
-        previous = self._previous_load(kind, name)
+        previous = self.con.execute("SELECT file_hash, path FROM loads WHERE kind = ? AND name = ?", [kind, name]).fetchone()
         if previous is None:
             return "loaded"
         if replace:
@@ -408,18 +403,28 @@ class Store(EmbeddingCache):
         finally:
             con.unregister("staging_rows")
 
-    def _refuse_foreign_keys(self, con: duckdb.DuckDBPyConnection, table: str, key: str, rows: pa.Table, source: str, what: str) -> None:
-        con.register("incoming_keys", rows.select([key]))
-        try:
-            clash = con.execute(
-                f"SELECT t.{key}, t.source FROM {table} t JOIN incoming_keys i ON t.{key} = i.{key} WHERE t.source <> ? LIMIT 5",
-                [source],
-            ).fetchall()
-        finally:
-            con.unregister("incoming_keys")
-        if clash:
-            listed = ", ".join(f"{k!r} (from {s!r})" for k, s in clash)
-            raise StoreError(f"{what} already loaded from another file: {listed}")
+    def _source_writer(self, table: str, key: str, rows: pa.Table, source: str) -> Callable[[duckdb.DuckDBPyConnection], int]:
+        """The writer of a topics or documents file: its earlier rows replaced by ``rows``, refusing a
+        key another file loaded, and the judgments whose input changed retired."""
+
+        def write(con: duckdb.DuckDBPyConnection) -> int:
+            con.execute(f"DELETE FROM {table} WHERE source = ?", [source])
+            con.register("incoming_keys", rows.select([key]))
+            try:
+                clash = con.execute(
+                    f"SELECT t.{key}, t.source FROM {table} t JOIN incoming_keys i ON t.{key} = i.{key} WHERE t.source <> ? LIMIT 5",
+                    [source],
+                ).fetchall()
+            finally:
+                con.unregister("incoming_keys")
+            if clash:
+                listed = ", ".join(f"{k!r} (from {s!r})" for k, s in clash)
+                raise StoreError(f"{table} already loaded from another file: {listed}")
+            self._insert(con, table, rows)
+            self.retire_stale_judgments()  # joins this load's transaction
+            return rows.num_rows
+
+        return write
 
     def _load(
         self,
@@ -458,14 +463,7 @@ class Store(EmbeddingCache):
                 }
             )
 
-            def write(con: duckdb.DuckDBPyConnection) -> int:
-                con.execute("DELETE FROM topics WHERE source = ?", [name])
-                self._refuse_foreign_keys(con, "topics", "qid", rows, name, "topics")
-                self._insert(con, "topics", rows)
-                self.retire_stale_judgments()  # joins this load's transaction
-                return len(topics)
-
-            return write
+            return self._source_writer("topics", "qid", rows, name)
 
         return self._load("topics", path, name, replace, prepare)
 
@@ -489,14 +487,7 @@ class Store(EmbeddingCache):
                 }
             )
 
-            def write(con: duckdb.DuckDBPyConnection) -> int:
-                con.execute("DELETE FROM documents WHERE source = ?", [name])
-                self._refuse_foreign_keys(con, "documents", "docid", rows, name, "documents")
-                self._insert(con, "documents", rows)
-                self.retire_stale_judgments()  # joins this load's transaction
-                return len(documents)
-
-            return write
+            return self._source_writer("documents", "docid", rows, name)
 
         return self._load("documents", path, name, replace, prepare)
 
