@@ -29,10 +29,27 @@ TEXT_FIELDS = {"raw_output": None, "error": None, "model_id": SHORT_TEXT_CHARS, 
 COUNT_FIELDS = ("tokens_in", "tokens_out")
 AMOUNT_FIELDS = ("latency_ms", "cost")
 # The judgments table's columns as a writer fills them (`judged_at` is the database's).
-JUDGMENT_COLUMNS = (
-    "judge_run_id, qid, docid, status, score, parsed, expected, raw_output, error, tokens_in, tokens_out, latency_ms, cost, attempts, "
-    "model_id, system_fingerprint, content_hash, notes, topic_hash"
-).split(", ")
+JUDGMENT_COLUMNS = [
+    "judge_run_id",
+    "qid",
+    "docid",
+    "status",
+    "score",
+    "parsed",
+    "expected",
+    "raw_output",
+    "error",
+    "tokens_in",
+    "tokens_out",
+    "latency_ms",
+    "cost",
+    "attempts",
+    "model_id",
+    "system_fingerprint",
+    "content_hash",
+    "notes",
+    "topic_hash",
+]
 
 
 def _shown(value: Any) -> str:

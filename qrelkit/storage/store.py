@@ -30,7 +30,17 @@ from qrelkit.machine import crash_point
 from qrelkit.storage.catalog import SAFE_CONFIG, check_tables, refuse_code
 from qrelkit.storage.coerce import JUDGMENT_COLUMNS
 from qrelkit.storage.embeddings import EmbeddingCache
-from qrelkit.storage.entries import LOAD_MEMORY_LIMIT, QRELS, RUN_ENTRIES, StoredRuns, bounded_memory, delete_entries, next_id, read_entries
+from qrelkit.storage.entries import (
+    LOAD_MEMORY_LIMIT,
+    QRELS,
+    RUN_ENTRIES,
+    StoredRuns,
+    bounded_memory,
+    delete_entries,
+    next_id,
+    read_entries,
+    registered,
+)
 from qrelkit.storage.loads import write_qrels_blocks, write_run_files
 from qrelkit.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -396,12 +406,9 @@ class Store(EmbeddingCache):
         )
 
     def _insert(self, con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
-        con.register("staging_rows", rows)
-        try:
-            columns = ", ".join(rows.column_names)
+        columns = ", ".join(rows.column_names)
+        with registered(con, "staging_rows", rows):
             con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM staging_rows")
-        finally:
-            con.unregister("staging_rows")
 
     def _source_writer(self, table: str, key: str, rows: pa.Table, source: str) -> Callable[[duckdb.DuckDBPyConnection], int]:
         """The writer of a topics or documents file: its earlier rows replaced by ``rows``, refusing a
@@ -409,14 +416,11 @@ class Store(EmbeddingCache):
 
         def write(con: duckdb.DuckDBPyConnection) -> int:
             con.execute(f"DELETE FROM {table} WHERE source = ?", [source])
-            con.register("incoming_keys", rows.select([key]))
-            try:
+            with registered(con, "incoming_keys", rows.select([key])):
                 clash = con.execute(
                     f"SELECT t.{key}, t.source FROM {table} t JOIN incoming_keys i ON t.{key} = i.{key} WHERE t.source <> ? LIMIT 5",
                     [source],
                 ).fetchall()
-            finally:
-                con.unregister("incoming_keys")
             if clash:
                 listed = ", ".join(f"{k!r} (from {s!r})" for k, s in clash)
                 raise StoreError(f"{table} already loaded from another file: {listed}")
