@@ -6,13 +6,14 @@ run, grading and sample (`Audit.sources`)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, TypedDict
 
 from qrelkit.commands.requests import GroupPattern, JudgeAudit, ModelAudit, RunGroups
 from qrelkit.commands.workspace import Workspace
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.audit import Audit, audit
 from qrelkit.evaluate.coverage import ALL, JUDGED
+from qrelkit.evaluate.labels import GradeMaps
 from qrelkit.io import Run
 
 
@@ -49,7 +50,22 @@ def ranking_pairs(choice: str | None, source: dict[str, Any]) -> dict[str, Any]:
     return {"reference_pairs": choice or (JUDGED if covers else ALL), "model_covers": covers, "why": why}
 
 
-def audit_options(request: JudgeAudit, runs: list[Run]) -> dict[str, Any]:
+class AuditOptions(TypedDict):
+    """The keywords `audit` and `compare_judges` both take from a request (typed: mypy checks each
+    name and type where they are unpacked)."""
+
+    measures: list[str]
+    judge_measures: list[str]
+    reference_decimals: int | None
+    groups: dict[str, list[str]]
+    maps: GradeMaps
+    rel_level: int | None
+    resamples: int
+    seed: int | None
+    interval: str
+
+
+def audit_options(request: JudgeAudit, runs: list[Run]) -> AuditOptions:
     """What an audit and a comparison of judges both read from their request, by `audit`'s keywords."""
     return {
         "measures": request.measure_list,
