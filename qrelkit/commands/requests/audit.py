@@ -21,8 +21,10 @@ from qrelkit.commands.requests.parts import (
     measures_option,
     on_duplicate_option,
     parse_group_patterns,
+    qrels_option,
     reference_decimals_option,
     reference_pairs_option,
+    reference_qrels_option,
     resamples_option,
     runs_option,
     seed_option,
@@ -95,20 +97,12 @@ class ModelAudit(JudgeAudit):
     rankings, Relative Δ toward groups, with intervals over queries. ``model_qrels``, once
     made, is the whole reference to the model's qrels, ``judge_run`` included."""
 
-    model_qrels: QrelsRef = option(
+    model_qrels: QrelsRef = qrels_option(
         "--model-qrels",
         "Model qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db; with --judge-run, which of its graded sets.",
-        None,
-        cli=str | None,
-        parse=QrelsRef.judges,
+        QrelsRef.judges,
     )
-    reference_qrels: QrelsRef = option(
-        "--reference-qrels",
-        "Reference (human) qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db.",
-        None,
-        cli=str | None,
-        parse=QrelsRef.reference,
-    )
+    reference_qrels: QrelsRef = reference_qrels_option()
     judge_run: str | None = option(
         "--judge-run",
         "A judge run in --db (id, unique id prefix, or name): the qrels set its job graded (or its only graded set).",
@@ -188,15 +182,9 @@ class CompareRequest(JudgeAudit):
         "scores: fractional values, read for measures that use only their order), or a folder of judgment files; repeatable.",
         (),
         cli=list[str] | None,
-        parse=QrelsRef.several_judges,
+        parse=lambda given: QrelsRef.several(given, judge=True),
     )
-    reference: QrelsRef = option(
-        "--reference-qrels",
-        "Reference (human) qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db.",
-        None,
-        cli=str | None,
-        parse=QrelsRef.reference,
-    )
+    reference: QrelsRef = reference_qrels_option()
     sweep: Path | None = option("--sweep", "A sweep job: every cell is a judge (failed cells shown as failed).", None, parse=optional_path)
     baseline: str | None = option("--baseline", "Compare each judge with this one (its name as shown) only.", None)
     permutations: int = option(

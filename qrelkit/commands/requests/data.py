@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.fields import Request, option, optional_path
-from qrelkit.commands.requests.parts import QrelsRef, RunsRef, on_duplicate_option, runs_option
+from qrelkit.commands.requests.parts import QrelsRef, RunsRef, on_duplicate_option, qrels_option, runs_option
 from qrelkit.errors import QrelkitError
 from qrelkit.io.duplicates import OnDuplicate
 
@@ -112,12 +112,10 @@ class StatusRequest(Request):
     second, so it answers at once while the job holds the database, and slows it in nothing. With
     --reference-qrels (a file) and --runs, also an audit of the judgments so far (as agree --partial)."""
 
-    reference_qrels: QrelsRef = option(
+    reference_qrels: QrelsRef = qrels_option(
         "--reference-qrels",
         "Also audit the judgments so far against these qrels (a TREC qrels file: the database is the job's).",
-        None,
-        cli=str | None,
-        parse=QrelsRef.reference,
+        QrelsRef.reference,
     )
     runs: RunsRef = runs_option()
 

@@ -1,18 +1,11 @@
-"""The parts requests are built from, each parsed from what a user gives once, and the options
-several requests share, each declared here once.
-
-- `QrelsRef`: qrels as a file, `irds:<id>`, a stored set's name, a judge run's graded set, or
-  qrels in memory (`Qrels`, ``{qid: {docid: grade}}``, a pandas/Arrow table);
-- `RunsRef`: run files or folders, stored run names (none: every stored run), or runs in memory;
-- `GradeMap`, `GroupPattern`, `RunGroups`, `GroupsFile`, `PriorSpec`, `EmbedderRef`: maps, groups,
-  NRG's prior sets and an embedder, each parsed from its option string (or Python value) once.
-"""
+"""The parts requests are built from (qrels, runs, grade maps, groups, NRG's prior sets, an embedder),
+each parsed from what a user gives once, and the options several requests share, each declared here once."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,15 +69,10 @@ class QrelsRef:
         return cls() if given is None else cls.of(given, file_label=True)
 
     @classmethod
-    def several(cls, given: Any) -> tuple[QrelsRef, ...]:
-        """One qrels reference or a list of them."""
+    def several(cls, given: Any, *, judge: bool = False) -> tuple[QrelsRef, ...]:
+        """One qrels reference or a list of them (``judge``: each a judge's, as `judges`)."""
         items = list(given) if isinstance(given, list | tuple) else [] if given is None else [given]
-        return tuple(cls.of(item) for item in items)
-
-    @classmethod
-    def several_judges(cls, given: Any) -> tuple[QrelsRef, ...]:
-        items = list(given) if isinstance(given, list | tuple) else [] if given is None else [given]
-        return tuple(cls.of(item, judge=True) for item in items)
+        return tuple(cls.of(item, judge=judge) for item in items)
 
 
 @dataclass(frozen=True)
@@ -293,6 +281,17 @@ def runs_option() -> Any:
         RunsRef(),
         cli=list[str] | None,
         parse=RunsRef.of,
+    )
+
+
+def qrels_option(flag: str, help: str, parse: Callable[[Any], QrelsRef] = QrelsRef.optional) -> Any:
+    """Qrels named on the command line (a file, `irds:<id>` or a stored set), or given in any form from Python."""
+    return option(flag, help, None, cli=str | None, parse=parse)
+
+
+def reference_qrels_option() -> Any:
+    return qrels_option(
+        "--reference-qrels", "Reference (human) qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db.", QrelsRef.reference
     )
 
 

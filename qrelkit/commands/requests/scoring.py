@@ -19,6 +19,7 @@ from qrelkit.commands.requests.parts import (
     measures_option,
     more_runs_option,
     on_duplicate_option,
+    qrels_option,
     reference_pairs_option,
     resamples_option,
     runs_option,
@@ -53,7 +54,7 @@ class EvaluateRequest(Request):
     queries each run covers). Run scores are ranked as float32 and ties broken by docid descending, as
     trec_eval does; trec_eval's measure names and its -l, -J and -M read as trec_eval reads them."""
 
-    qrels: QrelsRef = option("--qrels", QRELS_HELP, None, cli=str | None, parse=QrelsRef.optional)
+    qrels: QrelsRef = qrels_option("--qrels", QRELS_HELP)
     runs: RunsRef = runs_option()
     measures: tuple[str, ...] = measures_option(("nDCG@10",), short="-m")
     average: str = option(
@@ -163,7 +164,7 @@ class NRGRequest(Request):
     what each run adds over its prior runs. Means run over the queries of the qrels; a run that misses
     one scores 0 on it."""
 
-    qrels: QrelsRef = option("--qrels", QRELS_HELP, None, cli=str | None, parse=QrelsRef.optional)
+    qrels: QrelsRef = qrels_option("--qrels", QRELS_HELP)
     runs: RunsRef = runs_option()
     more_runs: tuple[str, ...] = more_runs_option()
     browsing_model: str = option("--browsing-model", "ndcg, rr (seen = 1/i), precision (seen = 1 to K), rbp:P.", "ndcg")
