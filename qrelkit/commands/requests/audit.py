@@ -17,20 +17,18 @@ from qrelkit.commands.requests.parts import (
     RunsRef,
     force_option,
     interval_option,
-    judge_measures_option,
+    measure_names,
     measures_option,
     on_duplicate_option,
     parse_group_patterns,
     qrels_option,
-    reference_decimals_option,
     reference_pairs_option,
     reference_qrels_option,
     resamples_option,
     runs_option,
-    seed_option,
 )
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.choices import DEFAULT_MEASURES, DEFAULT_PERMUTATIONS, check_decimals, check_resamples
+from qrelkit.evaluate.choices import DEFAULT_MEASURES, DEFAULT_PERMUTATIONS, check_decimals, check_resamples, check_seed
 from qrelkit.io.duplicates import OnDuplicate
 
 
@@ -44,8 +42,19 @@ class JudgeAudit(Request):
         "--reference-name", "What to call the reference qrels in the output (default: the set's name, or FOLDER/FILE).", None
     )
     measures: tuple[str, ...] = measures_option()
-    judge_measures: tuple[str, ...] = judge_measures_option()
-    reference_decimals: int | None = reference_decimals_option()
+    judge_measures: tuple[str, ...] = option(
+        "--judge-measure",
+        "The judge's own measure, e.g. 'Compat(p=0.9)' against the reference's --measure nDCG@10 (as judge-method "
+        "studies do): one for every --measure, or one per --measure; default: the same measure on both sides.",
+        (),
+        parse=measure_names,
+    )
+    reference_decimals: int | None = option(
+        "--reference-decimals",
+        "Rank the systems under the reference by their means as printed to N decimals, as a study that reads "
+        "trec_eval's output does (it prints 4: systems equal to 4 decimals tie); default: full precision.",
+        None,
+    )
     reference_pairs: str | None = reference_pairs_option()
     group_patterns: tuple[GroupPattern, ...] = option(
         "--group",
@@ -64,12 +73,14 @@ class JudgeAudit(Request):
     reference_map: GradeMap | None = option(
         "--map", "Map reference grades for κ, e.g. 3:2,2:2,1:1,0:0.", None, cli=str | None, parse=GradeMap.parse
     )
-    model_map: GradeMap | None = option("--map-model", "Map the judge's grades for κ.", None, cli=str | None, parse=GradeMap.of_model)
+    model_map: GradeMap | None = option(
+        "--map-model", "Map the judge's grades for κ.", None, cli=str | None, parse=lambda spec: GradeMap.parse(spec, "--map-model")
+    )
     rel_level: int | None = option("--rel-level", "Also report κ with both sides cut at grade >= LEVEL (after maps).", None)
     resamples: int = resamples_option(
         "Resamples (half-samples for subsampling) of the queries for 95% intervals (0: no intervals; the jackknife draws none)."
     )
-    seed: int | None = seed_option()
+    seed: int | None = option("--seed", "Seed of the resamples (and of any sampling).", 0, parse=check_seed)
     interval: str = interval_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.fields import Request, option, optional_path
-from qrelkit.commands.requests.parts import QrelsRef, RunsRef, on_duplicate_option, qrels_option, runs_option
+from qrelkit.commands.requests.parts import QrelsRef, RunsRef, on_duplicate_option, paths, qrels_option, runs_option
 from qrelkit.errors import QrelkitError
 from qrelkit.io.duplicates import OnDuplicate
 
@@ -19,10 +19,6 @@ def name_option(help: str = "Name of this load (default: the file name without e
 
 def replace_option() -> Any:
     return option("--replace", "Replace what an earlier load of the same name put in the database.", False)
-
-
-def _paths(value: Any) -> tuple[Path, ...]:
-    return (Path(value),) if isinstance(value, str | Path) else tuple(Path(item) for item in value)
 
 
 @dataclass(frozen=True)
@@ -66,7 +62,7 @@ class LoadRunsRequest(Request):
         "TREC run files, or folders of them (READMEs, hidden and other non-run files are skipped and named). "
         "A run's name is its file name without extension; NIST's `input.<tag>.gz` is named <tag>.",
         cli=list[Path],
-        parse=_paths,
+        parse=paths,
         argument=True,
     )
     name: str | None = name_option("Name of the run (one file only; default: its file name).")

@@ -12,7 +12,7 @@ from typing import Any
 
 from qrelkit.commands.fields import option, strings
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, FD_DEFAULT_METHOD, check_method, check_resamples, check_seed
+from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, check_method, check_resamples
 from qrelkit.io.duplicates import OnDuplicate, on_duplicate
 
 # -- qrels and runs ------------------------------------------------------------------------------
@@ -146,10 +146,6 @@ class GradeMap(Mapping[int, int]):
             mapping[grade] = onto
         return cls(mapping, option)
 
-    @classmethod
-    def of_model(cls, spec: Any) -> GradeMap | None:
-        return cls.parse(spec, "--map-model")
-
 
 @dataclass(frozen=True)
 class GroupPattern:
@@ -218,8 +214,6 @@ class RunGroups:
 
 # -- NRG's prior sets ---------------------------------------------------------------------------------
 
-PRIOR_SPECS = "all-others | order:FILE | best-per-group:FILE[:COLUMN] | runs:A,B"
-
 
 @dataclass(frozen=True)
 class PriorSpec:
@@ -251,7 +245,7 @@ class PriorSpec:
             return cls(kind, runs=tuple(r.strip() for r in arg.split(",") if r.strip()), text=spec)
         if kind == "best-per-group" and arg:
             return cls(kind, groups_file=GroupsFile.parse(arg), text=spec)
-        raise NRGError(f"--prior {spec!r}: expected {PRIOR_SPECS}")
+        raise NRGError(f"--prior {spec!r}: expected all-others | order:FILE | best-per-group:FILE[:COLUMN] | runs:A,B")
 
 
 @dataclass(frozen=True)
@@ -295,6 +289,11 @@ def reference_qrels_option() -> Any:
     )
 
 
+def paths(value: Any) -> tuple[Path, ...]:
+    """A repeatable option's paths: one path, or any sequence of them, as a tuple."""
+    return (Path(value),) if isinstance(value, str | Path) else tuple(Path(item) for item in value or ())
+
+
 def more_runs_option() -> Any:
     return option("RUNS", "More run files or folders (so `--runs a.run b.run` works).", (), argument=True, parse=strings, api=False)
 
@@ -313,25 +312,6 @@ def measures_option(default: tuple[str, ...] = (), short: str | None = None) -> 
         default,
         parse=measure_names,
         short=short,
-    )
-
-
-def judge_measures_option() -> Any:
-    return option(
-        "--judge-measure",
-        "The judge's own measure, e.g. 'Compat(p=0.9)' against the reference's --measure nDCG@10 (as judge-method "
-        "studies do): one for every --measure, or one per --measure; default: the same measure on both sides.",
-        (),
-        parse=measure_names,
-    )
-
-
-def reference_decimals_option() -> Any:
-    return option(
-        "--reference-decimals",
-        "Rank the systems under the reference by their means as printed to N decimals, as a study that reads "
-        "trec_eval's output does (it prints 4: systems equal to 4 decimals tie); default: full precision.",
-        None,
     )
 
 
@@ -372,22 +352,8 @@ def interval_option() -> Any:
     )
 
 
-def fd_interval_option() -> Any:
-    return option(
-        "--interval",
-        "Interval method over queries: bca (default for FD: bootstrap, bias-corrected and accelerated), percentile, "
-        "jackknife or subsampling.",
-        FD_DEFAULT_METHOD,
-        parse=check_method,
-    )
-
-
 def force_option() -> Any:
     return option("--force", "Write over an output file that exists (never over the database or an input of the command).", False)
-
-
-def seed_option(help: str = "Seed of the resamples (and of any sampling).", default: int | None = 0) -> Any:
-    return option("--seed", help, default, parse=check_seed)
 
 
 def on_duplicate_option(help: str = "A repeated (qid, docid) in one file: error (default), or keep the first, last or max.") -> Any:
