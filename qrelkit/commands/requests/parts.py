@@ -250,19 +250,16 @@ class PriorSpec:
 
 @dataclass(frozen=True)
 class EmbedderRef:
-    """An embedder by name: `minilm`, a sentence-transformers path or hub id, or
-    `open_clip:MODEL[:WEIGHTS]` for images; ``backend`` (minilm: onnx or torch), batch and device."""
+    """An embedder by name: `minilm`, a sentence-transformers path or hub id, or `open_clip:MODEL[:WEIGHTS]` for
+    images; ``backend`` (minilm: onnx or torch). Loaded by `qrelkit.embed.load_embedder`: on the CPU, 64 texts a batch."""
 
     name: str = "minilm"
     backend: str = "onnx"
-    batch_size: int = 64
-    device: str = "cpu"
 
     def load(self, *, progress: bool = False) -> Any:
-        """The embedder (`qrelkit.embed.load_embedder`), loaded now."""
         from qrelkit.embed import load_embedder
 
-        return load_embedder(self.name, self.backend, batch_size=self.batch_size, device=self.device, progress=progress)
+        return load_embedder(self.name, self.backend, progress=progress)
 
 
 # -- options several requests share, each declared once ---------------------------------------------
