@@ -22,7 +22,15 @@ def replace_option() -> Any:
 
 
 @dataclass(frozen=True)
-class LoadTopicsRequest(Request):
+class Load(Request):
+    """What the four `qrelkit load` commands share: one use case, one document."""
+
+    use_case = "qrelkit.commands.data:run_load"
+    document = "qrelkit.commands.documents.data:loads"
+
+
+@dataclass(frozen=True)
+class LoadTopicsRequest(Load):
     """`qrelkit load topics`: load topics."""
 
     file: Path = option(
@@ -31,12 +39,9 @@ class LoadTopicsRequest(Request):
     name: str | None = name_option()
     replace: bool = replace_option()
 
-    use_case = "qrelkit.commands.data:run_load"
-    document = "qrelkit.commands.documents.data:loads"
-
 
 @dataclass(frozen=True)
-class LoadDocsRequest(Request):
+class LoadDocsRequest(Load):
     """`qrelkit load docs`: load documents (text passages or images)."""
 
     file: Path = option(
@@ -48,12 +53,9 @@ class LoadDocsRequest(Request):
     name: str | None = name_option()
     replace: bool = replace_option()
 
-    use_case = "qrelkit.commands.data:run_load"
-    document = "qrelkit.commands.documents.data:loads"
-
 
 @dataclass(frozen=True)
-class LoadRunsRequest(Request):
+class LoadRunsRequest(Load):
     """`qrelkit load runs`: load TREC runs (`qid Q0 docid rank score tag`), all files in one transaction, so
     all land or none."""
 
@@ -70,16 +72,13 @@ class LoadRunsRequest(Request):
     replace: bool = replace_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
 
-    use_case = "qrelkit.commands.data:run_load"
-    document = "qrelkit.commands.documents.data:loads"
-
     def check(self) -> None:
         if self.name is not None and self.tag_names:
             raise QrelkitError("give --name or --tag-names, not both")
 
 
 @dataclass(frozen=True)
-class LoadQrelsRequest(Request):
+class LoadQrelsRequest(Load):
     """`qrelkit load qrels`: load human (or any) qrels as a named qrels set. Loaded sets are never
     overwritten by grading."""
 
@@ -87,9 +86,6 @@ class LoadQrelsRequest(Request):
     name: str | None = name_option("Name of the qrels set (default: file name).")
     replace: bool = replace_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
-
-    use_case = "qrelkit.commands.data:run_load"
-    document = "qrelkit.commands.documents.data:loads"
 
 
 @dataclass(frozen=True)
