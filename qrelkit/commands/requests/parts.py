@@ -328,7 +328,6 @@ def reference_pairs_option() -> Any:
         "Which reference pairs rank the systems: judged (the reference cut to the pairs the judge judged; the default when the "
         "judge's qrels are a sample of its pool or a job's partial results) or all (every reference pair: the full-pool comparison).",
         None,
-        cli=str | None,
         parse=_reference_pairs,
     )
 

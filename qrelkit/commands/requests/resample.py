@@ -145,14 +145,11 @@ class OverlapRequest(EmbeddedQueries):
     --train-topics, each test query's most similar training query at cosine >= --threshold."""
 
     qrels: Path | None = option("--qrels", "The test qrels (TREC, graded).", None, parse=optional_path)
-    train_qrels: tuple[Path, ...] = option(
-        "--train-qrels", "Training qrels to compare with; repeatable.", (), cli=list[Path] | None, parse=paths
-    )
+    train_qrels: tuple[Path, ...] = option("--train-qrels", "Training qrels to compare with; repeatable.", (), parse=paths)
     levels: tuple[int, ...] = option(
         "--level",
         "Test grade level t (passages with grade >= t); repeatable. Default 1, 2, 3.",
         (1, 2, 3),
-        cli=list[int] | None,
         parse=lambda v: integers(v) or (1, 2, 3),
     )
     train_rel_level: int = option("--train-rel-level", "A training passage is a positive at grade >= this.", 1)

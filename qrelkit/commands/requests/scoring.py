@@ -120,7 +120,7 @@ class CorrelateRequest(Request):
         parse=unique_strings,
     )
     max_rel: tuple[int, ...] = option(
-        "--max-rel", "Also the first qrels cut to at most M relevant per query; repeatable.", (), cli=list[int] | None, parse=integers
+        "--max-rel", "Also the first qrels cut to at most M relevant per query; repeatable.", (), parse=integers
     )
     keep: str = keep_option()
     rel_level: int | None = option("--rel-level", "With --max-rel: relevant = grade >= LEVEL (default 2 if graded).", None)
@@ -129,7 +129,6 @@ class CorrelateRequest(Request):
         "--scores",
         "More orderings: `qrelkit fd --json` output (its FD@k, URR-FD@k) or `run score` lines; repeatable.",
         (),
-        cli=list[Path] | None,
         parse=paths,
     )
     reference_pairs: str | None = reference_pairs_option()
@@ -207,7 +206,7 @@ class FDRequest(Request):
     embedder: str = option("--embedder", "minilm | a sentence-transformers path or hub id | open_clip:MODEL:WEIGHTS (images).", "minilm")
     backend: str = option("--backend", "For minilm: onnx (int8, no torch) or torch.", "onnx")
     k: tuple[int, ...] = option(
-        "--k", "Cut-off; repeatable (paper: --k 1 --k 10). Default 10.", (10,), cli=list[int] | None, parse=lambda v: integers(v) or (10,)
+        "--k", "Cut-off; repeatable (paper: --k 1 --k 10). Default 10.", (10,), parse=lambda v: integers(v) or (10,)
     )
     urr: bool = option("--urr", "Unlabeled Retrieved Results: the first k unjudged items per query.", False)
     max_rel: int | None = option("--max-rel", "At most M relevant items per query (see --keep).", None)
