@@ -39,7 +39,7 @@ class AssessPlanRequest(Request):
     larger budget keeps the pairs of a smaller one; --next N adds the N pairs that most shrink the
     intervals still undecided, once the labels of the earlier pairs are loaded."""
 
-    judge_qrels: QrelsRef = qrels_option("--judge-qrels", JUDGE_HELP, QrelsRef.judges)
+    judge_qrels: QrelsRef = qrels_option("--judge-qrels", JUDGE_HELP, judge=True)
     runs: RunsRef = runs_option()
     budget: int | None = option("--budget", "How many pairs humans label (a whole-query design: about as many, in whole queries).", None)
     next_pairs: int | None = option(
@@ -105,7 +105,7 @@ class EstimateRequest(Request):
     lambda, and the design-based estimator of a pair design), each with its 95% interval, the effective
     number of human labels, the differences between runs and the ranking with the pairs told apart."""
 
-    judge_qrels: QrelsRef = qrels_option("--judge-qrels", JUDGE_HELP, QrelsRef.judges)
+    judge_qrels: QrelsRef = qrels_option("--judge-qrels", JUDGE_HELP, judge=True)
     human_qrels: QrelsRef = qrels_option(
         "--human-qrels",
         "The human labels: the file assessors returned (checked as assess load checks it) or a qrels set in --db; "

@@ -111,7 +111,7 @@ class ModelAudit(JudgeAudit):
     model_qrels: QrelsRef = qrels_option(
         "--model-qrels",
         "Model qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db; with --judge-run, which of its graded sets.",
-        QrelsRef.judges,
+        judge=True,
     )
     reference_qrels: QrelsRef = reference_qrels_option()
     judge_run: str | None = option(

@@ -107,7 +107,7 @@ class StatusRequest(Request):
     reference_qrels: QrelsRef = qrels_option(
         "--reference-qrels",
         "Also audit the judgments so far against these qrels (a TREC qrels file: the database is the job's).",
-        QrelsRef.reference,
+        file_label=True,
     )
     runs: RunsRef = runs_option()
 

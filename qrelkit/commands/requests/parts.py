@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,23 +54,8 @@ class QrelsRef:
         return cls(value=given, name=name)
 
     @classmethod
-    def optional(cls, given: Any) -> QrelsRef:
-        """`of`, where none given is an empty reference (the request says what is missing)."""
-        return cls() if given is None else cls.of(given)
-
-    @classmethod
-    def judges(cls, given: Any) -> QrelsRef:
-        """A judge's qrels (a file may hold its scores); none given is an empty reference."""
-        return cls() if given is None else cls.of(given, judge=True)
-
-    @classmethod
-    def reference(cls, given: Any) -> QrelsRef:
-        """Reference qrels: a file is named by FOLDER/FILE (often just `qrels.txt` otherwise)."""
-        return cls() if given is None else cls.of(given, file_label=True)
-
-    @classmethod
     def several(cls, given: Any, *, judge: bool = False) -> tuple[QrelsRef, ...]:
-        """One qrels reference or a list of them (``judge``: each a judge's, as `judges`)."""
+        """One qrels reference or a list of them (``judge``: each a judge's)."""
         items = list(given) if isinstance(given, list | tuple) else [] if given is None else [given]
         return tuple(cls.of(item, judge=judge) for item in items)
 
@@ -275,14 +260,21 @@ def runs_option() -> Any:
     )
 
 
-def qrels_option(flag: str, help: str, parse: Callable[[Any], QrelsRef] = QrelsRef.optional) -> Any:
-    """Qrels named on the command line (a file, `irds:<id>` or a stored set), or given in any form from Python."""
+def qrels_option(flag: str, help: str, *, judge: bool = False, file_label: bool = False) -> Any:
+    """Qrels named on the command line (a file, `irds:<id>` or a stored set), or given in any form from Python
+    (`QrelsRef.of`); none given is an empty reference, and the request says what is missing. ``judge``: a judge's
+    qrels (a file may hold its scores); ``file_label``: a file named by FOLDER/FILE (a reference: `qrels.txt` alone
+    names nothing)."""
+
+    def parse(given: Any) -> QrelsRef:
+        return QrelsRef() if given is None else QrelsRef.of(given, judge=judge, file_label=file_label)
+
     return option(flag, help, None, cli=str | None, parse=parse)
 
 
 def reference_qrels_option() -> Any:
     return qrels_option(
-        "--reference-qrels", "Reference (human) qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db.", QrelsRef.reference
+        "--reference-qrels", "Reference (human) qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db.", file_label=True
     )
 
 

@@ -199,7 +199,7 @@ class FDRequest(Request):
     database; vectors cached in --cache, by default the database (or, without one, the cache folder):
     a second run embeds nothing it embedded before, and says what it reused."""
 
-    qrels: QrelsRef = option("--qrels", "Qrels: a TREC file, or a qrels set in --db.", None, cli=str | None, parse=QrelsRef.optional)
+    qrels: QrelsRef = qrels_option("--qrels", "Qrels: a TREC file, or a qrels set in --db.")
     runs: RunsRef = runs_option()
     more_runs: tuple[str, ...] = more_runs_option()
     docs: Path | None = option("--docs", "Documents JSONL (text or image); default: the documents in --db.", None, parse=optional_path)
