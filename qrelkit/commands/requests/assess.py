@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qrelkit.commands.fields import Request, option, optional_path
-from qrelkit.commands.requests.parts import QrelsRef, RunsRef, force_option, measures_option, runs_option
+from qrelkit.commands.requests.parts import QrelsRef, RunsRef, force_option, measures_option, qrels_option, runs_option
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import (
     DEFAULT_DESIGN,
@@ -39,7 +39,7 @@ class AssessPlanRequest(Request):
     larger budget keeps the pairs of a smaller one; --next N adds the N pairs that most shrink the
     intervals still undecided, once the labels of the earlier pairs are loaded."""
 
-    judge_qrels: QrelsRef = option("--judge-qrels", JUDGE_HELP, None, cli=str | None, parse=QrelsRef.judges)
+    judge_qrels: QrelsRef = qrels_option("--judge-qrels", JUDGE_HELP, judge=True)
     runs: RunsRef = runs_option()
     budget: int | None = option("--budget", "How many pairs humans label (a whole-query design: about as many, in whole queries).", None)
     next_pairs: int | None = option(
@@ -105,14 +105,11 @@ class EstimateRequest(Request):
     lambda, and the design-based estimator of a pair design), each with its 95% interval, the effective
     number of human labels, the differences between runs and the ranking with the pairs told apart."""
 
-    judge_qrels: QrelsRef = option("--judge-qrels", JUDGE_HELP, None, cli=str | None, parse=QrelsRef.judges)
-    human_qrels: QrelsRef = option(
+    judge_qrels: QrelsRef = qrels_option("--judge-qrels", JUDGE_HELP, judge=True)
+    human_qrels: QrelsRef = qrels_option(
         "--human-qrels",
         "The human labels: the file assessors returned (checked as assess load checks it) or a qrels set in --db; "
         "default: the labels loaded for the design.",
-        None,
-        cli=str | None,
-        parse=QrelsRef.optional,
     )
     runs: RunsRef = runs_option()
     design: str | None = option("--design", DESIGN_NAME_HELP, None)

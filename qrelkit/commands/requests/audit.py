@@ -17,18 +17,18 @@ from qrelkit.commands.requests.parts import (
     RunsRef,
     force_option,
     interval_option,
-    judge_measures_option,
+    measure_names,
     measures_option,
     on_duplicate_option,
     parse_group_patterns,
-    reference_decimals_option,
+    qrels_option,
     reference_pairs_option,
+    reference_qrels_option,
     resamples_option,
     runs_option,
-    seed_option,
 )
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.choices import DEFAULT_MEASURES, DEFAULT_PERMUTATIONS, check_decimals, check_resamples
+from qrelkit.evaluate.choices import DEFAULT_MEASURES, DEFAULT_PERMUTATIONS, check_decimals, check_resamples, check_seed
 from qrelkit.io.duplicates import OnDuplicate
 
 
@@ -42,8 +42,19 @@ class JudgeAudit(Request):
         "--reference-name", "What to call the reference qrels in the output (default: the set's name, or FOLDER/FILE).", None
     )
     measures: tuple[str, ...] = measures_option()
-    judge_measures: tuple[str, ...] = judge_measures_option()
-    reference_decimals: int | None = reference_decimals_option()
+    judge_measures: tuple[str, ...] = option(
+        "--judge-measure",
+        "The judge's own measure, e.g. 'Compat(p=0.9)' against the reference's --measure nDCG@10 (as judge-method "
+        "studies do): one for every --measure, or one per --measure; default: the same measure on both sides.",
+        (),
+        parse=measure_names,
+    )
+    reference_decimals: int | None = option(
+        "--reference-decimals",
+        "Rank the systems under the reference by their means as printed to N decimals, as a study that reads "
+        "trec_eval's output does (it prints 4: systems equal to 4 decimals tie); default: full precision.",
+        None,
+    )
     reference_pairs: str | None = reference_pairs_option()
     group_patterns: tuple[GroupPattern, ...] = option(
         "--group",
@@ -62,12 +73,14 @@ class JudgeAudit(Request):
     reference_map: GradeMap | None = option(
         "--map", "Map reference grades for κ, e.g. 3:2,2:2,1:1,0:0.", None, cli=str | None, parse=GradeMap.parse
     )
-    model_map: GradeMap | None = option("--map-model", "Map the judge's grades for κ.", None, cli=str | None, parse=GradeMap.of_model)
+    model_map: GradeMap | None = option(
+        "--map-model", "Map the judge's grades for κ.", None, cli=str | None, parse=lambda spec: GradeMap.parse(spec, "--map-model")
+    )
     rel_level: int | None = option("--rel-level", "Also report κ with both sides cut at grade >= LEVEL (after maps).", None)
     resamples: int = resamples_option(
         "Resamples (half-samples for subsampling) of the queries for 95% intervals (0: no intervals; the jackknife draws none)."
     )
-    seed: int | None = seed_option()
+    seed: int | None = option("--seed", "Seed of the resamples (and of any sampling).", 0, parse=check_seed)
     interval: str = interval_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
 
@@ -95,20 +108,12 @@ class ModelAudit(JudgeAudit):
     rankings, Relative Δ toward groups, with intervals over queries. ``model_qrels``, once
     made, is the whole reference to the model's qrels, ``judge_run`` included."""
 
-    model_qrels: QrelsRef = option(
+    model_qrels: QrelsRef = qrels_option(
         "--model-qrels",
         "Model qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db; with --judge-run, which of its graded sets.",
-        None,
-        cli=str | None,
-        parse=QrelsRef.judges,
+        judge=True,
     )
-    reference_qrels: QrelsRef = option(
-        "--reference-qrels",
-        "Reference (human) qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db.",
-        None,
-        cli=str | None,
-        parse=QrelsRef.reference,
-    )
+    reference_qrels: QrelsRef = reference_qrels_option()
     judge_run: str | None = option(
         "--judge-run",
         "A judge run in --db (id, unique id prefix, or name): the qrels set its job graded (or its only graded set).",
@@ -188,15 +193,9 @@ class CompareRequest(JudgeAudit):
         "scores: fractional values, read for measures that use only their order), or a folder of judgment files; repeatable.",
         (),
         cli=list[str] | None,
-        parse=QrelsRef.several_judges,
+        parse=lambda given: QrelsRef.several(given, judge=True),
     )
-    reference: QrelsRef = option(
-        "--reference-qrels",
-        "Reference (human) qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db.",
-        None,
-        cli=str | None,
-        parse=QrelsRef.reference,
-    )
+    reference: QrelsRef = reference_qrels_option()
     sweep: Path | None = option("--sweep", "A sweep job: every cell is a judge (failed cells shown as failed).", None, parse=optional_path)
     baseline: str | None = option("--baseline", "Compare each judge with this one (its name as shown) only.", None)
     permutations: int = option(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.fields import Request, option, optional_path
-from qrelkit.commands.requests.parts import QrelsRef, RunsRef, on_duplicate_option, runs_option
+from qrelkit.commands.requests.parts import QrelsRef, RunsRef, on_duplicate_option, paths, qrels_option, runs_option
 from qrelkit.errors import QrelkitError
 from qrelkit.io.duplicates import OnDuplicate
 
@@ -21,12 +21,16 @@ def replace_option() -> Any:
     return option("--replace", "Replace what an earlier load of the same name put in the database.", False)
 
 
-def _paths(value: Any) -> tuple[Path, ...]:
-    return (Path(value),) if isinstance(value, str | Path) else tuple(Path(item) for item in value)
+@dataclass(frozen=True)
+class Load(Request):
+    """What the four `qrelkit load` commands share: one use case, one document."""
+
+    use_case = "qrelkit.commands.data:run_load"
+    document = "qrelkit.commands.documents.data:loads"
 
 
 @dataclass(frozen=True)
-class LoadTopicsRequest(Request):
+class LoadTopicsRequest(Load):
     """`qrelkit load topics`: load topics."""
 
     file: Path = option(
@@ -35,12 +39,9 @@ class LoadTopicsRequest(Request):
     name: str | None = name_option()
     replace: bool = replace_option()
 
-    use_case = "qrelkit.commands.data:run_load"
-    document = "qrelkit.commands.documents.data:loads"
-
 
 @dataclass(frozen=True)
-class LoadDocsRequest(Request):
+class LoadDocsRequest(Load):
     """`qrelkit load docs`: load documents (text passages or images)."""
 
     file: Path = option(
@@ -52,12 +53,9 @@ class LoadDocsRequest(Request):
     name: str | None = name_option()
     replace: bool = replace_option()
 
-    use_case = "qrelkit.commands.data:run_load"
-    document = "qrelkit.commands.documents.data:loads"
-
 
 @dataclass(frozen=True)
-class LoadRunsRequest(Request):
+class LoadRunsRequest(Load):
     """`qrelkit load runs`: load TREC runs (`qid Q0 docid rank score tag`), all files in one transaction, so
     all land or none."""
 
@@ -66,7 +64,7 @@ class LoadRunsRequest(Request):
         "TREC run files, or folders of them (READMEs, hidden and other non-run files are skipped and named). "
         "A run's name is its file name without extension; NIST's `input.<tag>.gz` is named <tag>.",
         cli=list[Path],
-        parse=_paths,
+        parse=paths,
         argument=True,
     )
     name: str | None = name_option("Name of the run (one file only; default: its file name).")
@@ -74,16 +72,13 @@ class LoadRunsRequest(Request):
     replace: bool = replace_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
 
-    use_case = "qrelkit.commands.data:run_load"
-    document = "qrelkit.commands.documents.data:loads"
-
     def check(self) -> None:
         if self.name is not None and self.tag_names:
             raise QrelkitError("give --name or --tag-names, not both")
 
 
 @dataclass(frozen=True)
-class LoadQrelsRequest(Request):
+class LoadQrelsRequest(Load):
     """`qrelkit load qrels`: load human (or any) qrels as a named qrels set. Loaded sets are never
     overwritten by grading."""
 
@@ -91,9 +86,6 @@ class LoadQrelsRequest(Request):
     name: str | None = name_option("Name of the qrels set (default: file name).")
     replace: bool = replace_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
-
-    use_case = "qrelkit.commands.data:run_load"
-    document = "qrelkit.commands.documents.data:loads"
 
 
 @dataclass(frozen=True)
@@ -112,12 +104,10 @@ class StatusRequest(Request):
     second, so it answers at once while the job holds the database, and slows it in nothing. With
     --reference-qrels (a file) and --runs, also an audit of the judgments so far (as agree --partial)."""
 
-    reference_qrels: QrelsRef = option(
+    reference_qrels: QrelsRef = qrels_option(
         "--reference-qrels",
         "Also audit the judgments so far against these qrels (a TREC qrels file: the database is the job's).",
-        None,
-        cli=str | None,
-        parse=QrelsRef.reference,
+        file_label=True,
     )
     runs: RunsRef = runs_option()
 

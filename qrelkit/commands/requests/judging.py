@@ -243,7 +243,7 @@ class ImportScoresRequest(Request):
     """`qrelkit import scores`: store scores made by any tool (UMBRELA's output, a colleague's run) as a
     judge run of origin `imported`, so `grade`, `agree` and `report` work on it."""
 
-    file: Path = option("FILE", "`qid docid score` lines (TSV or spaces), or a TREC qrels file.", cli=Path, parse=Path, argument=True)
+    file: Path = option("FILE", "`qid docid score` lines (TSV or spaces), or a TREC qrels file.", parse=Path, argument=True)
     name: str = option("--name", "Name of the imported judge run (use it as --judge-run NAME).")
     replace: bool = option("--replace", "Replace an earlier import of the same name from another file.", False)
 
@@ -255,7 +255,7 @@ class ImportScoresRequest(Request):
 class ExportQrelsRequest(Request):
     """`qrelkit export qrels`: write a qrels set (graded from a judge run, or loaded) as a TREC qrels file."""
 
-    output: Path = option("OUTPUT", "Where to write TREC qrels.", cli=Path, parse=Path, argument=True)
+    output: Path = option("OUTPUT", "Where to write TREC qrels.", parse=Path, argument=True)
     judge_run: str | None = option("--judge-run", "Export the qrels set this judge run's job graded (or its only graded set).", None)
     name: str | None = option("--name", "Or: the qrels set with this name.", None)
     force: bool = force_option()
@@ -275,7 +275,7 @@ class ExportJudgmentsRequest(Request):
     run's judge and template)."""
 
     output: Path = option(
-        "OUTPUT", "Where to write: OUT.parquet, OUT.csv or OUT.jsonl (the suffix chooses the format).", cli=Path, parse=Path, argument=True
+        "OUTPUT", "Where to write: OUT.parquet, OUT.csv or OUT.jsonl (the suffix chooses the format).", parse=Path, argument=True
     )
     judge_run: str | None = option("--judge-run", "One judge run (id, unique prefix or name); default: all.", None)
     force: bool = force_option()

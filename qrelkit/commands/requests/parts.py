@@ -1,12 +1,5 @@
-"""The parts requests are built from, each parsed from what a user gives once, and the options
-several requests share, each declared here once.
-
-- `QrelsRef`: qrels as a file, `irds:<id>`, a stored set's name, a judge run's graded set, or
-  qrels in memory (`Qrels`, ``{qid: {docid: grade}}``, a pandas/Arrow table);
-- `RunsRef`: run files or folders, stored run names (none: every stored run), or runs in memory;
-- `GradeMap`, `GroupPattern`, `RunGroups`, `GroupsFile`, `PriorSpec`, `EmbedderRef`: maps, groups,
-  NRG's prior sets and an embedder, each parsed from its option string (or Python value) once.
-"""
+"""The parts requests are built from (qrels, runs, grade maps, groups, NRG's prior sets, an embedder),
+each parsed from what a user gives once, and the options several requests share, each declared here once."""
 
 from __future__ import annotations
 
@@ -19,7 +12,7 @@ from typing import Any
 
 from qrelkit.commands.fields import option, strings
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, FD_DEFAULT_METHOD, check_method, check_resamples, check_seed
+from qrelkit.evaluate.choices import DEFAULT_METHOD, DEFAULT_RESAMPLES, check_method, check_resamples
 from qrelkit.io.duplicates import OnDuplicate, on_duplicate
 
 # -- qrels and runs ------------------------------------------------------------------------------
@@ -61,30 +54,10 @@ class QrelsRef:
         return cls(value=given, name=name)
 
     @classmethod
-    def optional(cls, given: Any) -> QrelsRef:
-        """`of`, where none given is an empty reference (the request says what is missing)."""
-        return cls() if given is None else cls.of(given)
-
-    @classmethod
-    def judges(cls, given: Any) -> QrelsRef:
-        """A judge's qrels (a file may hold its scores); none given is an empty reference."""
-        return cls() if given is None else cls.of(given, judge=True)
-
-    @classmethod
-    def reference(cls, given: Any) -> QrelsRef:
-        """Reference qrels: a file is named by FOLDER/FILE (often just `qrels.txt` otherwise)."""
-        return cls() if given is None else cls.of(given, file_label=True)
-
-    @classmethod
-    def several(cls, given: Any) -> tuple[QrelsRef, ...]:
-        """One qrels reference or a list of them."""
+    def several(cls, given: Any, *, judge: bool = False) -> tuple[QrelsRef, ...]:
+        """One qrels reference or a list of them (``judge``: each a judge's)."""
         items = list(given) if isinstance(given, list | tuple) else [] if given is None else [given]
-        return tuple(cls.of(item) for item in items)
-
-    @classmethod
-    def several_judges(cls, given: Any) -> tuple[QrelsRef, ...]:
-        items = list(given) if isinstance(given, list | tuple) else [] if given is None else [given]
-        return tuple(cls.of(item, judge=True) for item in items)
+        return tuple(cls.of(item, judge=judge) for item in items)
 
 
 @dataclass(frozen=True)
@@ -158,10 +131,6 @@ class GradeMap(Mapping[int, int]):
             mapping[grade] = onto
         return cls(mapping, option)
 
-    @classmethod
-    def of_model(cls, spec: Any) -> GradeMap | None:
-        return cls.parse(spec, "--map-model")
-
 
 @dataclass(frozen=True)
 class GroupPattern:
@@ -230,8 +199,6 @@ class RunGroups:
 
 # -- NRG's prior sets ---------------------------------------------------------------------------------
 
-PRIOR_SPECS = "all-others | order:FILE | best-per-group:FILE[:COLUMN] | runs:A,B"
-
 
 @dataclass(frozen=True)
 class PriorSpec:
@@ -263,24 +230,21 @@ class PriorSpec:
             return cls(kind, runs=tuple(r.strip() for r in arg.split(",") if r.strip()), text=spec)
         if kind == "best-per-group" and arg:
             return cls(kind, groups_file=GroupsFile.parse(arg), text=spec)
-        raise NRGError(f"--prior {spec!r}: expected {PRIOR_SPECS}")
+        raise NRGError(f"--prior {spec!r}: expected all-others | order:FILE | best-per-group:FILE[:COLUMN] | runs:A,B")
 
 
 @dataclass(frozen=True)
 class EmbedderRef:
-    """An embedder by name: `minilm`, a sentence-transformers path or hub id, or
-    `open_clip:MODEL[:WEIGHTS]` for images; ``backend`` (minilm: onnx or torch), batch and device."""
+    """An embedder by name: `minilm`, a sentence-transformers path or hub id, or `open_clip:MODEL[:WEIGHTS]` for
+    images; ``backend`` (minilm: onnx or torch). Loaded by `qrelkit.embed.load_embedder`: on the CPU, 64 texts a batch."""
 
     name: str = "minilm"
     backend: str = "onnx"
-    batch_size: int = 64
-    device: str = "cpu"
 
     def load(self, *, progress: bool = False) -> Any:
-        """The embedder (`qrelkit.embed.load_embedder`), loaded now."""
         from qrelkit.embed import load_embedder
 
-        return load_embedder(self.name, self.backend, batch_size=self.batch_size, device=self.device, progress=progress)
+        return load_embedder(self.name, self.backend, progress=progress)
 
 
 # -- options several requests share, each declared once ---------------------------------------------
@@ -294,6 +258,29 @@ def runs_option() -> Any:
         cli=list[str] | None,
         parse=RunsRef.of,
     )
+
+
+def qrels_option(flag: str, help: str, *, judge: bool = False, file_label: bool = False) -> Any:
+    """Qrels named on the command line (a file, `irds:<id>` or a stored set), or given in any form from Python
+    (`QrelsRef.of`); none given is an empty reference, and the request says what is missing. ``judge``: a judge's
+    qrels (a file may hold its scores); ``file_label``: a file named by FOLDER/FILE (a reference: `qrels.txt` alone
+    names nothing)."""
+
+    def parse(given: Any) -> QrelsRef:
+        return QrelsRef() if given is None else QrelsRef.of(given, judge=judge, file_label=file_label)
+
+    return option(flag, help, None, cli=str | None, parse=parse)
+
+
+def reference_qrels_option() -> Any:
+    return qrels_option(
+        "--reference-qrels", "Reference (human) qrels: a TREC qrels file, irds:<dataset id>, or a qrels set in --db.", file_label=True
+    )
+
+
+def paths(value: Any) -> tuple[Path, ...]:
+    """A repeatable option's paths: one path, or any sequence of them, as a tuple."""
+    return (Path(value),) if isinstance(value, str | Path) else tuple(Path(item) for item in value or ())
 
 
 def more_runs_option() -> Any:
@@ -317,25 +304,6 @@ def measures_option(default: tuple[str, ...] = (), short: str | None = None) -> 
     )
 
 
-def judge_measures_option() -> Any:
-    return option(
-        "--judge-measure",
-        "The judge's own measure, e.g. 'Compat(p=0.9)' against the reference's --measure nDCG@10 (as judge-method "
-        "studies do): one for every --measure, or one per --measure; default: the same measure on both sides.",
-        (),
-        parse=measure_names,
-    )
-
-
-def reference_decimals_option() -> Any:
-    return option(
-        "--reference-decimals",
-        "Rank the systems under the reference by their means as printed to N decimals, as a study that reads "
-        "trec_eval's output does (it prints 4: systems equal to 4 decimals tie); default: full precision.",
-        None,
-    )
-
-
 def resamples_option(help: str = "Bootstrap resamples of the queries for 95% intervals (0: none).") -> Any:
     return option("--resamples", help, DEFAULT_RESAMPLES, parse=_resamples)
 
@@ -352,7 +320,6 @@ def reference_pairs_option() -> Any:
         "Which reference pairs rank the systems: judged (the reference cut to the pairs the judge judged; the default when the "
         "judge's qrels are a sample of its pool or a job's partial results) or all (every reference pair: the full-pool comparison).",
         None,
-        cli=str | None,
         parse=_reference_pairs,
     )
 
@@ -373,22 +340,8 @@ def interval_option() -> Any:
     )
 
 
-def fd_interval_option() -> Any:
-    return option(
-        "--interval",
-        "Interval method over queries: bca (default for FD: bootstrap, bias-corrected and accelerated), percentile, "
-        "jackknife or subsampling.",
-        FD_DEFAULT_METHOD,
-        parse=check_method,
-    )
-
-
 def force_option() -> Any:
     return option("--force", "Write over an output file that exists (never over the database or an input of the command).", False)
-
-
-def seed_option(help: str = "Seed of the resamples (and of any sampling).", default: int | None = 0) -> Any:
-    return option("--seed", help, default, parse=check_seed)
 
 
 def on_duplicate_option(help: str = "A repeated (qid, docid) in one file: error (default), or keep the first, last or max.") -> Any:

@@ -45,7 +45,6 @@ class ProbeRequest(JobRequest):
         "--grade",
         "Reference grades of the pairs sampled; repeatable (default 0: the non-relevant).",
         (0,),
-        cli=list[int] | None,
         parse=lambda v: (0,) if v is None else _grades(v),
     )
     rel_level: int = option("--rel-level", "The grade at which a pair counts as relevant (2 on the TREC DL scale).", 2)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.fields import Request, integers, option, optional_path, strings
-from qrelkit.commands.requests.parts import EmbedderRef, force_option, on_duplicate_option, resamples_option
+from qrelkit.commands.requests.parts import EmbedderRef, force_option, on_duplicate_option, paths, resamples_option
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import check_seed
 from qrelkit.io.duplicates import OnDuplicate
@@ -20,18 +20,6 @@ def _train_topics() -> Any:
 
 def _test_qrels() -> Any:
     return option("--test-qrels", "Keep only the test queries judged in these qrels.", None, parse=optional_path)
-
-
-def _embedder() -> Any:
-    return option("--embedder", "minilm, or a sentence-transformers path or hub id (with --backend torch).", "minilm")
-
-
-def _backend() -> Any:
-    return option("--backend", "For minilm: onnx (int8, no torch) or torch.", "onnx")
-
-
-def _cache() -> Any:
-    return option("--cache", "A qrelkit database that keeps the query embeddings between runs.", None, parse=optional_path)
 
 
 def _seed() -> Any:
@@ -47,9 +35,9 @@ class EmbeddedQueries(Request):
     """What a resampling that embeds query texts is asked besides its own options: the embedder and
     the cache that keeps the vectors between runs."""
 
-    embedder: str = _embedder()
-    backend: str = _backend()
-    cache: Path | None = _cache()
+    embedder: str = option("--embedder", "minilm, or a sentence-transformers path or hub id (with --backend torch).", "minilm")
+    backend: str = option("--backend", "For minilm: onnx (int8, no torch) or torch.", "onnx")
+    cache: Path | None = option("--cache", "A qrelkit database that keeps the query embeddings between runs.", None, parse=optional_path)
     on_duplicate: OnDuplicate = on_duplicate_option()
 
     uses_db = False
@@ -157,14 +145,11 @@ class OverlapRequest(EmbeddedQueries):
     --train-topics, each test query's most similar training query at cosine >= --threshold."""
 
     qrels: Path | None = option("--qrels", "The test qrels (TREC, graded).", None, parse=optional_path)
-    train_qrels: tuple[Path, ...] = option(
-        "--train-qrels", "Training qrels to compare with; repeatable.", (), cli=list[Path] | None, parse=lambda v: tuple(map(Path, v or ()))
-    )
+    train_qrels: tuple[Path, ...] = option("--train-qrels", "Training qrels to compare with; repeatable.", (), parse=paths)
     levels: tuple[int, ...] = option(
         "--level",
         "Test grade level t (passages with grade >= t); repeatable. Default 1, 2, 3.",
         (1, 2, 3),
-        cli=list[int] | None,
         parse=lambda v: integers(v) or (1, 2, 3),
     )
     train_rel_level: int = option("--train-rel-level", "A training passage is a positive at grade >= this.", 1)

@@ -13,37 +13,26 @@ from qrelkit.commands.requests.parts import (
     PriorSpec,
     QrelsRef,
     RunsRef,
-    fd_interval_option,
     force_option,
     keep_option,
     measures_option,
     more_runs_option,
     on_duplicate_option,
+    paths,
+    qrels_option,
     reference_pairs_option,
     resamples_option,
     runs_option,
 )
 from qrelkit.errors import QrelkitError
-from qrelkit.evaluate.choices import check_average, check_keep, check_seed
+from qrelkit.evaluate.choices import FD_DEFAULT_METHOD, check_average, check_keep, check_method, check_seed
 from qrelkit.io.duplicates import OnDuplicate
 
 QRELS_HELP = "Qrels: a TREC qrels file, irds:<ir_datasets id>, or the name of a qrels set in --db."
 
 
-def _depth(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-def _paths(value: Any) -> tuple[Path, ...]:
-    return (Path(value),) if isinstance(value, str | Path) else tuple(Path(item) for item in value or ())
-
-
 def _cut_seed() -> Any:
     return option("--seed", "With --max-rel: seed of the choice of relevant items.", 0, parse=check_seed)
-
-
-def _cut_level() -> Any:
-    return option("--rel-level", "With --max-rel: relevant = grade >= LEVEL (default 2 if graded).", None)
 
 
 @dataclass(frozen=True)
@@ -53,7 +42,7 @@ class EvaluateRequest(Request):
     queries each run covers). Run scores are ranked as float32 and ties broken by docid descending, as
     trec_eval does; trec_eval's measure names and its -l, -J and -M read as trec_eval reads them."""
 
-    qrels: QrelsRef = option("--qrels", QRELS_HELP, None, cli=str | None, parse=QrelsRef.optional)
+    qrels: QrelsRef = qrels_option("--qrels", QRELS_HELP)
     runs: RunsRef = runs_option()
     measures: tuple[str, ...] = measures_option(("nDCG@10",), short="-m")
     average: str = option(
@@ -131,17 +120,16 @@ class CorrelateRequest(Request):
         parse=unique_strings,
     )
     max_rel: tuple[int, ...] = option(
-        "--max-rel", "Also the first qrels cut to at most M relevant per query; repeatable.", (), cli=list[int] | None, parse=integers
+        "--max-rel", "Also the first qrels cut to at most M relevant per query; repeatable.", (), parse=integers
     )
     keep: str = keep_option()
-    rel_level: int | None = _cut_level()
+    rel_level: int | None = option("--rel-level", "With --max-rel: relevant = grade >= LEVEL (default 2 if graded).", None)
     seed: int = _cut_seed()
     scores: tuple[Path, ...] = option(
         "--scores",
         "More orderings: `qrelkit fd --json` output (its FD@k, URR-FD@k) or `run score` lines; repeatable.",
         (),
-        cli=list[Path] | None,
-        parse=_paths,
+        parse=paths,
     )
     reference_pairs: str | None = reference_pairs_option()
     on_duplicate: OnDuplicate = on_duplicate_option()
@@ -163,12 +151,16 @@ class NRGRequest(Request):
     what each run adds over its prior runs. Means run over the queries of the qrels; a run that misses
     one scores 0 on it."""
 
-    qrels: QrelsRef = option("--qrels", QRELS_HELP, None, cli=str | None, parse=QrelsRef.optional)
+    qrels: QrelsRef = qrels_option("--qrels", QRELS_HELP)
     runs: RunsRef = runs_option()
     more_runs: tuple[str, ...] = more_runs_option()
     browsing_model: str = option("--browsing-model", "ndcg, rr (seen = 1/i), precision (seen = 1 to K), rbp:P.", "ndcg")
     depth: str | None = option(
-        "--depth", "Cut-off K for the run and its priors, or 'full' (the reference code's choice).", "10", cli=str, parse=_depth
+        "--depth",
+        "Cut-off K for the run and its priors, or 'full' (the reference code's choice).",
+        "10",
+        cli=str,
+        parse=lambda value: None if value is None else str(value),
     )
     gain: str = option("--gain", "linear (the grade), exp (2^g - 1), or binary:REL_LEVEL.", "linear")
     prior: PriorSpec = option(
@@ -207,14 +199,14 @@ class FDRequest(Request):
     database; vectors cached in --cache, by default the database (or, without one, the cache folder):
     a second run embeds nothing it embedded before, and says what it reused."""
 
-    qrels: QrelsRef = option("--qrels", "Qrels: a TREC file, or a qrels set in --db.", None, cli=str | None, parse=QrelsRef.optional)
+    qrels: QrelsRef = qrels_option("--qrels", "Qrels: a TREC file, or a qrels set in --db.")
     runs: RunsRef = runs_option()
     more_runs: tuple[str, ...] = more_runs_option()
     docs: Path | None = option("--docs", "Documents JSONL (text or image); default: the documents in --db.", None, parse=optional_path)
     embedder: str = option("--embedder", "minilm | a sentence-transformers path or hub id | open_clip:MODEL:WEIGHTS (images).", "minilm")
     backend: str = option("--backend", "For minilm: onnx (int8, no torch) or torch.", "onnx")
     k: tuple[int, ...] = option(
-        "--k", "Cut-off; repeatable (paper: --k 1 --k 10). Default 10.", (10,), cli=list[int] | None, parse=lambda v: integers(v) or (10,)
+        "--k", "Cut-off; repeatable (paper: --k 1 --k 10). Default 10.", (10,), parse=lambda v: integers(v) or (10,)
     )
     urr: bool = option("--urr", "Unlabeled Retrieved Results: the first k unjudged items per query.", False)
     max_rel: int | None = option("--max-rel", "At most M relevant items per query (see --keep).", None)
@@ -224,7 +216,13 @@ class FDRequest(Request):
         "Resamples (half-samples for subsampling) of the queries for 95% intervals (0: no intervals; the jackknife draws none)."
     )
     seed: int = option("--seed", "Seed of the sparsification and the resamples.", 0, parse=check_seed)
-    interval: str = fd_interval_option()
+    interval: str = option(
+        "--interval",
+        "Interval method over queries: bca (default for FD: bootstrap, bias-corrected and accelerated), percentile, "
+        "jackknife or subsampling.",
+        FD_DEFAULT_METHOD,
+        parse=check_method,
+    )
     workers: int | None = option(
         "--workers", "Processes for the bootstrap (default: one per core when it is large; 1: this one).", None, min=1
     )
