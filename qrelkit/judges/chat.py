@@ -16,7 +16,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from qrelkit.io.images import ImageFile, decode_image, open_image, read_image_file
+from qrelkit.io.images import decode_image, open_image, read_image_file
 from qrelkit.judges.http import checked_image_url
 from qrelkit.prompts import ImagePart, RenderedPrompt, TextPart
 
@@ -28,10 +28,6 @@ def image_data_url(path: str | Path, root: str | Path | None = None, expected_sh
     """The image as a base64 data URL whose MIME type comes from its content, not its name.
     The file is decoded once to check it (a corrupt image is an ImageError here, not a 400 later)."""
     image = read_image_file(path, root, expected_sha256)
-    return data_url(image)
-
-
-def data_url(image: ImageFile) -> str:
     opened = open_image(image)
     mime = SENT_AS_IS.get(opened.format or "")
     data = image.data

@@ -77,20 +77,15 @@ def retry_after_seconds(headers: Mapping[str, str] | None, *, now: datetime | No
     if not headers:
         return None
     lower = {k.lower(): v for k, v in headers.items()}
-    try:
-        if "retry-after-ms" in lower:
-            value = float(lower["retry-after-ms"]) / 1000
-            return value if math.isfinite(value) and value >= 0 else None
-    except ValueError:
-        pass
+    for name, scale in (("retry-after-ms", 1000), ("retry-after", 1)):
+        try:
+            value = float(lower[name]) / scale
+        except (KeyError, ValueError):
+            continue  # absent or no number: `Retry-After` may still be a date
+        return value if math.isfinite(value) and value >= 0 else None
     raw = lower.get("retry-after")
     if raw is None:
         return None
-    try:
-        value = float(raw)
-        return value if math.isfinite(value) and value >= 0 else None
-    except ValueError:
-        pass
     try:
         when = parsedate_to_datetime(raw)
     except (TypeError, ValueError):
@@ -143,19 +138,15 @@ def classify_error(exc: BaseException) -> ErrorVerdict:
     """What to do about an exception from one HTTP try (openai client exceptions, or ours)."""
     import openai
 
-    if isinstance(exc, MalformedResponse):
+    if isinstance(exc, (MalformedResponse, json.JSONDecodeError, UnicodeDecodeError)):
         return ErrorVerdict("fail", f"malformed response: {exc}")
-    if isinstance(exc, DeadlineExceeded):
-        return ErrorVerdict("retry", "request timed out")
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, (DeadlineExceeded, openai.APITimeoutError)):
         return ErrorVerdict("retry", "request timed out")
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         return ErrorVerdict("retry", f"connection error: {type(cause).__name__ if cause else exc}")
     if isinstance(exc, openai.APIStatusError):
         return classify_status(exc.status_code, exc.body, exc.response.headers)
-    if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
-        return ErrorVerdict("fail", f"malformed response: {exc}")
     return ErrorVerdict("fail", f"{type(exc).__name__}: {exc}")
 
 
@@ -206,16 +197,14 @@ class RateLimiter:
         now = self.clock()
         elapsed, self.updated = now - self.updated, now
         wait = 0.0
-        for bucket, cost in zip(self.buckets, self._costs(tokens)):
+        costs = [1.0 if kind == "requests" else float(tokens) for kind in self.kinds]
+        for bucket, cost in zip(self.buckets, costs):
             capacity, level = bucket
             level = min(capacity, level + elapsed * capacity / 60.0) - min(cost, capacity)
             bucket[1] = level
             if level < 0:
                 wait = max(wait, -level / (capacity / 60.0))
         return wait
-
-    def _costs(self, tokens: float) -> Iterable[float]:
-        return [1.0 if kind == "requests" else float(tokens) for kind in self.kinds]
 
     async def acquire(self, tokens: float = 0) -> float:
         wait = self.reserve(tokens)
