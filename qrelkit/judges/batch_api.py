@@ -215,7 +215,6 @@ class BatchClient:
         max_tries: int = 6,
         initial_backoff: float = 1.0,
         max_backoff: float = 60.0,
-        sleep: Callable[[float], Any] = time.sleep,
     ):
         from openai import OpenAI
 
@@ -237,7 +236,7 @@ class BatchClient:
         self._client = client(limits().max_response_bytes, timeout)
         self._uploads = client(limits().max_response_bytes, self._upload_timeout)
         self._files = client(limits().max_input_bytes, DOWNLOAD_DEADLINE)
-        self._tries, self._initial, self._max, self._sleep = max(1, max_tries), initial_backoff, max_backoff, sleep
+        self._tries, self._initial, self._max = max(1, max_tries), initial_backoff, max_backoff
 
     # -- errors and retries ------------------------------------------------------------------
 
@@ -256,7 +255,7 @@ class BatchClient:
 
     def _wait(self, attempt: int, verdict: ErrorVerdict) -> None:
         wait = verdict.retry_after if verdict.retry_after is not None else self._initial * 2 ** (attempt - 1)
-        self._sleep(min(wait, self._max))
+        time.sleep(min(wait, self._max))
 
     def _call(self, what: str, call: Callable[[], Any], *, collection: bool = False, look: Callable[[], Any] | None = None) -> Any:
         """A request tried up to ``max_tries`` times on timeouts, 429 and 5xx. One that creates

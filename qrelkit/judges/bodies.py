@@ -42,14 +42,13 @@ class DecodedBody:
             return
         if self.encoding not in ("gzip", "x-gzip", "deflate"):
             raise MalformedResponse(f"the answer's body is encoded as {self.encoding!r}; only gzip and deflate are read")
-        data = chunk
         if self.inflater is None:
-            self.pending += data
+            self.pending += chunk
             if self.encoding == "deflate" and len(self.pending) < 2:
                 return
             self.inflater = self._inflater(self.pending)
-            data, self.pending = self.pending, b""
-        yield from self._inflate(data)
+            chunk, self.pending = self.pending, b""
+        yield from self._inflate(chunk)
 
     def finish(self) -> Iterator[bytes]:
         if self.pending:  # a deflate body of one byte

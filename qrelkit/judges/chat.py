@@ -70,16 +70,7 @@ def hf_messages(rendered: RenderedPrompt, *, typed: bool = False) -> tuple[list[
     text-only prompts to a vision-language model)."""
     if not typed and all(isinstance(part, TextPart) for part in rendered.parts):
         return rendered.chat_messages(), []
-    messages: list[dict[str, Any]] = []
-    if rendered.system:
-        messages.append({"role": "system", "content": [{"type": "text", "text": rendered.system}]})
-    content: list[dict[str, Any]] = []
-    images: list[str] = []
-    for part in rendered.parts:
-        if isinstance(part, TextPart):
-            content.append({"type": "text", "text": part.text})
-        else:
-            content.append({"type": "image"})
-            images.append(part.path)
-    messages.append({"role": "user", "content": content})
-    return messages, images
+    system = [{"role": "system", "content": [{"type": "text", "text": rendered.system}]}] if rendered.system else []
+    content = [{"type": "text", "text": part.text} if isinstance(part, TextPart) else {"type": "image"} for part in rendered.parts]
+    images = [part.path for part in rendered.parts if isinstance(part, ImagePart)]
+    return [*system, {"role": "user", "content": content}], images

@@ -1,17 +1,9 @@
-"""HTTP plumbing for API judges, free of any model: when to retry, how long to wait, how fast to go.
+"""HTTP plumbing for API judges, free of any model: when to retry, how long to wait, how fast to go,
+what may be stored or logged (`redact`) and which image URLs may be forwarded (`checked_image_url`).
 
-* `retry_after_seconds` — the server's own wait (`retry-after-ms`, or `Retry-After` as
-  seconds or an HTTP-date, RFC 9110 §10.2.3).
-* `classify_error` — retry (429, 408, 409, 5xx, timeouts, connection errors), fail the pair
-  at once (400, 413, 422, content filter, context too long, a malformed body) or stop the
-  job (401/403 key rejected, 404 no such model or endpoint, 429 `insufficient_quota`).
-* `BackoffWait` — tenacity wait: the server's Retry-After when it gives one, else exponential
-  backoff with jitter; every wait capped.
-* `RateLimiter` — requests-per-minute and tokens-per-minute token buckets (async).
-* `redact` — removes secrets from any text that may be stored or logged.
-* `checked_image_url` — which image URLs may be forwarded to an endpoint (never `file:`, never
-  credentials, never loopback, link-local, private or other non-public addresses, by the address
-  written or the addresses a name resolves to, unless the job lists the host).
+`classify_error` retries (429, 408, 409, 5xx, timeouts, connection errors), fails the pair at once
+(400, 413, 422, content filter, context too long, a malformed body) or stops the job (401/403 key
+rejected, 404 no such model or endpoint, 429 `insufficient_quota`).
 """
 
 from __future__ import annotations
@@ -73,7 +65,8 @@ def normalized_endpoint(url: str) -> str:
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None, *, now: datetime | None = None) -> float | None:
-    """Seconds the server asks us to wait, or None. `retry-after-ms` (OpenAI, Azure) wins."""
+    """Seconds the server asks us to wait, or None: `retry-after-ms` (OpenAI, Azure) wins over
+    `Retry-After` as seconds or an HTTP-date (RFC 9110 §10.2.3)."""
     if not headers:
         return None
     lower = {k.lower(): v for k, v in headers.items()}
@@ -148,10 +141,6 @@ def classify_error(exc: BaseException) -> ErrorVerdict:
     if isinstance(exc, openai.APIStatusError):
         return classify_status(exc.status_code, exc.body, exc.response.headers)
     return ErrorVerdict("fail", f"{type(exc).__name__}: {exc}")
-
-
-def is_retryable(exc: BaseException) -> bool:
-    return isinstance(exc, Exception) and classify_error(exc).action == "retry"
 
 
 class BackoffWait:
@@ -229,9 +218,10 @@ def redact(text: str | None, secrets: Iterable[str] = ()) -> str | None:
 
 # -- image URLs ------------------------------------------------------------------------------
 # The endpoint fetches what it is sent, from where it runs: a `file:` URL, or an `http://` URL of a
-# loopback, link-local (169.254.x.x, a cloud's metadata service) or private address would let a
-# documents file read what the endpoint's machine can reach. So only `https://` URLs to public
-# hosts are forwarded; `http://`, and local or private hosts, only when the job lists the host.
+# loopback, link-local (169.254.x.x, a cloud's metadata service) or private address (by the address
+# written or the addresses a name resolves to) would let a documents file read what the endpoint's
+# machine can reach. So only `https://` URLs to public hosts without credentials are forwarded;
+# `http://`, and local or private hosts, only when the job lists the host.
 
 
 class ImageURLRefused(PairInputError):

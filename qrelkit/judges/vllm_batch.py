@@ -109,14 +109,6 @@ def _runner_alive(pid: Any, state: Path) -> bool:
     return RUNNER_MODULE.encode() in arguments and str(state).encode() in arguments
 
 
-def _is_file(path: Path) -> bool:
-    """A regular file, not a link to one."""
-    try:
-        return path.is_file() and not path.is_symlink()
-    except OSError:
-        return False
-
-
 class LocalBatchClient:
     """The Batch API client's methods (`qrelkit.judges.batch_api.BatchClient`) over ``folder``
     (`<db>.batches/vllm`: qrelkit's own, so no link in it or in `<db>.batches` is followed).
@@ -169,8 +161,12 @@ class LocalBatchClient:
 
     def _uploaded(self, name: str) -> bool:
         try:
-            return _is_file(self._path("files", name))
+            path = self._path("files", name)
         except FolderRefused:  # a link there is no file this folder holds
+            return False
+        try:
+            return path.is_file() and not path.is_symlink()  # a regular file, not a link to one
+        except OSError:
             return False
 
     def download(self, file_id: str) -> Iterator[bytes]:
