@@ -97,18 +97,14 @@ class DecodedBody:
             raise DeadlineExceeded(self.seconds)
 
 
-def _http_library() -> Any:
-    """The HTTP library the installed openai client is built on (httpx, or httpx2 in later releases)."""
-    import openai
-
-    return importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
-
-
 def bounded_client(timeout: float, max_bytes: int, deadline: float | None = None, *, asynchronous: bool = False) -> Any:
     """An HTTP client for the openai package: no redirect followed (a 3xx is an error the caller
     names; a prompt is never replayed to another place), each answer's body at most ``max_bytes``
     once decoded and whole within ``deadline`` seconds of its request (default: ``timeout``)."""
-    httpx: Any = _http_library()
+    import openai
+
+    # the HTTP library the installed openai client is built on (httpx, or httpx2 in later releases)
+    httpx: Any = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
     seconds = timeout if deadline is None else deadline
 
     def body_of(response: Any, started: float) -> DecodedBody:

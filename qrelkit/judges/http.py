@@ -96,20 +96,15 @@ class ErrorVerdict:
     status: int | None = None
 
 
-def _error_detail(body: Any) -> tuple[str | None, str]:
-    """(code, message) from an OpenAI-style error body {"error": {"code", "message"}} or a bare one."""
-    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
-        body = body["error"]
-    if isinstance(body, Mapping):
-        code = body.get("code") or body.get("type")
-        return (str(code) if code else None), str(body.get("message") or "")[:500]
-    return None, str(body or "")[:500]
-
-
 def classify_status(status: int, body: Any, headers: Mapping[str, str] | None = None) -> ErrorVerdict:
     """What to do about an HTTP error status and its body: the rule for a live request and for a
     line of a Batch API output file alike."""
-    code, message = _error_detail(body)
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        body = body["error"]  # an OpenAI-style error body {"error": {"code", "message"}}
+    detail = body if isinstance(body, Mapping) else {"message": body}  # a bare body is its message
+    code = detail.get("code") or detail.get("type")
+    code = str(code) if code else None
+    message = str(detail.get("message") or "")[:500]
     text = f"HTTP {status}" + (f" {code}" if code else "") + (f": {message}" if message else "")
     if 300 <= status < 400:
         where = {k.lower(): v for k, v in (headers or {}).items()}.get("location", "elsewhere")

@@ -202,15 +202,6 @@ def batch_prices(config: OpenAIConfig) -> Prices | None:
 # -- the judge ---------------------------------------------------------------------------------
 
 
-def api_key(config: OpenAIConfig) -> str:
-    key = os.environ.get(config.api_key_env)
-    if key:
-        return key
-    if config.base_url:
-        return LOCAL_PLACEHOLDER_KEY
-    raise JudgeError(f"judge 'openai': the environment variable {config.api_key_env} is not set; {KEY_FIX}")
-
-
 class OpenAIJudge(BaseJudge[OpenAIConfig]):
     """GPT-4V/GPT-4o or any OpenAI-compatible chat endpoint; retries, rate limits, cost."""
 
@@ -243,7 +234,10 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
         super().__init__(config, template, context)
         from openai import AsyncOpenAI
 
-        self._secrets = [api_key(config)]
+        key = os.environ.get(config.api_key_env) or (LOCAL_PLACEHOLDER_KEY if config.base_url else None)
+        if key is None:
+            raise JudgeError(f"judge 'openai': the environment variable {config.api_key_env} is not set; {KEY_FIX}")
+        self._secrets = [key]
         self._base_url = config.base_url or OPENAI_BASE_URL
         self.route = ChatRoute(ChatOptions.of(config), self.template, self.model_id, self._secrets)
         self._client = AsyncOpenAI(

@@ -40,7 +40,7 @@ from typing import Any, BinaryIO
 from qrelkit.io.files import open_owned, put_in_place, read_capped, read_owned, write_atomically
 from qrelkit.io.folders import FolderRefused, inside, make_folders
 from qrelkit.io.limits import iter_capped_lines, limits
-from qrelkit.judges.batch_api import BatchApiError, BatchInfo
+from qrelkit.judges.batch_api import META_SUBMISSION, BatchApiError, BatchInfo
 from qrelkit.judges.http import ErrorVerdict
 
 RUNNER_MODULE = "qrelkit.judges.vllm_batch"
@@ -223,7 +223,7 @@ class LocalBatchClient:
             except FolderRefused:
                 continue  # not a state file qrelkit wrote (a link, a FIFO): no batch of this folder
             metadata = (state or {}).get("metadata")
-            submission = metadata.get("qrelkit_submission_id") if isinstance(metadata, dict) else None
+            submission = metadata.get(META_SUBMISSION) if isinstance(metadata, dict) else None
             if state and submission in wanted and SAFE_NAME.fullmatch(str(state.get("id"))):
                 found[submission] = self.retrieve(str(state["id"]))
         return found
