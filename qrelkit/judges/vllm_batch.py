@@ -286,10 +286,8 @@ def _last_reason(log: Path) -> str:
         handle.seek(max(0, os.fstat(handle.fileno()).st_size - LOG_TAIL * 4))
         text = handle.read(LOG_TAIL * 4).decode("utf-8", errors="replace")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if re.search(r"(Error|Exception|error:)", line):
-            return line[-500:]
-    return (lines[-1] if lines else "no output")[-500:]
+    errors = (line for line in reversed(lines) if re.search(r"(Error|Exception|error:)", line))
+    return next(errors, lines[-1] if lines else "no output")[-500:]
 
 
 def _new_log(path: Path) -> BinaryIO:
