@@ -215,7 +215,6 @@ class BatchClient:
         max_tries: int = 6,
         initial_backoff: float = 1.0,
         max_backoff: float = 60.0,
-        sleep: Callable[[float], Any] = time.sleep,
     ):
         from openai import OpenAI
 
@@ -237,7 +236,7 @@ class BatchClient:
         self._client = client(limits().max_response_bytes, timeout)
         self._uploads = client(limits().max_response_bytes, self._upload_timeout)
         self._files = client(limits().max_input_bytes, DOWNLOAD_DEADLINE)
-        self._tries, self._initial, self._max, self._sleep = max(1, max_tries), initial_backoff, max_backoff, sleep
+        self._tries, self._initial, self._max = max(1, max_tries), initial_backoff, max_backoff
 
     # -- errors and retries ------------------------------------------------------------------
 
@@ -256,11 +255,16 @@ class BatchClient:
 
     def _wait(self, attempt: int, verdict: ErrorVerdict) -> None:
         wait = verdict.retry_after if verdict.retry_after is not None else self._initial * 2 ** (attempt - 1)
-        self._sleep(min(wait, self._max))
+        time.sleep(min(wait, self._max))
 
-    def _call(self, what: str, call: Callable[[], Any], *, collection: bool = False) -> Any:
-        """An idempotent request (a GET), tried up to ``max_tries`` times on timeouts, 429 and 5xx."""
+    def _call(self, what: str, call: Callable[[], Any], *, collection: bool = False, look: Callable[[], Any] | None = None) -> Any:
+        """A request tried up to ``max_tries`` times on timeouts, 429 and 5xx. One that creates
+        something (``look`` given) is sent again only when ``look`` finds nothing of the first try."""
         for attempt in range(1, self._tries + 1):
+            if look is not None and attempt > 1:
+                found = look()
+                if found is not None:
+                    return found
             try:
                 return call()
             except Exception as exc:  # noqa: BLE001 - classified below
@@ -270,21 +274,24 @@ class BatchClient:
                 self._wait(attempt, error.verdict)
         raise AssertionError("unreachable")
 
-    def _post_once_then_look(self, what: str, post: Callable[[], Any], look: Callable[[], Any], *, collection: bool) -> Any:
-        """A request that creates something: sent again after a failure only when ``look`` finds nothing."""
-        for attempt in range(1, self._tries + 1):
-            if attempt > 1:
-                found = look()
-                if found is not None:
-                    return found
-            try:
-                return post()
-            except Exception as exc:  # noqa: BLE001 - classified below
-                error = self._error(exc, what, collection)
-                if error.refused or attempt == self._tries:
-                    raise error from None
-                self._wait(attempt, error.verdict)
-        raise AssertionError("unreachable")
+    def _listed(
+        self, what: str, items: Callable[[], Iterable[Any]], named: Callable[[Any], tuple[Any, Any]], names: Iterable[str]
+    ) -> dict[str, Any]:
+        """name -> value of the listed ``items`` whose name (``named(item)``: name and value) is one of ``names``."""
+        wanted, found = set(names), dict[str, Any]()
+        if not wanted:
+            return found
+
+        def scan() -> None:
+            for item in items():
+                name, value = named(item)
+                if name in wanted and name not in found:
+                    found[name] = value
+                if len(found) == len(wanted):
+                    return
+
+        self._call(what, scan, collection=True)
+        return found
 
     # -- files -------------------------------------------------------------------------------
 
@@ -298,21 +305,13 @@ class BatchClient:
                 )
             return created.id
 
-        return self._post_once_then_look("POST /files", post, lambda: self.find_files([filename]).get(filename), collection=True)
+        return self._call("POST /files", post, collection=True, look=lambda: self.find_files([filename]).get(filename))
 
     def find_files(self, filenames: Iterable[str]) -> dict[str, str]:
         """filename -> file id, for those of ``filenames`` the API's file list (`purpose: batch`) holds."""
-        wanted, found = set(filenames), dict[str, str]()
-        if not wanted:
-            return found
-
-        def scan() -> None:
-            for item in self._client.files.list(purpose="batch"):
-                if item.filename in wanted and item.filename not in found:
-                    found[item.filename] = item.id
-
-        self._call("GET /files", scan, collection=True)
-        return found
+        return self._listed(
+            "GET /files", lambda: self._client.files.list(purpose="batch"), lambda item: (item.filename, item.id), filenames
+        )
 
     def download(self, file_id: str) -> Iterator[bytes]:
         """The file's content as a stream of byte chunks (a generator: the caller's own errors never
@@ -335,25 +334,16 @@ class BatchClient:
             )
             return batch_info(created)
 
-        return self._post_once_then_look("POST /batches", post, lambda: self.find_batches([submission]).get(submission), collection=True)
+        return self._call("POST /batches", post, collection=True, look=lambda: self.find_batches([submission]).get(submission))
 
     def find_batches(self, submission_ids: Iterable[str]) -> dict[str, BatchInfo]:
         """submission id -> the batch whose metadata names it, from the API's list of batches."""
-        wanted, found = set(submission_ids), dict[str, BatchInfo]()
-        if not wanted:
-            return found
 
-        def scan() -> None:
-            for item in self._client.batches.list(limit=100):
-                info = batch_info(item)
-                submission = info.metadata.get(META_SUBMISSION)
-                if submission in wanted and submission not in found:
-                    found[submission] = info
-                if len(found) == len(wanted):
-                    return
+        def named(item: Any) -> tuple[str | None, BatchInfo]:
+            info = batch_info(item)
+            return info.metadata.get(META_SUBMISSION), info
 
-        self._call("GET /batches", scan, collection=True)
-        return found
+        return self._listed("GET /batches", lambda: self._client.batches.list(limit=100), named, submission_ids)
 
     def retrieve(self, batch_id: str) -> BatchInfo:
         return self._call(f"GET /batches/{batch_id}", lambda: batch_info(self._client.batches.retrieve(batch_id)))

@@ -42,14 +42,13 @@ class DecodedBody:
             return
         if self.encoding not in ("gzip", "x-gzip", "deflate"):
             raise MalformedResponse(f"the answer's body is encoded as {self.encoding!r}; only gzip and deflate are read")
-        data = chunk
         if self.inflater is None:
-            self.pending += data
+            self.pending += chunk
             if self.encoding == "deflate" and len(self.pending) < 2:
                 return
             self.inflater = self._inflater(self.pending)
-            data, self.pending = self.pending, b""
-        yield from self._inflate(data)
+            chunk, self.pending = self.pending, b""
+        yield from self._inflate(chunk)
 
     def finish(self) -> Iterator[bytes]:
         if self.pending:  # a deflate body of one byte
@@ -98,35 +97,28 @@ class DecodedBody:
             raise DeadlineExceeded(self.seconds)
 
 
-def _http_library() -> Any:
-    """The HTTP library the installed openai client is built on (httpx, or httpx2 in later releases)."""
-    import openai
-
-    return importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
-
-
-def _bounded(response: Any, body: DecodedBody) -> DecodedBody:
-    """Take the decoding over from the client: its body reaches it decoded, with no encoding named."""
-    for header in ("content-encoding", "content-length"):
-        if header in response.headers:
-            del response.headers[header]
-    return body
-
-
 def bounded_client(timeout: float, max_bytes: int, deadline: float | None = None, *, asynchronous: bool = False) -> Any:
     """An HTTP client for the openai package: no redirect followed (a 3xx is an error the caller
     names; a prompt is never replayed to another place), each answer's body at most ``max_bytes``
     once decoded and whole within ``deadline`` seconds of its request (default: ``timeout``)."""
-    httpx: Any = _http_library()
+    import openai
+
+    # the HTTP library the installed openai client is built on (httpx, or httpx2 in later releases)
+    httpx: Any = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
     seconds = timeout if deadline is None else deadline
 
     def body_of(response: Any, started: float) -> DecodedBody:
-        return _bounded(response, DecodedBody(response.headers.get("content-encoding", ""), max_bytes, started + seconds, seconds))
+        body = DecodedBody(response.headers.get("content-encoding", ""), max_bytes, started + seconds, seconds)
+        for header in ("content-encoding", "content-length"):  # taken over: the client gets the body decoded, no encoding named
+            if header in response.headers:
+                del response.headers[header]
+        return body
 
-    class SyncBody(httpx.SyncByteStream):
+    class Body:
         def __init__(self, stream: Any, body: DecodedBody):
             self.stream, self.body = stream, body
 
+    class SyncBody(Body, httpx.SyncByteStream):
         def __iter__(self) -> Iterator[bytes]:
             for chunk in self.stream:
                 yield from self.body.feed(chunk)
@@ -135,10 +127,7 @@ def bounded_client(timeout: float, max_bytes: int, deadline: float | None = None
         def close(self) -> None:
             self.stream.close()
 
-    class AsyncBody(httpx.AsyncByteStream):
-        def __init__(self, stream: Any, body: DecodedBody):
-            self.stream, self.body = stream, body
-
+    class AsyncBody(Body, httpx.AsyncByteStream):
         async def __aiter__(self) -> Any:
             async for chunk in self.stream:
                 for piece in self.body.feed(chunk):

@@ -16,7 +16,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from qrelkit.io.images import ImageFile, decode_image, open_image, read_image_file
+from qrelkit.io.images import decode_image, open_image, read_image_file
 from qrelkit.judges.http import checked_image_url
 from qrelkit.prompts import ImagePart, RenderedPrompt, TextPart
 
@@ -28,10 +28,6 @@ def image_data_url(path: str | Path, root: str | Path | None = None, expected_sh
     """The image as a base64 data URL whose MIME type comes from its content, not its name.
     The file is decoded once to check it (a corrupt image is an ImageError here, not a 400 later)."""
     image = read_image_file(path, root, expected_sha256)
-    return data_url(image)
-
-
-def data_url(image: ImageFile) -> str:
     opened = open_image(image)
     mime = SENT_AS_IS.get(opened.format or "")
     data = image.data
@@ -74,16 +70,7 @@ def hf_messages(rendered: RenderedPrompt, *, typed: bool = False) -> tuple[list[
     text-only prompts to a vision-language model)."""
     if not typed and all(isinstance(part, TextPart) for part in rendered.parts):
         return rendered.chat_messages(), []
-    messages: list[dict[str, Any]] = []
-    if rendered.system:
-        messages.append({"role": "system", "content": [{"type": "text", "text": rendered.system}]})
-    content: list[dict[str, Any]] = []
-    images: list[str] = []
-    for part in rendered.parts:
-        if isinstance(part, TextPart):
-            content.append({"type": "text", "text": part.text})
-        else:
-            content.append({"type": "image"})
-            images.append(part.path)
-    messages.append({"role": "user", "content": content})
-    return messages, images
+    system = [{"role": "system", "content": [{"type": "text", "text": rendered.system}]}] if rendered.system else []
+    content = [{"type": "text", "text": part.text} if isinstance(part, TextPart) else {"type": "image"} for part in rendered.parts]
+    images = [part.path for part in rendered.parts if isinstance(part, ImagePart)]
+    return [*system, {"role": "user", "content": content}], images

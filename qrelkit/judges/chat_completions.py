@@ -44,7 +44,6 @@ class ChatOptions:
 
     @classmethod
     def of(cls, config: Any) -> ChatOptions:
-        """The options of a judge configuration that has fields of these names."""
         return cls(**{field.name: getattr(config, field.name) for field in fields(cls)})
 
     def body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -209,13 +208,12 @@ class ChatRoute:
                 else f"could not read the answer: {type(exc).__name__}: {exc}"
             )
             error = redact(what + ("" if attempts is None else f" (after {attempts} {'try' if attempts == 1 else 'tries'})"), self.secrets)
-            raw = redact(body, self.secrets)
             return Judgment(
                 qid,
                 docid,
                 "model_error",
                 error=error,
-                raw_output=raw,
+                raw_output=redact(body, self.secrets),
                 attempts=attempts or 1,
                 model_id=self.model_id,
                 latency_ms=latency_ms,

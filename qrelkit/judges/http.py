@@ -1,17 +1,9 @@
-"""HTTP plumbing for API judges, free of any model: when to retry, how long to wait, how fast to go.
+"""HTTP plumbing for API judges, free of any model: when to retry, how long to wait, how fast to go,
+what may be stored or logged (`redact`) and which image URLs may be forwarded (`checked_image_url`).
 
-* `retry_after_seconds` — the server's own wait (`retry-after-ms`, or `Retry-After` as
-  seconds or an HTTP-date, RFC 9110 §10.2.3).
-* `classify_error` — retry (429, 408, 409, 5xx, timeouts, connection errors), fail the pair
-  at once (400, 413, 422, content filter, context too long, a malformed body) or stop the
-  job (401/403 key rejected, 404 no such model or endpoint, 429 `insufficient_quota`).
-* `BackoffWait` — tenacity wait: the server's Retry-After when it gives one, else exponential
-  backoff with jitter; every wait capped.
-* `RateLimiter` — requests-per-minute and tokens-per-minute token buckets (async).
-* `redact` — removes secrets from any text that may be stored or logged.
-* `checked_image_url` — which image URLs may be forwarded to an endpoint (never `file:`, never
-  credentials, never loopback, link-local, private or other non-public addresses, by the address
-  written or the addresses a name resolves to, unless the job lists the host).
+`classify_error` retries (429, 408, 409, 5xx, timeouts, connection errors), fails the pair at once
+(400, 413, 422, content filter, context too long, a malformed body) or stops the job (401/403 key
+rejected, 404 no such model or endpoint, 429 `insufficient_quota`).
 """
 
 from __future__ import annotations
@@ -73,24 +65,20 @@ def normalized_endpoint(url: str) -> str:
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None, *, now: datetime | None = None) -> float | None:
-    """Seconds the server asks us to wait, or None. `retry-after-ms` (OpenAI, Azure) wins."""
+    """Seconds the server asks us to wait, or None: `retry-after-ms` (OpenAI, Azure) wins over
+    `Retry-After` as seconds or an HTTP-date (RFC 9110 §10.2.3)."""
     if not headers:
         return None
     lower = {k.lower(): v for k, v in headers.items()}
-    try:
-        if "retry-after-ms" in lower:
-            value = float(lower["retry-after-ms"]) / 1000
-            return value if math.isfinite(value) and value >= 0 else None
-    except ValueError:
-        pass
+    for name, scale in (("retry-after-ms", 1000), ("retry-after", 1)):
+        try:
+            value = float(lower[name]) / scale
+        except (KeyError, ValueError):
+            continue  # absent or no number: `Retry-After` may still be a date
+        return value if math.isfinite(value) and value >= 0 else None
     raw = lower.get("retry-after")
     if raw is None:
         return None
-    try:
-        value = float(raw)
-        return value if math.isfinite(value) and value >= 0 else None
-    except ValueError:
-        pass
     try:
         when = parsedate_to_datetime(raw)
     except (TypeError, ValueError):
@@ -108,20 +96,15 @@ class ErrorVerdict:
     status: int | None = None
 
 
-def _error_detail(body: Any) -> tuple[str | None, str]:
-    """(code, message) from an OpenAI-style error body {"error": {"code", "message"}} or a bare one."""
-    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
-        body = body["error"]
-    if isinstance(body, Mapping):
-        code = body.get("code") or body.get("type")
-        return (str(code) if code else None), str(body.get("message") or "")[:500]
-    return None, str(body or "")[:500]
-
-
 def classify_status(status: int, body: Any, headers: Mapping[str, str] | None = None) -> ErrorVerdict:
     """What to do about an HTTP error status and its body: the rule for a live request and for a
     line of a Batch API output file alike."""
-    code, message = _error_detail(body)
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        body = body["error"]  # an OpenAI-style error body {"error": {"code", "message"}}
+    detail = body if isinstance(body, Mapping) else {"message": body}  # a bare body is its message
+    code = detail.get("code") or detail.get("type")
+    code = str(code) if code else None
+    message = str(detail.get("message") or "")[:500]
     text = f"HTTP {status}" + (f" {code}" if code else "") + (f": {message}" if message else "")
     if 300 <= status < 400:
         where = {k.lower(): v for k, v in (headers or {}).items()}.get("location", "elsewhere")
@@ -143,24 +126,16 @@ def classify_error(exc: BaseException) -> ErrorVerdict:
     """What to do about an exception from one HTTP try (openai client exceptions, or ours)."""
     import openai
 
-    if isinstance(exc, MalformedResponse):
+    if isinstance(exc, (MalformedResponse, json.JSONDecodeError, UnicodeDecodeError)):
         return ErrorVerdict("fail", f"malformed response: {exc}")
-    if isinstance(exc, DeadlineExceeded):
-        return ErrorVerdict("retry", "request timed out")
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, (DeadlineExceeded, openai.APITimeoutError)):
         return ErrorVerdict("retry", "request timed out")
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         return ErrorVerdict("retry", f"connection error: {type(cause).__name__ if cause else exc}")
     if isinstance(exc, openai.APIStatusError):
         return classify_status(exc.status_code, exc.body, exc.response.headers)
-    if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
-        return ErrorVerdict("fail", f"malformed response: {exc}")
     return ErrorVerdict("fail", f"{type(exc).__name__}: {exc}")
-
-
-def is_retryable(exc: BaseException) -> bool:
-    return isinstance(exc, Exception) and classify_error(exc).action == "retry"
 
 
 class BackoffWait:
@@ -206,16 +181,14 @@ class RateLimiter:
         now = self.clock()
         elapsed, self.updated = now - self.updated, now
         wait = 0.0
-        for bucket, cost in zip(self.buckets, self._costs(tokens)):
+        costs = [1.0 if kind == "requests" else float(tokens) for kind in self.kinds]
+        for bucket, cost in zip(self.buckets, costs):
             capacity, level = bucket
             level = min(capacity, level + elapsed * capacity / 60.0) - min(cost, capacity)
             bucket[1] = level
             if level < 0:
                 wait = max(wait, -level / (capacity / 60.0))
         return wait
-
-    def _costs(self, tokens: float) -> Iterable[float]:
-        return [1.0 if kind == "requests" else float(tokens) for kind in self.kinds]
 
     async def acquire(self, tokens: float = 0) -> float:
         wait = self.reserve(tokens)
@@ -240,9 +213,10 @@ def redact(text: str | None, secrets: Iterable[str] = ()) -> str | None:
 
 # -- image URLs ------------------------------------------------------------------------------
 # The endpoint fetches what it is sent, from where it runs: a `file:` URL, or an `http://` URL of a
-# loopback, link-local (169.254.x.x, a cloud's metadata service) or private address would let a
-# documents file read what the endpoint's machine can reach. So only `https://` URLs to public
-# hosts are forwarded; `http://`, and local or private hosts, only when the job lists the host.
+# loopback, link-local (169.254.x.x, a cloud's metadata service) or private address (by the address
+# written or the addresses a name resolves to) would let a documents file read what the endpoint's
+# machine can reach. So only `https://` URLs to public hosts without credentials are forwarded;
+# `http://`, and local or private hosts, only when the job lists the host.
 
 
 class ImageURLRefused(PairInputError):

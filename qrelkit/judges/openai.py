@@ -30,7 +30,7 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import JsonDict
@@ -54,19 +54,27 @@ from qrelkit.judges.http import (
     DeadlineExceeded,
     RateLimiter,
     classify_error,
-    is_retryable,
     normalized_endpoint,
     redact,
 )
 from qrelkit.prompts import ImagePart, PromptTemplate, RenderedPrompt, TemplateError, TextPart
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 OPENAI_TOP_LOGPROBS = 20  # the most alternatives per position OpenAI's API gives
 LOCAL_PLACEHOLDER_KEY = "no-key-needed"  # local servers without --api-key accept any bearer token
+KEY_FIX = "export the API key there (or set `base_url` for a local server, or `api_key_env` to another variable)"
 # How the judge runs, not what it judges: a change should resume the same judge run. The runner
 # can leave these out of the run's identity (see docs/openai-judge.md).
 OPERATIONAL: JsonDict = {"identity": False}
+
+
+def operational(default: T, **options: Any) -> T:
+    """A field of how the judge runs (`OPERATIONAL`)."""
+    return Field(default, json_schema_extra=OPERATIONAL, **options)
+
+
 IMAGE_TOKENS_LOW, IMAGE_TOKENS_BASE, IMAGE_TOKENS_PER_TILE = 85, 85, 170
 UNKNOWN_IMAGE_SIZE = (1024, 1024)
 
@@ -79,9 +87,7 @@ class Prices(JudgeConfig):
 class OpenAIConfig(JudgeConfig):
     model: str = Field("gpt-4o", description="Model name as the endpoint knows it (gpt-4o, gpt-4-vision-preview, ...).")
     base_url: str | None = Field(None, description="An OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
-    api_key_env: str = Field(
-        "OPENAI_API_KEY", description="Name of the environment variable holding the key.", json_schema_extra=OPERATIONAL
-    )
+    api_key_env: str = operational("OPENAI_API_KEY", description="Name of the environment variable holding the key.")
     temperature: float = Field(0.0, ge=0, le=2)
     seed: int | None = Field(0, description="Sampling seed (best effort on OpenAI; see system_fingerprint).")
     max_tokens: int = Field(16, ge=1, description="Completion tokens per answer.")
@@ -103,37 +109,23 @@ class OpenAIConfig(JudgeConfig):
         "text, so the grade is the first generated token (score: expected with max_tokens: 1 is one forward pass). Not OpenAI's API.",
         json_schema_extra={"identity": "unless-default"},
     )
-    concurrency: int = Field(4, ge=1, le=256, description="Requests in flight (keep batch_size >= this).", json_schema_extra=OPERATIONAL)
-    rpm: int | None = Field(None, ge=1, description="Requests-per-minute limit.", json_schema_extra=OPERATIONAL)
-    tpm: int | None = Field(
-        None, ge=1, description="Tokens-per-minute limit (estimated prompt + max_tokens).", json_schema_extra=OPERATIONAL
-    )
-    timeout: float = Field(
-        60.0, gt=0, description="Seconds per HTTP try, a deadline for the whole answer (not idle time).", json_schema_extra=OPERATIONAL
-    )
-    max_tries: int = Field(6, ge=1, description="HTTP tries per pair (first try included).", json_schema_extra=OPERATIONAL)
-    initial_backoff: float = Field(1.0, ge=0, description="First retry wait in seconds (doubles).", json_schema_extra=OPERATIONAL)
-    max_backoff: float = Field(60.0, ge=0, description="Longest wait, Retry-After included.", json_schema_extra=OPERATIONAL)
-    prices: Prices | None = Field(
-        None, description="{input_per_million, output_per_million} in USD, for cost.", json_schema_extra=OPERATIONAL
-    )
+    concurrency: int = operational(4, ge=1, le=256, description="Requests in flight (keep batch_size >= this).")
+    rpm: int | None = operational(None, ge=1, description="Requests-per-minute limit.")
+    tpm: int | None = operational(None, ge=1, description="Tokens-per-minute limit (estimated prompt + max_tokens).")
+    timeout: float = operational(60.0, gt=0, description="Seconds per HTTP try, a deadline for the whole answer (not idle time).")
+    max_tries: int = operational(6, ge=1, description="HTTP tries per pair (first try included).")
+    initial_backoff: float = operational(1.0, ge=0, description="First retry wait in seconds (doubles).")
+    max_backoff: float = operational(60.0, ge=0, description="Longest wait, Retry-After included.")
+    prices: Prices | None = operational(None, description="{input_per_million, output_per_million} in USD, for cost.")
     # The Batch API (docs/openai-batch.md): the same requests, answered within 24 hours at half the price.
-    mode: Literal["sync", "batch"] = Field(
-        "sync", description="sync: a live request per pair; batch: the Batch API (see docs/openai-batch.md).", json_schema_extra=OPERATIONAL
+    mode: Literal["sync", "batch"] = operational(
+        "sync", description="sync: a live request per pair; batch: the Batch API (see docs/openai-batch.md)."
     )
-    batch_prices: Prices | None = Field(
-        None, description="USD per million tokens in batch mode (default: half of `prices`).", json_schema_extra=OPERATIONAL
-    )
-    batch_max_requests: int = Field(
-        MAX_REQUESTS_PER_FILE, ge=1, le=MAX_REQUESTS_PER_FILE, description="Requests per batch file.", json_schema_extra=OPERATIONAL
-    )
-    batch_max_bytes: int = Field(
-        MAX_BYTES_PER_FILE, ge=1, le=MAX_BYTES_PER_FILE, description="Bytes per batch file.", json_schema_extra=OPERATIONAL
-    )
-    batch_poll: float = Field(
-        30.0, gt=0, description="First wait in seconds between checks with --wait (doubles).", json_schema_extra=OPERATIONAL
-    )
-    batch_poll_max: float = Field(600.0, gt=0, description="Longest wait between checks with --wait.", json_schema_extra=OPERATIONAL)
+    batch_prices: Prices | None = operational(None, description="USD per million tokens in batch mode (default: half of `prices`).")
+    batch_max_requests: int = operational(MAX_REQUESTS_PER_FILE, ge=1, le=MAX_REQUESTS_PER_FILE, description="Requests per batch file.")
+    batch_max_bytes: int = operational(MAX_BYTES_PER_FILE, ge=1, le=MAX_BYTES_PER_FILE, description="Bytes per batch file.")
+    batch_poll: float = operational(30.0, gt=0, description="First wait in seconds between checks with --wait (doubles).")
+    batch_poll_max: float = operational(600.0, gt=0, description="Longest wait between checks with --wait.")
 
     @field_validator("base_url")
     @classmethod
@@ -199,7 +191,6 @@ BATCH_DISCOUNT = 0.5  # OpenAI's Batch API: "50% lower costs" than the same requ
 
 
 def batch_prices(config: OpenAIConfig) -> Prices | None:
-    """The prices of a batch request: `batch_prices` when given, else half of `prices`."""
     if config.batch_prices is not None or config.prices is None:
         return config.batch_prices
     return Prices(
@@ -209,18 +200,6 @@ def batch_prices(config: OpenAIConfig) -> Prices | None:
 
 
 # -- the judge ---------------------------------------------------------------------------------
-
-
-def api_key(config: OpenAIConfig) -> str:
-    key = os.environ.get(config.api_key_env)
-    if key:
-        return key
-    if config.base_url:
-        return LOCAL_PLACEHOLDER_KEY
-    raise JudgeError(
-        f"judge 'openai': the environment variable {config.api_key_env} is not set; export the API key there "
-        f"(or set `base_url` for a local server, or `api_key_env` to another variable)"
-    )
 
 
 class OpenAIJudge(BaseJudge[OpenAIConfig]):
@@ -240,8 +219,7 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
     def startup_problems(cls, config: OpenAIConfig) -> list[str]:
         from qrelkit.judges.startup import missing_module, unset_variable
 
-        fix = "export the API key there (or set `base_url` for a local server, or `api_key_env` to another variable)"
-        key = None if config.base_url else unset_variable(config.api_key_env, cls.name, fix)
+        key = None if config.base_url else unset_variable(config.api_key_env, cls.name, KEY_FIX)
         return [p for p in (missing_module("openai", cls.name, "pip install openai"), key) if p]
 
     @classmethod
@@ -256,7 +234,10 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
         super().__init__(config, template, context)
         from openai import AsyncOpenAI
 
-        self._secrets = [api_key(config)]
+        key = os.environ.get(config.api_key_env) or (LOCAL_PLACEHOLDER_KEY if config.base_url else None)
+        if key is None:
+            raise JudgeError(f"judge 'openai': the environment variable {config.api_key_env} is not set; {KEY_FIX}")
+        self._secrets = [key]
         self._base_url = config.base_url or OPENAI_BASE_URL
         self.route = ChatRoute(ChatOptions.of(config), self.template, self.model_id, self._secrets)
         self._client = AsyncOpenAI(
@@ -346,7 +327,7 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
         retrying = AsyncRetrying(
             stop=stop_after_attempt(c.max_tries),
             wait=self._wait,
-            retry=retry_if_exception(is_retryable),
+            retry=retry_if_exception(lambda exc: isinstance(exc, Exception) and classify_error(exc).action == "retry"),
             before_sleep=lambda state: self._log_retry(pair, state),
             reraise=True,
         )
@@ -364,14 +345,8 @@ class OpenAIJudge(BaseJudge[OpenAIConfig]):
             message = redact(verdict.message, self._secrets)
             if verdict.action == "fatal":
                 redirected = verdict.status is not None and 300 <= verdict.status < 400
-                hint = (
-                    ""
-                    if redirected
-                    else "; check `model` and `base_url`"
-                    if verdict.status == 404
-                    else f"; check the key in ${c.api_key_env}"
-                )
-                raise FatalJudgeError(f"judge 'openai' at {self._base_url}: {message}{hint}") from None
+                fix = "; check `model` and `base_url`" if verdict.status == 404 else f"; check the key in ${c.api_key_env}"
+                raise FatalJudgeError(f"judge 'openai' at {self._base_url}: {message}{'' if redirected else fix}") from None
             return Judgment.failed(
                 pair,
                 "model_error",

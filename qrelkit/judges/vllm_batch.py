@@ -40,7 +40,7 @@ from typing import Any, BinaryIO
 from qrelkit.io.files import open_owned, put_in_place, read_capped, read_owned, write_atomically
 from qrelkit.io.folders import FolderRefused, inside, make_folders
 from qrelkit.io.limits import iter_capped_lines, limits
-from qrelkit.judges.batch_api import BatchApiError, BatchInfo
+from qrelkit.judges.batch_api import META_SUBMISSION, BatchApiError, BatchInfo
 from qrelkit.judges.http import ErrorVerdict
 
 RUNNER_MODULE = "qrelkit.judges.vllm_batch"
@@ -109,14 +109,6 @@ def _runner_alive(pid: Any, state: Path) -> bool:
     return RUNNER_MODULE.encode() in arguments and str(state).encode() in arguments
 
 
-def _is_file(path: Path) -> bool:
-    """A regular file, not a link to one."""
-    try:
-        return path.is_file() and not path.is_symlink()
-    except OSError:
-        return False
-
-
 class LocalBatchClient:
     """The Batch API client's methods (`qrelkit.judges.batch_api.BatchClient`) over ``folder``
     (`<db>.batches/vllm`: qrelkit's own, so no link in it or in `<db>.batches` is followed).
@@ -129,21 +121,23 @@ class LocalBatchClient:
         self.folder, self._command = Path(folder), command
         self._root = self.folder.parent  # `<db>.batches`: the folder qrelkit owns beside the database
 
-    def _path(self, kind: str, name: str) -> Path:
-        """``folder/kind/name``, none of its parts a link (FolderRefused)."""
-        return inside(self._root, f"{self.folder.name}/{kind}/{name}", f"the batch folder {self.folder}", owned=True)
+    def _path(self, *parts: str) -> Path:
+        """``folder/kind[/name]``, none of its parts a link (FolderRefused)."""
+        return inside(self._root, "/".join([self.folder.name, *parts]), f"the batch folder {self.folder}", owned=True)
 
     def _made(self, kind: str) -> Path:
         return make_folders(self._root, f"{self.folder.name}/{kind}", f"the batch folder {self.folder}", owned=True)
 
-    def _kind_folder(self, kind: str) -> Path:
-        return inside(self._root, f"{self.folder.name}/{kind}", f"the batch folder {self.folder}", owned=True)
-
     def _state_path(self, batch_id: str) -> Path:
         return self._path("batches", _name(batch_id, "batch") + ".json")
 
-    def _write_state(self, path: Path, state: dict[str, Any]) -> None:
-        _write_json(path, state, self._root)
+    def _state(self, batch_id: str) -> tuple[Path, dict[str, Any]]:
+        """A batch's state file and what it holds; an error when there is no such batch."""
+        path = self._state_path(batch_id)
+        state = _read_json(path)
+        if state is None:
+            raise _error(f"no batch {batch_id} in {self.folder}")
+        return path, state
 
     # -- files -------------------------------------------------------------------------------
 
@@ -167,8 +161,12 @@ class LocalBatchClient:
 
     def _uploaded(self, name: str) -> bool:
         try:
-            return _is_file(self._path("files", name))
+            path = self._path("files", name)
         except FolderRefused:  # a link there is no file this folder holds
+            return False
+        try:
+            return path.is_file() and not path.is_symlink()  # a regular file, not a link to one
+        except OSError:
             return False
 
     def download(self, file_id: str) -> Iterator[bytes]:
@@ -198,7 +196,7 @@ class LocalBatchClient:
         self._made("out")
         state: dict[str, Any] = {"id": batch_id, "status": "in_progress", "input_file_id": input_file_id, "metadata": dict(metadata)}
         state |= {"created_at": int(time.time()), "total": total, "pid": None}
-        self._write_state(state_path, state)  # before the runner: a crash now leaves a batch that reads as failed
+        _write_json(state_path, state, self._root)  # before the runner: a crash now leaves a batch that reads as failed
         output = self._path("out", batch_id + ".jsonl")
         log = self._path("out", batch_id + ".log")
         # absolute paths: a later check finds the runner by its state file, from whatever folder it runs in
@@ -211,12 +209,12 @@ class LocalBatchClient:
         state["pid"] = process.pid
         current = _read_json(state_path) or {}
         if current.get("status") == "in_progress":  # a very fast runner may have written its outcome already
-            self._write_state(state_path, {**current, "pid": process.pid})
+            _write_json(state_path, {**current, "pid": process.pid}, self._root)
         return self._info(state)
 
     def find_batches(self, submission_ids: Iterable[str]) -> dict[str, BatchInfo]:
         wanted, found = set(submission_ids), dict[str, BatchInfo]()
-        folder = self._kind_folder("batches")
+        folder = self._path("batches")
         if not wanted or not folder.is_dir():
             return found
         for path in sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")):  # not a write under way
@@ -225,29 +223,23 @@ class LocalBatchClient:
             except FolderRefused:
                 continue  # not a state file qrelkit wrote (a link, a FIFO): no batch of this folder
             metadata = (state or {}).get("metadata")
-            submission = metadata.get("qrelkit_submission_id") if isinstance(metadata, dict) else None
+            submission = metadata.get(META_SUBMISSION) if isinstance(metadata, dict) else None
             if state and submission in wanted and SAFE_NAME.fullmatch(str(state.get("id"))):
                 found[submission] = self.retrieve(str(state["id"]))
         return found
 
     def retrieve(self, batch_id: str) -> BatchInfo:
-        path = self._state_path(batch_id)
-        state = _read_json(path)
-        if state is None:
-            raise _error(f"no batch {batch_id} in {self.folder}")
+        path, state = self._state(batch_id)
         if state.get("status") == "in_progress" and not _runner_alive(state.get("pid"), _absolute(path)):
             time.sleep(0.2)  # the runner writes its outcome as it ends: read once more before calling it gone
             state = _read_json(path) or state
             if state.get("status") == "in_progress" and not _runner_alive(state.get("pid"), _absolute(path)):
                 state |= {"status": "failed", "errors": ["the runner stopped before it finished (killed, or the machine restarted)"]}
-                self._write_state(path, state)
+                _write_json(path, state, self._root)
         return self._info(state)
 
     def cancel(self, batch_id: str) -> BatchInfo:
-        path = self._state_path(batch_id)
-        state = _read_json(path)
-        if state is None:
-            raise _error(f"no batch {batch_id} in {self.folder}")
+        path, state = self._state(batch_id)
         if state.get("status") == "in_progress":
             pid = _pid(state.get("pid"))
             if pid is not None and _runner_alive(pid, _absolute(path)):
@@ -256,7 +248,7 @@ class LocalBatchClient:
                 except OSError:
                     pass
             state = {**(_read_json(path) or state), "status": "cancelled"}
-            self._write_state(path, state)
+            _write_json(path, state, self._root)
         return self._info(state)
 
     def close(self) -> None:
@@ -294,10 +286,8 @@ def _last_reason(log: Path) -> str:
         handle.seek(max(0, os.fstat(handle.fileno()).st_size - LOG_TAIL * 4))
         text = handle.read(LOG_TAIL * 4).decode("utf-8", errors="replace")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if re.search(r"(Error|Exception|error:)", line):
-            return line[-500:]
-    return (lines[-1] if lines else "no output")[-500:]
+    errors = (line for line in reversed(lines) if re.search(r"(Error|Exception|error:)", line))
+    return next(errors, lines[-1] if lines else "no output")[-500:]
 
 
 def _new_log(path: Path) -> BinaryIO:
