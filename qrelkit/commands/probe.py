@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from qrelkit.commands.judging import load_judging_job
 from qrelkit.commands.probe_plan import dry_run
 from qrelkit.commands.probe_result import ProbeEntry, ProbeResult, Relevance, Sample, relevance_of
 from qrelkit.commands.probe_sample import (
@@ -23,7 +24,6 @@ from qrelkit.commands.probe_sample import (
     collection,
     control_run_id,
     copies_folder,
-    load_probe_job,
     make_copies,
     probe_record,
     probe_run_id,
@@ -192,7 +192,11 @@ def run(request: ProbeRequest, workspace: Workspace) -> list[Probe] | ProbeResul
     database (read once everything is judged: its store is opened only then)."""
     if request.list_probes:
         return builtin_probes()
-    spec = load_probe_job(request)
+    spec = load_judging_job(request)  # with --set; its grading and its own sample play no part in a probe
+    if spec.judge.options.get("mode") == "batch":
+        raise QrelkitError(
+            f"{request.job}: judge.options.mode: a probe judges its copies live; set mode: sync (--set judge.options.mode=sync)"
+        )
     if workspace.db is not None and workspace.db.resolve() != spec.database.resolve():
         raise QrelkitError(f"{request.job} writes {spec.database}, but the database given is {workspace.db}: give one database")
     workspace.db = spec.database  # the probe runs in the job's database

@@ -1,4 +1,4 @@
-"""The parts of a probe job that come before judging: its job, the identities of its judge runs, the
+"""The parts of a probe job that come before judging: the identities of its judge runs, the
 reference qrels and the sample they give, and each probe's copies of the sampled documents."""
 
 from __future__ import annotations
@@ -60,18 +60,6 @@ def control_record(judge_run_id: str) -> dict[str, Any]:
     """What the control run records (`judge_runs.probe`): no perturbation."""
     tests = "Nothing: the sampled documents as they are, what each probe's run is compared with."
     return {"probe": CONTROL, "perturbation": None, "tests": tests, "perturbs": judge_run_id}
-
-
-def load_probe_job(request: ProbeRequest) -> JobSpec:
-    """The job with the request's `--set` overrides; its grading and its own sample play no part in a probe."""
-    from qrelkit.commands.judging import load_judging_job
-
-    spec = load_judging_job(request)
-    if spec.judge.options.get("mode") == "batch":
-        raise QrelkitError(
-            f"{request.job}: judge.options.mode: a probe judges its copies live; set mode: sync (--set judge.options.mode=sync)"
-        )
-    return spec
 
 
 # -- the sample ------------------------------------------------------------------------------------
