@@ -30,8 +30,7 @@ PROGRESS = inspect.Parameter("progress", inspect.Parameter.KEYWORD_ONLY, default
 def _parameters(request_cls: type[Request]) -> list[inspect.Parameter]:
     """The request's fields a Python caller gives (not the command line's own: how it prints), the
     ones the class names positional first, then the database."""
-    every = dataclasses.fields(request_cls)
-    chosen = [f for f in every if f.init and getattr(f.metadata.get("flag"), "api", True)]
+    chosen = [f for f in dataclasses.fields(request_cls) if f.init and getattr(f.metadata.get("flag"), "api", True)]
     by_name = {f.name: f for f in chosen}
     order = [by_name[name] for name in request_cls.positional if name in by_name]
     order += [f for f in chosen if f.name not in request_cls.positional]

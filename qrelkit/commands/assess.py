@@ -65,12 +65,6 @@ def _said(sizing: dict[str, Any]) -> str:
     return ", ".join(f"{key} {value}" if value is not None else f"no {key} (an earlier qrelkit)" for key, value in sizing.items())
 
 
-def _same_plan(old: Any, new: Any) -> bool:
-    keys = ("kind", "measure", "seed", "scale", "pool_hash", "depth")
-    same = all(getattr(old, key) == getattr(new, key) for key in keys) and old.judge.get("labels_hash") == new.judge.get("labels_hash")
-    return same and _sizing(old) == _sizing(new)
-
-
 def plan(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
     if request.next_pairs is not None:
         return plan_next(request, workspace)
@@ -99,23 +93,25 @@ def plan(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
     rows = _planned_rows(pool, drawn.chosen, 1, drawn.stratum, drawn.inclusion)
     files = _check_files(request, workspace)
     earlier = find_design(workspace.store, request.name) if workspace.has_db else None
-    status = _plan_status(earlier, record, rows)
+    status = _plan_status(earlier, record)
     if status != "unchanged":
         with workspace.writing() as store:
             write_design(store, record, rows)
     new = _new_pairs(earlier, rows) if status in ("extended", "unchanged") else rows.num_rows
-    written = _write_files(workspace, files, rows, inputs)
+    written = _write_files(workspace, files, rows)
     return PlanResult(
         record.describe() | {"planned_pairs": rows.num_rows}, status, rows.num_rows, new, 1, written, drawn.inclusion, notes=_notes(inputs)
     )
 
 
-def _plan_status(earlier: Any, record: Any, rows: Any) -> str:
+def _plan_status(earlier: Any, record: Any) -> str:
     """What planning does to a design of the same name: a new one, unchanged, extended (a larger
     budget of the same plan: its pairs kept), or replaced; refused once labels are loaded for it."""
     if earlier is None:
         return "new"
-    same = _same_plan(earlier, record)
+    keys = ("kind", "measure", "seed", "scale", "pool_hash", "depth")
+    same = all(getattr(earlier, key) == getattr(record, key) for key in keys) and _sizing(earlier) == _sizing(record)
+    same = same and earlier.judge.get("labels_hash") == record.judge.get("labels_hash")
     unchanged = same and earlier.budget == record.budget and len(earlier.phases) == 1
     if earlier.human_set is not None and not unchanged:
         raise StoreError(
@@ -178,7 +174,7 @@ def plan_next(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
     inputs = read_inputs(workspace, request.judge_qrels, request.runs, design.depth or request.depth)
     top = design.scale[1]
     setting = measure_setting(inputs, design.measure, top)
-    sample, grades = current_estimates(workspace, design, inputs)
+    sample, grades, _, _ = current_estimates(workspace, design, inputs)
     estimator = DEFAULT_ESTIMATOR[design.kind]
     found = estimate_sample(setting, sample, grades, top, [estimator])[estimator]
     decided = inference.told_apart(found.values, found.covariance, found.df)[0]
@@ -199,7 +195,7 @@ def plan_next(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
     }
     with workspace.writing() as store:
         add_phase(store, design.name, phase, rows)
-    written = _write_files(workspace, files, rows, inputs)
+    written = _write_files(workspace, files, rows)
     described = design.describe() | {"planned_pairs": design.pairs.num_rows + rows.num_rows}
     described["phases"] = described["phases"] + [{k: v for k, v in phase.items() if k != "params"}]
     return PlanResult(described, "next", rows.num_rows, rows.num_rows, number, written, inclusion, notes=_notes(inputs))
@@ -222,7 +218,7 @@ def _cell(text: Any) -> str:
     return "" if text is None else " ".join(str(text).split())
 
 
-def _write_files(workspace: Workspace, files: list[Path], rows: Any, inputs: Inputs) -> list[Path]:
+def _write_files(workspace: Workspace, files: list[Path], rows: Any) -> list[Path]:
     """The TSV for assessors (a header, then qid, docid, an empty grade, the phase, the inclusion
     probability, the query's text and the document's text or image path where the database holds
     them) and the TREC qrels template (grade left empty)."""

@@ -200,8 +200,12 @@ def human_grades(workspace: Workspace, design: Any, ref: QrelsRef | None) -> tup
     return stored_grades(workspace.store, design.human_set), {"name": design.human_set, "origin": "assessed", "path": None}
 
 
-def current_estimates(workspace: Workspace, design: Any, inputs: Inputs, ref: QrelsRef | None = None) -> tuple[Any, np.ndarray]:
-    """(the recorded sample, the human grades in pool order) of a design, its pool checked."""
+def current_estimates(
+    workspace: Workspace, design: Any, inputs: Inputs, ref: QrelsRef | None = None
+) -> tuple[Any, np.ndarray, int, dict[str, Any]]:
+    """(the recorded sample, the human grades in pool order, how many there are, where they came
+    from) of a design, its pool checked."""
     check_pool(design, inputs)
-    grades, _ = human_grades(workspace, design, ref)
-    return sample_pairs(inputs.pool, design), inputs.pool.labels_of({pair: float(g) for pair, g in grades.items()})
+    grades, source = human_grades(workspace, design, ref)
+    labels = inputs.pool.labels_of({pair: float(g) for pair, g in grades.items()})
+    return sample_pairs(inputs.pool, design), labels, len(grades), source

@@ -339,8 +339,7 @@ def run(request: CompareRequest, workspace: Workspace) -> CompareResult:
     if request.html is not None:  # before anything is computed: never over an input, an existing page only with --force
         files = {"--groups": request.groups.file.path if request.groups and request.groups.file else None, "--sweep": request.sweep}
         workspace.check_output(request.html, force=request.force, refs=(request.reference, *request.judges, request.runs), files=files)
-    found: list[tuple[JudgeEntry, ResolvedQrels | None]] = []
-    found += [(_entry(resolved, workspace), resolved) for resolved in resolve_judges(request.judges, workspace)]
+    found: list[tuple[JudgeEntry, ResolvedQrels | None]] = [(_entry(r, workspace), r) for r in resolve_judges(request.judges, workspace)]
     if request.sweep is not None:
         workspace.close()  # the sweep's entries read the database on their own
         found += sweep_entries(request, workspace.db)

@@ -80,9 +80,7 @@ def checked_value(path: str | Path, key: str, value: Any, parameter: Any, contex
         return None
     multiple, kind = bool(getattr(parameter, "multiple", False)), _kind(parameter)
     try:
-        if multiple:
-            if not isinstance(value, list):
-                raise ValueError
+        if multiple:  # a list: config_defaults made a single value one
             value = [_scalar(item, kind) for item in value]
         else:
             value = _scalar(value, kind)

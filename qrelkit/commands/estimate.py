@@ -5,15 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from qrelkit.commands.assess_inputs import (
-    check_pool,
-    choose_design,
-    human_grades,
-    measure_setting,
-    read_inputs,
-    sample_pairs,
-    unjudged_note,
-)
+from qrelkit.commands.assess_inputs import choose_design, current_estimates, measure_setting, read_inputs, unjudged_note
 from qrelkit.commands.estimate_result import EstimateResult, MeasureEstimates
 from qrelkit.commands.requests.assess import EstimateRequest
 from qrelkit.commands.workspace import Workspace
@@ -35,10 +27,7 @@ def run(request: EstimateRequest, workspace: Workspace) -> EstimateResult:
             f"--estimator {estimator}: design {design.name!r} ({design.kind}) has {', '.join(DESIGN_ESTIMATORS[design.kind])}"
         )
     inputs = read_inputs(workspace, request.judge_qrels, request.runs, design.depth or 10)
-    check_pool(design, inputs)
-    grades, human = human_grades(workspace, design, request.human_qrels)
-    labels = inputs.pool.labels_of({pair: float(g) for pair, g in grades.items()})
-    sample = sample_pairs(inputs.pool, design)
+    sample, labels, human_labels, human = current_estimates(workspace, design, inputs, request.human_qrels)
     top = design.scale[1]
     names = list(request.measures) or [design.measure] + [m for m in OTHER_MEASURES if m != design.measure]
     found = {}
@@ -66,9 +55,9 @@ def run(request: EstimateRequest, workspace: Workspace) -> EstimateResult:
         design=design.describe(),
         estimator=estimator,
         measures=found,
-        human_labels=len(grades),
+        human_labels=human_labels,
         judge={"name": inputs.judge.source.get("name"), "origin": inputs.judge.source.get("origin"), "labels": len(inputs.labels)},
-        human=human | {"labels": len(grades)},
+        human=human | {"labels": human_labels},
         pool_pairs=len(inputs.pool),
         notes=notes,
     )

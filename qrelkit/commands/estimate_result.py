@@ -190,12 +190,8 @@ class EstimateResult(Result):
             text += f", outside {low:.0%}-{high:.0%}: do not read them as 95% intervals"
         return text, outside
 
-    def coverage_warnings(self) -> list[str]:
-        found = self.coverage_note()
-        return [found[0]] if found and found[1] else []
-
     def to_dict(self) -> dict[str, Any]:
-        primary = self.primary.to_dict()
+        primary, coverage = self.primary.to_dict(), self.coverage_note()
         return {
             **primary,
             "design": self.design,
@@ -205,7 +201,7 @@ class EstimateResult(Result):
             "pool_pairs": self.pool_pairs,
             "measures": {name: found.to_dict() for name, found in self.measures.items()},
             "notes": list(self.notes),
-            "warnings": self.coverage_warnings(),
+            "warnings": [coverage[0]] if coverage and coverage[1] else [],
         }
 
     def to_pandas(self):

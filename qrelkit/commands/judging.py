@@ -26,7 +26,7 @@ from qrelkit.jobs.grade import GradingResult, grade_judge_run, grade_scores
 from qrelkit.jobs.report import JobReport, JobStopped, ProgressCallback
 from qrelkit.jobs.runner import run_job
 from qrelkit.jobs.spec import JobSpec
-from qrelkit.prompts import RenderedPrompt, load_template
+from qrelkit.prompts import load_template
 from qrelkit.report.phrases import judge_run_match_note
 from qrelkit.storage import Store
 from qrelkit.storage.judgments import graded_qrels, import_scores, ok_scores
@@ -46,11 +46,7 @@ def run_prompts_show(request: PromptsShowRequest, workspace: Workspace) -> Any:
     template = load_template(request.template)
     if request.topic is None or request.doc is None:
         return template
-    return render_pair(template, workspace, request.topic, request.doc)
-
-
-def render_pair(template: Any, workspace: Workspace, qid: str, docid: str) -> RenderedPrompt:
-    store = workspace.store
+    qid, docid, store = request.topic, request.doc, workspace.store
     topics = {t.qid: t for t in store.topics()}
     documents = store.documents([docid])
     if qid not in topics:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from qrelkit.commands.judging import load_judging_job
 from qrelkit.commands.probe_plan import dry_run
 from qrelkit.commands.probe_result import ProbeEntry, ProbeResult, Relevance, Sample, relevance_of
 from qrelkit.commands.probe_sample import (
@@ -23,7 +24,6 @@ from qrelkit.commands.probe_sample import (
     collection,
     control_run_id,
     copies_folder,
-    load_probe_job,
     make_copies,
     probe_record,
     probe_run_id,
@@ -51,10 +51,10 @@ def prepare(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Ju
     with Store(spec.database) as store:
         load_collection(store, spec)
         sample = choose_sample(store, spec, reference_qrels(store, spec, request, workspace), request)
-        topics, documents, inputs = collection(store, sample.pairs)
+        found = collection(store, sample.pairs)
         for probe in probes:
             run_id = probe_run_id(judge.judge_run_id, probe)
-            rows = make_copies(probe, sample.pairs, topics, documents, inputs, copies_folder(spec.database, run_id))
+            rows = make_copies(probe, sample.pairs, found, copies_folder(spec.database, run_id))
             earlier = stored_copies(store, run_id)
             save_copies(store, run_id, [row for row in rows if earlier.get((row.qid, row.docid)) != row])
         template = judge.factory.template
@@ -147,10 +147,6 @@ class ShiftSettings:
     seed: int | None = 0
     interval: str = DEFAULT_METHOD
 
-    @classmethod
-    def of(cls, request: ProbeRequest) -> ShiftSettings:
-        return cls(request.score_from, request.resamples, request.permutations, request.seed, request.interval)
-
 
 def entry_for(
     store: Store,
@@ -192,16 +188,15 @@ def entry_for(
 
 def run(request: ProbeRequest, workspace: Workspace) -> list[Probe] | ProbeResult:
     """`qrelkit probe`: the built-in probes (--list), or the job's judge put to the probes the request
-    names, each run's progress shown as the workspace shows it."""
+    names, each run's progress shown as the workspace shows it; ``workspace`` is that of the job's
+    database (read once everything is judged: its store is opened only then)."""
     if request.list_probes:
         return builtin_probes()
-    return probe_job(request, workspace)
-
-
-def probe_job(request: ProbeRequest, workspace: Workspace) -> ProbeResult:
-    """Probe the job's judge as ``request`` says; ``workspace`` is that of the job's database (read
-    once everything is judged: its store is opened only then)."""
-    spec = load_probe_job(request)
+    spec = load_judging_job(request)  # with --set; its grading and its own sample play no part in a probe
+    if spec.judge.options.get("mode") == "batch":
+        raise QrelkitError(
+            f"{request.job}: judge.options.mode: a probe judges its copies live; set mode: sync (--set judge.options.mode=sync)"
+        )
     if workspace.db is not None and workspace.db.resolve() != spec.database.resolve():
         raise QrelkitError(f"{request.job} writes {spec.database}, but the database given is {workspace.db}: give one database")
     workspace.db = spec.database  # the probe runs in the job's database
@@ -212,8 +207,9 @@ def probe_job(request: ProbeRequest, workspace: Workspace) -> ProbeResult:
     sample, relevance = prepare(request, spec, probes, judge, workspace)
     name = request.job.name if isinstance(request.job, Path) else "job"
     reports = judge_all(request, spec, probes, judge, sample, lambda run: workspace.progress(f"probing {name} [{run}]"))
-    result = ProbeResult.for_job(request, spec, judge, sample, relevance, reports.get(CONTROL), control_run_id(judge.judge_run_id))
-    settings, control = ShiftSettings.of(request), control_run_id(judge.judge_run_id)
+    control = control_run_id(judge.judge_run_id)
+    result = ProbeResult.for_job(request, spec, judge, sample, relevance, reports.get(CONTROL), control)
+    settings = ShiftSettings(request.score_from, request.resamples, request.permutations, request.seed, request.interval)
     for probe in probes:
         if probe.id in reports:
             run_id = probe_run_id(judge.judge_run_id, probe)

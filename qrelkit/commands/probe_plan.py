@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from qrelkit.commands.probe_result import ProbeResult, RunPlan
-from qrelkit.commands.probe_sample import CONTROL, Judge, choose_sample, collection, control_run_id, make_copies, reference_qrels, runs_of
+from qrelkit.commands.probe_sample import CONTROL, Judge, choose_sample, collection, control_run_id, reference_qrels, run_pairs, runs_of
 from qrelkit.commands.requests import ProbeRequest
 from qrelkit.commands.workspace import Workspace
-from qrelkit.io import Document, Topic
 from qrelkit.jobs.plan import load_collection
 from qrelkit.jobs.spec import JobSpec
 from qrelkit.judges import Pair
@@ -26,31 +25,10 @@ NO_DOWNLOADS = (
 )
 
 
-def _pairs_to_judge(
-    probe: Probe | None,
-    todo: list[tuple[str, str]],
-    topics: dict[str, Topic],
-    documents: dict[str, Document],
-    inputs: dict[str, tuple[str, str]],
-    folder: Path,
-) -> list[Pair]:
-    """The pairs a run would put to its judge: as they are, or the probe's copies."""
-    if probe is None:
-        return [Pair(topics[q], documents[d]) for q, d in todo]
-    pairs = []
-    for row in make_copies(probe, todo, topics, documents, inputs, folder):
-        if row.error is None:
-            source = documents[row.docid]
-            copy = Document(row.docid, row.text, row.image_path, row.image_root, source.fields, row.image_sha256)
-            pairs.append(Pair(topics[row.qid], copy))
-    return pairs
-
-
 def _estimate(judge: Judge, pairs: list[Pair]) -> dict[str, Any] | None:
-    factory, cls, config = judge.factory, judge.judge_class, judge.config
-    if not pairs or not hasattr(cls, "estimate"):
+    if not pairs or not hasattr(judge.judge_class, "estimate"):
         return None
-    return cls.estimate(config, factory.template, pairs)
+    return judge.judge_class.estimate(judge.config, judge.factory.template, pairs)
 
 
 def dry_run(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Judge, workspace: Workspace) -> ProbeResult:
@@ -65,11 +43,11 @@ def dry_run(request: ProbeRequest, spec: JobSpec, probes: list[Probe], judge: Ju
         sample = choose_sample(store, spec, reference_qrels(store, spec, request, workspace), request)
         result = ProbeResult.for_job(request, spec, judge, sample, None, None, control_run_id(judge.judge_run_id))
         result.dry_run = True
-        topics, documents, inputs = collection(store, sample.pairs)
+        found = collection(store, sample.pairs)
         for name, run_judge, _ in runs_of(probes, judge):
             state = pool_state(store, run_judge.judge_run_id, sample.pairs, retry_failed=request.retry_failed)
             probe = None if name == CONTROL else by_id[name]
-            pairs = _pairs_to_judge(probe, state.todo, topics, documents, inputs, Path(folder) / name)
+            pairs = run_pairs(probe, state.todo, found, Path(folder) / name)
             plan = RunPlan(
                 name, run_judge.judge_run_id, len(sample.pairs), state.ok, state.failed, len(state.todo), _estimate(run_judge, pairs)
             )

@@ -1,4 +1,4 @@
-"""The parts of a probe job that come before judging: its job, the identities of its judge runs, the
+"""The parts of a probe job that come before judging: the identities of its judge runs, the
 reference qrels and the sample they give, and each probe's copies of the sampled documents."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from qrelkit.commands.probe_result import Sample
 from qrelkit.commands.requests import ProbeRequest, QrelsRef
@@ -23,6 +23,7 @@ from qrelkit.jobs.plan import ResolvedJudge, build_pool
 from qrelkit.jobs.pool import sample_pool
 from qrelkit.jobs.runner import ProgressCallback
 from qrelkit.jobs.spec import JobSpec
+from qrelkit.judges import Pair
 from qrelkit.probes import Probe, perturb
 from qrelkit.storage import Store
 from qrelkit.storage.perturbations import CopyRow, document_inputs
@@ -59,18 +60,6 @@ def control_record(judge_run_id: str) -> dict[str, Any]:
     """What the control run records (`judge_runs.probe`): no perturbation."""
     tests = "Nothing: the sampled documents as they are, what each probe's run is compared with."
     return {"probe": CONTROL, "perturbation": None, "tests": tests, "perturbs": judge_run_id}
-
-
-def load_probe_job(request: ProbeRequest) -> JobSpec:
-    """The job with the request's `--set` overrides; its grading and its own sample play no part in a probe."""
-    from qrelkit.commands.judging import load_judging_job
-
-    spec = load_judging_job(request)
-    if spec.judge.options.get("mode") == "batch":
-        raise QrelkitError(
-            f"{request.job}: judge.options.mode: a probe judges its copies live; set mode: sync (--set judge.options.mode=sync)"
-        )
-    return spec
 
 
 # -- the sample ------------------------------------------------------------------------------------
@@ -118,10 +107,17 @@ def choose_sample(store: Store, spec: JobSpec, reference: Qrels, request: ProbeR
 # -- the perturbed copies --------------------------------------------------------------------------
 
 
-def collection(store: Store, pairs: list[tuple[str, str]]) -> tuple[dict[str, Topic], dict[str, Document], dict[str, tuple[str, str]]]:
+class Collection(NamedTuple):
     """The topics, the sampled documents and what their copies are made from (`document_inputs`)."""
+
+    topics: dict[str, Topic]
+    documents: dict[str, Document]
+    inputs: dict[str, tuple[str, str]]
+
+
+def collection(store: Store, pairs: list[tuple[str, str]]) -> Collection:
     docids = sorted({d for _, d in pairs})
-    return {t.qid: t for t in store.topics()}, store.documents(docids), document_inputs(store, docids)
+    return Collection({t.qid: t for t in store.topics()}, store.documents(docids), document_inputs(store, docids))
 
 
 def copies_folder(database: Path, judge_run_id: str) -> Path:
@@ -141,20 +137,13 @@ def _write_image(path: Path, data: bytes, root: Path) -> None:
     write_atomically(path, lambda temporary: temporary.write_bytes(data), root=root)
 
 
-def make_copies(
-    probe: Probe,
-    pairs: list[tuple[str, str]],
-    topics: dict[str, Topic],
-    documents: dict[str, Document],
-    inputs: dict[str, tuple[str, str]],
-    folder: Path,
-) -> list[CopyRow]:
+def make_copies(probe: Probe, pairs: list[tuple[str, str]], found: Collection, folder: Path) -> list[CopyRow]:
     """Each pair's copy under ``probe``, hashed as its judgment will record it; image copies written
     into ``folder`` (as <sha256>.png)."""
     rows = []
     for qid, docid in pairs:
-        source_hash, fields = inputs[docid]
-        made = perturb(probe, topics[qid], documents[docid])
+        source_hash, fields = found.inputs[docid]
+        made = perturb(probe, found.topics[qid], found.documents[docid])
         if made.error is not None:
             rows.append(CopyRow(qid, docid, source_hash, "", error=made.error))
         elif made.text is not None:
@@ -165,6 +154,19 @@ def make_copies(
             _write_image(folder / name, made.image, root=folder.parent)
             rows.append(CopyRow(qid, docid, source_hash, with_fields(made.sha256, fields), None, name, str(folder), made.sha256))
     return rows
+
+
+def run_pairs(probe: Probe | None, todo: list[tuple[str, str]], found: Collection, folder: Path) -> list[Pair]:
+    """The pairs a run would put to its judge (`qrelkit probe --dry-run`): as they are, or the probe's copies."""
+    if probe is None:
+        return [Pair(found.topics[q], found.documents[d]) for q, d in todo]
+    pairs = []
+    for row in make_copies(probe, todo, found, folder):
+        if row.error is None:
+            source = found.documents[row.docid]
+            copy = Document(row.docid, row.text, row.image_path, row.image_root, source.fields, row.image_sha256)
+            pairs.append(Pair(found.topics[row.qid], copy))
+    return pairs
 
 
 def runs_of(probes: list[Probe], judge: Judge) -> Iterator[tuple[str, Judge, dict[str, Any]]]:

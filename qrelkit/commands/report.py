@@ -73,12 +73,6 @@ def summarize_judge_run(
     )
 
 
-def report_path(out: str | Path) -> Path:
-    """``out`` itself when it names an .html file, else ``out/report.html``."""
-    out = Path(out)
-    return out if out.suffix.lower() in (".html", ".htm") else out / "report.html"
-
-
 @dataclass(frozen=True)
 class WrittenReport:
     """The page `qrelkit report` wrote (``path``) and what it says (``page``, its Document: the command
@@ -95,7 +89,8 @@ def run(request: ReportRequest, workspace: Workspace) -> WrittenReport:
     """`qrelkit report`: audit (as :func:`qrelkit.commands.agree.run`) and write the page; the
     workspace's command is the command line shown at its bottom. Everything is computed before the
     file is written."""
-    page = report_path(request.out)
+    out = request.out  # an .html file, else a folder: report.html in it
+    page = out if out.suffix.lower() in (".html", ".htm") else out / "report.html"
     workspace.check_output(page, force=request.force, refs=(request.model_qrels, request.reference_qrels, request.runs))
     result = agree.run(request, workspace)
     model = result.sources.get("model", {})

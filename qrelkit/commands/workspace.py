@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import itertools
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -219,15 +220,6 @@ class Workspace:
 
     # -- runs -------------------------------------------------------------------------------------
 
-    def _split(self, refs: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
-        """(paths, names to look up in the database); with no refs, every run in it."""
-        paths = [r for r in refs if Path(r).exists()]
-        names = [r for r in refs if not Path(r).exists()]
-        if (names or not refs) and not self.has_db:
-            missing = ", ".join(names) if names else "(none given)"
-            raise QrelkitError(f"runs {missing}: no such file or directory, and no database to look them up in")
-        return paths, names
-
     def _run_sources(self, ref: RunsRef | Any) -> tuple[list[Path], list[str], list[Run]]:
         """(run files, names of stored runs, runs in memory) of ``ref``: files and folders, names of
         stored runs, or, with neither, every stored run; and runs in memory. Files are checked here."""
@@ -238,7 +230,11 @@ class Workspace:
         files: list[Path] = []
         stored: list[str] = []
         if ref.refs or not in_memory:
-            paths, names = self._split(ref.refs)
+            paths = [r for r in ref.refs if Path(r).exists()]
+            names = [r for r in ref.refs if not Path(r).exists()]
+            if (names or not ref.refs) and not self.has_db:
+                missing = ", ".join(names) if names else "(none given)"
+                raise QrelkitError(f"runs {missing}: no such file or directory, and no database to look them up in")
             files = run_files(list(paths)) if paths else []
             if names or not ref.refs:
                 stored = names or self.store.run_names()
@@ -257,15 +253,11 @@ class Workspace:
         """The runs of `_run_sources` read one at a time (files, stored runs, then runs in memory): for a
         caller that keeps only results (`evaluate_runs`), memory holds one run, not a whole track. Names
         and files are checked before the first run is read; the workspace must stay open while the runs are read."""
-        files, stored, in_memory = self._run_sources(ref)
-        return self._runs_from(files, self.store.iter_runs(stored) if stored else iter(()), in_memory)
-
-    def _runs_from(self, files: list[Path], stored: Iterator[Run], in_memory: list[Run]) -> Iterator[Run]:
         from qrelkit.io import iter_runs
 
-        yield from iter_runs(list(files), on_duplicate=self.on_duplicate)
-        yield from stored  # one pass over the database, a run at a time
-        yield from in_memory
+        files, stored, in_memory = self._run_sources(ref)
+        from_db = self.store.iter_runs(stored) if stored else iter(())  # one pass over the database, a run at a time
+        return itertools.chain(iter_runs(list(files), on_duplicate=self.on_duplicate), from_db, in_memory)
 
     def _runs_in_memory(self, values: tuple[Any, ...]) -> list[Run]:
         from qrelkit.io import Run, frames
