@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import time
 from collections.abc import Sequence
@@ -138,11 +139,8 @@ class LlamaCppJudge(BaseJudge[LlamaCppConfig]):
         empty cache, so a pair's score never depends on which pair came before it."""
         common = 0
         if self.config.reuse_prefix:
-            for a, b in zip(self.llm.input_ids[: self.llm.n_tokens], tokens):
-                if a != b:
-                    break
-                common += 1
-            common = min(common, len(tokens) - 1)  # always evaluate at least one token
+            shared = itertools.takewhile(lambda ab: ab[0] == ab[1], zip(self.llm.input_ids[: self.llm.n_tokens], tokens))
+            common = min(sum(1 for _ in shared), len(tokens) - 1)  # always evaluate at least one token
         self.llm.n_tokens = common
         self.llm.eval(tokens[common:])
         return self._last_logits()
@@ -179,10 +177,8 @@ class LlamaCppJudge(BaseJudge[LlamaCppConfig]):
             self.llm.eval([token])
             logits = self._last_logits()
         raw = self.config.answer_prefix + self.llm.detokenize(generated).decode("utf-8", "replace")
-        qid, docid = pair.key
         return judgment_from_answer(
-            qid,
-            docid,
+            *pair.key,
             text=raw,
             template=self.template,
             mode=self.config.score,

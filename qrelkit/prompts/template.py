@@ -55,8 +55,6 @@ class OutputParser(BaseModel):
     @field_validator("pattern")
     @classmethod
     def _has_score_group(cls, value: str) -> str:
-        import re
-
         try:
             compiled = re.compile(value)
         except re.error as exc:
