@@ -9,18 +9,19 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from qrelkit.errors import InputFormatError
 from qrelkit.io.files import open_regular
 from qrelkit.io.limits import limits, size_text
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 # Values visited when checking a parsed document; YAML aliases share objects, so a small file can
 # stand for billions of values (and a recursive alias for infinitely many).
 MAX_VALUES = 1_000_000
-ModelT = TypeVar("ModelT", bound=BaseModel)
+ModelT = TypeVar("ModelT", bound="BaseModel")
 
 
 def _refuse_constant(name: str) -> Any:
@@ -156,6 +157,8 @@ def load_yaml_model(
 ) -> ModelT:
     """``model`` from a YAML file, or from the built-in ``builtins/REF.yaml`` (prompt templates, probes).
     Any problem is ``error``: a validation error is a line per field, ``whole`` naming a check of the whole."""
+    from pydantic import ValidationError  # not at import: commands that load no model never import pydantic
+
     path = Path(ref)
     if not path.is_file():
         path = builtins / f"{ref}.yaml"

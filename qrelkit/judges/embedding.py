@@ -98,9 +98,6 @@ class EmbeddingJudge(BaseJudge[EmbeddingConfig]):
             self.document_vectors.update(self._vectors("document", documents))
 
     def sort_keys(self, pairs: Sequence[Pair]) -> list[int]:
-        """The runner orders a window of pairs by these before cutting it into calls: each document's
-        length as the embedder batches texts, so a call's new texts pad to about the same length
-        and the encoder runs at its own speed, whichever calls the pool would have made."""
         texts = [pair.document.text or "" for pair in pairs]
         return text_lengths(self.embedder, texts)
 

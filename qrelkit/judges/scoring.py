@@ -38,6 +38,7 @@ alternatives (OpenAI, vLLM): a grade outside the top-k counts as probability 0.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -133,12 +134,8 @@ def answer_candidates(positions: TokenPositions | None, *, template: PromptTempl
     offset = score_offset(joined, template)
     if offset is None:
         return {}
-    end = 0
-    for token, candidates in positions:
-        end += len(token)
-        if offset < end:
-            return candidates
-    return {}
+    ends = itertools.accumulate(len(token) for token, _ in positions)
+    return next((candidates for (_, candidates), end in zip(positions, ends) if offset < end), {})
 
 
 def judgment_from_answer(

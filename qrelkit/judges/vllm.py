@@ -129,7 +129,6 @@ def device_kind() -> str:
 
 
 def engine_options(config: VLLMConfig, device: str) -> dict[str, Any]:
-    """`vllm.LLM`'s arguments for this configuration on this device."""
     options: dict[str, Any] = {
         "model": config.model,
         "max_model_len": config.max_model_len,
@@ -220,7 +219,6 @@ def chat_options(config: VLLMConfig) -> ChatOptions:
 
 
 def run_batch_command(config: VLLMConfig, device: str, source: Path, output: Path) -> list[str]:
-    """vLLM's run_batch command line for the engine settings of `engine_options` on ``device``."""
     options = engine_options(config, device)
     command = [sys.executable, "-m", "vllm.entrypoints.openai.run_batch", "-i", str(source), "-o", str(output)]
     command += ["--model", options["model"], "--served-model-name", SERVED_NAME, "--max-model-len", str(options["max_model_len"])]
