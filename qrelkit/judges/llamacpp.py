@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import Field
 
 from qrelkit.judges.base import BaseJudge, JudgeConfig, JudgeError, Judgment, Pair
-from qrelkit.judges.scoring import candidates_from_logits, grade_token_ids, judgment_from_answer, missing_grade_tokens
+from qrelkit.judges.scoring import candidates_from_logits, expected_grade_ids, judgment_from_answer
 from qrelkit.prompts import TemplateError
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -113,21 +113,16 @@ class LlamaCppJudge(BaseJudge[LlamaCppConfig]):
             eos_token=self.llm.detokenize([self.llm.token_eos()]).decode("utf-8", "replace"),
             bos_token=self.llm.detokenize([self.llm.token_bos()]).decode("utf-8", "replace"),
         )
-        self.grade_ids = self._grade_token_ids()
-
-    def _grade_token_ids(self) -> dict[str, list[int]] | None:
-        """Ids of each grade's single-token spellings; None when a grade has none (no expected grade)."""
         vocabulary = ((i, self.llm.detokenize([i]).decode("utf-8", "replace")) for i in range(self.llm.n_vocab()))
-        ids = grade_token_ids(vocabulary, self.template.grade_token_list)
-        missing = missing_grade_tokens(ids)
-        if not missing:
-            return ids
-        if self.config.score == "expected":
-            raise JudgeError(
+        self.grade_ids = expected_grade_ids(
+            vocabulary,
+            self.template,
+            config.score,
+            lambda missing: (
                 f"score: expected needs every grade as one token, but {', '.join(map(repr, missing))} is not a single token "
                 "for this model; use score: parsed, or set `grade_tokens` in the template"
-            )
-        return None
+            ),
+        )
 
     def _prompt_tokens(self, pair: Pair) -> list[int]:
         rendered = self.template.render(pair.topic, pair.document)

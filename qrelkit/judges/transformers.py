@@ -47,10 +47,9 @@ from qrelkit.judges.chat import hf_messages
 from qrelkit.judges.scoring import (
     answer_candidates,
     candidates_from_logits,
+    expected_grade_ids,
     first_line,
-    grade_token_ids,
     judgment_from_answer,
-    missing_grade_tokens,
 )
 from qrelkit.machine import available_cores
 from qrelkit.prompts import PromptTemplate, TemplateError
@@ -210,7 +209,8 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
         self.workers = config.decode_workers or available_cores()
         self.image_decode = self._image_path(config.image_decode)
         self.handoff = StreamHandoff(self.device) if self.image_decode == "device" else None
-        self.grade_ids = self._grade_token_ids()
+        vocabulary = enumerate(self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))]))
+        self.grade_ids = expected_grade_ids(vocabulary, self.template, config.score, self._refusal)
 
     def _image_path(self, asked: str) -> str:
         """device: JPEGs decoded and processed where the model is (needs a fast image processor);
@@ -261,20 +261,12 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
         if not getattr(chat, "chat_template", None):
             raise JudgeError(f"model {self.model_id!r} has no chat template")
 
-    def _grade_token_ids(self) -> dict[str, list[int]] | None:
-        """Ids of each grade's single-token spellings; None when a grade has none (no expected grade)."""
-        vocabulary = enumerate(self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))]))
-        ids = grade_token_ids(vocabulary, self.template.grade_token_list)
-        missing = missing_grade_tokens(ids)
-        if not missing:
-            return ids
-        if self.config.score == "expected":
-            shown = ", ".join(map(repr, missing[:5])) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-            raise JudgeError(
-                f"score: expected needs every grade as one token, but {shown} are not single tokens "
-                f"for {self.model_id!r}; use score: parsed, or set `grade_tokens` in the template"
-            )
-        return None
+    def _refusal(self, missing: list[str]) -> str:
+        shown = ", ".join(map(repr, missing[:5])) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        return (
+            f"score: expected needs every grade as one token, but {shown} are not single tokens "
+            f"for {self.model_id!r}; use score: parsed, or set `grade_tokens` in the template"
+        )
 
     # -- inputs -------------------------------------------------------------------------------------
 
