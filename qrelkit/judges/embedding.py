@@ -82,8 +82,7 @@ class EmbeddingJudge(BaseJudge[EmbeddingConfig]):
         cache = self.context.embedding_cache
         if cache is not None:
             return cache.vectors(self.embedder, kind, items)
-        ids = list(items)
-        return dict(zip(ids, self.embedder.encode([items[i] for i in ids])))
+        return dict(zip(items, self.embedder.encode(list(items.values()))))
 
     def prepare(self, pairs: Sequence[Pair]) -> None:
         topics = {p.topic.qid: self._topic_text(p) for p in pairs if p.topic.qid not in self.topic_vectors}
