@@ -9,15 +9,19 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from qrelkit.errors import InputFormatError
 from qrelkit.io.files import open_regular
 from qrelkit.io.limits import limits, size_text
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 # Values visited when checking a parsed document; YAML aliases share objects, so a small file can
 # stand for billions of values (and a recursive alias for infinitely many).
 MAX_VALUES = 1_000_000
+ModelT = TypeVar("ModelT", bound="BaseModel")
 
 
 def _refuse_constant(name: str) -> Any:
@@ -135,6 +139,38 @@ def read_yaml(path: str | Path) -> Any:
     if problem:
         raise InputFormatError.single(path, 0, problem)
     return data
+
+
+def read_yaml_mapping(path: Path, error: type[Exception], expected: str) -> dict[str, Any]:
+    """A YAML file that must hold a mapping (``expected`` says of what); any problem is ``error``, naming the file."""
+    try:
+        data = read_yaml(path)
+    except InputFormatError as exc:
+        raise error(str(exc)) from None
+    if not isinstance(data, dict):
+        raise error(f"{path}: expected {expected}")
+    return data
+
+
+def load_yaml_model(
+    ref: str | Path, builtins: Path, model: type[ModelT], error: type[Exception], *, kind: str, expected: str, whole: str
+) -> ModelT:
+    """``model`` from a YAML file, or from the built-in ``builtins/REF.yaml`` (prompt templates, probes).
+    Any problem is ``error``: a validation error is a line per field, ``whole`` naming a check of the whole."""
+    from pydantic import ValidationError  # not at import: commands that load no model never import pydantic
+
+    path = Path(ref)
+    if not path.is_file():
+        path = builtins / f"{ref}.yaml"
+        if not path.is_file():
+            known = ", ".join(sorted(p.stem for p in builtins.glob("*.yaml")))
+            raise error(f"{kind} {str(ref)!r}: no such file or built-in (built-ins: {known})")
+    data = read_yaml_mapping(path, error, expected)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"{path}: {'.'.join(str(p) for p in e['loc']) or whole}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
+        raise error("\n".join(lines)) from None
 
 
 def _check_depth(tokens: Iterator[Any], max_depth: int, path: Path) -> None:

@@ -16,11 +16,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from qrelkit.errors import InputFormatError, QrelkitError
+from qrelkit.errors import QrelkitError
 from qrelkit.io import OnDuplicate
 from qrelkit.io.files import OutputPathError, check_writable
 from qrelkit.io.paths import irds_id
-from qrelkit.io.structured import read_yaml, value_problem
+from qrelkit.io.structured import read_yaml_mapping, value_problem
 from qrelkit.jobs.grade import GradingSpec
 
 
@@ -286,12 +286,7 @@ def load_job(
         raise JobError(f"job file {path} not found")
     if path.is_dir():
         raise JobError(f"job file {path} is a directory, not a YAML file")
-    try:
-        data = read_yaml(path)
-    except InputFormatError as exc:
-        raise JobError(str(exc)) from None
-    if not isinstance(data, dict):
-        raise JobError(f"{path}: expected a mapping (database, collection, pool, judge, template, grading)")
+    data = read_yaml_mapping(path, JobError, "a mapping (database, collection, pool, judge, template, grading)")
     data.pop("allow_import", None)  # the file's own say does not count (see above)
     sweep = data.pop("sweep", None)
     if sweep is not None and cell is None:

@@ -82,8 +82,7 @@ class EmbeddingJudge(BaseJudge[EmbeddingConfig]):
         cache = self.context.embedding_cache
         if cache is not None:
             return cache.vectors(self.embedder, kind, items)
-        ids = list(items)
-        return dict(zip(ids, self.embedder.encode([items[i] for i in ids])))
+        return dict(zip(items, self.embedder.encode(list(items.values()))))
 
     def prepare(self, pairs: Sequence[Pair]) -> None:
         topics = {p.topic.qid: self._topic_text(p) for p in pairs if p.topic.qid not in self.topic_vectors}
@@ -98,9 +97,6 @@ class EmbeddingJudge(BaseJudge[EmbeddingConfig]):
             self.document_vectors.update(self._vectors("document", documents))
 
     def sort_keys(self, pairs: Sequence[Pair]) -> list[int]:
-        """The runner orders a window of pairs by these before cutting it into calls: each document's
-        length as the embedder batches texts, so a call's new texts pad to about the same length
-        and the encoder runs at its own speed, whichever calls the pool would have made."""
         texts = [pair.document.text or "" for pair in pairs]
         return text_lengths(self.embedder, texts)
 

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import time
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ import numpy as np
 from pydantic import Field
 
 from qrelkit.judges.base import BaseJudge, JudgeConfig, JudgeError, Judgment, Pair
-from qrelkit.judges.scoring import candidates_from_logits, grade_token_ids, judgment_from_answer, missing_grade_tokens
+from qrelkit.judges.scoring import candidates_from_logits, expected_grade_ids, judgment_from_answer
 from qrelkit.prompts import TemplateError
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -112,21 +113,16 @@ class LlamaCppJudge(BaseJudge[LlamaCppConfig]):
             eos_token=self.llm.detokenize([self.llm.token_eos()]).decode("utf-8", "replace"),
             bos_token=self.llm.detokenize([self.llm.token_bos()]).decode("utf-8", "replace"),
         )
-        self.grade_ids = self._grade_token_ids()
-
-    def _grade_token_ids(self) -> dict[str, list[int]] | None:
-        """Ids of each grade's single-token spellings; None when a grade has none (no expected grade)."""
         vocabulary = ((i, self.llm.detokenize([i]).decode("utf-8", "replace")) for i in range(self.llm.n_vocab()))
-        ids = grade_token_ids(vocabulary, self.template.grade_token_list)
-        missing = missing_grade_tokens(ids)
-        if not missing:
-            return ids
-        if self.config.score == "expected":
-            raise JudgeError(
+        self.grade_ids = expected_grade_ids(
+            vocabulary,
+            self.template,
+            config.score,
+            lambda missing: (
                 f"score: expected needs every grade as one token, but {', '.join(map(repr, missing))} is not a single token "
                 "for this model; use score: parsed, or set `grade_tokens` in the template"
-            )
-        return None
+            ),
+        )
 
     def _prompt_tokens(self, pair: Pair) -> list[int]:
         rendered = self.template.render(pair.topic, pair.document)
@@ -138,11 +134,8 @@ class LlamaCppJudge(BaseJudge[LlamaCppConfig]):
         empty cache, so a pair's score never depends on which pair came before it."""
         common = 0
         if self.config.reuse_prefix:
-            for a, b in zip(self.llm.input_ids[: self.llm.n_tokens], tokens):
-                if a != b:
-                    break
-                common += 1
-            common = min(common, len(tokens) - 1)  # always evaluate at least one token
+            shared = itertools.takewhile(lambda ab: ab[0] == ab[1], zip(self.llm.input_ids[: self.llm.n_tokens], tokens))
+            common = min(sum(1 for _ in shared), len(tokens) - 1)  # always evaluate at least one token
         self.llm.n_tokens = common
         self.llm.eval(tokens[common:])
         return self._last_logits()
@@ -179,10 +172,8 @@ class LlamaCppJudge(BaseJudge[LlamaCppConfig]):
             self.llm.eval([token])
             logits = self._last_logits()
         raw = self.config.answer_prefix + self.llm.detokenize(generated).decode("utf-8", "replace")
-        qid, docid = pair.key
         return judgment_from_answer(
-            qid,
-            docid,
+            *pair.key,
             text=raw,
             template=self.template,
             mode=self.config.score,

@@ -38,13 +38,14 @@ alternatives (OpenAI, vLLM): a grade outside the top-k counts as probability 0.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
-from qrelkit.judges.base import Judgment
+from qrelkit.judges.base import JudgeError, Judgment
 from qrelkit.prompts import PromptTemplate, parse_score, score_offset
 
 ScoreMode = Literal["parsed", "expected"]
@@ -89,10 +90,17 @@ def grade_token_ids(vocabulary: Iterable[tuple[int, str]], grade_tokens: Sequenc
     return ids
 
 
-def missing_grade_tokens(ids: Mapping[str, Sequence[int]]) -> list[str]:
-    """Grades that no single vocabulary entry spells (e.g. "10" for a tokenizer that splits digits):
-    no expected grade can be read for such a scale."""
-    return [grade for grade, found in ids.items() if not found]
+def expected_grade_ids(
+    vocabulary: Iterable[tuple[int, str]], template: PromptTemplate, mode: ScoreMode, refusal: Callable[[list[str]], str]
+) -> dict[str, list[int]] | None:
+    """`grade_token_ids` of the template's grades; None when a grade has no single-token spelling
+    (e.g. "10" for a tokenizer that splits digits): no expected grade can be read for such a scale,
+    and ``score: expected`` is refused (JudgeError: ``refusal`` of those grades)."""
+    ids = grade_token_ids(vocabulary, template.grade_token_list)
+    missing = [grade for grade, found in ids.items() if not found]
+    if missing and mode == "expected":
+        raise JudgeError(refusal(missing))
+    return None if missing else ids
 
 
 def candidates_from_logits(logits: np.ndarray, ids: Mapping[str, Sequence[int]]) -> dict[str, float]:
@@ -133,12 +141,8 @@ def answer_candidates(positions: TokenPositions | None, *, template: PromptTempl
     offset = score_offset(joined, template)
     if offset is None:
         return {}
-    end = 0
-    for token, candidates in positions:
-        end += len(token)
-        if offset < end:
-            return candidates
-    return {}
+    ends = itertools.accumulate(len(token) for token, _ in positions)
+    return next((candidates for (_, candidates), end in zip(positions, ends) if offset < end), {})
 
 
 def judgment_from_answer(

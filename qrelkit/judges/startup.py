@@ -24,7 +24,6 @@ def installed(module: str) -> bool:
 
 
 def missing_module(module: str, judge: str, install: str) -> str | None:
-    """``module`` cannot be imported here: the line says what to install."""
     return None if installed(module) else f"judge {judge!r} needs {module}, which is not installed: {install}"
 
 
@@ -38,7 +37,6 @@ def unset_variable(name: str, judge: str, fix: str) -> str | None:
 
 
 def missing_file(path: str | Path | None, judge: str, option: str, fix: str) -> str | None:
-    """A file (or folder) the judge reads is not there."""
     if path is None or Path(path).expanduser().exists():
         return None
     return f"judge {judge!r}: {option} {str(path)!r} not found; {fix}"

@@ -47,15 +47,12 @@ from qrelkit.judges.chat import hf_messages
 from qrelkit.judges.scoring import (
     answer_candidates,
     candidates_from_logits,
+    expected_grade_ids,
     first_line,
-    grade_token_ids,
     judgment_from_answer,
-    missing_grade_tokens,
 )
 from qrelkit.machine import available_cores
 from qrelkit.prompts import PromptTemplate, TemplateError
-
-DTYPES = ("auto", "bfloat16", "float16", "float32")
 
 
 class TransformersConfig(JudgeConfig):
@@ -171,9 +168,8 @@ def read_next_token_logits(
     prefix as the answer, so its parsed grade is stored too. None logits: the model gave none."""
     answer = config.answer_prefix + decode(int(np.argmax(logits))) if logits is not None else None
     candidates = candidates_from_logits(logits, grade_ids) if logits is not None and grade_ids is not None else None
-    qid, docid = pair.key
     return judgment_from_answer(
-        qid, docid, text=answer, template=template, mode=config.score, candidates=candidates, raw_output=answer, **common
+        *pair.key, text=answer, template=template, mode=config.score, candidates=candidates, raw_output=answer, **common
     )
 
 
@@ -213,7 +209,8 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
         self.workers = config.decode_workers or available_cores()
         self.image_decode = self._image_path(config.image_decode)
         self.handoff = StreamHandoff(self.device) if self.image_decode == "device" else None
-        self.grade_ids = self._grade_token_ids()
+        vocabulary = enumerate(self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))]))
+        self.grade_ids = expected_grade_ids(vocabulary, self.template, config.score, self._refusal)
 
     def _image_path(self, asked: str) -> str:
         """device: JPEGs decoded and processed where the model is (needs a fast image processor);
@@ -264,20 +261,12 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
         if not getattr(chat, "chat_template", None):
             raise JudgeError(f"model {self.model_id!r} has no chat template")
 
-    def _grade_token_ids(self) -> dict[str, list[int]] | None:
-        """Ids of each grade's single-token spellings; None when a grade has none (no expected grade)."""
-        vocabulary = enumerate(self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))]))
-        ids = grade_token_ids(vocabulary, self.template.grade_token_list)
-        missing = missing_grade_tokens(ids)
-        if not missing:
-            return ids
-        if self.config.score == "expected":
-            shown = ", ".join(map(repr, missing[:5])) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-            raise JudgeError(
-                f"score: expected needs every grade as one token, but {shown} are not single tokens "
-                f"for {self.model_id!r}; use score: parsed, or set `grade_tokens` in the template"
-            )
-        return None
+    def _refusal(self, missing: list[str]) -> str:
+        shown = ", ".join(map(repr, missing[:5])) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        return (
+            f"score: expected needs every grade as one token, but {shown} are not single tokens "
+            f"for {self.model_id!r}; use score: parsed, or set `grade_tokens` in the template"
+        )
 
     # -- inputs -------------------------------------------------------------------------------------
 
@@ -430,27 +419,22 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
             positions = [(self.tokenizer.decode([tokens[step]]), self._candidates(generated.logits[step][row])) for step in range(read)]
             candidates = answer_candidates(positions, template=self.template, forced=forced) if self.grade_ids is not None else None
             answer = self.config.answer_prefix + first_line(self.tokenizer.decode(tokens[:steps], skip_special_tokens=True))
-            out[prompt.index] = self._judgment(pairs[prompt.index], answer, candidates, int(lengths[row]), steps, latency)
+            out[prompt.index] = judgment_from_answer(
+                *pairs[prompt.index].key,
+                text=answer,
+                template=self.template,
+                mode=self.config.score,
+                candidates=candidates,
+                raw_output=answer,
+                tokens_in=int(lengths[row]),
+                tokens_out=steps,
+                latency_ms=latency,
+                model_id=self.model_id,
+            )
         return out
 
     def _candidates(self, logits: Any) -> dict[str, float]:
         return candidates_from_logits(logits.float().cpu().numpy(), self.grade_ids) if self.grade_ids is not None else {}
-
-    def _judgment(self, pair: Pair, answer: str, candidates: Any, tokens_in: int, tokens_out: int, latency: float) -> Judgment:
-        qid, docid = pair.key
-        return judgment_from_answer(
-            qid,
-            docid,
-            text=answer,
-            template=self.template,
-            mode=self.config.score,
-            candidates=candidates,
-            raw_output=answer,
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            latency_ms=latency,
-            model_id=self.model_id,
-        )
 
     # -- the judge ------------------------------------------------------------------------------------
 
@@ -463,8 +447,7 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
             except TemplateError as exc:
                 results[index] = Judgment.failed(pair, "input_error", str(exc), model_id=self.model_id)
         if prompts:
-            lengths = self.tokenizer([p.text for p in prompts], add_special_tokens=False)["input_ids"]
-            for prompt, ids in zip(prompts, lengths):
+            for prompt, ids in zip(prompts, self.tokenizer([p.text for p in prompts], add_special_tokens=False)["input_ids"]):
                 prompt.length = len(ids)
         groups = forward_batches(prompts, self.config.batch_size)
         last_use = {path: number for number, group in enumerate(groups) for p in group for path in p.images}
@@ -487,11 +470,7 @@ class TransformersJudge(BaseJudge[TransformersConfig]):
         from PIL import Image
 
         try:
-            content: Any = [{"type": "text", "text": "Is this relevant?"}]
-            if self.is_vlm:
-                content.append({"type": "image"})
-            else:
-                content = "Is this relevant?"
+            content: Any = [{"type": "text", "text": "Is this relevant?"}, {"type": "image"}] if self.is_vlm else "Is this relevant?"
             text = self.prompt_text([{"role": "user", "content": content}])
             self.tokenizer.padding_side = "right"
             if self.processor is None:

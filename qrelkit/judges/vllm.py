@@ -129,7 +129,6 @@ def device_kind() -> str:
 
 
 def engine_options(config: VLLMConfig, device: str) -> dict[str, Any]:
-    """`vllm.LLM`'s arguments for this configuration on this device."""
     options: dict[str, Any] = {
         "model": config.model,
         "max_model_len": config.max_model_len,
@@ -147,10 +146,6 @@ def engine_options(config: VLLMConfig, device: str) -> dict[str, Any]:
     else:
         options["gpu_memory_utilization"] = config.gpu_memory_utilization
     return options
-
-
-def in_own_process(config: VLLMConfig, device: str) -> bool:
-    return config.engine_process if config.engine_process is not None else device != "cpu"
 
 
 @contextlib.contextmanager
@@ -197,7 +192,7 @@ def shared_engine(config: VLLMConfig) -> Any:
     vllm = import_vllm()
     device = device_kind()
     options = engine_options(config, device)
-    own_process = in_own_process(config, device)
+    own_process = config.engine_process if config.engine_process is not None else device != "cpu"
     key = json.dumps([options, own_process], sort_keys=True)
     if key not in _ENGINES:
         try:
@@ -224,7 +219,6 @@ def chat_options(config: VLLMConfig) -> ChatOptions:
 
 
 def run_batch_command(config: VLLMConfig, device: str, source: Path, output: Path) -> list[str]:
-    """vLLM's run_batch command line for the engine settings of `engine_options` on ``device``."""
     options = engine_options(config, device)
     command = [sys.executable, "-m", "vllm.entrypoints.openai.run_batch", "-i", str(source), "-o", str(output)]
     command += ["--model", options["model"], "--served-model-name", SERVED_NAME, "--max-model-len", str(options["max_model_len"])]
@@ -289,10 +283,8 @@ def read_output(
     generated = list(completion.token_ids)
     if generated and eos_token_id is not None and generated[-1] == eos_token_id:
         generated.pop()
-    qid, docid = pair.key
     return judgment_from_answer(
-        qid,
-        docid,
+        *pair.key,
         text=answer,
         template=template,
         mode=config.score,
@@ -303,16 +295,6 @@ def read_output(
         model_id=model_id,
         latency_ms=latency_ms,
     )
-
-
-def request_errors() -> tuple[type[Exception], ...]:
-    """What `LLM.generate` raises for a request it refuses before running anything (a prompt over
-    the context): VLLMClientError in vLLM ≥ 0.12 ("caused by the client request"), ValueError before."""
-    try:
-        from vllm.exceptions import VLLMClientError
-    except ImportError:
-        return (ValueError,)
-    return (VLLMClientError, ValueError)
 
 
 def refused_status(exc: Exception) -> Literal["input_error", "model_error"]:
@@ -362,7 +344,14 @@ class VLLMJudge(BaseJudge[VLLMConfig]):
         self.apply_chat_template = lambda messages: processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         self.eos_token_id = getattr(self.llm.get_tokenizer(), "eos_token_id", None)
         self.sampling = vllm.SamplingParams(**sampling_options(config))
-        self.refused = request_errors()
+        # what `LLM.generate` raises for a request it refuses before running anything (a prompt over the
+        # context): VLLMClientError in vLLM ≥ 0.12 ("caused by the client request"), ValueError before
+        try:
+            from vllm.exceptions import VLLMClientError
+
+            self.refused: tuple[type[Exception], ...] = (VLLMClientError, ValueError)
+        except ImportError:
+            self.refused = (ValueError,)
 
     # -- mode: batch (qrelkit.judges.base.BatchJudge; qrelkit.judges.vllm_batch runs vLLM's run_batch) --
 
@@ -382,10 +371,9 @@ class VLLMJudge(BaseJudge[VLLMConfig]):
         return self.route.body(pair)
 
     def batch_client(self, folder: Path) -> LocalBatchClient:
-        return LocalBatchClient(Path(folder) / "vllm", self._run_batch_command)
-
-    def _run_batch_command(self, source: Path, output: Path) -> list[str]:
-        return run_batch_command(self.config, self._device or device_kind(), source, output)
+        return LocalBatchClient(
+            Path(folder) / "vllm", lambda source, output: run_batch_command(self.config, self._device or device_kind(), source, output)
+        )
 
     def batch_judgment(self, qid: str, docid: str, line: BatchLine | None) -> Judgment | None:
         return self.route.batch_judgment(qid, docid, line)

@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from qrelkit.errors import InputFormatError, QrelkitError
+from qrelkit.errors import QrelkitError
 from qrelkit.io import sha256_text
-from qrelkit.io.structured import read_yaml
+from qrelkit.io.structured import load_yaml_model
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 
@@ -170,36 +170,14 @@ class Probe(BaseModel):
         return {**self.identity(), "tests": self.tests, "robust": self.robust, "modality": self.modality}
 
 
-def _format(path: str, exc: ValidationError) -> str:
-    lines = []
-    for error in exc.errors():
-        field = ".".join(str(p) for p in error["loc"]) or "(probe)"
-        lines.append(f"{path}: {field}: {error['msg'].removeprefix('Value error, ')}")
-    return "\n".join(lines)
-
-
 def builtin_ids() -> list[str]:
     return sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml"))
 
 
 def load_probe(ref: str | Path) -> Probe:
     """A probe from a YAML file, or a built-in by id (`qrelkit probe --list`)."""
-    path = Path(ref)
-    if not path.is_file():
-        builtin = BUILTIN_DIR / f"{ref}.yaml"
-        if not builtin.is_file():
-            raise ProbeError(f"probe {str(ref)!r}: no such file or built-in (built-ins: {', '.join(builtin_ids())})")
-        path = builtin
-    try:
-        data = read_yaml(path)
-    except InputFormatError as exc:
-        raise ProbeError(str(exc)) from None
-    if not isinstance(data, dict):
-        raise ProbeError(f"{path}: expected a mapping of probe fields (id, perturbation, tests, parameters, seed)")
-    try:
-        return Probe.model_validate(data)
-    except ValidationError as exc:
-        raise ProbeError(_format(str(path), exc)) from None
+    fields = "a mapping of probe fields (id, perturbation, tests, parameters, seed)"
+    return load_yaml_model(ref, BUILTIN_DIR, Probe, ProbeError, kind="probe", expected=fields, whole="(probe)")
 
 
 def load_probes(refs: list[str] | tuple[str, ...]) -> list[Probe]:

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from qrelkit.errors import InputFormatError, QrelkitError
+from qrelkit.errors import QrelkitError
 from qrelkit.io import Document, Topic, sha256_text
-from qrelkit.io.structured import read_yaml
+from qrelkit.io.structured import load_yaml_model
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 TOPIC_PLACEHOLDERS = {"query", "qid"}  # always present in a topic record
@@ -55,8 +55,6 @@ class OutputParser(BaseModel):
     @field_validator("pattern")
     @classmethod
     def _has_score_group(cls, value: str) -> str:
-        import re
-
         try:
             compiled = re.compile(value)
         except re.error as exc:
@@ -254,34 +252,11 @@ class RenderedPrompt:
         return head + "[user]\n" + self.user_text
 
 
-def _format_validation(path: str, exc: ValidationError) -> str:
-    lines = []
-    for error in exc.errors():
-        field = ".".join(str(p) for p in error["loc"]) or "(template)"
-        message = error["msg"].removeprefix("Value error, ")
-        lines.append(f"{path}: {field}: {message}")
-    return "\n".join(lines)
-
-
 def load_template(ref: str | Path) -> PromptTemplate:
     """A template from a YAML path, or a built-in by id (see `qrelkit prompts list`)."""
-    path = Path(ref)
-    if not path.is_file():
-        builtin = BUILTIN_DIR / f"{ref}.yaml"
-        if not builtin.is_file():
-            known = ", ".join(sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml")))
-            raise TemplateError(f"prompt template {str(ref)!r}: no such file or built-in (built-ins: {known})")
-        path = builtin
-    try:
-        data = read_yaml(path)
-    except InputFormatError as exc:
-        raise TemplateError(str(exc)) from None
-    if not isinstance(data, dict):
-        raise TemplateError(f"{path}: expected a mapping of template fields")
-    try:
-        return PromptTemplate.model_validate(data)
-    except ValidationError as exc:
-        raise TemplateError(_format_validation(str(path), exc)) from None
+    return load_yaml_model(
+        ref, BUILTIN_DIR, PromptTemplate, TemplateError, kind="prompt template", expected="a mapping of template fields", whole="(template)"
+    )
 
 
 def builtin_templates() -> list[PromptTemplate]:
