@@ -315,6 +315,8 @@ def _bias_section(result: Audit) -> Section:
 
 
 def _judge_section(judge: Any) -> Section:
+    from qrelkit.report.document import Lines
+
     statuses = [[status, count, f"{count / judge.judgments:.1%}" if judge.judgments else "–"] for status, count in judge.statuses.items()]
     facts = [
         ["judge run", judge.judge_run_id],
@@ -337,21 +339,15 @@ def _judge_section(judge: Any) -> Section:
         header = ["status", "qid", "docid", "model's answer", "why it failed"]
         failures = Table("", header, rows, text_columns=5, wrap_columns=frozenset({3, 4}), name="failures")
         blocks.append(Section("Failures (a sample), with the model's answer", [failures]))
-    blocks.append(Section("Configuration", [_pre(json.dumps(judge.config, indent=2, sort_keys=True))]))
+    blocks.append(Section("Configuration", [Lines(json.dumps(judge.config, indent=2, sort_keys=True).splitlines())]))
     if judge.template:
         parts = [
-            Section(key, [_pre(value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False))])
+            Section(key, [Lines((value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)).splitlines())])
             for key, value in judge.template.items()
             if key != "id"  # already in the facts above
         ]
         blocks.append(Section("Prompt template", parts))
     return Section("Judge", blocks)
-
-
-def _pre(text: str) -> Any:
-    from qrelkit.report.document import Lines
-
-    return Lines(text.splitlines())
 
 
 def _number(value: Any) -> str:

@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from qrelkit.commands.documents import ranged
 from qrelkit.report.document import Document, Estimate, Figure, Note, Paragraph, Section, Table, notes, warnings
 from qrelkit.report.phrases import describe_sample, fmt
 
@@ -112,13 +113,6 @@ def _rankings_clause(rankings: list[Any], alpha: float, reference: str) -> str:
     return "; ".join(parts)
 
 
-def _pairs(comparison: Any) -> list[tuple[str, str, list[Any]]]:
-    out: dict[tuple[str, str], list[Any]] = {}
-    for d in comparison.differences:
-        out.setdefault((d.first, d.second), []).append(d)
-    return [(a, b, found) for (a, b), found in out.items()]
-
-
 def pairwise(result: Any) -> list[str]:
     """One sentence per two judges compared: labels (Δκ), then system rankings (Δτ per measure)."""
     comparison = result.comparison
@@ -127,8 +121,11 @@ def pairwise(result: Any) -> list[str]:
     if not comparison.differences:
         return [_single(result, name) for name in comparison.judges]
     alpha = 1.0 - comparison.level
+    pairs: dict[tuple[str, str], list[Any]] = {}
+    for d in comparison.differences:
+        pairs.setdefault((d.first, d.second), []).append(d)
     sentences = []
-    for first, second, found in _pairs(comparison):
+    for (first, second), found in pairs.items():
         kappa = next((d for d in found if d.statistic == "cohen_kappa"), None)
         rankings = [d for d in found if d.statistic == "kendall_tau"]
         clauses = ([_labels_clause(kappa, alpha)] if kappa is not None else []) + (
@@ -170,21 +167,16 @@ def ranked(result: Any) -> list[str]:
     return sorted(comparison.audits, key=key)
 
 
-def _tau_apart(comparison: Any, measure: str) -> dict[frozenset[str], str]:
-    alpha = 1.0 - comparison.level
-    return {
-        frozenset((d.first, d.second)): decide(d, alpha)
-        for d in comparison.differences
-        if d.statistic == "kendall_tau" and d.measure == measure
-    }
-
-
 def tie_groups(result: Any) -> list[list[str]]:
     """The ranking cut into groups: each group starts at the best judge not yet placed and holds the
     judges below it that cannot be told apart from it (Δτ on the first measure, paired)."""
     comparison = result.comparison
     measure = first_measure(comparison)
-    told = _tau_apart(comparison, measure)
+    told = {
+        frozenset((d.first, d.second)): decide(d, 1.0 - comparison.level)
+        for d in comparison.differences
+        if d.statistic == "kendall_tau" and d.measure == measure
+    }
     order = ranked(result)
     groups: list[list[str]] = []
     while order:
@@ -228,12 +220,6 @@ def ranking_lead(result: Any) -> list[str]:
 # -- tables ---------------------------------------------------------------------------------------------
 
 
-def _value(value: float | None, found: Any, digits: int = 4) -> Estimate:
-    if found is None:
-        return Estimate(value, digits=digits)
-    return Estimate(value, found.low, found.high, digits, 3, mark=bool(found.note))
-
-
 def _cost_cells(entry: Any) -> list[Any]:
     """failed/judged, cost, tokens in/out (none where nothing was counted), time and rate."""
     cost = entry.cost
@@ -262,29 +248,19 @@ def judges_table(result: Any) -> Table:
         found = comparison.audits.get(entry.name) if comparison else None
         classes.append(None if entry.status == "compared" else "failed")
         if found is None:
-            rows.append(
-                [
-                    entry.name,
-                    entry.status,
-                    None,
-                    None,
-                    None,
-                    *[None] * (2 * len(measures) + len(groups) * len(measures)),
-                    *_cost_cells(entry),
-                ]
-            )
+            rows.append([entry.name, entry.status, *[None] * (3 + 2 * len(measures) + len(groups) * len(measures)), *_cost_cells(entry)])
             continue
         labels = found.labels
         cells: list[Any] = [
             entry.name,
             entry.status,
             f"{labels.model_pairs:,} ({labels.shared_pairs:,})",
-            _value(labels.cohen_kappa, labels.intervals.get("cohen_kappa")),
+            ranged(labels.cohen_kappa, labels.intervals.get("cohen_kappa")),
             f"{fmt(labels.cohen_kappa_linear, 3)} / {fmt(labels.cohen_kappa_quadratic, 3)}",
         ]
         for measure in measures:
             corr = found.systems[measure]
-            cells += [_value(corr.kendall_tau, corr.intervals.get("kendall_tau")), corr.tau_ap]
+            cells += [ranged(corr.kendall_tau, corr.intervals.get("kendall_tau")), corr.tau_ap]
         for group in groups:
             for measure in measures:
                 bias = found.bias.get(group, {}).get(measure)
@@ -299,7 +275,7 @@ def judges_table(result: Any) -> Table:
 def differences_table(comparison: Any) -> Table:
     header = ["difference", "statistic", "estimate [CI]", "p", "queries"]
     rows = [
-        [f"{d.first} − {d.second}", d.name, _value(d.estimate, d.interval), None if d.p_value is None else round(d.p_value, 3), d.queries]
+        [f"{d.first} − {d.second}", d.name, ranged(d.estimate, d.interval), None if d.p_value is None else round(d.p_value, 3), d.queries]
         for d in comparison.differences
     ]
     against = f" (each judge − {comparison.baseline})" if comparison.baseline else ""
@@ -454,17 +430,14 @@ def tau_figure(result: Any) -> Figure:
         names = ranked(result)
         measures = next(iter(comparison.audits.values())).model_evaluation.measures
         taus = {m: [comparison.audits[n].systems[m].kendall_tau for n in names] for m in measures}
-        intervals = {m: [_interval(comparison.audits[n].systems[m].intervals.get("kendall_tau")) for n in names] for m in measures}
+        found = {m: [comparison.audits[n].systems[m].intervals.get("kendall_tau") for n in names] for m in measures}
+        intervals = {m: [None if i is None else (i.low, i.high) for i in found[m]] for m in measures}
         label = f"Kendall τ-b with {comparison.reference_name} [{comparison.level:.0%} {comparison.interval} interval]"
         return plot_tau_per_judge(names, taus, intervals, label)
 
     return Figure(
         "Kendall τ-b of each judge's system ranking with the reference's, best first.", draw, "Kendall τ per judge with intervals", 640
     )
-
-
-def _interval(found: Any) -> tuple[float, float] | None:
-    return None if found is None else (found.low, found.high)
 
 
 def comparison(result: Any, request: Any) -> Document:

@@ -4,6 +4,7 @@ runs (folded), then what the estimates rest on."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from qrelkit.commands.estimate_result import (
@@ -58,16 +59,14 @@ def _runs_table(found: MeasureEstimates) -> Table:
     return Table(f"{found.measure}: the runs by {ESTIMATOR_NAMES[e]}", header, rows, text_columns=2, name=f"runs {found.measure}")
 
 
-def _neighbours_table(found: MeasureEstimates) -> Table:
-    order = found.order()
+def _differences(found: MeasureEstimates, pairs: Iterable[tuple[int, int]], what: str, other: str, name: str) -> Table:
+    """Differences between runs ``pairs`` (a, b) with their 95% intervals: told apart where the interval excludes 0."""
     rows = []
-    for a, b in zip(order[:-1], order[1:]):
+    for a, b in pairs:
         d, h = found.difference[a, b], found.half_width[a, b]
         rows.append([found.runs[a], found.runs[b], Estimate(d, d - h, d + h, signed=True), "yes" if abs(d) > h else "no"])
-    return Table(
-        f"{found.measure}: each run against the next in the ranking", ["run", "next run", "difference [95% CI]", "told apart"], rows,
-        text_columns=2, name=f"neighbours {found.measure}",
-    )  # fmt: skip
+    header = ["run", other, "difference [95% CI]", "told apart"]
+    return Table(f"{found.measure}: {what}", header, rows, text_columns=2, name=f"{name} {found.measure}")
 
 
 def _estimators_table(found: MeasureEstimates) -> Table:
@@ -75,22 +74,6 @@ def _estimators_table(found: MeasureEstimates) -> Table:
     rows = [[found.runs[r]] + [_estimate(found.values[n][r], found.low[n][r], found.high[n][r]) for n in names] for r in found.order()]
     return Table(
         f"{found.measure}: every estimator", ["run"] + [ESTIMATOR_NAMES[n] for n in names], rows, name=f"estimators {found.measure}"
-    )
-
-
-def _pairs_table(found: MeasureEstimates) -> Table:
-    order = found.order()
-    rows = []
-    for i, a in enumerate(order):
-        for b in order[i + 1 :]:
-            d, h = found.difference[a, b], found.half_width[a, b]
-            rows.append([found.runs[a], found.runs[b], Estimate(d, d - h, d + h, signed=True), "yes" if abs(d) > h else "no"])
-    return Table(
-        f"{found.measure}: every pair of runs",
-        ["run", "other run", "difference [95% CI]", "told apart"],
-        rows,
-        text_columns=2,
-        name=f"pairs {found.measure}",
     )
 
 
@@ -140,15 +123,12 @@ def _notes(result: EstimateResult) -> list[Note]:
 def estimate_document(result: EstimateResult, request: Any = None) -> Document:
     blocks: list = []
     for found in result.measures.values():
-        blocks.append(
-            Section(
-                found.measure,
-                [
-                    _runs_table(found),
-                    _neighbours_table(found),
-                    Section(f"{found.measure}: every estimator", [_estimators_table(found)], folded=True),
-                    Section(f"{found.measure}: every pair of runs", [_pairs_table(found)], folded=True),
-                ],
-            )
+        order = found.order()
+        every = [(a, b) for i, a in enumerate(order) for b in order[i + 1 :]]
+        neighbours = _differences(found, zip(order[:-1], order[1:]), "each run against the next in the ranking", "next run", "neighbours")
+        estimators = Section(f"{found.measure}: every estimator", [_estimators_table(found)], folded=True)
+        pairs = Section(
+            f"{found.measure}: every pair of runs", [_differences(found, every, "every pair of runs", "other run", "pairs")], folded=True
         )
+        blocks.append(Section(found.measure, [_runs_table(found), neighbours, estimators, pairs]))
     return Document(lead=[lead(result)], blocks=blocks, notes=_notes(result), data=result.to_dict(), title="Estimates from a human sample")
