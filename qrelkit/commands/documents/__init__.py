@@ -17,3 +17,8 @@ def ranged(
     if found is None:
         return Estimate(value, digits=digits, interval_digits=interval_digits, signed=signed, percent=percent)
     return Estimate(value, found.low, found.high, digits, interval_digits, mark=bool(found.note), signed=signed, percent=percent)
+
+
+def bracket(found: Any, digits: int = 3) -> str:
+    """`` [low, high]`` of an interval record (``low``, ``high``) for a sentence, or nothing where there is none."""
+    return "" if found is None else f" [{found.low:.{digits}f}, {found.high:.{digits}f}]"

@@ -17,8 +17,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from qrelkit.commands.documents import ranged
-from qrelkit.report.document import Document, Estimate, Figure, Note, Paragraph, Section, Table, notes, warnings
+from qrelkit.commands.documents import bracket, ranged
+from qrelkit.report.document import Document, Estimate, Figure, Paragraph, Section, Table, notes, warnings
 from qrelkit.report.phrases import describe_sample, fmt
 
 DIGITS = {"cohen_kappa": 2, "kendall_tau": 3, "tau_ap": 3}
@@ -41,12 +41,9 @@ def decide(d: Any, alpha: float) -> str:
     return "mixed"
 
 
-def _signed(value: float, digits: int) -> str:
-    return f"{value:+.{digits}f}".replace("-", "−")
-
-
-def _plain(value: float, digits: int) -> str:
-    return f"{value:.{digits}f}".replace("-", "−")
+def _number(value: float, digits: int, sign: str = "") -> str:
+    """``value`` with ``digits`` decimals and a true minus sign; ``sign`` "+": a plus sign too."""
+    return f"{value:{sign}.{digits}f}".replace("-", "−")
 
 
 def p_text(p: float | None) -> str:
@@ -60,16 +57,16 @@ def _by(d: Any, flip: bool) -> str:
     """'Δκ +0.13 [0.06, 0.20], p = 0.001', as winner − loser when ``flip`` (the second judge won)."""
     digits = DIGITS[d.statistic]
     sign = -1.0 if flip else 1.0
-    text = f"{d.name} {_signed(sign * d.estimate, digits)}"
+    text = f"{d.name} {_number(sign * d.estimate, digits, '+')}"
     if d.interval is not None:
         low, high = sorted((sign * d.interval.low, sign * d.interval.high))
-        text += f" [{_plain(low, digits)}, {_plain(high, digits)}]"
+        text += f" [{_number(low, digits)}, {_number(high, digits)}]"
     return f"{text}, {p_text(d.p_value)}"
 
 
 def _brief(d: Any, with_measure: bool) -> str:
     name = d.name if with_measure else d.name.split(" ")[0]
-    return f"{name} {_signed(d.estimate, DIGITS[d.statistic])}, {p_text(d.p_value)}"
+    return f"{name} {_number(d.estimate, DIGITS[d.statistic], '+')}, {p_text(d.p_value)}"
 
 
 def _labels_clause(d: Any, alpha: float) -> str:
@@ -137,12 +134,10 @@ def pairwise(result: Any) -> list[str]:
 
 def _single(result: Any, name: str) -> str:
     found = result.comparison.audits[name]
-    kappa = found.labels.intervals.get("cohen_kappa")
-    text = f"{name} against {result.comparison.reference_name}: κ {found.labels.cohen_kappa:.2f}"
-    text += f" [{kappa.low:.2f}, {kappa.high:.2f}]" if kappa is not None else ""
+    kappa = bracket(found.labels.intervals.get("cohen_kappa"), 2)
+    text = f"{name} against {result.comparison.reference_name}: κ {found.labels.cohen_kappa:.2f}{kappa}"
     for measure, corr in found.systems.items():
-        tau = corr.intervals.get("kendall_tau")
-        text += f", τ {measure} {corr.kendall_tau:.3f}" + (f" [{tau.low:.3f}, {tau.high:.3f}]" if tau is not None else "")
+        text += f", τ {measure} {corr.kendall_tau:.3f}{bracket(corr.intervals.get('kendall_tau'))}"
     return text + " (one judge: no difference to test)."
 
 
@@ -199,8 +194,7 @@ def ranking_lead(result: Any) -> list[str]:
     measure = first_measure(comparison)
     order = ranked(result)
     best = comparison.audits[order[0]].systems[measure]
-    found = best.intervals.get("kendall_tau")
-    interval = f" [{found.low:.3f}, {found.high:.3f}]" if found is not None else ""
+    interval = bracket(best.intervals.get("kendall_tau"))
     tied = [name for name in order[1:] if comparison.audits[name].systems[measure].kendall_tau == best.kendall_tau]
     with_tied = f" (tied with {', '.join(tied)})" if tied else ""
     lines = [
@@ -357,13 +351,15 @@ def mixed_lines(result: Any) -> list[str]:
     for d in comparison.differences:
         if decide(d, alpha) != "mixed":
             continue
-        interval = f"its {comparison.level:.0%} {d.interval.method} interval [{_plain(d.interval.low, 3)}, {_plain(d.interval.high, 3)}]"
+        interval = f"its {comparison.level:.0%} {d.interval.method} interval [{_number(d.interval.low, 3)}, {_number(d.interval.high, 3)}]"
         if d.p_value >= alpha:
             why = f"{interval} excludes 0 but {p_text(d.p_value)} ≥ {alpha:.2f}"
         else:
             why = f"{p_text(d.p_value)} < {alpha:.2f} but {interval} holds 0"
         note = " (the interval carries a note: see below)" if d.interval.note else ""
-        lines.append(f"{d.first} − {d.second}, {d.name} = {_signed(d.estimate, 4)}: {why}{note}; counted as not shown to differ: read both")
+        lines.append(
+            f"{d.first} − {d.second}, {d.name} = {_number(d.estimate, 4, '+')}: {why}{note}; counted as not shown to differ: read both"
+        )
     return lines
 
 
@@ -445,23 +441,21 @@ def comparison(result: Any, request: Any) -> Document:
     from qrelkit.commands.documents.probe import side_by_side
 
     comparison = result.comparison
+    many = comparison is not None and len(comparison.audits) > MANY and bool(comparison.differences)
     blocks: list[Any] = [judges_table(result), Paragraph("\n".join(describe(result)))]
     if comparison is not None and comparison.audits:
         blocks.append(Section("System rankings per judge", [tau_figure(result)]))
     if comparison is not None and comparison.differences:
-        many = len(comparison.audits) > MANY
         sentences = [Paragraph("\n".join(pairwise(result) + mixed_lines(result) + list(comparison.notes)))] if many else []
         blocks.append(Section("Every two judges compared", [*sentences, differences_table(comparison)], folded=many))
         kappas = kappa_table(comparison)
         blocks += [kappas] if kappas is not None else []
     if result.probes:
         blocks.append(side_by_side(result.probes))
-    many = comparison is not None and len(comparison.audits) > MANY and bool(comparison.differences)
-    said = warnings(warning_lines(comparison)) if comparison is not None else []
-    said += notes([*mixed_lines(result), *sample_lines(result)] if not many else sample_lines(result))
-    said += notes([grades_line(comparison)]) if comparison is not None else []
-    if not many:  # the sentences rest on these: each stands under them
-        said = [Note(n.text, n.kind, True, n.key) for n in said]
+    # a few judges: the sentences rest on these, so each stands under them
+    said = warnings(warning_lines(comparison), qualifies=not many) if comparison is not None else []
+    said += notes([*mixed_lines(result), *sample_lines(result)] if not many else sample_lines(result), qualifies=not many)
+    said += notes([grades_line(comparison)], qualifies=not many) if comparison is not None else []
     if comparison is not None:
         said += notes([f"* {judge}: {note}" for judge, found in comparison.audits.items() for note in found.interval_notes()])
         marks = [f"* {d.first} − {d.second}, {d.name}: {d.interval.note}" for d in comparison.differences if d.interval and d.interval.note]

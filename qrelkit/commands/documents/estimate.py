@@ -18,10 +18,9 @@ from qrelkit.commands.estimate_result import (
 from qrelkit.report.document import Document, Estimate, Note, Section, Table
 
 
-def _estimate(value: float, low: float, high: float, signed: bool = False) -> Estimate:
-    if low != low or high != high:  # NaN: no interval (the judge's)
-        return Estimate(value, signed=signed)
-    return Estimate(value, low, high, signed=signed)
+def _estimate(found: MeasureEstimates, estimator: str, run: int) -> Estimate:
+    value, low, high = found.values[estimator][run], found.low[estimator][run], found.high[estimator][run]
+    return Estimate(value) if low != low or high != high else Estimate(value, low, high)  # NaN: no interval (the judge's)
 
 
 def lead(result: EstimateResult) -> str:
@@ -44,17 +43,10 @@ def _runs_table(found: MeasureEstimates) -> Table:
     e = found.estimator
     rows = []
     for place, r in enumerate(found.order(), start=1):
-        rows.append(
-            [
-                place,
-                found.runs[r],
-                _estimate(found.values[e][r], found.low[e][r], found.high[e][r]),
-                f"{found.best[r]}-{found.worst[r]}" if found.best[r] != found.worst[r] else str(found.best[r]),
-                _estimate(found.values["human"][r], found.low["human"][r], found.high["human"][r]),
-                Estimate(found.values["judge"][r]),
-                None if found.effective[r] != found.effective[r] else round(float(found.effective[r])),
-            ]
-        )
+        ranks = f"{found.best[r]}-{found.worst[r]}" if found.best[r] != found.worst[r] else str(found.best[r])
+        effective = None if found.effective[r] != found.effective[r] else round(float(found.effective[r]))
+        human, judge = _estimate(found, "human", r), Estimate(found.values["judge"][r])
+        rows.append([place, found.runs[r], _estimate(found, e, r), ranks, human, judge, effective])
     header = ["rank", "run", f"{ESTIMATOR_NAMES[e]} [95% CI]", "possible ranks", "human only [95% CI]", "judge only", "effective labels"]
     return Table(f"{found.measure}: the runs by {ESTIMATOR_NAMES[e]}", header, rows, text_columns=2, name=f"runs {found.measure}")
 
@@ -71,7 +63,7 @@ def _differences(found: MeasureEstimates, pairs: Iterable[tuple[int, int]], what
 
 def _estimators_table(found: MeasureEstimates) -> Table:
     names = list(found.values)
-    rows = [[found.runs[r]] + [_estimate(found.values[n][r], found.low[n][r], found.high[n][r]) for n in names] for r in found.order()]
+    rows = [[found.runs[r]] + [_estimate(found, n, r) for n in names] for r in found.order()]
     return Table(
         f"{found.measure}: every estimator", ["run"] + [ESTIMATOR_NAMES[n] for n in names], rows, name=f"estimators {found.measure}"
     )

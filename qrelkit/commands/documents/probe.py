@@ -149,16 +149,7 @@ def probe(result: Any, request: Any) -> Document:
     if result.dry_run:
         header = ["run", "judge run", "pairs", "done", "failed", "to judge", "est. requests", "est. cost USD (max)"]
         rows = [
-            [
-                p.name,
-                p.judge_run_id,
-                p.pairs,
-                p.ok,
-                p.failed,
-                p.to_judge,
-                (p.estimate or {}).get("requests"),
-                (p.estimate or {}).get("cost_usd_max"),
-            ]
+            [p.name, p.judge_run_id, p.pairs, p.ok, p.failed, p.to_judge, *map((p.estimate or {}).get, ("requests", "cost_usd_max"))]
             for p in result.plans
         ]
         plan = Table(f"{title}: what a run would judge (dry run)", header, rows, text_columns=2, name="plan")
