@@ -317,10 +317,8 @@ def describe(result: Any) -> list[str]:
         )
     else:
         lines.append("intervals: none (--resamples 0)")
-    if comparison.permutations:
-        lines.append(f"p: {comparison.test}, {comparison.permutations} random swaps of the two judges' judgments per query")
-    else:
-        lines.append("p: none (--permutations 0)")
+    swaps = f"{comparison.test}, {comparison.permutations} random swaps of the two judges' judgments per query"
+    lines.append(f"p: {swaps}" if comparison.permutations else "p: none (--permutations 0)")
     lines += [f"{entry.name}: {entry.status}: {entry.note}" for entry in result.entries if entry.note]
     return lines
 
