@@ -190,7 +190,6 @@ def main() -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    """Print the one error line and end with ``code``."""
     err.print(Text("error: ", style="bold red") + Text(printable(message)), soft_wrap=True)
     sys.exit(code)
 

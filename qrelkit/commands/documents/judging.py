@@ -204,14 +204,11 @@ def batch_line(batch: dict[str, Any]) -> str:
 
 def batch_job_lines(report: Any) -> list[str]:
     """What a batch-mode run sent and collected, and what is still out (qrelkit.jobs.runner.JobReport)."""
-    lines = []
     if report.mode != "batch":
-        if report.in_batches:
-            lines.append(f"{report.in_batches} pairs of the pool are in open Batch API batches; `qrelkit batches` collects them")
-        return lines
+        waiting = f"{report.in_batches} pairs of the pool are in open Batch API batches; `qrelkit batches` collects them"
+        return [waiting] if report.in_batches else []
     new = [b for b in report.batches if b["state"] != "collected" and b.get("requests")]
-    if report.submitted:
-        lines.append(f"sent {report.submitted} requests to the Batch API")
+    lines = [f"sent {report.submitted} requests to the Batch API"] if report.submitted else []
     lines += [batch_line(b) for b in report.batches]
     if report.in_batches:
         lines.append(

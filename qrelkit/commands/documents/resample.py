@@ -56,7 +56,6 @@ def regimes(result: ReSTTestEvaluation | ReSTrainEvaluation, request: Any) -> Do
         return found if isinstance(result, ReSTrainEvaluation) else found.average
 
     def by_interpolation(measure: str) -> list[str]:
-        """The runs, best first by their interpolation score."""
         return sorted(result.runs, key=lambda run: -(average(run, measure).interpolation or 0.0))
 
     for measure in result.measures:
