@@ -452,8 +452,7 @@ def comparison(result: Any, request: Any) -> Document:
         blocks.append(side_by_side(result.probes))
     # a few judges: the sentences rest on these, so each stands under them
     said = warnings(warning_lines(comparison), qualifies=not many) if comparison is not None else []
-    said += notes([*mixed_lines(result), *sample_lines(result)] if not many else sample_lines(result), qualifies=not many)
-    said += notes([grades_line(comparison)], qualifies=not many) if comparison is not None else []
+    said += notes(caveats(result) if not many else [*sample_lines(result), grades_line(comparison)], qualifies=not many)
     if comparison is not None:
         said += notes([f"* {judge}: {note}" for judge, found in comparison.audits.items() for note in found.interval_notes()])
         marks = [f"* {d.first} − {d.second}, {d.name}: {d.interval.note}" for d in comparison.differences if d.interval and d.interval.note]
