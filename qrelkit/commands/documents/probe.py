@@ -162,13 +162,9 @@ def probe(result: Any, request: Any) -> Document:
     if result.interrupted:
         found.append("interrupted: run the same command again to judge the rest (nothing judged is judged twice)")
     blocks: list[Any] = [table, Paragraph("\n".join(describe(result))), figure(result.probes, title)]
-    return Document(
-        lead=lead(result.probes, f"{result.judge} ({result.model_id})" if result.model_id else result.judge),
-        blocks=blocks,
-        notes=notes(found),
-        data=result.to_dict(),
-        status=130 if result.interrupted else 0,
-    )
+    judge = f"{result.judge} ({result.model_id})" if result.model_id else result.judge
+    status = 130 if result.interrupted else 0
+    return Document(lead=lead(result.probes, judge), blocks=blocks, notes=notes(found), data=result.to_dict(), status=status)
 
 
 def listing(found: list[Any]) -> Document:
