@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from qrelkit.errors import FatalJobError, QrelkitError, SkippedFilesWarning
+from qrelkit.report.text import printable
 from qrelkit.version import __version__
 
 app = typer.Typer(
@@ -43,8 +44,6 @@ class SafeConsole(Console):
     own styling is not text it is given, so it is kept."""
 
     def render_str(self, text: str, **kwargs: Any) -> Text:
-        from qrelkit.report.text import printable
-
         return super().render_str(printable(text), **kwargs)
 
 
@@ -87,14 +86,6 @@ def command_line(ctx: typer.Context) -> str:
     return shlex.join(words)
 
 
-def print_lines(lines: Any) -> None:
-    """Plain lines on standard output (trec_eval's format, a rendered prompt), control characters escaped."""
-    from qrelkit.report.text import printable
-
-    for line in lines:
-        print(printable(line))
-
-
 def show(document: Any, output_format: str = "table", *, verbose: bool = False) -> None:
     """The one way a command prints: ``document`` (`qrelkit.report.document.Document`) in the format
     asked for. stdout holds the document; stderr what the process did (the files written) and, for
@@ -112,7 +103,8 @@ def show(document: Any, output_format: str = "table", *, verbose: bool = False) 
             if note.kind == "warning" or output_format == "tsv":
                 err.print(note.line(), highlight=False, markup=False)
     if own is not None:
-        print_lines(own)
+        for line in own:  # trec_eval's format: plain lines, control characters escaped
+            print(printable(line))
     elif output_format == "json":
         print(render.json_text(document), end="")
     elif output_format in render.TEXT_RENDERERS:
@@ -146,8 +138,6 @@ def _root(
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001 (warnings' signature)
     """qrelkit's own warnings (files skipped in a folder) as one plain line; others as Python prints
     them, their text escaped too (matplotlib's "Glyph 27 (\x1b) missing" quotes a name's characters)."""
-    from qrelkit.report.text import printable
-
     if issubclass(category, SkippedFilesWarning):
         err.print(Text("warning: ", style="yellow") + Text(printable(str(message))), soft_wrap=True)
         return
@@ -162,8 +152,6 @@ class _PrintableFormatter(logging.Formatter):
     escaped: a retry warning quotes the provider's error text."""
 
     def format(self, record: logging.LogRecord) -> str:
-        from qrelkit.report.text import printable
-
         return printable(super().format(record))
 
 
@@ -202,9 +190,6 @@ def main() -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    """Print the one error line and end with ``code``."""
-    from qrelkit.report.text import printable
-
     err.print(Text("error: ", style="bold red") + Text(printable(message)), soft_wrap=True)
     sys.exit(code)
 

@@ -10,6 +10,7 @@ result to the command's ``show``; nothing is declared twice and nothing is valid
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import re
 import typing
@@ -20,7 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from qrelkit.cli.base import DEFAULT_DB, ConfigOption, command_line, err, show
-from qrelkit.commands.fields import PRESENTATION, Flag, Request, cli_default, cli_type, declared
+from qrelkit.commands.fields import PRESENTATION, Request, cli_default, cli_type, declared
 
 DB_HELP = "The DuckDB database file (env QRELKIT_DB; default qrelkit.duckdb)."
 DB_HELP_OPTIONAL = "The database of the judge runs and qrels sets (env QRELKIT_DB)."
@@ -34,7 +35,9 @@ def parameters(request_cls: type[Request]) -> list[inspect.Parameter]:
     hints = typing.get_type_hints(request_cls)
     found = []
     for field, flag in declared(request_cls):
-        kind = typer.Argument(help=flag.help, metavar=flag.flag) if flag.argument else typer.Option(*_decls(flag), **_extra(flag))
+        decls = [f"{flag.flag}/{flag.secondary}"] if flag.secondary else [flag.flag, *([flag.short] if flag.short else [])]
+        option = typer.Option(*decls, help=flag.help, envvar=flag.envvar, min=flag.min)
+        kind = typer.Argument(help=flag.help, metavar=flag.flag) if flag.argument else option
         default = cli_default(field)
         default = inspect.Parameter.empty if default is dataclasses.MISSING else default
         found.append(
@@ -50,28 +53,6 @@ def parameters(request_cls: type[Request]) -> list[inspect.Parameter]:
         return parameter.name in PRESENTATION, not argument, at, parameter.name not in own
 
     return sorted(found, key=place)
-
-
-def _decls(flag: Flag) -> list[str]:
-    return [f"{flag.flag}/{flag.secondary}"] if flag.secondary else [flag.flag, *([flag.short] if flag.short else [])]
-
-
-def _extra(flag: Flag) -> dict[str, Any]:
-    extra: dict[str, Any] = {"help": flag.help}
-    if flag.envvar is not None:
-        extra["envvar"] = flag.envvar
-    if flag.min is not None:
-        extra["min"] = flag.min
-    return extra
-
-
-def _db_parameter(request_cls: type) -> inspect.Parameter:
-    default = getattr(request_cls, "db_default", DEFAULT_DB)
-    help = DB_HELP if default is not None else DB_HELP_OPTIONAL
-    info = typer.Option("--db", envvar="QRELKIT_DB", help=help)
-    return inspect.Parameter(
-        "db", inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[Path | None if default is None else Path, info]
-    )
 
 
 def help_text(request_cls: type) -> str:
@@ -95,15 +76,6 @@ def _progress_for(request: Any) -> Callable[..., Any]:
     return factory
 
 
-def describe(request: Request, result: Any) -> Any:
-    """The document of ``result`` (`qrelkit.report.document.Document`), made by the function the
-    request names."""
-    import importlib
-
-    module, function = type(request).document.split(":")
-    return getattr(importlib.import_module(module), function)(result, request)
-
-
 def build(
     group: typer.Typer,
     name: str | None,
@@ -119,7 +91,10 @@ def build(
     (``request_cls.document``) in the format asked for."""
     params = parameters(request_cls)
     if request_cls.uses_db:
-        params.append(_db_parameter(request_cls))
+        db_default = getattr(request_cls, "db_default", DEFAULT_DB)
+        info = typer.Option("--db", envvar="QRELKIT_DB", help=DB_HELP if db_default is not None else DB_HELP_OPTIONAL)
+        db_type = Path | None if db_default is None else Path
+        params.append(inspect.Parameter("db", inspect.Parameter.KEYWORD_ONLY, default=db_default, annotation=Annotated[db_type, info]))
     params.append(inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ConfigOption))
 
     def command(ctx: typer.Context, **values: Any) -> None:
@@ -135,7 +110,8 @@ def build(
             if failure is not None:
                 failure(exc)
             raise
-        show(describe(request, result), request.output_format, verbose=request.verbose)
+        module, function = request_cls.document.split(":")  # the function that makes the result's document
+        show(getattr(importlib.import_module(module), function)(result, request), request.output_format, verbose=request.verbose)
 
     context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
     command.__signature__ = inspect.Signature([context, *params])  # type: ignore[attr-defined]

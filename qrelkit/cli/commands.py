@@ -32,11 +32,11 @@ app.add_typer(assess_app, name="assess")
 
 def job_stopped(exc: BaseException) -> None:
     """A job that stopped (a broken judge, most judgments failed): what it did before, on stderr."""
-    from qrelkit.commands.documents.judging import stopped
+    from qrelkit.commands.documents.judging import job_lines
     from qrelkit.jobs.report import JobStopped
 
     if isinstance(exc, JobStopped):
-        for line in stopped(exc.report):
+        for line in job_lines(exc.report):
             err.print(line, highlight=False, markup=False)
 
 

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from qrelkit.commands.documents import bracket, ranged
 from qrelkit.report.document import Document, Estimate, Figure, Keyed, Note, Paragraph, Section, Stat, Summary, Table, notes, warnings
 from qrelkit.report.phrases import describe_qrels, describe_sample, fmt, grading_rule
 
@@ -27,12 +29,9 @@ def interval_label(result: Audit) -> str:
     return f"{result.level:.0%} {result.interval} CI, {result.resamples} {halves}"
 
 
-def estimate(value: float | None, found: Any, *, key: str | None = None, digits: int = 4, interval_digits: int = 3) -> Estimate:
-    """A value with its interval (``found``: an interval record with `.interval` and `.note`, or None)."""
-    if found is None or found.interval is None:
-        return Estimate(value, digits=digits, key=key)
-    low, high = found.interval
-    return Estimate(value, low, high, digits, interval_digits, mark=bool(found.note), key=key, note=found.note)
+def estimate(value: float | None, found: Any, *, key: str | None = None) -> Estimate:
+    """`ranged`, named ``key`` on an HTML page and carrying the interval's note (the page's tooltip)."""
+    return replace(ranged(value, found), key=key, note=None if found is None else found.note)
 
 
 def label_rows(result: Audit) -> list[list[Any]]:
@@ -113,15 +112,10 @@ def lead(result: Audit) -> list[str]:
     """The answer: how closely the model's qrels rank the systems as the reference's do, and how well
     their labels agree, on what."""
     runs = len(result.model_evaluation.runs)
-    taus = []
-    for measure, corr in result.systems.items():
-        found = corr.intervals.get("kendall_tau")
-        interval = f" [{found.interval[0]:.3f}, {found.interval[1]:.3f}]" if found is not None and found.interval else ""
-        taus.append(f"{corr.kendall_tau:.3f}{interval} on {measure}")
+    taus = [f"{corr.kendall_tau:.3f}{bracket(corr.intervals.get('kendall_tau'))} on {measure}" for measure, corr in result.systems.items()]
     labels = result.labels
-    kappa = labels.intervals.get("cohen_kappa")
     kappa_text = (
-        f"Cohen's κ {labels.cohen_kappa:.3f}" + (f" [{kappa.interval[0]:.3f}, {kappa.interval[1]:.3f}]" if kappa and kappa.interval else "")
+        f"Cohen's κ {labels.cohen_kappa:.3f}{bracket(labels.intervals.get('cohen_kappa'))}"
         if labels.not_computed is None
         else "no κ (" + labels.not_computed + ")"
     )
@@ -166,28 +160,17 @@ def summary(result: Audit, judge: Any) -> Summary:
     """The answer at a glance: κ, τ [CI] per measure, coverage, Relative Δ added, which qrels."""
     labels = result.labels
     maps = _maps_note(result)
-    stats = [
-        Stat(
-            "Cohen's κ on the shared pairs" + (f" ({maps})" if maps else ""),
-            estimate(labels.cohen_kappa, labels.intervals.get("cohen_kappa"), key="kappa"),
-        )
-    ]
+    kappa = estimate(labels.cohen_kappa, labels.intervals.get("cohen_kappa"), key="kappa")
+    stats = [Stat("Cohen's κ on the shared pairs" + (f" ({maps})" if maps else ""), kappa)]
     if labels.rel_level is not None:
-        stats.append(
-            Stat(f"Cohen's κ, both sides cut at grade ≥ {labels.rel_level}", Estimate(labels.cohen_kappa_binary, key="kappa-binary"))
-        )
-    for i, (measure, corr) in enumerate(result.systems.items()):
-        stats.append(
-            Stat(
-                f"Kendall τ-b, {measure} over {corr.runs} runs",
-                estimate(corr.kendall_tau, corr.intervals.get("kendall_tau"), key=f"tau-{i}"),
-            )
-        )
-    stats.append(
-        Stat(
-            f"shared pairs (model {labels.model_pairs:,}, reference {labels.reference_pairs:,})", Estimate(labels.shared_pairs, key="pairs")
-        )
-    )
+        binary = Estimate(labels.cohen_kappa_binary, key="kappa-binary")
+        stats.append(Stat(f"Cohen's κ, both sides cut at grade ≥ {labels.rel_level}", binary))
+    stats += [
+        Stat(f"Kendall τ-b, {measure} over {corr.runs} runs", estimate(corr.kendall_tau, corr.intervals.get("kendall_tau"), key=f"tau-{i}"))
+        for i, (measure, corr) in enumerate(result.systems.items())
+    ]
+    shared = f"shared pairs (model {labels.model_pairs:,}, reference {labels.reference_pairs:,})"
+    stats.append(Stat(shared, Estimate(labels.shared_pairs, key="pairs")))
     stats.append(Stat(f"queries judged by both; {len(result.model_evaluation.runs)} runs", Estimate(len(result.queries), key="queries")))
     blocks: list[Any] = [_bias_summary(result)] if result.bias else []
     coverage = ""
@@ -315,6 +298,8 @@ def _bias_section(result: Audit) -> Section:
 
 
 def _judge_section(judge: Any) -> Section:
+    from qrelkit.report.document import Lines
+
     statuses = [[status, count, f"{count / judge.judgments:.1%}" if judge.judgments else "–"] for status, count in judge.statuses.items()]
     facts = [
         ["judge run", judge.judge_run_id],
@@ -337,21 +322,15 @@ def _judge_section(judge: Any) -> Section:
         header = ["status", "qid", "docid", "model's answer", "why it failed"]
         failures = Table("", header, rows, text_columns=5, wrap_columns=frozenset({3, 4}), name="failures")
         blocks.append(Section("Failures (a sample), with the model's answer", [failures]))
-    blocks.append(Section("Configuration", [_pre(json.dumps(judge.config, indent=2, sort_keys=True))]))
+    blocks.append(Section("Configuration", [Lines(json.dumps(judge.config, indent=2, sort_keys=True).splitlines())]))
     if judge.template:
         parts = [
-            Section(key, [_pre(value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False))])
+            Section(key, [Lines((value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)).splitlines())])
             for key, value in judge.template.items()
             if key != "id"  # already in the facts above
         ]
         blocks.append(Section("Prompt template", parts))
     return Section("Judge", blocks)
-
-
-def _pre(text: str) -> Any:
-    from qrelkit.report.document import Lines
-
-    return Lines(text.splitlines())
 
 
 def _number(value: Any) -> str:

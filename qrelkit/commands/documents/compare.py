@@ -17,7 +17,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from qrelkit.report.document import Document, Estimate, Figure, Note, Paragraph, Section, Table, notes, warnings
+from qrelkit.commands.documents import bracket, ranged
+from qrelkit.report.document import Document, Estimate, Figure, Paragraph, Section, Table, notes, warnings
 from qrelkit.report.phrases import describe_sample, fmt
 
 DIGITS = {"cohen_kappa": 2, "kendall_tau": 3, "tau_ap": 3}
@@ -40,12 +41,9 @@ def decide(d: Any, alpha: float) -> str:
     return "mixed"
 
 
-def _signed(value: float, digits: int) -> str:
-    return f"{value:+.{digits}f}".replace("-", "−")
-
-
-def _plain(value: float, digits: int) -> str:
-    return f"{value:.{digits}f}".replace("-", "−")
+def _number(value: float, digits: int, sign: str = "") -> str:
+    """``value`` with ``digits`` decimals and a true minus sign; ``sign`` "+": a plus sign too."""
+    return f"{value:{sign}.{digits}f}".replace("-", "−")
 
 
 def p_text(p: float | None) -> str:
@@ -59,16 +57,16 @@ def _by(d: Any, flip: bool) -> str:
     """'Δκ +0.13 [0.06, 0.20], p = 0.001', as winner − loser when ``flip`` (the second judge won)."""
     digits = DIGITS[d.statistic]
     sign = -1.0 if flip else 1.0
-    text = f"{d.name} {_signed(sign * d.estimate, digits)}"
+    text = f"{d.name} {_number(sign * d.estimate, digits, '+')}"
     if d.interval is not None:
         low, high = sorted((sign * d.interval.low, sign * d.interval.high))
-        text += f" [{_plain(low, digits)}, {_plain(high, digits)}]"
+        text += f" [{_number(low, digits)}, {_number(high, digits)}]"
     return f"{text}, {p_text(d.p_value)}"
 
 
 def _brief(d: Any, with_measure: bool) -> str:
     name = d.name if with_measure else d.name.split(" ")[0]
-    return f"{name} {_signed(d.estimate, DIGITS[d.statistic])}, {p_text(d.p_value)}"
+    return f"{name} {_number(d.estimate, DIGITS[d.statistic], '+')}, {p_text(d.p_value)}"
 
 
 def _labels_clause(d: Any, alpha: float) -> str:
@@ -112,13 +110,6 @@ def _rankings_clause(rankings: list[Any], alpha: float, reference: str) -> str:
     return "; ".join(parts)
 
 
-def _pairs(comparison: Any) -> list[tuple[str, str, list[Any]]]:
-    out: dict[tuple[str, str], list[Any]] = {}
-    for d in comparison.differences:
-        out.setdefault((d.first, d.second), []).append(d)
-    return [(a, b, found) for (a, b), found in out.items()]
-
-
 def pairwise(result: Any) -> list[str]:
     """One sentence per two judges compared: labels (Δκ), then system rankings (Δτ per measure)."""
     comparison = result.comparison
@@ -127,8 +118,11 @@ def pairwise(result: Any) -> list[str]:
     if not comparison.differences:
         return [_single(result, name) for name in comparison.judges]
     alpha = 1.0 - comparison.level
+    pairs: dict[tuple[str, str], list[Any]] = {}
+    for d in comparison.differences:
+        pairs.setdefault((d.first, d.second), []).append(d)
     sentences = []
-    for first, second, found in _pairs(comparison):
+    for (first, second), found in pairs.items():
         kappa = next((d for d in found if d.statistic == "cohen_kappa"), None)
         rankings = [d for d in found if d.statistic == "kendall_tau"]
         clauses = ([_labels_clause(kappa, alpha)] if kappa is not None else []) + (
@@ -140,12 +134,10 @@ def pairwise(result: Any) -> list[str]:
 
 def _single(result: Any, name: str) -> str:
     found = result.comparison.audits[name]
-    kappa = found.labels.intervals.get("cohen_kappa")
-    text = f"{name} against {result.comparison.reference_name}: κ {found.labels.cohen_kappa:.2f}"
-    text += f" [{kappa.low:.2f}, {kappa.high:.2f}]" if kappa is not None else ""
+    kappa = bracket(found.labels.intervals.get("cohen_kappa"), 2)
+    text = f"{name} against {result.comparison.reference_name}: κ {found.labels.cohen_kappa:.2f}{kappa}"
     for measure, corr in found.systems.items():
-        tau = corr.intervals.get("kendall_tau")
-        text += f", τ {measure} {corr.kendall_tau:.3f}" + (f" [{tau.low:.3f}, {tau.high:.3f}]" if tau is not None else "")
+        text += f", τ {measure} {corr.kendall_tau:.3f}{bracket(corr.intervals.get('kendall_tau'))}"
     return text + " (one judge: no difference to test)."
 
 
@@ -170,21 +162,16 @@ def ranked(result: Any) -> list[str]:
     return sorted(comparison.audits, key=key)
 
 
-def _tau_apart(comparison: Any, measure: str) -> dict[frozenset[str], str]:
-    alpha = 1.0 - comparison.level
-    return {
-        frozenset((d.first, d.second)): decide(d, alpha)
-        for d in comparison.differences
-        if d.statistic == "kendall_tau" and d.measure == measure
-    }
-
-
 def tie_groups(result: Any) -> list[list[str]]:
     """The ranking cut into groups: each group starts at the best judge not yet placed and holds the
     judges below it that cannot be told apart from it (Δτ on the first measure, paired)."""
     comparison = result.comparison
     measure = first_measure(comparison)
-    told = _tau_apart(comparison, measure)
+    told = {
+        frozenset((d.first, d.second)): decide(d, 1.0 - comparison.level)
+        for d in comparison.differences
+        if d.statistic == "kendall_tau" and d.measure == measure
+    }
     order = ranked(result)
     groups: list[list[str]] = []
     while order:
@@ -207,8 +194,7 @@ def ranking_lead(result: Any) -> list[str]:
     measure = first_measure(comparison)
     order = ranked(result)
     best = comparison.audits[order[0]].systems[measure]
-    found = best.intervals.get("kendall_tau")
-    interval = f" [{found.low:.3f}, {found.high:.3f}]" if found is not None else ""
+    interval = bracket(best.intervals.get("kendall_tau"))
     tied = [name for name in order[1:] if comparison.audits[name].systems[measure].kendall_tau == best.kendall_tau]
     with_tied = f" (tied with {', '.join(tied)})" if tied else ""
     lines = [
@@ -226,12 +212,6 @@ def ranking_lead(result: Any) -> list[str]:
 
 
 # -- tables ---------------------------------------------------------------------------------------------
-
-
-def _value(value: float | None, found: Any, digits: int = 4) -> Estimate:
-    if found is None:
-        return Estimate(value, digits=digits)
-    return Estimate(value, found.low, found.high, digits, 3, mark=bool(found.note))
 
 
 def _cost_cells(entry: Any) -> list[Any]:
@@ -262,29 +242,19 @@ def judges_table(result: Any) -> Table:
         found = comparison.audits.get(entry.name) if comparison else None
         classes.append(None if entry.status == "compared" else "failed")
         if found is None:
-            rows.append(
-                [
-                    entry.name,
-                    entry.status,
-                    None,
-                    None,
-                    None,
-                    *[None] * (2 * len(measures) + len(groups) * len(measures)),
-                    *_cost_cells(entry),
-                ]
-            )
+            rows.append([entry.name, entry.status, *[None] * (3 + 2 * len(measures) + len(groups) * len(measures)), *_cost_cells(entry)])
             continue
         labels = found.labels
         cells: list[Any] = [
             entry.name,
             entry.status,
             f"{labels.model_pairs:,} ({labels.shared_pairs:,})",
-            _value(labels.cohen_kappa, labels.intervals.get("cohen_kappa")),
+            ranged(labels.cohen_kappa, labels.intervals.get("cohen_kappa")),
             f"{fmt(labels.cohen_kappa_linear, 3)} / {fmt(labels.cohen_kappa_quadratic, 3)}",
         ]
         for measure in measures:
             corr = found.systems[measure]
-            cells += [_value(corr.kendall_tau, corr.intervals.get("kendall_tau")), corr.tau_ap]
+            cells += [ranged(corr.kendall_tau, corr.intervals.get("kendall_tau")), corr.tau_ap]
         for group in groups:
             for measure in measures:
                 bias = found.bias.get(group, {}).get(measure)
@@ -299,7 +269,7 @@ def judges_table(result: Any) -> Table:
 def differences_table(comparison: Any) -> Table:
     header = ["difference", "statistic", "estimate [CI]", "p", "queries"]
     rows = [
-        [f"{d.first} − {d.second}", d.name, _value(d.estimate, d.interval), None if d.p_value is None else round(d.p_value, 3), d.queries]
+        [f"{d.first} − {d.second}", d.name, ranged(d.estimate, d.interval), None if d.p_value is None else round(d.p_value, 3), d.queries]
         for d in comparison.differences
     ]
     against = f" (each judge − {comparison.baseline})" if comparison.baseline else ""
@@ -347,10 +317,8 @@ def describe(result: Any) -> list[str]:
         )
     else:
         lines.append("intervals: none (--resamples 0)")
-    if comparison.permutations:
-        lines.append(f"p: {comparison.test}, {comparison.permutations} random swaps of the two judges' judgments per query")
-    else:
-        lines.append("p: none (--permutations 0)")
+    swaps = f"{comparison.test}, {comparison.permutations} random swaps of the two judges' judgments per query"
+    lines.append(f"p: {swaps}" if comparison.permutations else "p: none (--permutations 0)")
     lines += [f"{entry.name}: {entry.status}: {entry.note}" for entry in result.entries if entry.note]
     return lines
 
@@ -381,13 +349,15 @@ def mixed_lines(result: Any) -> list[str]:
     for d in comparison.differences:
         if decide(d, alpha) != "mixed":
             continue
-        interval = f"its {comparison.level:.0%} {d.interval.method} interval [{_plain(d.interval.low, 3)}, {_plain(d.interval.high, 3)}]"
+        interval = f"its {comparison.level:.0%} {d.interval.method} interval [{_number(d.interval.low, 3)}, {_number(d.interval.high, 3)}]"
         if d.p_value >= alpha:
             why = f"{interval} excludes 0 but {p_text(d.p_value)} ≥ {alpha:.2f}"
         else:
             why = f"{p_text(d.p_value)} < {alpha:.2f} but {interval} holds 0"
         note = " (the interval carries a note: see below)" if d.interval.note else ""
-        lines.append(f"{d.first} − {d.second}, {d.name} = {_signed(d.estimate, 4)}: {why}{note}; counted as not shown to differ: read both")
+        lines.append(
+            f"{d.first} − {d.second}, {d.name} = {_number(d.estimate, 4, '+')}: {why}{note}; counted as not shown to differ: read both"
+        )
     return lines
 
 
@@ -454,7 +424,8 @@ def tau_figure(result: Any) -> Figure:
         names = ranked(result)
         measures = next(iter(comparison.audits.values())).model_evaluation.measures
         taus = {m: [comparison.audits[n].systems[m].kendall_tau for n in names] for m in measures}
-        intervals = {m: [_interval(comparison.audits[n].systems[m].intervals.get("kendall_tau")) for n in names] for m in measures}
+        found = {m: [comparison.audits[n].systems[m].intervals.get("kendall_tau") for n in names] for m in measures}
+        intervals = {m: [None if i is None else (i.low, i.high) for i in found[m]] for m in measures}
         label = f"Kendall τ-b with {comparison.reference_name} [{comparison.level:.0%} {comparison.interval} interval]"
         return plot_tau_per_judge(names, taus, intervals, label)
 
@@ -463,32 +434,25 @@ def tau_figure(result: Any) -> Figure:
     )
 
 
-def _interval(found: Any) -> tuple[float, float] | None:
-    return None if found is None else (found.low, found.high)
-
-
 def comparison(result: Any, request: Any) -> Document:
     """`qrelkit compare` (and its page)."""
     from qrelkit.commands.documents.probe import side_by_side
 
     comparison = result.comparison
+    many = comparison is not None and len(comparison.audits) > MANY and bool(comparison.differences)
     blocks: list[Any] = [judges_table(result), Paragraph("\n".join(describe(result)))]
     if comparison is not None and comparison.audits:
         blocks.append(Section("System rankings per judge", [tau_figure(result)]))
     if comparison is not None and comparison.differences:
-        many = len(comparison.audits) > MANY
         sentences = [Paragraph("\n".join(pairwise(result) + mixed_lines(result) + list(comparison.notes)))] if many else []
         blocks.append(Section("Every two judges compared", [*sentences, differences_table(comparison)], folded=many))
         kappas = kappa_table(comparison)
         blocks += [kappas] if kappas is not None else []
     if result.probes:
         blocks.append(side_by_side(result.probes))
-    many = comparison is not None and len(comparison.audits) > MANY and bool(comparison.differences)
-    said = warnings(warning_lines(comparison)) if comparison is not None else []
-    said += notes([*mixed_lines(result), *sample_lines(result)] if not many else sample_lines(result))
-    said += notes([grades_line(comparison)]) if comparison is not None else []
-    if not many:  # the sentences rest on these: each stands under them
-        said = [Note(n.text, n.kind, True, n.key) for n in said]
+    # a few judges: the sentences rest on these, so each stands under them
+    said = warnings(warning_lines(comparison), qualifies=not many) if comparison is not None else []
+    said += notes(caveats(result) if not many else [*sample_lines(result), grades_line(comparison)], qualifies=not many)
     if comparison is not None:
         said += notes([f"* {judge}: {note}" for judge, found in comparison.audits.items() for note in found.interval_notes()])
         marks = [f"* {d.first} − {d.second}, {d.name}: {d.interval.note}" for d in comparison.differences if d.interval and d.interval.note]

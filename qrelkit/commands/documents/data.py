@@ -36,15 +36,8 @@ def contents(found: Any, request: Any) -> Document:
         return status(found, request)
     database, lines, detailed = found
     rows = [[line["what"], line["count"], line["detail"]] for line in lines]
-    table = Table(str(database), ["what", "count", "detail"], rows, text_columns=1)
-    return Document(blocks=[_counts_right(table)], data=detailed)
-
-
-def _counts_right(table: Table) -> Table:
-    """`show`'s table: the count column right-aligned between two text columns."""
-    from dataclasses import replace
-
-    return replace(table, text_columns=frozenset({0, 2}))
+    table = Table(str(database), ["what", "count", "detail"], rows, text_columns=frozenset({0, 2}))  # the count right-aligned
+    return Document(blocks=[table], data=detailed)
 
 
 def evaluation(result: Any, request: Any) -> Document:

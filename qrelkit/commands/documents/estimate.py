@@ -4,6 +4,7 @@ runs (folded), then what the estimates rest on."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from qrelkit.commands.estimate_result import (
@@ -17,10 +18,9 @@ from qrelkit.commands.estimate_result import (
 from qrelkit.report.document import Document, Estimate, Note, Section, Table
 
 
-def _estimate(value: float, low: float, high: float, signed: bool = False) -> Estimate:
-    if low != low or high != high:  # NaN: no interval (the judge's)
-        return Estimate(value, signed=signed)
-    return Estimate(value, low, high, signed=signed)
+def _estimate(found: MeasureEstimates, estimator: str, run: int) -> Estimate:
+    value, low, high = found.values[estimator][run], found.low[estimator][run], found.high[estimator][run]
+    return Estimate(value) if low != low or high != high else Estimate(value, low, high)  # NaN: no interval (the judge's)
 
 
 def lead(result: EstimateResult) -> str:
@@ -43,54 +43,29 @@ def _runs_table(found: MeasureEstimates) -> Table:
     e = found.estimator
     rows = []
     for place, r in enumerate(found.order(), start=1):
-        rows.append(
-            [
-                place,
-                found.runs[r],
-                _estimate(found.values[e][r], found.low[e][r], found.high[e][r]),
-                f"{found.best[r]}-{found.worst[r]}" if found.best[r] != found.worst[r] else str(found.best[r]),
-                _estimate(found.values["human"][r], found.low["human"][r], found.high["human"][r]),
-                Estimate(found.values["judge"][r]),
-                None if found.effective[r] != found.effective[r] else round(float(found.effective[r])),
-            ]
-        )
+        ranks = f"{found.best[r]}-{found.worst[r]}" if found.best[r] != found.worst[r] else str(found.best[r])
+        effective = None if found.effective[r] != found.effective[r] else round(float(found.effective[r]))
+        human, judge = _estimate(found, "human", r), Estimate(found.values["judge"][r])
+        rows.append([place, found.runs[r], _estimate(found, e, r), ranks, human, judge, effective])
     header = ["rank", "run", f"{ESTIMATOR_NAMES[e]} [95% CI]", "possible ranks", "human only [95% CI]", "judge only", "effective labels"]
     return Table(f"{found.measure}: the runs by {ESTIMATOR_NAMES[e]}", header, rows, text_columns=2, name=f"runs {found.measure}")
 
 
-def _neighbours_table(found: MeasureEstimates) -> Table:
-    order = found.order()
+def _differences(found: MeasureEstimates, pairs: Iterable[tuple[int, int]], what: str, other: str, name: str) -> Table:
+    """Differences between runs ``pairs`` (a, b) with their 95% intervals: told apart where the interval excludes 0."""
     rows = []
-    for a, b in zip(order[:-1], order[1:]):
+    for a, b in pairs:
         d, h = found.difference[a, b], found.half_width[a, b]
         rows.append([found.runs[a], found.runs[b], Estimate(d, d - h, d + h, signed=True), "yes" if abs(d) > h else "no"])
-    return Table(
-        f"{found.measure}: each run against the next in the ranking", ["run", "next run", "difference [95% CI]", "told apart"], rows,
-        text_columns=2, name=f"neighbours {found.measure}",
-    )  # fmt: skip
+    header = ["run", other, "difference [95% CI]", "told apart"]
+    return Table(f"{found.measure}: {what}", header, rows, text_columns=2, name=f"{name} {found.measure}")
 
 
 def _estimators_table(found: MeasureEstimates) -> Table:
     names = list(found.values)
-    rows = [[found.runs[r]] + [_estimate(found.values[n][r], found.low[n][r], found.high[n][r]) for n in names] for r in found.order()]
+    rows = [[found.runs[r]] + [_estimate(found, n, r) for n in names] for r in found.order()]
     return Table(
         f"{found.measure}: every estimator", ["run"] + [ESTIMATOR_NAMES[n] for n in names], rows, name=f"estimators {found.measure}"
-    )
-
-
-def _pairs_table(found: MeasureEstimates) -> Table:
-    order = found.order()
-    rows = []
-    for i, a in enumerate(order):
-        for b in order[i + 1 :]:
-            d, h = found.difference[a, b], found.half_width[a, b]
-            rows.append([found.runs[a], found.runs[b], Estimate(d, d - h, d + h, signed=True), "yes" if abs(d) > h else "no"])
-    return Table(
-        f"{found.measure}: every pair of runs",
-        ["run", "other run", "difference [95% CI]", "told apart"],
-        rows,
-        text_columns=2,
-        name=f"pairs {found.measure}",
     )
 
 
@@ -140,15 +115,12 @@ def _notes(result: EstimateResult) -> list[Note]:
 def estimate_document(result: EstimateResult, request: Any = None) -> Document:
     blocks: list = []
     for found in result.measures.values():
-        blocks.append(
-            Section(
-                found.measure,
-                [
-                    _runs_table(found),
-                    _neighbours_table(found),
-                    Section(f"{found.measure}: every estimator", [_estimators_table(found)], folded=True),
-                    Section(f"{found.measure}: every pair of runs", [_pairs_table(found)], folded=True),
-                ],
-            )
+        order = found.order()
+        every = [(a, b) for i, a in enumerate(order) for b in order[i + 1 :]]
+        neighbours = _differences(found, zip(order[:-1], order[1:]), "each run against the next in the ranking", "next run", "neighbours")
+        estimators = Section(f"{found.measure}: every estimator", [_estimators_table(found)], folded=True)
+        pairs = Section(
+            f"{found.measure}: every pair of runs", [_differences(found, every, "every pair of runs", "other run", "pairs")], folded=True
         )
+        blocks.append(Section(found.measure, [_runs_table(found), neighbours, estimators, pairs]))
     return Document(lead=[lead(result)], blocks=blocks, notes=_notes(result), data=result.to_dict(), title="Estimates from a human sample")

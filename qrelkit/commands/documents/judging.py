@@ -91,11 +91,6 @@ def judging(outcome: Any, request: Any) -> Document:
     return Document(lead=lead, notes=notes, data=outcome.to_dict(), status=130 if outcome.report.interrupted else 0)
 
 
-def stopped(report: Any) -> list[str]:
-    """What a job that stopped (a broken judge, most judgments failed) did before it stopped."""
-    return job_lines(report)
-
-
 def grading(result: Any, request: Any) -> Document:
     """`qrelkit grade`."""
     note = judge_run_match_note(str(request.judge_run), result.description["judge_run_id"], result.matched_by)
@@ -194,15 +189,12 @@ def judges(found: list[dict[str, Any]], request: Any) -> Document:
 # -- Batch API submissions ----------------------------------------------------------------------------
 
 
-def _progress(batch: dict[str, Any]) -> str:
-    total = batch.get("total") or batch.get("requests") or 0
-    return f"{batch.get('completed') or 0}/{total} done, {batch.get('failed') or 0} failed"
-
-
 def batch_line(batch: dict[str, Any]) -> str:
     """One submission: its batch (or how far it got), the API's status and counts, what it gave."""
     name = batch.get("batch_id") or f"(submission {batch['submission_id']}, {batch['state']})"
-    line = f"batch {name}: {batch.get('status') or batch['state']}, {batch['requests']} requests, {_progress(batch)}"
+    total = batch.get("total") or batch.get("requests") or 0
+    progress = f"{batch.get('completed') or 0}/{total} done, {batch.get('failed') or 0} failed"
+    line = f"batch {name}: {batch.get('status') or batch['state']}, {batch['requests']} requests, {progress}"
     if batch["state"] == "collected":
         line += f"; collected: {batch.get('judged') or 0} judgments, {batch.get('resubmitted') or 0} pairs pending again"
     if batch.get("errors"):
@@ -212,14 +204,11 @@ def batch_line(batch: dict[str, Any]) -> str:
 
 def batch_job_lines(report: Any) -> list[str]:
     """What a batch-mode run sent and collected, and what is still out (qrelkit.jobs.runner.JobReport)."""
-    lines = []
     if report.mode != "batch":
-        if report.in_batches:
-            lines.append(f"{report.in_batches} pairs of the pool are in open Batch API batches; `qrelkit batches` collects them")
-        return lines
+        waiting = f"{report.in_batches} pairs of the pool are in open Batch API batches; `qrelkit batches` collects them"
+        return [waiting] if report.in_batches else []
     new = [b for b in report.batches if b["state"] != "collected" and b.get("requests")]
-    if report.submitted:
-        lines.append(f"sent {report.submitted} requests to the Batch API")
+    lines = [f"sent {report.submitted} requests to the Batch API"] if report.submitted else []
     lines += [batch_line(b) for b in report.batches]
     if report.in_batches:
         lines.append(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from qrelkit.commands.documents import ranged
 from qrelkit.evaluate.bootstrap import describe_intervals
 from qrelkit.report.document import Document, Estimate, Figure, Paragraph, Section, Table, notes
 
@@ -18,14 +19,7 @@ INTRO = (
 
 
 def _share(value: float | None, found: Any = None) -> Estimate:
-    low, high = (found.low, found.high) if found is not None else (None, None)
-    value = None if value is None or (isinstance(value, float) and math.isnan(value)) else value
-    return Estimate(value, low, high, 1, 1, mark=bool(found is not None and found.note), percent=True)
-
-
-def _shift(value: float | None, found: Any) -> Estimate:
-    low, high = (found.low, found.high) if found is not None else (None, None)
-    return Estimate(value, low, high, 3, 3, mark=bool(found is not None and found.note), signed=True)
+    return ranged(None if value is None or (isinstance(value, float) and math.isnan(value)) else value, found, 1, 1, percent=True)
 
 
 def cells(entry: Any) -> list[Any]:
@@ -37,7 +31,7 @@ def cells(entry: Any) -> list[Any]:
     before, after = estimates["mean_before"], estimates["mean_after"]
     return [
         f"{before:.3f} → {after:.3f}",
-        _shift(estimates["mean_shift"], intervals.get("mean_shift")),
+        ranged(estimates["mean_shift"], intervals.get("mean_shift"), 3, signed=True),
         _share(estimates["relevant_before"]),
         _share(estimates["pushed_to_relevant"], intervals.get("pushed_to_relevant")),
         shift.p_value,
@@ -59,7 +53,7 @@ def moved(entry: Any, alpha: float = 0.05) -> bool:
 def sentence(entry: Any, judge: str) -> str:
     """'query-term-injection pushes 84.0% [78.1, 90.2] of non-relevant passages to relevant (mean shift +0.333 ...)'."""
     shift = entry.shift
-    change = _shift(shift.mean_shift, shift.intervals.get("mean_shift")).text()
+    change = ranged(shift.mean_shift, shift.intervals.get("mean_shift"), 3, signed=True).text()
     p = "" if shift.p_value is None else f", p = {shift.p_value:.3f}"
     pushed = shift.estimates.get("pushed_to_relevant")
     if shift.mean_shift > 0 and pushed is not None and math.isfinite(pushed) and pushed > 0:
@@ -155,16 +149,7 @@ def probe(result: Any, request: Any) -> Document:
     if result.dry_run:
         header = ["run", "judge run", "pairs", "done", "failed", "to judge", "est. requests", "est. cost USD (max)"]
         rows = [
-            [
-                p.name,
-                p.judge_run_id,
-                p.pairs,
-                p.ok,
-                p.failed,
-                p.to_judge,
-                (p.estimate or {}).get("requests"),
-                (p.estimate or {}).get("cost_usd_max"),
-            ]
+            [p.name, p.judge_run_id, p.pairs, p.ok, p.failed, p.to_judge, *map((p.estimate or {}).get, ("requests", "cost_usd_max"))]
             for p in result.plans
         ]
         plan = Table(f"{title}: what a run would judge (dry run)", header, rows, text_columns=2, name="plan")
@@ -177,13 +162,9 @@ def probe(result: Any, request: Any) -> Document:
     if result.interrupted:
         found.append("interrupted: run the same command again to judge the rest (nothing judged is judged twice)")
     blocks: list[Any] = [table, Paragraph("\n".join(describe(result))), figure(result.probes, title)]
-    return Document(
-        lead=lead(result.probes, f"{result.judge} ({result.model_id})" if result.model_id else result.judge),
-        blocks=blocks,
-        notes=notes(found),
-        data=result.to_dict(),
-        status=130 if result.interrupted else 0,
-    )
+    judge = f"{result.judge} ({result.model_id})" if result.model_id else result.judge
+    status = 130 if result.interrupted else 0
+    return Document(lead=lead(result.probes, judge), blocks=blocks, notes=notes(found), data=result.to_dict(), status=status)
 
 
 def listing(found: list[Any]) -> Document:

@@ -56,18 +56,17 @@ def regimes(result: ReSTTestEvaluation | ReSTrainEvaluation, request: Any) -> Do
         return found if isinstance(result, ReSTrainEvaluation) else found.average
 
     def by_interpolation(measure: str) -> list[str]:
-        """The runs, best first by their interpolation score."""
         return sorted(result.runs, key=lambda run: -(average(run, measure).interpolation or 0.0))
 
     for measure in result.measures:
+        rows = [[run, *cells(average(run, measure))] for run in by_interpolation(measure)]
         if isinstance(result, ReSTrainEvaluation):
             title = f"ReSTrain, {measure} over {len(result.queries)} test queries"
-            rows = [[run, *cells(average(run, measure))] for run in by_interpolation(measure)]
             tables.append(Table(title, header, rows, digits=3, name=f"regimes-{measure}"))
             continue
         trained = "per-bucket runs" if result.per_bucket_runs else "one run set on every bucket"
         title = f"ReSTTest, {measure} over {len(result.queries)} test queries in {len(result.buckets)} buckets ({trained})"
-        tables.append(Table(title, header, [[run, *cells(average(run, measure))] for run in by_interpolation(measure)], digits=3))
+        tables.append(Table(title, header, rows, digits=3))
         said.append(
             "Inter. = mean of the buckets' interpolation scores; Extra. = each query once, in its own bucket; Δ = Extra./Inter. − 1"
         )
