@@ -276,7 +276,3 @@ def walk(blocks: Sequence[Block], *, folded: bool = True) -> list[Block]:
         elif isinstance(block, Summary):
             found += walk(block.blocks, folded=folded)
     return found
-
-
-Format = Literal["table", "plain", "tsv", "markdown", "latex", "json", "html"]
-FORMATS: tuple[str, ...] = ("table", "plain", "tsv", "markdown", "latex", "json")

@@ -11,10 +11,6 @@ def fmt(value: float | None, digits: int = 4) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
-def ci(interval: tuple[float, float] | None, digits: int = 4) -> str:
-    return "–" if not interval else f"[{fmt(interval[0], digits)}, {fmt(interval[1], digits)}]"
-
-
 def describe_sample(sample: dict[str, Any]) -> str:
     """`sample of N pairs over T topics (seed S, from a pool of P pairs over U topics)`."""
     return (
