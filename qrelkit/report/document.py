@@ -271,8 +271,6 @@ def walk(blocks: Sequence[Block], *, folded: bool = True) -> list[Block]:
     found: list[Block] = []
     for block in blocks:
         found.append(block)
-        if isinstance(block, Section) and (folded or not block.folded):
-            found += walk(block.blocks, folded=folded)
-        elif isinstance(block, Summary):
+        if isinstance(block, Summary) or isinstance(block, Section) and (folded or not block.folded):
             found += walk(block.blocks, folded=folded)
     return found
