@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Iterator, Sequence
-from itertools import groupby
+from itertools import count, groupby
 from pathlib import Path
 
 from qrelkit.report.document import Block, Document, Estimate, Figure, Keyed, Lines, Note, Paragraph, Section, Stat, Summary, Table
@@ -115,27 +115,22 @@ def stat_html(stat: Stat) -> str:
     return f"<div class=stat><div class=value-line>{value}</div><div class=label>{esc(stat.label)}</div></div>"
 
 
-class Figures:
-    """Numbers figures in the order the page shows them and embeds each as an SVG data URI."""
+def figure_html(figure: Figure, numbers: Iterator[int]) -> str:
+    """The figure embedded as an SVG data URI, numbered (from ``numbers``) in the order the page shows figures."""
+    from qrelkit.report.plots.audit import figure_svg
 
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __call__(self, figure: Figure) -> str:
-        from qrelkit.report.plots.audit import figure_svg
-
-        drawn = figure.draw()
-        if drawn is None:
-            return ""
-        self.count += 1
-        uri = "data:image/svg+xml;base64," + base64.b64encode(figure_svg(drawn).encode("utf-8")).decode("ascii")
-        return (
-            f'<figure id="figure-{self.count}"><img src="{uri}" alt="{esc(figure.alt)}" style="width:{figure.width}px">'
-            f"<figcaption><b>Figure {self.count}.</b> {esc(figure.caption)}</figcaption></figure>"
-        )
+    drawn = figure.draw()
+    if drawn is None:
+        return ""
+    number = next(numbers)
+    uri = "data:image/svg+xml;base64," + base64.b64encode(figure_svg(drawn).encode("utf-8")).decode("ascii")
+    return (
+        f'<figure id="figure-{number}"><img src="{uri}" alt="{esc(figure.alt)}" style="width:{figure.width}px">'
+        f"<figcaption><b>Figure {number}.</b> {esc(figure.caption)}</figcaption></figure>"
+    )
 
 
-def _blocks(blocks: Sequence[Block], figures: Figures, level: int = 2) -> Iterator[str]:
+def _blocks(blocks: Sequence[Block], figures: Iterator[int], level: int = 2) -> Iterator[str]:
     for block in blocks:
         if isinstance(block, Table):
             yield table_html(block)
@@ -145,7 +140,7 @@ def _blocks(blocks: Sequence[Block], figures: Figures, level: int = 2) -> Iterat
         elif isinstance(block, Paragraph):
             yield f"<p class=note>{keyed_html(block, 'span').replace(chr(10), '<br>')}</p>"
         elif isinstance(block, Figure):
-            yield figures(block)
+            yield figure_html(block, figures)
         elif isinstance(block, Summary):
             yield summary_html(block, (), figures)
         elif isinstance(block, Section):
@@ -157,7 +152,7 @@ def _blocks(blocks: Sequence[Block], figures: Figures, level: int = 2) -> Iterat
                 yield f"<h{level}{anchor}>{esc(block.title)}</h{level}>\n{inner}"
 
 
-def summary_html(summary: Summary, qualifying: Sequence[Note], figures: Figures) -> str:
+def summary_html(summary: Summary, qualifying: Sequence[Note], figures: Iterator[int]) -> str:
     """The box of headline numbers, its blocks, and the notes that qualify the lead."""
     stats = "".join(stat_html(stat) for stat in summary.stats)
     blocks = "".join(_blocks(summary.blocks, figures, 3))
@@ -172,7 +167,7 @@ def summary_html(summary: Summary, qualifying: Sequence[Note], figures: Figures)
 
 def render_page(document: Document) -> str:
     title = document.title or (document.lead[0] if document.lead else "qrelkit")
-    figures = Figures()
+    figures = count(1)  # the figures' numbers
     parts = [
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><meta name=viewport content='width=device-width'>"
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
