@@ -95,11 +95,11 @@ def plain_table(table: Table) -> str:
     """A table whose every cell is whole: text columns left-aligned, numbers right-aligned."""
     from rich.cells import cell_len
 
-    rows = [[printable(one_line(c)) for c in row] for row in table.text_rows()]
-    header = [] if table.header is None else [printable(one_line(h)) for h in table.header]
+    rows = [[one_line(c) for c in row] for row in table.text_rows()]
+    header = [] if table.header is None else [one_line(h) for h in table.header]
     cells = ([header] if header else []) + rows
     if not cells:
-        return printable(one_line(table.title))
+        return one_line(table.title)
     widths = [max(cell_len(row[i]) for row in cells if i < len(row)) for i in range(max(len(row) for row in cells))]
 
     def line(row: list[str]) -> str:
@@ -109,7 +109,7 @@ def plain_table(table: Table) -> str:
             padded.append(cell + gap if table.is_text(i) else gap + cell)
         return "  ".join(padded).rstrip()
 
-    out = [printable(one_line(table.title))] if table.title else []
+    out = [one_line(table.title)] if table.title else []
     if header:
         out += [line(header), "  ".join("-" * width for width in widths)]
     return "\n".join(out + [line(row) for row in rows])
@@ -119,13 +119,11 @@ _PLAIN = _Shows[str](
     lead=lambda lead: ["\n".join(printable(line) for line in lead)],
     notes=lambda notes, trailing: ["\n".join(printable(note.line()) for note in notes)],
     table=lambda table: [plain_table(table)],
-    lines=lambda block: [
-        "\n".join(([printable(one_line(block.title))] if block.title else []) + [printable(line) for line in block.lines])
-    ],
+    lines=lambda block: ["\n".join(([one_line(block.title)] if block.title else []) + [printable(line) for line in block.lines])],
     paragraph=lambda paragraph: [printable(paragraph.text)],
     stats=lambda stats: ["\n".join(printable(stat) for stat in stats)],
     folded=printable,
-    section=lambda title, level, shown: [printable(one_line(title)) + "\n" + "\n\n".join(shown)],
+    section=lambda title, level, shown: [one_line(title) + "\n" + "\n\n".join(shown)],
 )
 
 
@@ -140,7 +138,7 @@ def plain(document: Document, *, verbose: bool = False) -> str:
 
 def _tsv_cell(text: str) -> str:
     """A TSV field: one line, control characters escaped, no value (`–`) as an empty field."""
-    return "" if text == "–" else printable(one_line(text))
+    return "" if text == "–" else one_line(text)
 
 
 def tsv_table(table: Table) -> list[str]:
@@ -199,14 +197,14 @@ def rich_table(table: Table) -> Any:
     from rich import box
     from rich.table import Table as RichTable
 
-    shown = RichTable(title=printable(one_line(table.title)) or None, title_justify="left", show_header=table.header is not None)
+    shown = RichTable(title=one_line(table.title) or None, title_justify="left", show_header=table.header is not None)
     if table.compact:
         shown.box = box.SIMPLE_HEAD
     header = table.header if table.header is not None else [""] * _width(table)
     for i, column in enumerate(header):
-        shown.add_column(printable(one_line(column)), justify="left" if table.is_text(i) else "right", overflow="fold")
+        shown.add_column(one_line(column), justify="left" if table.is_text(i) else "right", overflow="fold")
     for row in table.text_rows():  # a cell on its row, as in plain text: a stored name's newline starts no line
-        shown.add_row(*(printable(one_line(cell)) for cell in row))
+        shown.add_row(*(one_line(cell) for cell in row))
     return shown
 
 
@@ -215,7 +213,7 @@ def terminal(document: Document, *, verbose: bool = False) -> list[Any]:
     from rich.text import Text
 
     def lines(block: Lines) -> list[Text]:
-        title = [Text(printable(one_line(block.title)), style="bold")] if block.title else []
+        title = [Text(one_line(block.title), style="bold")] if block.title else []
         return title + [Text("\n".join(printable(line) for line in block.lines))]
 
     shows = _Shows[Any](
@@ -226,7 +224,7 @@ def terminal(document: Document, *, verbose: bool = False) -> list[Any]:
         paragraph=lambda paragraph: [Text(printable(paragraph.text))],
         stats=lambda stats: [Text("\n".join(printable(stat) for stat in stats))],
         folded=lambda line: Text(printable(line), style="dim"),
-        section=lambda title, level, shown: [Text(printable(one_line(title)), style="bold"), *shown],
+        section=lambda title, level, shown: [Text(one_line(title), style="bold"), *shown],
     )
     return _shown(document, shows, verbose)
 
