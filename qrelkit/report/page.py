@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from itertools import count, groupby
 from pathlib import Path
 
-from qrelkit.report.document import Block, Document, Estimate, Figure, Keyed, Lines, Note, Paragraph, Section, Stat, Summary, Table
+from qrelkit.report.document import Block, Document, Estimate, Figure, Keyed, Lines, Note, Paragraph, Section, Summary, Table
 from qrelkit.report.text import printable
 
 CSS = """
@@ -72,7 +72,7 @@ def estimate_html(value: Estimate, *, stat: bool = False) -> str:
     return shown
 
 
-def table_html(table: Table, *, caption: bool = True) -> str:
+def table_html(table: Table) -> str:
     """A table inside a box that scrolls sideways when the table is wider than the page."""
     attributes = (f" id={esc(table.name)}" if table.name else "") + (" class=compact" if table.compact else "")
     head = "" if table.header is None else "<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in table.header) + "</tr></thead>"
@@ -90,7 +90,7 @@ def table_html(table: Table, *, caption: bool = True) -> str:
                 cells.append(f"<td{klass}>{esc(text)}</td>")
         row_class = table.row_classes[r] if table.row_classes is not None else None
         body.append(f"<tr{f' class={row_class}' if row_class else ''}>{''.join(cells)}</tr>")
-    title = f"<caption>{esc(table.title)}</caption>" if caption and table.title else ""
+    title = f"<caption>{esc(table.title)}</caption>" if table.title else ""
     return f"<div class=scroll><table{attributes}>{title}{head}<tbody>{''.join(body)}</tbody></table></div>"
 
 
@@ -108,11 +108,6 @@ def notes_html(notes: Sequence[Note], klass: str = "note") -> str:
         items = "".join(f"<li>{esc(note.text if key else note.line())}</li>" for note in group)
         out.append(f"<ul class={klass}{_attribute(key) if key else ''}>{items}</ul>")
     return "".join(out)
-
-
-def stat_html(stat: Stat) -> str:
-    value = estimate_html(stat.value, stat=True)
-    return f"<div class=stat><div class=value-line>{value}</div><div class=label>{esc(stat.label)}</div></div>"
 
 
 def figure_html(figure: Figure, numbers: Iterator[int]) -> str:
@@ -154,7 +149,10 @@ def _blocks(blocks: Sequence[Block], figures: Iterator[int], level: int = 2) -> 
 
 def summary_html(summary: Summary, qualifying: Sequence[Note], figures: Iterator[int]) -> str:
     """The box of headline numbers, its blocks, and the notes that qualify the lead."""
-    stats = "".join(stat_html(stat) for stat in summary.stats)
+    stats = "".join(
+        f"<div class=stat><div class=value-line>{estimate_html(stat.value, stat=True)}</div><div class=label>{esc(stat.label)}</div></div>"
+        for stat in summary.stats
+    )
     blocks = "".join(_blocks(summary.blocks, figures, 3))
     return (
         "<section class=summary id=summary>"
