@@ -144,7 +144,7 @@ def _tsv_cell(text: str) -> str:
 def tsv_table(table: Table) -> list[str]:
     """The table's rows tab-separated under its header; a column holding intervals as three columns
     (the value, `low`, `high`)."""
-    split = [any(isinstance(cell, Estimate) and cell.has_interval for cell in _column(table, i)) for i in range(_width(table))]
+    split = [any(isinstance(row[i], Estimate) and row[i].has_interval for row in table.rows if i < len(row)) for i in range(_width(table))]
     header = list(table.header) if table.header is not None else [f"column {i + 1}" for i in range(_width(table))]
     head: list[str] = []
     for name, wide in zip(header, split):
@@ -163,10 +163,6 @@ def tsv_table(table: Table) -> list[str]:
                 cells.append(cell_text(cell, table.digits))
         lines.append("\t".join(_tsv_cell(c) for c in cells))
     return lines
-
-
-def _column(table: Table, i: int) -> list[Any]:
-    return [row[i] for row in table.rows if i < len(row)]
 
 
 def _width(table: Table) -> int:
