@@ -163,7 +163,7 @@ class Paragraph:
 @dataclass(frozen=True)
 class Figure:
     """A figure, drawn only by the formats that show pictures (HTML): ``draw`` makes the matplotlib
-    figure when it is needed; the text formats print its caption as a note that it is on the page."""
+    figure when it is needed; the text formats leave it out (it is on the page alone)."""
 
     caption: str
     draw: Callable[[], Any]
