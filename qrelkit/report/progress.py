@@ -84,9 +84,7 @@ def progress_output(
         return
     console = console or Console(stderr=True)
     if not console.is_terminal:
-        yield PlainProgress(
-            description, unit, console.file if console.file is not None else sys.stderr, _interval(), quiet_under=quiet_under
-        )
+        yield PlainProgress(description, unit, console.file, _interval(), quiet_under=quiet_under)  # rich's file: never None
         return
     columns = [
         TextColumn("[bold]{task.description}"),
