@@ -163,7 +163,7 @@ class Paragraph:
 @dataclass(frozen=True)
 class Figure:
     """A figure, drawn only by the formats that show pictures (HTML): ``draw`` makes the matplotlib
-    figure when it is needed; the text formats print its caption as a note that it is on the page."""
+    figure when it is needed; the text formats leave it out (it is on the page alone)."""
 
     caption: str
     draw: Callable[[], Any]
@@ -271,12 +271,6 @@ def walk(blocks: Sequence[Block], *, folded: bool = True) -> list[Block]:
     found: list[Block] = []
     for block in blocks:
         found.append(block)
-        if isinstance(block, Section) and (folded or not block.folded):
-            found += walk(block.blocks, folded=folded)
-        elif isinstance(block, Summary):
+        if isinstance(block, Summary) or isinstance(block, Section) and (folded or not block.folded):
             found += walk(block.blocks, folded=folded)
     return found
-
-
-Format = Literal["table", "plain", "tsv", "markdown", "latex", "json", "html"]
-FORMATS: tuple[str, ...] = ("table", "plain", "tsv", "markdown", "latex", "json")

@@ -13,10 +13,10 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Iterator, Sequence
-from itertools import groupby
+from itertools import count, groupby
 from pathlib import Path
 
-from qrelkit.report.document import Block, Document, Estimate, Figure, Keyed, Lines, Note, Paragraph, Section, Stat, Summary, Table
+from qrelkit.report.document import Block, Document, Estimate, Figure, Keyed, Lines, Note, Paragraph, Section, Summary, Table
 from qrelkit.report.text import printable
 
 CSS = """
@@ -57,51 +57,47 @@ def _attribute(key: str) -> str:
     return f' data-summary="{esc(key)}"'
 
 
-def estimate_html(value: Estimate) -> str:
-    """An estimate; named parts (value, `-ci`, `-mark`) when it has a key."""
+def estimate_html(value: Estimate, *, stat: bool = False) -> str:
+    """An estimate; named parts (value, `-ci`, `-mark`) when it has a key; ``stat``: a summary box's
+    headline number (its value and interval styled)."""
     if value.key is None:
-        return esc(value.text())
+        return f"<span class=value>{esc(value.text())}</span>" if stat else esc(value.text())
     number, low, high = value.parts()
-    shown = f"<span{_attribute(value.key)}>{esc(number + ('%' if value.percent and number != '–' else ''))}</span>"
+    number += "%" if value.percent and number != "–" else ""
+    shown = f"<span{' class=value' if stat else ''}{_attribute(value.key)}>{esc(number)}</span>"
     if value.has_interval:
-        shown += f" <span{_attribute(value.key + '-ci')}>{esc(f'[{low}, {high}]')}</span>"
+        shown += f" <span{' class=ci' if stat else ''}{_attribute(value.key + '-ci')}>{esc(f'[{low}, {high}]')}</span>"
     if value.mark:
         shown += f'<span{_attribute(value.key + "-mark")} title="{esc(value.note or "")}">*</span>'
     return shown
 
 
-def table_html(table: Table, *, caption: bool = True) -> str:
+def table_html(table: Table) -> str:
     """A table inside a box that scrolls sideways when the table is wider than the page."""
     attributes = (f" id={esc(table.name)}" if table.name else "") + (" class=compact" if table.compact else "")
     head = "" if table.header is None else "<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in table.header) + "</tr></thead>"
     body = []
-    for r, row in enumerate(table.rows):
+    for r, (row, texts) in enumerate(zip(table.rows, table.text_rows())):
         cells = []
-        for i, cell in enumerate(row):
+        for i, (cell, text) in enumerate(zip(row, texts)):
             if table.header is None:  # a key-value table: the key heads its row
-                cells.append(f"<th>{esc(_text(cell, table))}</th>" if i == 0 else f"<td>{esc(_text(cell, table))}</td>")
+                cells.append(f"<th>{esc(text)}</th>" if i == 0 else f"<td>{esc(text)}</td>")
             elif isinstance(cell, Estimate):
                 cells.append(f"<td class=n>{estimate_html(cell)}</td>")
             else:
                 klass = "" if table.is_text(i) else " class=n"
                 klass = " class=text" if i in table.wrap_columns else klass
-                cells.append(f"<td{klass}>{esc(_text(cell, table))}</td>")
+                cells.append(f"<td{klass}>{esc(text)}</td>")
         row_class = table.row_classes[r] if table.row_classes is not None else None
         body.append(f"<tr{f' class={row_class}' if row_class else ''}>{''.join(cells)}</tr>")
-    title = f"<caption>{esc(table.title)}</caption>" if caption and table.title else ""
+    title = f"<caption>{esc(table.title)}</caption>" if table.title else ""
     return f"<div class=scroll><table{attributes}>{title}{head}<tbody>{''.join(body)}</tbody></table></div>"
 
 
-def _text(cell: object, table: Table) -> str:
-    from qrelkit.report.document import cell_text
-
-    return cell_text(cell, table.digits)  # type: ignore[arg-type]
-
-
-def paragraph_html(paragraph: Paragraph, klass: str = "note") -> str:
+def keyed_html(paragraph: Paragraph, tag: str) -> str:
+    """A paragraph's text, each `Keyed` part in a ``tag`` element named by its key."""
     parts = [paragraph.parts] if isinstance(paragraph.parts, str) else paragraph.parts
-    inner = "".join(f"<span{_attribute(p.key)}>{esc(p.text)}</span>" if isinstance(p, Keyed) else esc(p) for p in parts)
-    return f"<p class={klass}>{inner.replace(chr(10), '<br>')}</p>"
+    return "".join(f"<{tag}{_attribute(p.key)}>{esc(p.text)}</{tag}>" if isinstance(p, Keyed) else esc(p) for p in parts)
 
 
 def notes_html(notes: Sequence[Note], klass: str = "note") -> str:
@@ -114,46 +110,22 @@ def notes_html(notes: Sequence[Note], klass: str = "note") -> str:
     return "".join(out)
 
 
-def footer_html(footer: Paragraph) -> str:
-    """What made the page; its named parts (the command line) as code."""
-    parts = [footer.parts] if isinstance(footer.parts, str) else footer.parts
-    return "".join(f"<code{_attribute(p.key)}>{esc(p.text)}</code>" if isinstance(p, Keyed) else esc(p) for p in parts)
+def figure_html(figure: Figure, numbers: Iterator[int]) -> str:
+    """The figure embedded as an SVG data URI, numbered (from ``numbers``) in the order the page shows figures."""
+    from qrelkit.report.plots.audit import figure_svg
 
-
-def stat_html(stat: Stat) -> str:
-    return f"<div class=stat><div class=value-line>{_stat_value(stat.value)}</div><div class=label>{esc(stat.label)}</div></div>"
-
-
-def _stat_value(value: Estimate) -> str:
-    shown = estimate_html(value)
-    if value.key is None:
-        return f"<span class=value>{shown}</span>"
-    return shown.replace(f"<span{_attribute(value.key)}>", f"<span class=value{_attribute(value.key)}>", 1).replace(
-        f"<span{_attribute(value.key + '-ci')}>", f"<span class=ci{_attribute(value.key + '-ci')}>", 1
+    drawn = figure.draw()
+    if drawn is None:
+        return ""
+    number = next(numbers)
+    uri = "data:image/svg+xml;base64," + base64.b64encode(figure_svg(drawn).encode("utf-8")).decode("ascii")
+    return (
+        f'<figure id="figure-{number}"><img src="{uri}" alt="{esc(figure.alt)}" style="width:{figure.width}px">'
+        f"<figcaption><b>Figure {number}.</b> {esc(figure.caption)}</figcaption></figure>"
     )
 
 
-class Figures:
-    """Numbers figures in the order the page shows them and embeds each as an SVG data URI."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __call__(self, figure: Figure) -> str:
-        from qrelkit.report.plots.audit import figure_svg
-
-        drawn = figure.draw()
-        if drawn is None:
-            return ""
-        self.count += 1
-        uri = "data:image/svg+xml;base64," + base64.b64encode(figure_svg(drawn).encode("utf-8")).decode("ascii")
-        return (
-            f'<figure id="figure-{self.count}"><img src="{uri}" alt="{esc(figure.alt)}" style="width:{figure.width}px">'
-            f"<figcaption><b>Figure {self.count}.</b> {esc(figure.caption)}</figcaption></figure>"
-        )
-
-
-def _blocks(blocks: Sequence[Block], figures: Figures, level: int = 2) -> Iterator[str]:
+def _blocks(blocks: Sequence[Block], figures: Iterator[int], level: int = 2) -> Iterator[str]:
     for block in blocks:
         if isinstance(block, Table):
             yield table_html(block)
@@ -161,9 +133,9 @@ def _blocks(blocks: Sequence[Block], figures: Figures, level: int = 2) -> Iterat
             title = f"<h{level + 1}>{esc(block.title)}</h{level + 1}>" if block.title else ""
             yield title + "<pre>" + esc("\n".join(block.lines)) + "</pre>"
         elif isinstance(block, Paragraph):
-            yield paragraph_html(block)
+            yield f"<p class=note>{keyed_html(block, 'span').replace(chr(10), '<br>')}</p>"
         elif isinstance(block, Figure):
-            yield figures(block)
+            yield figure_html(block, figures)
         elif isinstance(block, Summary):
             yield summary_html(block, (), figures)
         elif isinstance(block, Section):
@@ -175,9 +147,12 @@ def _blocks(blocks: Sequence[Block], figures: Figures, level: int = 2) -> Iterat
                 yield f"<h{level}{anchor}>{esc(block.title)}</h{level}>\n{inner}"
 
 
-def summary_html(summary: Summary, qualifying: Sequence[Note], figures: Figures) -> str:
+def summary_html(summary: Summary, qualifying: Sequence[Note], figures: Iterator[int]) -> str:
     """The box of headline numbers, its blocks, and the notes that qualify the lead."""
-    stats = "".join(stat_html(stat) for stat in summary.stats)
+    stats = "".join(
+        f"<div class=stat><div class=value-line>{estimate_html(stat.value, stat=True)}</div><div class=label>{esc(stat.label)}</div></div>"
+        for stat in summary.stats
+    )
     blocks = "".join(_blocks(summary.blocks, figures, 3))
     return (
         "<section class=summary id=summary>"
@@ -190,7 +165,7 @@ def summary_html(summary: Summary, qualifying: Sequence[Note], figures: Figures)
 
 def render_page(document: Document) -> str:
     title = document.title or (document.lead[0] if document.lead else "qrelkit")
-    figures = Figures()
+    figures = count(1)  # the figures' numbers
     parts = [
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><meta name=viewport content='width=device-width'>"
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
@@ -210,7 +185,7 @@ def render_page(document: Document) -> str:
     if document.trailing():
         parts.append("<h2>Notes</h2>" + notes_html(document.trailing()))
     if document.footer is not None:
-        parts.append("<footer>" + footer_html(document.footer) + "</footer>")
+        parts.append("<footer>" + keyed_html(document.footer, "code") + "</footer>")  # the command line as code
     parts.append("</body></html>")
     return "\n".join(part for part in parts if part)
 

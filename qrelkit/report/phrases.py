@@ -11,10 +11,6 @@ def fmt(value: float | None, digits: int = 4) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
-def ci(interval: tuple[float, float] | None, digits: int = 4) -> str:
-    return "–" if not interval else f"[{fmt(interval[0], digits)}, {fmt(interval[1], digits)}]"
-
-
 def describe_sample(sample: dict[str, Any]) -> str:
     """`sample of N pairs over T topics (seed S, from a pool of P pairs over U topics)`."""
     return (
@@ -23,24 +19,18 @@ def describe_sample(sample: dict[str, Any]) -> str:
     )
 
 
-def tie_rule(grading: dict[str, Any]) -> str | None:
-    """The tie rule of a quantile grading record (None for other methods; the oldest records name none)."""
-    if grading.get("method") != "quantile":
-        return None
-    return str(grading.get("ties") or "not recorded")
-
-
 def grading_rule(grading: dict[str, Any]) -> str:
     """A grading record in words: the method, per topic or global, the tie rule, the score graded."""
     method = grading.get("method")
     thresholds = grading.get("thresholds") or {}
+    ties = grading.get("ties") or "not recorded"  # a quantile grading's tie rule: the oldest records name none
     if method == "quantile" and grading.get("per_topic"):
         topics = grading.get("topics", len(thresholds))  # records before 0.2 had no count: their per-topic cuts tell it
-        rule = f"per-topic quantiles {grading.get('quantiles')} over {topics} topics, ties: {tie_rule(grading)}"
+        rule = f"per-topic quantiles {grading.get('quantiles')} over {topics} topics, ties: {ties}"
     elif method == "quantile":
         cuts = thresholds.get("*")
         at = " at " + ", ".join(f"{c:.4g}" for c in cuts) if cuts else ""
-        rule = f"global quantiles {grading.get('quantiles')}{at}, ties: {tie_rule(grading)}"
+        rule = f"global quantiles {grading.get('quantiles')}{at}, ties: {ties}"
     elif method in ("thresholds", "threshold"):
         rule = "cut points " + ", ".join(f"{c:g}" for c in thresholds.get("*", [])) if thresholds.get("*") else f"method {method}"
     elif method == "map":

@@ -10,7 +10,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager, nullcontext
 from typing import IO, Any
 
 from rich.console import Console
@@ -75,15 +75,16 @@ class PlainProgress:
 
 @contextmanager
 def progress_output(
-    description: str, *, console: Console | None = None, enabled: bool = True, unit: str = "pairs"
+    description: str, *, console: Console | None = None, enabled: bool = True, unit: str = "pairs", quiet_under: float = 0.0
 ) -> Iterator[ProgressCallback | None]:
-    """A progress callback for ``description``: a bar on a terminal, plain lines otherwise, None when disabled."""
+    """A progress callback for ``description``: a bar on a terminal, plain lines otherwise (none for
+    work that ends within ``quiet_under`` seconds), None when disabled."""
     if not enabled:
         yield None
         return
     console = console or Console(stderr=True)
     if not console.is_terminal:
-        yield PlainProgress(description, unit, console.file if console.file is not None else sys.stderr, _interval())
+        yield PlainProgress(description, unit, console.file, _interval(), quiet_under=quiet_under)  # rich's file: never None
         return
     columns = [
         TextColumn("[bold]{task.description}"),
@@ -152,43 +153,17 @@ def api_progress(progress: Any) -> Callable[..., Any]:
     `A_FEW_SECONDS`: in a notebook as tqdm's bar when tqdm is installed, else a bar on a terminal,
     else plain lines on stderr."""
     if progress is False:
-
-        @contextmanager
-        def none(description: str, unit: str = "pairs") -> Iterator[ProgressCallback | None]:
-            yield None
-
-        factory: Any = none
+        factory: Any = lambda description, unit="pairs": nullcontext()
     elif callable(progress) and progress is not True:
-        factory = _driving(progress, {})
-    elif in_notebook() and _tqdm_auto() is not None:
-        factory = _driving(_tqdm_auto(), {"delay": 0.0 if progress else A_FEW_SECONDS})
+        factory = lambda description, unit="pairs": closing(TqdmLike(progress, description, unit))
+    elif in_notebook() and (tqdm := _tqdm_auto()) is not None:
+        delay = 0.0 if progress else A_FEW_SECONDS
+        factory = lambda description, unit="pairs": closing(TqdmLike(tqdm, description, unit, delay=delay))
     else:
         delay = 0.0 if progress else A_FEW_SECONDS
-
-        @contextmanager
-        def shown(description: str, unit: str = "pairs") -> Iterator[ProgressCallback | None]:
-            console = Console(stderr=True)
-            if console.is_terminal:
-                with progress_output(description, console=console, unit=unit) as callback:
-                    yield callback
-                return
-            yield PlainProgress(description, unit, sys.stderr, _interval(), quiet_under=delay)
-
-        factory = shown
+        factory = lambda description, unit="pairs": progress_output(description, unit=unit, quiet_under=delay)
     factory.enabled = progress is not False
     return factory
-
-
-def _driving(make: Callable[..., Any], extra: dict[str, Any]) -> Callable[..., Any]:
-    @contextmanager
-    def driven(description: str, unit: str = "pairs") -> Iterator[ProgressCallback | None]:
-        bar = TqdmLike(make, description, unit, **extra)
-        try:
-            yield bar
-        finally:
-            bar.close()
-
-    return driven
 
 
 def _tqdm_auto() -> Any:

@@ -15,8 +15,9 @@ terminal and in plain text, `|`, `<`, `&` in Markdown, LaTeX's specials in LaTeX
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from qrelkit.report.document import (
     Block,
@@ -27,22 +28,58 @@ from qrelkit.report.document import (
     Note,
     Paragraph,
     Section,
-    Stat,
     Summary,
     Table,
     cell_text,
+    walk,
 )
 from qrelkit.report.text import latex_comment, markdown_text, one_line, printable
 
-FOLDED_HINT = "(--verbose shows it)"
+T = TypeVar("T")
 
 
-def _stat_line(stat: Stat) -> str:
-    return stat.text()
+@dataclass(frozen=True)
+class _Shows(Generic[T]):
+    """How a text format shows each part of a document (`_shown` walks it for them all)."""
+
+    lead: Callable[[list[str]], list[T]]
+    notes: Callable[[list[Note], bool], list[T]]  # the notes, and whether they are the trailing ones
+    table: Callable[[Table], list[T]]
+    lines: Callable[[Lines], list[T]]
+    paragraph: Callable[[Paragraph], list[T]]
+    stats: Callable[[list[str]], list[T]]  # a summary's `label: value` lines
+    folded: Callable[[str], T]  # the line that stands for a folded section
+    section: Callable[[str, int, list[T]], list[T]]  # a section's title, its heading level and its blocks as shown
 
 
-def _folded_line(section: Section) -> str:
-    return f"{section.title}: {FOLDED_HINT}"
+def _shown(document: Document, shows: _Shows[T], verbose: bool) -> list[T]:
+    """The lead, the notes that qualify it, the blocks, then the other notes."""
+    qualifying, trailing = document.qualifying(), document.trailing()
+    return [
+        *(shows.lead(document.lead) if document.lead else []),
+        *(shows.notes(qualifying, False) if qualifying else []),
+        *_shown_blocks(document.blocks, shows, verbose),
+        *(shows.notes(trailing, True) if trailing else []),
+    ]
+
+
+def _shown_blocks(blocks: Sequence[Block], shows: _Shows[T], verbose: bool, level: int = 2) -> Iterator[T]:
+    """A summary's stats before its blocks; a folded section as a line saying how to see it, unless ``verbose``."""
+    for block in _in_text(blocks):
+        if isinstance(block, Table):
+            yield from shows.table(block)
+        elif isinstance(block, Lines):
+            yield from shows.lines(block)
+        elif isinstance(block, Paragraph):
+            yield from shows.paragraph(block)
+        elif isinstance(block, Summary):
+            if block.stats:
+                yield from shows.stats([stat.text() for stat in block.stats])
+            yield from _shown_blocks(block.blocks, shows, verbose, level)
+        elif isinstance(block, Section) and block.folded and not verbose:
+            yield shows.folded(f"{block.title}: (--verbose shows it)")
+        elif isinstance(block, Section):
+            yield from shows.section(block.title, level, list(_shown_blocks(block.blocks, shows, verbose, level + 1)))
 
 
 def _in_text(blocks: Sequence[Block]) -> list[Block]:
@@ -58,11 +95,11 @@ def plain_table(table: Table) -> str:
     """A table whose every cell is whole: text columns left-aligned, numbers right-aligned."""
     from rich.cells import cell_len
 
-    rows = [[printable(one_line(c)) for c in row] for row in table.text_rows()]
-    header = [] if table.header is None else [printable(one_line(h)) for h in table.header]
+    rows = [[one_line(c) for c in row] for row in table.text_rows()]
+    header = [] if table.header is None else [one_line(h) for h in table.header]
     cells = ([header] if header else []) + rows
     if not cells:
-        return printable(one_line(table.title))
+        return one_line(table.title)
     widths = [max(cell_len(row[i]) for row in cells if i < len(row)) for i in range(max(len(row) for row in cells))]
 
     def line(row: list[str]) -> str:
@@ -72,48 +109,27 @@ def plain_table(table: Table) -> str:
             padded.append(cell + gap if table.is_text(i) else gap + cell)
         return "  ".join(padded).rstrip()
 
-    out = [printable(one_line(table.title))] if table.title else []
+    out = [one_line(table.title)] if table.title else []
     if header:
         out += [line(header), "  ".join("-" * width for width in widths)]
     return "\n".join(out + [line(row) for row in rows])
 
 
-def _plain_blocks(blocks: Sequence[Block], verbose: bool) -> Iterator[str]:
-    for block in _in_text(blocks):
-        if isinstance(block, Table):
-            yield plain_table(block)
-        elif isinstance(block, Lines):
-            yield "\n".join(([printable(one_line(block.title))] if block.title else []) + [printable(line) for line in block.lines])
-        elif isinstance(block, Paragraph):
-            yield printable(block.text)
-        elif isinstance(block, Figure):
-            continue  # pictures are on the HTML page
-        elif isinstance(block, Summary):
-            lines = [printable(_stat_line(stat)) for stat in block.stats]
-            if lines:
-                yield "\n".join(lines)
-            yield from _plain_blocks(block.blocks, verbose)
-        elif isinstance(block, Section):
-            if block.folded and not verbose:
-                yield printable(_folded_line(block))
-                continue
-            yield printable(one_line(block.title)) + "\n" + "\n\n".join(_plain_blocks(block.blocks, verbose))
-
-
-def _note_lines(notes: Sequence[Note]) -> str:
-    return "\n".join(printable(note.line()) for note in notes)
+_PLAIN = _Shows[str](
+    lead=lambda lead: ["\n".join(printable(line) for line in lead)],
+    notes=lambda notes, trailing: ["\n".join(printable(note.line()) for note in notes)],
+    table=lambda table: [plain_table(table)],
+    lines=lambda block: ["\n".join(([one_line(block.title)] if block.title else []) + [printable(line) for line in block.lines])],
+    paragraph=lambda paragraph: [printable(paragraph.text)],
+    stats=lambda stats: ["\n".join(printable(stat) for stat in stats)],
+    folded=printable,
+    section=lambda title, level, shown: [one_line(title) + "\n" + "\n\n".join(shown)],
+)
 
 
 def plain(document: Document, *, verbose: bool = False) -> str:
     """The document as plain text: lead, the notes that qualify it, the blocks, then the other notes."""
-    parts = []
-    if document.lead:
-        parts.append("\n".join(printable(line) for line in document.lead))
-    if document.qualifying():
-        parts.append(_note_lines(document.qualifying()))
-    parts += list(_plain_blocks(document.blocks, verbose))
-    if document.trailing():
-        parts.append(_note_lines(document.trailing()))
+    parts = _shown(document, _PLAIN, verbose)
     return "\n\n".join(part for part in parts if part) + "\n" if parts else ""
 
 
@@ -122,13 +138,13 @@ def plain(document: Document, *, verbose: bool = False) -> str:
 
 def _tsv_cell(text: str) -> str:
     """A TSV field: one line, control characters escaped, no value (`–`) as an empty field."""
-    return "" if text == "–" else printable(one_line(text))
+    return "" if text == "–" else one_line(text)
 
 
 def tsv_table(table: Table) -> list[str]:
     """The table's rows tab-separated under its header; a column holding intervals as three columns
     (the value, `low`, `high`)."""
-    split = [any(isinstance(cell, Estimate) and cell.has_interval for cell in _column(table, i)) for i in range(_width(table))]
+    split = [any(isinstance(row[i], Estimate) and row[i].has_interval for row in table.rows if i < len(row)) for i in range(_width(table))]
     header = list(table.header) if table.header is not None else [f"column {i + 1}" for i in range(_width(table))]
     head: list[str] = []
     for name, wide in zip(header, split):
@@ -149,20 +165,15 @@ def tsv_table(table: Table) -> list[str]:
     return lines
 
 
-def _column(table: Table, i: int) -> list[Any]:
-    return [row[i] for row in table.rows if i < len(row)]
-
-
 def _width(table: Table) -> int:
     return max([len(table.header or [])] + [len(row) for row in table.rows])
 
 
 def tsv(document: Document, *, verbose: bool = False) -> str:
     """Every table as TSV; with several, each after a `# title` line and a blank line between them."""
-    from qrelkit.report.document import walk
-
-    tables = [b for b in walk(document.blocks, folded=verbose) if isinstance(b, Table)]
-    lines_blocks = [b for b in walk(document.blocks, folded=verbose) if isinstance(b, Lines)]
+    shown = walk(document.blocks, folded=verbose)
+    tables = [b for b in shown if isinstance(b, Table)]
+    lines_blocks = [b for b in shown if isinstance(b, Lines)]
     if not tables and lines_blocks:
         return "".join(printable(line) + "\n" for block in lines_blocks for line in block.lines)
     parts = []
@@ -182,55 +193,36 @@ def rich_table(table: Table) -> Any:
     from rich import box
     from rich.table import Table as RichTable
 
-    headed = table.header is not None
-    shown = RichTable(title=printable(one_line(table.title)) or None, title_justify="left", show_header=headed)
+    shown = RichTable(title=one_line(table.title) or None, title_justify="left", show_header=table.header is not None)
     if table.compact:
         shown.box = box.SIMPLE_HEAD
     header = table.header if table.header is not None else [""] * _width(table)
     for i, column in enumerate(header):
-        shown.add_column(printable(one_line(column)), justify="left" if table.is_text(i) else "right", overflow="fold")
+        shown.add_column(one_line(column), justify="left" if table.is_text(i) else "right", overflow="fold")
     for row in table.text_rows():  # a cell on its row, as in plain text: a stored name's newline starts no line
-        shown.add_row(*(printable(one_line(cell)) for cell in row))
+        shown.add_row(*(one_line(cell) for cell in row))
     return shown
-
-
-def _terminal_blocks(blocks: Sequence[Block], verbose: bool) -> Iterator[Any]:
-    from rich.text import Text
-
-    for block in _in_text(blocks):
-        if isinstance(block, Table):
-            yield rich_table(block)
-        elif isinstance(block, Lines):
-            if block.title:
-                yield Text(printable(one_line(block.title)), style="bold")
-            yield Text("\n".join(printable(line) for line in block.lines))
-        elif isinstance(block, Paragraph):
-            yield Text(printable(block.text))
-        elif isinstance(block, Summary):
-            if block.stats:
-                yield Text("\n".join(printable(_stat_line(stat)) for stat in block.stats))
-            yield from _terminal_blocks(block.blocks, verbose)
-        elif isinstance(block, Section):
-            if block.folded and not verbose:
-                yield Text(printable(_folded_line(block)), style="dim")
-                continue
-            yield Text(printable(one_line(block.title)), style="bold")
-            yield from _terminal_blocks(block.blocks, verbose)
 
 
 def terminal(document: Document, *, verbose: bool = False) -> list[Any]:
     """Rich renderables in order: the lead in bold, qualifying notes, blocks, the other notes."""
     from rich.text import Text
 
-    parts: list[Any] = []
-    if document.lead:
-        parts.append(Text(printable("\n".join(document.lead)), style="bold"))
-    for note in document.qualifying():
-        parts.append(Text(printable(note.line()), style="yellow" if note.kind == "warning" else ""))
-    parts += list(_terminal_blocks(document.blocks, verbose))
-    for note in document.trailing():
-        parts.append(Text(printable(note.line()), style="yellow" if note.kind == "warning" else ""))
-    return parts
+    def lines(block: Lines) -> list[Text]:
+        title = [Text(one_line(block.title), style="bold")] if block.title else []
+        return title + [Text("\n".join(printable(line) for line in block.lines))]
+
+    shows = _Shows[Any](
+        lead=lambda lead: [Text(printable("\n".join(lead)), style="bold")],
+        notes=lambda notes, trailing: [Text(printable(note.line()), style="yellow" if note.kind == "warning" else "") for note in notes],
+        table=lambda table: [rich_table(table)],
+        lines=lines,
+        paragraph=lambda paragraph: [Text(printable(paragraph.text))],
+        stats=lambda stats: [Text("\n".join(printable(stat) for stat in stats))],
+        folded=lambda line: Text(printable(line), style="dim"),
+        section=lambda title, level, shown: [Text(one_line(title), style="bold"), *shown],
+    )
+    return _shown(document, shows, verbose)
 
 
 # -- Markdown ----------------------------------------------------------------------------------------
@@ -247,35 +239,26 @@ def markdown_table(table: Table) -> str:
     return "\n".join(lines)
 
 
-def _markdown_blocks(blocks: Sequence[Block], verbose: bool, level: int = 2) -> Iterator[str]:
-    for block in _in_text(blocks):
-        if isinstance(block, Table):
-            yield markdown_table(block)
-        elif isinstance(block, Lines):
-            fence = "```"
-            title = [f"**{markdown_text(block.title)}**", ""] if block.title else []
-            yield "\n".join(title + [fence] + [printable(line).replace(fence, "`` `") for line in block.lines] + [fence])
-        elif isinstance(block, Paragraph):  # a line each, as written (a hard break between them)
-            yield "  \n".join(markdown_text(line) for line in block.text.splitlines())
-        elif isinstance(block, Summary):
-            if block.stats:
-                yield "\n".join(f"- {markdown_text(_stat_line(stat))}" for stat in block.stats)
-            yield from _markdown_blocks(block.blocks, verbose, level)
-        elif isinstance(block, Section):
-            if block.folded and not verbose:
-                yield f"_{markdown_text(_folded_line(block))}_"
-                continue
-            yield f"{'#' * level} {markdown_text(block.title)}"
-            yield from _markdown_blocks(block.blocks, verbose, level + 1)
+def _markdown_lines(block: Lines) -> list[str]:
+    fence = "```"
+    title = [f"**{markdown_text(block.title)}**", ""] if block.title else []
+    return ["\n".join(title + [fence] + [printable(line).replace(fence, "`` `") for line in block.lines] + [fence])]
+
+
+_MARKDOWN = _Shows[str](
+    lead=lambda lead: [f"**{markdown_text(line)}**" for line in lead],
+    notes=lambda notes, trailing: ["\n".join(f"- {markdown_text(note.line())}" for note in notes)],
+    table=lambda table: [markdown_table(table)],
+    lines=_markdown_lines,
+    paragraph=lambda paragraph: ["  \n".join(markdown_text(line) for line in paragraph.text.splitlines())],  # a hard break between lines
+    stats=lambda stats: ["\n".join(f"- {markdown_text(stat)}" for stat in stats)],
+    folded=lambda line: f"_{markdown_text(line)}_",
+    section=lambda title, level, shown: [f"{'#' * level} {markdown_text(title)}", *shown],
+)
 
 
 def markdown(document: Document, *, verbose: bool = False) -> str:
-    parts = [f"**{markdown_text(line)}**" for line in document.lead]
-    if document.qualifying():
-        parts.append("\n".join(f"- {markdown_text(note.line())}" for note in document.qualifying()))
-    parts += list(_markdown_blocks(document.blocks, verbose))
-    if document.trailing():
-        parts.append("\n".join(f"- {markdown_text(note.line())}" for note in document.trailing()))
+    parts = _shown(document, _MARKDOWN, verbose)
     return "\n\n".join(parts) + "\n" if parts else ""
 
 
@@ -312,32 +295,21 @@ def latex_table(table: Table) -> list[str]:
     ]
 
 
-def _latex_blocks(blocks: Sequence[Block], verbose: bool) -> Iterator[str]:
-    for block in _in_text(blocks):
-        if isinstance(block, Table):
-            yield from latex_table(block)
-        elif isinstance(block, Lines):
-            yield from (latex_comment(line) for line in ([block.title] if block.title else []) + list(block.lines))
-        elif isinstance(block, Paragraph):
-            yield from (latex_comment(line) for line in block.text.splitlines())
-        elif isinstance(block, Summary):
-            yield from (latex_comment(_stat_line(stat)) for stat in block.stats)
-            yield from _latex_blocks(block.blocks, verbose)
-        elif isinstance(block, Section):
-            if block.folded and not verbose:
-                yield latex_comment(_folded_line(block))
-                continue
-            yield latex_comment(block.title)
-            yield from _latex_blocks(block.blocks, verbose)
+_LATEX = _Shows[str](
+    lead=lambda lead: [latex_comment(line) for line in lead],
+    notes=lambda notes, trailing: (["% notes:"] if trailing else []) + [latex_comment(note.line()) for note in notes],
+    table=latex_table,
+    lines=lambda block: [latex_comment(line) for line in ([block.title] if block.title else []) + list(block.lines)],
+    paragraph=lambda paragraph: [latex_comment(line) for line in paragraph.text.splitlines()],
+    stats=lambda stats: [latex_comment(stat) for stat in stats],
+    folded=latex_comment,
+    section=lambda title, level, shown: [latex_comment(title), *shown],
+)
 
 
 def latex(document: Document, *, verbose: bool = False) -> str:
     """Booktabs tables (\\usepackage{booktabs}); the lead and the notes as comments."""
-    lines = [latex_comment(line) for line in document.lead]
-    lines += [latex_comment(note.line()) for note in document.qualifying()]
-    lines += list(_latex_blocks(document.blocks, verbose))
-    if document.trailing():
-        lines += ["% notes:"] + [latex_comment(note.line()) for note in document.trailing()]
+    lines = _shown(document, _LATEX, verbose)
     return "\n".join(lines) + "\n" if lines else ""
 
 

@@ -23,26 +23,6 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
 
 
-def plain_table(title: str, header: list[str], rows: list[list[str]], text_columns: int = 1) -> str:
-    """A table as plain text for a pipe or a file: every cell whole (never cut to fit a width), text
-    columns left-aligned, numbers right-aligned, two spaces between columns, control characters
-    escaped. What a terminal's table would squeeze to `0.…` in 80 columns reads here as it is."""
-    from rich.cells import cell_len
-
-    cells = [[printable(c) for c in header], *[[printable(c) for c in row] for row in rows]]
-    widths = [max(cell_len(row[i]) for row in cells) for i in range(len(header))]
-
-    def line(row: list[str]) -> str:
-        padded = []
-        for i, (cell, width) in enumerate(zip(row, widths)):
-            gap = " " * (width - cell_len(cell))
-            padded.append(cell + gap if i < text_columns else gap + cell)
-        return "  ".join(padded).rstrip()
-
-    rule = "  ".join("-" * width for width in widths)
-    return "\n".join([printable(title), line(cells[0]), rule, *(line(row) for row in cells[1:])])
-
-
 def one_line(text: str) -> str:
     """``text`` on one line: control characters escaped, and newlines, carriage returns and tabs as
     `\\n`, `\\r`, `\\t` (a name holding one would otherwise start a new line of the output)."""
