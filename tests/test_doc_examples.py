@@ -132,3 +132,37 @@ def test_the_python_page_runs_again_in_the_same_folder_beside_the_readmes_databa
     assert repr(run.namespace["minilm"]) == minilm and run.namespace["judged"].report.statuses == {"ok": 600}
     assert [s["name"] for s in Store(run.folder / "dl19.duckdb").contents()["qrels_sets"]] == ["umbrela"]  # the README's, untouched
     assert (run.folder / "minilm-by-grade.png").stat().st_size > 10_000
+
+
+def test_every_module_and_name_the_pages_point_to_exists():
+    """A page's prose names modules to import (`qrelkit.report.page` (`render_page`, `write_page`)):
+    each module imports and has each public name listed in the brackets after it (docs/audit.md named a
+    module and a function that had gone, with no example to fail)."""
+    import re
+
+    pointed = re.compile(r"`(qrelkit(?:\.\w+)+)`\s*(?:\(([^)]*)\))?")
+    missing = []
+    for page in PAGES:
+        for found in pointed.finditer(page.path.read_text(encoding="utf-8")):
+            dotted, listed = found.group(1), found.group(2) or ""
+            target = _imported(dotted)
+            names = re.findall(r"`([A-Za-z]\w*)`", listed)
+            missing += [f"{page.name}: {dotted}"] if target is None else []
+            missing += [f"{page.name}: {dotted}.{name}" for name in names if target is not None and not hasattr(target, name)]
+    assert missing == []
+
+
+def _imported(dotted: str):
+    """The module or attribute ``dotted`` names (None when it is not there)."""
+    import importlib
+
+    parts = dotted.split(".")
+    for at in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module(".".join(parts[:at]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[at:]:
+            target = getattr(target, attribute, None)
+        return target
+    return None
