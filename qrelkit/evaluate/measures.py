@@ -177,13 +177,6 @@ def _reciprocal_rank(ranked: RankedRun, level: int) -> np.ndarray:
     return out
 
 
-def _judged_share(ranked: RankedRun, cutoff: int) -> np.ndarray:
-    in_top = ranked.rank <= cutoff
-    judged = ranked.per_query((ranked.judged & in_top).astype(np.float64))
-    shown = ranked.per_query(in_top.astype(np.float64))
-    return divide(judged, shown)
-
-
 def compute(measure: Measure, ranked: RankedRun, pairs: JudgedPairs, ranked_ascending: RankedRun | None = None) -> np.ndarray:
     """(Q,) values of ``measure`` for one run over ``pairs.queries``.
 
@@ -208,5 +201,9 @@ def compute(measure: Measure, ranked: RankedRun, pairs: JudgedPairs, ranked_asce
         if ranked_ascending is None:
             raise ValueError("Judged@k needs the run in ir_measures' tie order")
         assert cutoff is not None
-        return _judged_share(ranked_ascending, int(cutoff))
+        in_top = ranked_ascending.rank <= int(cutoff)
+        return divide(
+            ranked_ascending.per_query((ranked_ascending.judged & in_top).astype(np.float64)),
+            ranked_ascending.per_query(in_top.astype(np.float64)),
+        )
     return trec_measures.compute(measure, ranked, pairs)

@@ -89,12 +89,6 @@ def _in_top_per_query(ranked: RankedRun, level: int, cutoffs: np.ndarray) -> np.
     return ranked.per_query(((ranked.grade >= level) & (ranked.rank <= cutoffs[ranked.query])).astype(np.float64))
 
 
-def _bin_g(ranked: RankedRun, pairs: JudgedPairs, level: int) -> np.ndarray:
-    relevant, so_far = ranked.relevant_so_far(level)
-    not_relevant_above = ranked.rank - so_far
-    return divide(ranked.per_query(np.where(relevant, 1.0 / np.log2(2.0 + not_relevant_above), 0.0)), pairs.relevant_counts(level))
-
-
 INFAP_EPSILON = 0.00001
 
 
@@ -148,7 +142,9 @@ def compute(measure: Any, ranked: RankedRun, pairs: JudgedPairs) -> np.ndarray:
     if family == "Bpref":
         return _bpref(ranked, pairs, level)
     if family == "binG":
-        return _bin_g(ranked, pairs, level)
+        relevant_here, so_far = ranked.relevant_so_far(level)
+        gain = np.where(relevant_here, 1.0 / np.log2(2.0 + (ranked.rank - so_far)), 0.0)  # ranked by non-relevant docs above
+        return divide(ranked.per_query(gain), relevant)
     if family == "infAP":
         return _inferred_ap(ranked, pairs, level)
     if family == "IPrec":

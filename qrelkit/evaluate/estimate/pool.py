@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from qrelkit.evaluate.ranked import NOT_JUDGED, JudgedPairs, rank_run
+from qrelkit.evaluate.ranked import NOT_JUDGED, JudgedPairs, rank_run, within_query_ranks
 from qrelkit.io import arrays
 from qrelkit.io.trec import Qrels, Run
 
@@ -128,10 +128,7 @@ def ranked_lists(pool: Pool, runs: Sequence[Run] | JoinedRuns, cutoff: int | Non
     for r, (query, ranks, index) in enumerate(rows):
         if not len(query):
             continue
-        # entries come grouped by query in rank order: each one's slot is its place within its query
-        first = np.concatenate(([True], query[1:] != query[:-1]))
-        start = np.maximum.accumulate(np.where(first, np.arange(len(query)), 0))
-        slot = np.arange(len(query)) - start
+        slot = within_query_ranks(query) - 1  # entries come grouped by query in rank order
         pair[r, query, slot] = index
         rank_of[r, query, slot] = ranks
     return RankedLists(list(joined.runs), pair, rank_of, cutoff)

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from qrelkit.evaluate.nrg.options import Gain, Grades, NRGConfig, NRGError
+from qrelkit.evaluate.ranked import within_query_ranks
 from qrelkit.io import arrays
 from qrelkit.io.trec import Qrels, Run
 
@@ -60,13 +61,6 @@ def relevant_items(grades: Grades, gain: Gain) -> Items:
     return Items(queries, flat, np.repeat(np.arange(len(queries)), np.diff(starts)), np.asarray(starts), vocabulary, keys)
 
 
-def _segment_ranks(query: np.ndarray) -> np.ndarray:
-    """1-based position of each entry within its run of equal (contiguous) query values."""
-    n = len(query)
-    first = np.concatenate(([True], query[1:] != query[:-1])) if n else np.zeros(0, bool)
-    return np.arange(n) - np.maximum.accumulate(np.where(first, np.arange(n), 0)) + 1
-
-
 def positions_of(runs: Sequence[Run], items: Items, depth: int | None, order: str) -> np.ndarray:
     """(runs × items) rank of each relevant item in each run, 0 where absent or below depth.
 
@@ -81,7 +75,7 @@ def positions_of(runs: Sequence[Run], items: Items, depth: int | None, order: st
         entries = np.argsort(query_of_entry, kind="stable") if order == "file" else run.trec_order()  # grouped by query
         entries = entries[query_of_entry[entries] >= 0]
         query = query_of_entry[entries]
-        ranks = _segment_ranks(query)
+        ranks = within_query_ranks(query)
         if depth:
             entries, query, ranks = entries[ranks <= depth], query[ranks <= depth], ranks[ranks <= depth]
         doc = _index_in(run.table.column("docid").take(arrays.from_numpy(entries)), items.docids)
