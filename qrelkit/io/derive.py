@@ -44,8 +44,7 @@ def _qrels_pairs(path: Path) -> Iterator[tuple[str, str]]:
 
 def _write_lines(out: Path, lines: Iterable[str]) -> None:
     with open(out, "w", encoding="utf-8", newline="\n") as handle:
-        for line in lines:
-            handle.write(line + "\n")
+        handle.writelines(line + "\n" for line in lines)
 
 
 def copy(inputs: list[Path], options: dict[str, Any], out: Path) -> None:

@@ -234,11 +234,10 @@ def runs_from_table(value: Any, name: str = "run", *, on_duplicate: OnDuplicate 
     if column is None:
         return [run_from_table(table, name, on_duplicate=on_duplicate)]
     names = _text(table.column(column), column)
-    runs = []
-    for run_name in dict.fromkeys(names.to_pylist()):
-        rows = table.filter(pc.equal(names, run_name))
-        runs.append(run_from_table(rows, str(run_name), on_duplicate=on_duplicate))
-    return runs
+    return [
+        run_from_table(table.filter(pc.equal(names, run_name)), str(run_name), on_duplicate=on_duplicate)
+        for run_name in dict.fromkeys(names.to_pylist())
+    ]
 
 
 def is_nested_dict(value: object, depth: int) -> bool:

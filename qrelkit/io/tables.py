@@ -83,6 +83,5 @@ def write_table(table: pa.Table, path: str | Path) -> Path:
         write_csv_batches(table.to_reader(), path)
     else:
         with path.open("w", encoding="utf-8") as handle:
-            for row in table.to_pylist():
-                handle.write(json.dumps(row, ensure_ascii=False, default=_json_value) + "\n")
+            handle.writelines(json.dumps(row, ensure_ascii=False, default=_json_value) + "\n" for row in table.to_pylist())
     return path
