@@ -68,7 +68,15 @@ def run_batch_job(
         judge.close()
         report.seconds = time.perf_counter() - started
         _status(watch, driver, plan, ended)
-    _fill(report, store, plan.judge_run_id, driver)
+    activity = driver.activity
+    report.judged = activity.judged
+    report.statuses = dict(activity.statuses)
+    report.submitted = activity.requests
+    report.in_batches = recorded.open_batch_count(store, plan.judge_run_id)
+    mine = set(activity.submitted) | set(activity.collected)
+    report.batches = [
+        s.to_dict() for s in recorded.submissions(store, plan.judge_run_id) if s.state != "collected" or s.submission_id in mine
+    ]
     return report
 
 
@@ -155,16 +163,6 @@ def _wait(
         if len(driver.activity.collected) > collected:
             _submit_pending(driver, plan, budget)  # what came back goes out again
             delays = poll_delays(settings.poll_initial, settings.poll_max)
-
-
-def _fill(report: JobReport, store: Store, judge_run_id: str, driver: BatchDriver) -> None:
-    activity = driver.activity
-    report.judged = activity.judged
-    report.statuses = dict(activity.statuses)
-    report.submitted = activity.requests
-    report.in_batches = recorded.open_batch_count(store, judge_run_id)
-    mine = set(activity.submitted) | set(activity.collected)
-    report.batches = [s.to_dict() for s in recorded.submissions(store, judge_run_id) if s.state != "collected" or s.submission_id in mine]
 
 
 # -- a database's batches, without its job file ------------------------------------------------------

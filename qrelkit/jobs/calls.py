@@ -5,6 +5,7 @@ process (`ray_executor`) uses it without importing the runner that imports the e
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -64,7 +65,7 @@ def judge_batch_safely(judge: Any, batch: Sequence[Pair]) -> list[Judgment]:
     except PASS_THROUGH:
         raise
     except OSError as exc:
-        if _is_disk_full(exc):
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise StorageFailure(f"the disk is full ({exc})") from None
         return _pair_by_pair(judge, batch, exc)
     except Exception as exc:  # the backend failed; record it on the pair(s) and go on
@@ -82,12 +83,6 @@ def _pair_by_pair(judge: Any, batch: Sequence[Pair], exc: Exception) -> list[Jud
     if len(rest) == 1 and len(batch) == 1:
         return [failure_judgment(rest[0], exc)]
     return kept + [j for pair in rest for j in judge_batch_safely(judge, [pair])]
-
-
-def _is_disk_full(exc: OSError) -> bool:
-    import errno
-
-    return exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def planned_batches(judge: Any, window: list[Pair], batch_size: int) -> Iterator[list[Pair]]:

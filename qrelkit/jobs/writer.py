@@ -108,13 +108,6 @@ class JudgmentWriter:
         self.last = time.monotonic()
         if wait:
             self.storing.todo.join()
-        self._count_stored()
-
-    def close(self) -> None:
-        """Store what was handed over, then stop the thread (the job's end, or its failure)."""
-        self.storing.close()
-
-    def _count_stored(self) -> None:
         while True:
             try:
                 outcome = self.storing.done.get_nowait()
@@ -126,6 +119,10 @@ class JudgmentWriter:
             if isinstance(outcome, BaseException):
                 raise outcome
             self._count(outcome)
+
+    def close(self) -> None:
+        """Store what was handed over, then stop the thread (the job's end, or its failure)."""
+        self.storing.close()
 
     def _count(self, statuses: list[str]) -> None:
         self.report.judged += len(statuses)

@@ -68,42 +68,28 @@ def _text(value: Any) -> tuple[str, str | None]:
     return text, f"was a {type(value).__name__}, stored as text"
 
 
-def _storable(text: str) -> tuple[str, str | None]:
-    """The text with lone surrogates (which UTF-8 cannot hold) replaced by U+FFFD."""
-    try:
-        text.encode("utf-8")
-        return text, None
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text), "had lone surrogates, replaced by U+FFFD"
-
-
 def coerce_text(name: str, value: Any, limit: int | None, notes: list[str]) -> str | None:
     if value is None:
         return None
     text, note = _text(value)
     if note:
         notes.append(f"{name} {note}")
-    text, note = _storable(text)
-    if note:
-        notes.append(f"{name} {note}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates, which UTF-8 cannot hold
+        text = _SURROGATE.sub("\ufffd", text)
+        notes.append(f"{name} had lone surrogates, replaced by U+FFFD")
     text, left_out = cut_answer(text, limit)
     if left_out:
         notes.append(f"{name} cut: {left_out} characters left out of the middle (QRELKIT_MAX_ANSWER_CHARS)")
     return text
 
 
-def _real(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 def coerce_number(name: str, value: Any, notes: list[str], *, low: float | None = None) -> float | None:
     if value is None:
         return None
-    number = _real(value)
-    if number is None or (low is not None and number < low):
+    number = None if isinstance(value, bool) or not isinstance(value, numbers.Real) else float(value)
+    if number is None or not math.isfinite(number) or (low is not None and number < low):
         notes.append(f"{name} {_shown(value)} dropped (not a finite number{'' if low is None else f' ≥ {low:g}'})")
         return None
     return number

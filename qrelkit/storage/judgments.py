@@ -324,12 +324,6 @@ def judgment_rows(
     return JudgmentRows(pa.concat_tables(tables) if tables else _rows_table(judge_run_id, []), broken, replaces)
 
 
-def _hashes(judgments: Sequence[Any], content_hashes: Mapping[str, str] | None) -> list[str | None]:
-    hashes = content_hashes or {}
-    docids = [getattr(j, "docid", None) for j in judgments]
-    return [hashes.get(docid) if isinstance(docid, str) else None for docid in docids]
-
-
 def insert_judgments(
     con: Any, judge_run_id: str, judgments: list[Any], input_hashes: Mapping[tuple[str, str], tuple[str | None, str | None]] | None = None
 ) -> None:
@@ -366,7 +360,10 @@ def write_judgments(store: Store, judge_run_id: str, judgments: list[Any], conte
     judged. See `write_judgment_rows`."""
     if not judgments:
         return []
-    return write_judgment_rows(store, judge_run_id, [judgment_rows(judge_run_id, judgments, _hashes(judgments, content_hashes))])
+    hashes = content_hashes or {}
+    docids = [getattr(j, "docid", None) for j in judgments]
+    judged_content = [hashes.get(docid) if isinstance(docid, str) else None for docid in docids]
+    return write_judgment_rows(store, judge_run_id, [judgment_rows(judge_run_id, judgments, judged_content)])
 
 
 def write_judgment_rows(store: Store, judge_run_id: str, batches: Sequence[JudgmentRows]) -> list[str]:
