@@ -178,5 +178,10 @@ def integers(value: Any) -> tuple[int, ...]:
     return tuple(int(item) for item in value)
 
 
+def paths(value: Any) -> tuple[Path, ...]:
+    """A repeatable option's paths (`strings` of them)."""
+    return tuple(map(Path, strings(value)))
+
+
 def optional_path(value: Any) -> Path | None:
     return None if value is None else Path(value)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qrelkit.commands.fields import Request, option, optional_path
-from qrelkit.commands.requests.parts import QrelsRef, RunsRef, on_duplicate_option, paths, qrels_option, runs_option
+from qrelkit.commands.fields import Request, option, optional_path, paths
+from qrelkit.commands.requests.parts import QrelsRef, RunsRef, on_duplicate_option, qrels_option, runs_option
 from qrelkit.errors import QrelkitError
 from qrelkit.io.duplicates import OnDuplicate
 

@@ -278,11 +278,6 @@ def reference_qrels_option() -> Any:
     )
 
 
-def paths(value: Any) -> tuple[Path, ...]:
-    """A repeatable option's paths: one path, or any sequence of them, as a tuple."""
-    return (Path(value),) if isinstance(value, str | Path) else tuple(Path(item) for item in value or ())
-
-
 def more_runs_option() -> Any:
     return option("RUNS", "More run files or folders (so `--runs a.run b.run` works).", (), argument=True, parse=strings, api=False)
 

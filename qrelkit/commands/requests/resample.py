@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qrelkit.commands.fields import Request, integers, option, optional_path, strings
-from qrelkit.commands.requests.parts import EmbedderRef, force_option, on_duplicate_option, paths, resamples_option
+from qrelkit.commands.fields import Request, integers, option, optional_path, paths, strings
+from qrelkit.commands.requests.parts import EmbedderRef, force_option, on_duplicate_option, resamples_option
 from qrelkit.errors import QrelkitError
 from qrelkit.evaluate.choices import check_seed
 from qrelkit.io.duplicates import OnDuplicate

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qrelkit.commands.fields import FORMATS, Request, integers, option, optional_path, unique_strings
+from qrelkit.commands.fields import FORMATS, Request, integers, option, optional_path, paths, unique_strings
 from qrelkit.commands.requests.parts import (
     EmbedderRef,
     GroupsFile,
@@ -18,7 +18,6 @@ from qrelkit.commands.requests.parts import (
     measures_option,
     more_runs_option,
     on_duplicate_option,
-    paths,
     qrels_option,
     reference_pairs_option,
     resamples_option,
