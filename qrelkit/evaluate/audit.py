@@ -246,6 +246,12 @@ def size_warnings(shared_pairs: int, queries: int, runs: int) -> list[str]:
     return warnings
 
 
+def _as_qrels(qrels: Qrels | dict[str, dict[str, int]], name: str) -> Qrels:
+    from qrelkit.io.frames import qrels_from_dict
+
+    return qrels if isinstance(qrels, Qrels) else qrels_from_dict(qrels, name)
+
+
 def side_evaluations(
     model: Qrels,
     reference: Qrels,
@@ -312,10 +318,7 @@ def audit(
     what the model's pairs are ("sample", "partial") and why, for the audit's `Coverage`."""
     check_decimals(reference_decimals)
     check_reference_pairs(reference_pairs)
-    from qrelkit.io.frames import qrels_from_dict
-
-    model = model if isinstance(model, Qrels) else qrels_from_dict(model, "model")
-    reference = reference if isinstance(reference, Qrels) else qrels_from_dict(reference, "reference")
+    model, reference = _as_qrels(model, "model"), _as_qrels(reference, "reference")
     ranked_on = cut_to_judged(reference, model) if reference_pairs == JUDGED else reference
     if ranked_on is not reference:
         reference_evaluation = None  # scored on every reference pair: not what the rankings read now
