@@ -174,7 +174,8 @@ def plan_next(request: AssessPlanRequest, workspace: Workspace) -> PlanResult:
     inputs = read_inputs(workspace, request.judge_qrels, request.runs, design.depth or request.depth)
     top = design.scale[1]
     setting = measure_setting(inputs, design.measure, top)
-    sample, grades, _, _ = current_estimates(workspace, design, inputs)
+    human = current_estimates(workspace, design, inputs)
+    sample, grades = human.sample, human.labels
     estimator = DEFAULT_ESTIMATOR[design.kind]
     found = estimate_sample(setting, sample, grades, top, [estimator])[estimator]
     decided = inference.told_apart(found.values, found.covariance, found.df)[0]

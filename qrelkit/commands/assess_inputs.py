@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -200,12 +200,18 @@ def human_grades(workspace: Workspace, design: Any, ref: QrelsRef | None) -> tup
     return stored_grades(workspace.store, design.human_set), {"name": design.human_set, "origin": "assessed", "path": None}
 
 
-def current_estimates(
-    workspace: Workspace, design: Any, inputs: Inputs, ref: QrelsRef | None = None
-) -> tuple[Any, np.ndarray, int, dict[str, Any]]:
-    """(the recorded sample, the human grades in pool order, how many there are, where they came
-    from) of a design, its pool checked."""
+class HumanSample(NamedTuple):
+    """A design's recorded sample and its human labels: in pool order, how many, where they came from."""
+
+    sample: Any
+    labels: np.ndarray
+    labelled: int
+    source: dict[str, Any]
+
+
+def current_estimates(workspace: Workspace, design: Any, inputs: Inputs, ref: QrelsRef | None = None) -> HumanSample:
+    """The design's `HumanSample`, its pool checked."""
     check_pool(design, inputs)
     grades, source = human_grades(workspace, design, ref)
     labels = inputs.pool.labels_of({pair: float(g) for pair, g in grades.items()})
-    return sample_pairs(inputs.pool, design), labels, len(grades), source
+    return HumanSample(sample_pairs(inputs.pool, design), labels, len(grades), source)
