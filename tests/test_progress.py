@@ -3,6 +3,7 @@ the time left over all of them; without a terminal, progress is plain lines on s
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from qrelkit.report.progress import A_FEW_SECONDS, PlainProgress, api_progress
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPICS = {"q1": "goldfish grow big", "q2": "wifi versus bluetooth", "q3": "how tall is everest"}
@@ -121,15 +124,35 @@ def test_the_python_api_shows_plain_progress_lines_on_stderr_for_work_over_a_few
     assert any(", ETA " in line for line in lines) and all(" pairs/s, elapsed " in line for line in lines)
 
 
-def test_the_python_api_shows_nothing_for_quick_work_or_when_told_not_to(tmp_path):
+def test_the_python_api_shows_nothing_when_told_not_to(tmp_path):
     pytest.importorskip("onnxruntime")
     job = text_collection(tmp_path)
-    quick = _python_judge(f"import qrelkit\nqrelkit.judge({str(job)!r})\n", {"QRELKIT_PROGRESS_SECONDS": "0"})
-    assert quick.returncode == 0, quick.stderr
-    assert "judging job.yaml" not in quick.stderr  # 27 pairs: done in well under a few seconds
-    (tmp_path / "p.duckdb").unlink()
     told = _python_judge(f"import qrelkit\nqrelkit.judge({str(job)!r}, progress=False)\n", {"QRELKIT_PROGRESS_SECONDS": "0"})
     assert told.returncode == 0 and "judging job.yaml" not in told.stderr
+
+
+def _plain_lines(calls: list[tuple[float, int, int]], *, interval: float, quiet_under: float) -> list[str]:
+    """The lines `PlainProgress` writes for (time, done, total) calls, on a clock that reads 0 at its start."""
+    times = iter([0.0, *(at for at, _, _ in calls)])
+    stream = io.StringIO()
+    progress = PlainProgress("judging job.yaml", "pairs", stream, interval, lambda: next(times), quiet_under=quiet_under)
+    for _, done, total in calls:
+        progress(done, total)
+    return stream.getvalue().splitlines()
+
+
+def test_the_python_api_default_shows_nothing_for_work_that_ends_within_a_few_seconds():
+    """The default (`progress=None`) is quiet for work that ends within A_FEW_SECONDS, on a clock the test holds."""
+    quick = [(0.5, 9, 27), (1.5, 18, 27), (A_FEW_SECONDS - 0.01, 27, 27)]
+    assert _plain_lines(quick, interval=0.0, quiet_under=A_FEW_SECONDS) == []
+    assert len(_plain_lines(quick, interval=0.0, quiet_under=0.0)) == 3  # progress=True: every call, interval 0
+    slow = [(1.0, 9, 27), (A_FEW_SECONDS + 0.5, 18, 27), (A_FEW_SECONDS + 1.0, 27, 27)]
+    lines = _plain_lines(slow, interval=0.0, quiet_under=A_FEW_SECONDS)
+    assert [line.split(",")[0] for line in lines] == ["judging job.yaml: 18/27 pairs (66.7%)", "judging job.yaml: 27/27 pairs (100.0%)"]
+    assert lines[-1] == "judging job.yaml: 27/27 pairs (100.0%), 4.5 pairs/s, elapsed 4s"  # rate from the first call's 9
+    for progress, quiet in ((None, A_FEW_SECONDS), (True, 0.0)):  # what the API's default and progress=True build off a terminal
+        with api_progress(progress)("judging job.yaml") as made:
+            assert isinstance(made, PlainProgress) and made.quiet_under == quiet
 
 
 # -- fd: progress, and the vectors kept --------------------------------------------------------------
