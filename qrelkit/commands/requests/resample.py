@@ -18,6 +18,14 @@ def _train_topics() -> Any:
     return option("--train-topics", "Training query texts: TSV `qid<TAB>text` (MS MARCO queries.train.tsv) or JSONL.", parse=Path)
 
 
+def _test_topics() -> Any:
+    return option("--test-topics", "Test query texts: TSV `qid<TAB>text` or JSONL.", parse=Path)
+
+
+def _train_qrels() -> Any:
+    return option("--train-qrels", "Training qrels; only queries judged here are training queries.", parse=Path)
+
+
 def _test_qrels() -> Any:
     return option("--test-qrels", "Keep only the test queries judged in these qrels.", None, parse=optional_path)
 
@@ -56,8 +64,8 @@ class RestrainRequest(EmbeddedQueries):
     model on each and score both with `qrelkit resample evaluate --interpolation-runs --extrapolation-runs`."""
 
     train_topics: Path = _train_topics()
-    test_topics: Path = option("--test-topics", "Test query texts: TSV `qid<TAB>text` or JSONL.", parse=Path)
-    train_qrels: Path = option("--train-qrels", "Training qrels; only queries judged here are training queries.", parse=Path)
+    test_topics: Path = _test_topics()
+    train_qrels: Path = _train_qrels()
     out_dir: Path = _out()
     interpolate_top: int = option("--interpolate-top", "I: the interpolation set is the top-I training queries of each test query.")
     exclude_top: int = option("--exclude-top", "E: the extrapolation set excludes the top-E training queries of each test query.")
@@ -80,8 +88,8 @@ class ResttestRequest(EmbeddedQueries):
     bucket and score with `qrelkit resample evaluate --buckets OUT --bucket-runs DIR`."""
 
     train_topics: Path = _train_topics()
-    test_topics: Path = option("--test-topics", "Test query texts: TSV `qid<TAB>text` or JSONL.", parse=Path)
-    train_qrels: Path = option("--train-qrels", "Training qrels; only queries judged here are training queries.", parse=Path)
+    test_topics: Path = _test_topics()
+    train_qrels: Path = _train_qrels()
     out_dir: Path = _out()
     k: int = option("--k", "Buckets (the paper: 5).", 5)
     seed: int = _seed()
