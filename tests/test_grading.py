@@ -78,6 +78,17 @@ def test_grading_specs_are_checked(options, message):
         GradingSpec(**options)
 
 
+def test_an_unknown_grading_option_names_the_nearest_and_the_options_there():
+    from qrelkit.jobs import grading_spec
+
+    with pytest.raises(QrelkitError) as info:
+        grading_spec({"method": "quantile", "quantile": [0.5]}, where="job.yaml: grading")
+    assert str(info.value) == (
+        "job.yaml: grading.quantile: unknown option; did you mean 'quantiles'? "
+        "(options here: method, quantiles, thresholds, labels, per_topic, ties, map, score_from, name)"
+    )
+
+
 # -- ties (issue: grading that is right for real judges) ----------------------------------------
 
 

@@ -177,6 +177,8 @@ def test_unknown_judge_and_option_list_the_valid_ones(job):
     valid = "valid options of .*: delay_seconds, fail_docids, fatal_docids, interrupt_after, unparseable_docids, workers"
     with pytest.raises(JudgeError, match="option 'temperature': unknown option\n" + valid):
         run_job(spec, progress=False)
+    with pytest.raises(JudgeError, match="option 'worker': unknown option; did you mean 'workers'\\?\n" + valid):
+        run_job(job(worker=2), progress=False)
     spec = job().model_copy(update={"judge": job().judge.model_copy(update={"name": "gpt-5-turbo"})})
     with pytest.raises(JudgeError, match="unknown judge 'gpt-5-turbo'; available: .*embedding.*llamacpp"):
         run_job(spec, progress=False)

@@ -37,7 +37,8 @@ def template_file(tmp_path, **changes):
         ({"relevance_instruction": "  "}, "relevance_instruction", "must not be empty"),
         ({"output_instruction": None}, "output_instruction", "Field required"),
         ({"score_range": [3, 0]}, "(template)", "score_range: low 3.0 must be below high 0.0"),
-        ({"temperature": 0}, "temperature", "Extra inputs are not permitted"),
+        ({"temperature": 0}, "temperature", "unknown key; (keys here: id, version, description, modality, system,"),
+        ({"parser": {"patern": "x"}}, "parser.patern", "unknown key; did you mean 'pattern'? (keys here: pattern)"),
     ],
 )
 def test_invalid_templates_name_the_file_and_field(tmp_path, changes, field, message):

@@ -5,9 +5,11 @@ in the value), instead of a traceback from the parser, the database or a later w
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
-from collections.abc import Iterator
+import typing
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,7 +18,7 @@ from qrelkit.io.files import open_regular
 from qrelkit.io.limits import limits, size_text
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
+    from pydantic import BaseModel, ValidationError
 
 # Values visited when checking a parsed document; YAML aliases share objects, so a small file can
 # stand for billions of values (and a recursive alias for infinitely many).
@@ -169,8 +171,49 @@ def load_yaml_model(
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        lines = [f"{path}: {'.'.join(str(p) for p in e['loc']) or whole}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
-        raise error("\n".join(lines)) from None
+        raise error("\n".join(f"{path}: {field or whole}: {problem}" for field, problem in field_problems(exc, model))) from None
+
+
+def field_problems(
+    exc: ValidationError,
+    model: type[BaseModel],
+    *,
+    noun: str = "key",
+    hidden: Collection[str] = (),
+    also: Collection[str] = (),
+    listed: bool = True,
+) -> list[tuple[str, str]]:
+    """Each error of ``exc`` (from validating ``model``) as (the field's dotted place, "" for the whole;
+    the problem in words): pydantic's message without its "Value error, "; an unknown key (``noun``: "key"
+    or "option") names the nearest known one and, when ``listed``, the keys there (``hidden`` fields
+    left out, ``also`` added at the top)."""
+    found = []
+    for e in exc.errors():
+        place = ".".join(str(p) for p in e["loc"])
+        if e["type"] != "extra_forbidden":
+            found.append((place, str(e["msg"]).removeprefix("Value error, ")))
+            continue
+        holder = _model_at(model, tuple(e["loc"][:-1]))
+        known = [] if holder is None else [name for name in holder.model_fields if name not in hidden]
+        known += list(also) if holder is model else []
+        close = difflib.get_close_matches(str(e["loc"][-1]), known, n=1, cutoff=0.6)
+        words = ([f"did you mean {close[0]!r}?"] if close else []) + ([f"({noun}s here: {', '.join(known)})"] if listed and known else [])
+        found.append((place, f"unknown {noun}" + ("; " + " ".join(words) if words else "")))
+    return found
+
+
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model that holds the key at ``loc`` (a validation error's place), or None."""
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return None
+        candidates = [field.annotation, *typing.get_args(field.annotation)]
+        found = next((c for c in candidates if isinstance(c, type) and hasattr(c, "model_fields")), None)
+        if found is None:
+            return None
+        model = found
+    return model
 
 
 def _check_depth(tokens: Iterator[Any], max_depth: int, path: Path) -> None:

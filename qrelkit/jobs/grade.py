@@ -210,12 +210,11 @@ def grading_spec(options: dict[str, Any], *, where: str = "", option_names: dict
     try:
         return GradingSpec.model_validate(options)
     except ValidationError as exc:
+        from qrelkit.io.structured import field_problems
+
         lines = []
-        for error in exc.errors():
-            loc = ".".join(str(p) for p in error["loc"])
-            if option_names is not None:
-                loc = option_names.get(loc, loc)
-            message = "unknown option" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+        for loc, message in field_problems(exc, GradingSpec, noun="option"):
+            loc = (option_names or {}).get(loc, loc)
             lines.append(f"{where + '.' if where and loc else where}{loc}: {message}" if (where or loc) else message)
         raise GradingError("\n".join(lines)) from None
 

@@ -5,10 +5,8 @@ Relative paths are relative to the job file's folder, so a job can be run from a
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
-import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +18,7 @@ from qrelkit.errors import QrelkitError
 from qrelkit.io import OnDuplicate
 from qrelkit.io.files import OutputPathError, check_writable
 from qrelkit.io.paths import irds_id
-from qrelkit.io.structured import read_yaml_mapping, value_problem
+from qrelkit.io.structured import field_problems, read_yaml_mapping, value_problem
 from qrelkit.jobs.grade import GradingSpec
 
 
@@ -173,34 +171,6 @@ class JobSpec(_Strict):
         return data
 
 
-def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The pydantic model that holds the key at ``loc`` (a validation error's location), or None."""
-    for part in loc:
-        field = model.model_fields.get(part) if isinstance(part, str) else None
-        if field is None:
-            return None
-        candidates = [field.annotation, *typing.get_args(field.annotation)]
-        found = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
-        if found is None:
-            return None
-        model = found
-    return model
-
-
-def _problem(error: Any) -> str:
-    """A validation error in words; an unknown key names the nearest known one and the keys there."""
-    if error["type"] != "extra_forbidden":
-        return str(error["msg"]).removeprefix("Value error, ")
-    model = _model_at(JobSpec, tuple(error["loc"][:-1]))
-    if model is None:
-        return "unknown key"
-    known = [name for name in model.model_fields if name not in ("allow_import", "source")]
-    known += ["sweep"] if model is JobSpec else []
-    close = difflib.get_close_matches(str(error["loc"][-1]), known, n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    return f"unknown key; {hint}(keys here: {', '.join(known)})"
-
-
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -304,8 +274,8 @@ def load_job(
     try:
         spec = JobSpec.model_validate(data)
     except ValidationError as exc:
-        lines = [f"{path}: {'.'.join(str(p) for p in e['loc']) or '(job)'}: {_problem(e)}" for e in exc.errors()]
-        raise JobError("\n".join(lines)) from None
+        problems = field_problems(exc, JobSpec, hidden=("allow_import", "source"), also=("sweep",))
+        raise JobError("\n".join(f"{path}: {field or '(job)'}: {problem}" for field, problem in problems)) from None
     spec = spec.resolve_paths(path.resolve().parent)
     spec.source = path
     return spec

@@ -60,11 +60,12 @@ def make_config(name: str, options: dict[str, Any] | None, *, source: str = "", 
         return cls.Config.model_validate(options or {})
     except ValidationError as exc:
         valid = ", ".join(sorted(cls.Config.model_fields))
-        problems = []
-        for error in exc.errors():
-            field = ".".join(str(p) for p in error["loc"])
-            message = "unknown option" if error["type"] == "extra_forbidden" else error["msg"]
-            problems.append(f"{source + ': ' if source else ''}judge {name!r} option {field!r}: {message}")
+        from qrelkit.io.structured import field_problems
+
+        problems = [
+            f"{source + ': ' if source else ''}judge {name!r} option {field!r}: {message}"
+            for field, message in field_problems(exc, cls.Config, noun="option", listed=False)
+        ]
         raise JudgeError("\n".join(problems) + f"\nvalid options of {name!r}: {valid}") from None
 
 

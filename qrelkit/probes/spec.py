@@ -149,7 +149,10 @@ class Probe(BaseModel):
         try:
             return PERTURBATIONS[self.perturbation][1].model_validate(self.parameters)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(parameters)'}: {e['msg']}" for e in exc.errors())
+            from qrelkit.io.structured import field_problems
+
+            found = field_problems(exc, PERTURBATIONS[self.perturbation][1])
+            problems = "; ".join(f"{field or '(parameters)'}: {problem}" for field, problem in found)
             raise ValueError(f"parameters of {self.perturbation}: {problems}") from None
 
     def identity(self) -> dict[str, Any]:
