@@ -17,7 +17,8 @@ class LineProblem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
+        """`file:line: message`; line 0 is the whole file (a missing or empty file): `file: message`."""
+        return f"{self.path}{f':{self.line}' if self.line else ''}: {self.message}"
 
 
 class InputFormatError(QrelkitError):

@@ -28,8 +28,8 @@ def test_missing_files_folders_and_memory_databases_are_one_line_each(folder):
     db = folder / "x.duckdb"
     before = snapshot(db)
     cases = [
-        (("load", "docs", "nope.jsonl", "--db", db), "error: nope.jsonl:0: file not found"),
-        (("load", "docs", ".", "--db", db), "error: .:0: is a directory, expected a file"),
+        (("load", "docs", "nope.jsonl", "--db", db), "error: nope.jsonl: file not found"),
+        (("load", "docs", ".", "--db", db), "error: .: is a directory, expected a file"),
         (
             ("load", "topics", "topics.tsv", "--db", ":memory:"),
             "error: --db ':memory:': an in-memory database keeps nothing; name a database file",

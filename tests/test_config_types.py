@@ -54,7 +54,7 @@ def test_a_value_of_the_wrong_type_is_one_error_naming_the_file_and_key(tmp_path
     result = runner.invoke(app, [command, "--config", str(config)])
     assert isinstance(result.exception, InputFormatError), (result.exception, result.output)
     message = str(result.exception)
-    assert message.startswith(f"{config}:0: {option}: ") and " is not " in message and "\n" not in message
+    assert message.startswith(f"{config}: {option}: ") and " is not " in message and "\n" not in message
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,7 @@ def test_from_the_command_line_it_is_exit_2_and_one_line(tmp_path, command, text
     if message is None:
         assert "Traceback" not in done.stderr and done.returncode == 2, done.stderr
         return
-    assert one_error(done, 2) == f"error: {config}:0: {message}"
+    assert one_error(done, 2) == f"error: {config}: {message}"
 
 
 def test_values_of_the_right_type_still_reach_the_command(tmp_path):

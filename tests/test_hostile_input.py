@@ -144,7 +144,7 @@ def test_a_line_beyond_the_cap_is_a_problem_of_its_line_not_a_memory_spike(tmp_p
 def test_a_plain_file_above_the_size_cap_is_refused_before_reading(tmp_path, monkeypatch):
     monkeypatch.setenv("QRELKIT_MAX_INPUT_BYTES", "100")
     (tmp_path / "topics.tsv").write_text("q1\tquery\n" * 50)
-    assert "topics.tsv:0: has 450 bytes, more than the limit of 100 bytes (QRELKIT_MAX_INPUT_BYTES)" in refused(
+    assert "topics.tsv: has 450 bytes, more than the limit of 100 bytes (QRELKIT_MAX_INPUT_BYTES)" in refused(
         lambda: read_topics(tmp_path / "topics.tsv")
     )
 
@@ -220,9 +220,9 @@ def job_file(tmp_path: Path, text: str) -> Path:
     "text, message",
     [
         ("database: x.duckdb\njunk: " + "[" * 30_000 + "]" * 30_000 + "\n", "job.yaml:2: nested more than 100 levels deep"),
-        ("database: x.duckdb\nlimit: " + "9" * 5000 + "\n", "job.yaml:0: not usable YAML: a number with more than 4300 digits"),
-        ('database: "x\\0y.duckdb"\n', "job.yaml:0: a NUL character at position 2 in database"),
-        ('database: "x\\ud800.duckdb"\n', "job.yaml:0: a lone UTF-16 surrogate (\\ud800) at position 2 in database"),
+        ("database: x.duckdb\nlimit: " + "9" * 5000 + "\n", "job.yaml: not usable YAML: a number with more than 4300 digits"),
+        ('database: "x\\0y.duckdb"\n', "job.yaml: a NUL character at position 2 in database"),
+        ('database: "x\\ud800.duckdb"\n', "job.yaml: a lone UTF-16 surrogate (\\ud800) at position 2 in database"),
         ("database: x.duckdb\npool: {depth: 1\n", "job.yaml:3: not valid YAML:"),
     ],
 )
@@ -236,9 +236,9 @@ def test_yaml_aliases_that_expand_to_billions_of_values_are_refused(tmp_path):
     levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
     path = tmp_path / "bomb.yaml"
     path.write_text("\n".join(levels) + "\n")  # 10**9 values once expanded
-    with pytest.raises(TemplateError, match=r"bomb.yaml:0: more than 1,000,000 values \(YAML aliases expanding\?\)"):
+    with pytest.raises(TemplateError, match=r"bomb.yaml: more than 1,000,000 values \(YAML aliases expanding\?\)"):
         load_template(path)
-    with pytest.raises(JobError, match=r"job.yaml:0: more than 1,000,000 values"):
+    with pytest.raises(JobError, match=r"job.yaml: more than 1,000,000 values"):
         load_job(job_file(tmp_path, path.read_text()))
 
 
@@ -246,5 +246,5 @@ def test_a_job_file_that_is_a_fifo_is_refused_without_waiting(tmp_path):
     import os
 
     os.mkfifo(tmp_path / "job.yaml")
-    with pytest.raises(JobError, match="job.yaml:0: is a FIFO"):
+    with pytest.raises(JobError, match="job.yaml: is a FIFO"):
         load_job(tmp_path / "job.yaml")

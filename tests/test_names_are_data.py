@@ -34,7 +34,7 @@ def test_a_qrels_file_whose_name_ends_a_latex_comment_is_refused_as_a_judge(trac
     evil.write_text(MODEL)
     args = ["compare", "--judge", evil, "--reference-qrels", track / "human.qrels", "--runs", track / "runs", "--resamples", "0"]
     error = one_error(qrelkit(*args, "--permutations", "0", "--format", "latex"), 2)
-    assert error == f"error: {str(evil)!r}:0: the name taken from the file 'evil\\n\\\\input{{hostname}}' holds the control " \
+    assert error == f"error: {str(evil)!r}: the name taken from the file 'evil\\n\\\\input{{hostname}}' holds the control " \
         "character '\\n': a name holds none; rename it or give --name"  # fmt: skip
 
 

@@ -115,6 +115,6 @@ def test_tag_names_refuse_a_file_with_several_tags(tmp_path):
     path = tmp_path / "mixed.run"
     path.write_text(run_text("a") + "q2 Q0 d3 1 1.0 b\n")
     with pytest.raises(
-        InputFormatError, match=r"mixed.run:0: cannot name the run by its tag: the file has several tags: 'a' \(line 1\), 'b' \(line 3\)"
+        InputFormatError, match=r"mixed.run: cannot name the run by its tag: the file has several tags: 'a' \(line 1\), 'b' \(line 3\)"
     ):
         runner.invoke(app, ["load", "runs", str(path), "--tag-names", "--db", str(tmp_path / "r.duckdb")], catch_exceptions=False)
