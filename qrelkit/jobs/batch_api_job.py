@@ -49,7 +49,7 @@ def run_batch_job(
     driver = BatchDriver(store, plan.judge_run_id, judge, plan.config.model_dump(mode="json"), batch_folder(plan.spec.database))
     # the status `qrelkit status` reads: what it sent and collected, its open batches; no partial
     # judgments file (they arrive a batch at a time)
-    watch = JobWatch(plan.spec.database, {**status_facts(plan.spec, plan), "mode": "batch"}, partials=False)
+    watch = JobWatch(plan.spec.database, {**status_facts(plan.spec, plan), "mode": "batch"})
     started = time.perf_counter()
     ended = "failed"
     try:

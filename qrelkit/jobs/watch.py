@@ -33,9 +33,9 @@ class JobWatch:
     """Collects what the job made and writes it out now and then. ``plan_facts``: what the status
     says throughout (judge run, job file, pool and what was done before, grading, sample)."""
 
-    def __init__(self, database: Any, plan_facts: dict[str, Any], earlier: Any = None, clock: Any = time.monotonic, partials: bool = True):
+    def __init__(self, database: Any, plan_facts: dict[str, Any], earlier: Any = None, clock: Any = time.monotonic):
         self.database = database
-        self.partials = partials  # False: a batch job, whose judgments reach the database only as batches are collected
+        self.partials = plan_facts.get("mode") != "batch"  # a batch job's judgments reach the database only as batches are collected
         self.batches: dict[str, int] | None = None  # a batch job's open batches and the pairs in them
         self.facts = {**this_process(), **plan_facts, "started_at": _now()}
         self.clock = clock
