@@ -11,34 +11,6 @@ import numpy as np
 
 from qrelkit.io.results import Result
 
-ESTIMATOR_NAMES = {
-    "human": "human only",
-    "judge": "judge only",
-    "ppi": "PPI (λ = 1)",
-    "ppi++": "PPI++ (tuned)",
-    "calibrated": "calibrated",
-}
-ESTIMATOR_ABOUT = {
-    "human": "the human labels alone, expanded by their design weights",
-    "judge": "the judge's labels alone (no valid interval: their bias is unknown)",
-    "ppi": "prediction-powered inference with λ = 1: the judge's labels as they are, corrected by the human sample",
-    "ppi++": "PPI++: each label feature predicted as a_q + λ·(the judge's), λ and an intercept a_q for each query with two or more "
-    "sampled pairs (one shared by the rest, and by every query of a stratified sample) fitted on the sample by design-weighted "
-    "least squares (the power tuning of PPI++ as a regression estimator), then corrected by the human sample",
-    "calibrated": "the judge's grades calibrated on the sample (each judge grade's human grades, design-weighted), then corrected by it",
-}
-# whole queries: PPI over per-query values, where ppi++ is not the pair designs' regression
-QUERY_ESTIMATOR_ABOUT = {
-    "ppi++": "PPI++ over the sampled queries: the judge's per-query values weighted by λ, the one that minimises the estimate's "
-    "variance (s(y, f) / s²(f), clipped to [0, 1]), corrected by the humans' values on the sampled queries",
-}
-DESIGN_ABOUT = {
-    "queries": "whole queries (a simple random sample of queries; every pair of a sampled query labelled)",
-    "stratified": "pairs stratified by query (a simple random sample in each query, shares by pool size)",
-    "weighted": "pairs weighted by the measure and the judge's uncertainty (Poisson sampling, π ∝ how far a one-grade error moves the "
-    "runs' values, with a 20% even floor)",
-}
-
 
 @dataclass(frozen=True)
 class MeasureEstimates:

@@ -7,15 +7,36 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from qrelkit.commands.estimate_result import (
-    DESIGN_ABOUT,
-    ESTIMATOR_ABOUT,
-    ESTIMATOR_NAMES,
-    QUERY_ESTIMATOR_ABOUT,
-    EstimateResult,
-    MeasureEstimates,
-)
+from qrelkit.commands.estimate_result import EstimateResult, MeasureEstimates
 from qrelkit.report.document import Document, Estimate, Note, Section, Table
+
+# each estimator: its name in the tables, and what it does (the notes)
+ESTIMATORS = {
+    "human": ("human only", "the human labels alone, expanded by their design weights"),
+    "judge": ("judge only", "the judge's labels alone (no valid interval: their bias is unknown)"),
+    "ppi": ("PPI (λ = 1)", "prediction-powered inference with λ = 1: the judge's labels as they are, corrected by the human sample"),
+    "ppi++": (
+        "PPI++ (tuned)",
+        "PPI++: each label feature predicted as a_q + λ·(the judge's), λ and an intercept a_q for each query with two or more "
+        "sampled pairs (one shared by the rest, and by every query of a stratified sample) fitted on the sample by design-weighted "
+        "least squares (the power tuning of PPI++ as a regression estimator), then corrected by the human sample",
+    ),
+    "calibrated": (
+        "calibrated",
+        "the judge's grades calibrated on the sample (each judge grade's human grades, design-weighted), then corrected by it",
+    ),
+}
+# whole queries: PPI over per-query values, where ppi++ is not the pair designs' regression
+QUERY_ESTIMATOR_ABOUT = {
+    "ppi++": "PPI++ over the sampled queries: the judge's per-query values weighted by λ, the one that minimises the estimate's "
+    "variance (s(y, f) / s²(f), clipped to [0, 1]), corrected by the humans' values on the sampled queries",
+}
+DESIGN_ABOUT = {
+    "queries": "whole queries (a simple random sample of queries; every pair of a sampled query labelled)",
+    "stratified": "pairs stratified by query (a simple random sample in each query, shares by pool size)",
+    "weighted": "pairs weighted by the measure and the judge's uncertainty (Poisson sampling, π ∝ how far a one-grade error moves the "
+    "runs' values, with a 20% even floor)",
+}
 
 
 def _estimate(found: MeasureEstimates, estimator: str, run: int) -> Estimate:
@@ -47,8 +68,8 @@ def _runs_table(found: MeasureEstimates) -> Table:
         effective = None if found.effective[r] != found.effective[r] else round(float(found.effective[r]))
         human, judge = _estimate(found, "human", r), Estimate(found.values["judge"][r])
         rows.append([place, found.runs[r], _estimate(found, e, r), ranks, human, judge, effective])
-    header = ["rank", "run", f"{ESTIMATOR_NAMES[e]} [95% CI]", "possible ranks", "human only [95% CI]", "judge only", "effective labels"]
-    return Table(f"{found.measure}: the runs by {ESTIMATOR_NAMES[e]}", header, rows, text_columns=2, name=f"runs {found.measure}")
+    header = ["rank", "run", f"{ESTIMATORS[e][0]} [95% CI]", "possible ranks", "human only [95% CI]", "judge only", "effective labels"]
+    return Table(f"{found.measure}: the runs by {ESTIMATORS[e][0]}", header, rows, text_columns=2, name=f"runs {found.measure}")
 
 
 def _differences(found: MeasureEstimates, pairs: Iterable[tuple[int, int]], what: str, other: str, name: str) -> Table:
@@ -64,14 +85,12 @@ def _differences(found: MeasureEstimates, pairs: Iterable[tuple[int, int]], what
 def _estimators_table(found: MeasureEstimates) -> Table:
     names = list(found.values)
     rows = [[found.runs[r]] + [_estimate(found, n, r) for n in names] for r in found.order()]
-    return Table(
-        f"{found.measure}: every estimator", ["run"] + [ESTIMATOR_NAMES[n] for n in names], rows, name=f"estimators {found.measure}"
-    )
+    return Table(f"{found.measure}: every estimator", ["run"] + [ESTIMATORS[n][0] for n in names], rows, name=f"estimators {found.measure}")
 
 
 def _about(estimator: str, design: str) -> str:
     """What ``estimator`` does under ``design`` (PPI++ over whole queries is not the pairs' regression)."""
-    return QUERY_ESTIMATOR_ABOUT.get(estimator, ESTIMATOR_ABOUT[estimator]) if design == "queries" else ESTIMATOR_ABOUT[estimator]
+    return QUERY_ESTIMATOR_ABOUT.get(estimator, ESTIMATORS[estimator][1]) if design == "queries" else ESTIMATORS[estimator][1]
 
 
 def _notes(result: EstimateResult) -> list[Note]:
@@ -94,7 +113,7 @@ def _notes(result: EstimateResult) -> list[Note]:
             f"design {design['name']!r}: {DESIGN_ABOUT[design['design']]}, planned for {design['measure']} with seed {design['seed']}; "
             f"{found.labels:,} pairs labelled ({budgets} planned in {len(phases)} phase(s)) of a pool of {result.pool_pairs:,}"
         ),
-        Note(f"estimator {ESTIMATOR_NAMES[result.estimator]}: {_about(result.estimator, design['design'])}; 95% intervals: {interval}"),
+        Note(f"estimator {ESTIMATORS[result.estimator][0]}: {_about(result.estimator, design['design'])}; 95% intervals: {interval}"),
         Note(
             f"judge side: {result.judge['name']} ({result.judge['origin']}, {result.judge['labels']:,} labels); human side: "
             f"{result.human['name']} ({result.human['origin']}, {result.human['labels']:,} grades on the scale "
