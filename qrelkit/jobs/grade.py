@@ -52,6 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from qrelkit.errors import QrelkitError
 from qrelkit.io import Qrel, Qrels
 from qrelkit.io.results import Result
+from qrelkit.io.structured import field_problems
 
 ALL_TOPICS = "*"
 DEFAULT_LABELS = [0, 1, 2]
@@ -210,8 +211,6 @@ def grading_spec(options: dict[str, Any], *, where: str = "", option_names: dict
     try:
         return GradingSpec.model_validate(options)
     except ValidationError as exc:
-        from qrelkit.io.structured import field_problems
-
         lines = []
         for loc, message in field_problems(exc, GradingSpec, noun="option"):
             loc = (option_names or {}).get(loc, loc)

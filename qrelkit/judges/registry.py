@@ -10,6 +10,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import ValidationError
 
+from qrelkit.io.structured import field_problems
 from qrelkit.judges.base import JudgeConfig, JudgeContext, JudgeError
 from qrelkit.prompts import PromptTemplate
 
@@ -60,8 +61,6 @@ def make_config(name: str, options: dict[str, Any] | None, *, source: str = "", 
         return cls.Config.model_validate(options or {})
     except ValidationError as exc:
         valid = ", ".join(sorted(cls.Config.model_fields))
-        from qrelkit.io.structured import field_problems
-
         problems = [
             f"{source + ': ' if source else ''}judge {name!r} option {field!r}: {message}"
             for field, message in field_problems(exc, cls.Config, noun="option", listed=False)

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from qrelkit.errors import QrelkitError
 from qrelkit.io import sha256_text
-from qrelkit.io.structured import load_yaml_model
+from qrelkit.io.structured import field_problems, load_yaml_model
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 
@@ -146,13 +146,11 @@ class Probe(BaseModel):
 
     def settings(self) -> Any:
         """The parameters, validated by the perturbation's own model (defaults filled in)."""
+        model = PERTURBATIONS[self.perturbation][1]
         try:
-            return PERTURBATIONS[self.perturbation][1].model_validate(self.parameters)
+            return model.model_validate(self.parameters)
         except ValidationError as exc:
-            from qrelkit.io.structured import field_problems
-
-            found = field_problems(exc, PERTURBATIONS[self.perturbation][1])
-            problems = "; ".join(f"{field or '(parameters)'}: {problem}" for field, problem in found)
+            problems = "; ".join(f"{field or '(parameters)'}: {problem}" for field, problem in field_problems(exc, model))
             raise ValueError(f"parameters of {self.perturbation}: {problems}") from None
 
     def identity(self) -> dict[str, Any]:
